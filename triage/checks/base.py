@@ -1,0 +1,26 @@
+"""What a check sees (the run's parsed facts) and what it returns."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..model import Event, Line
+from ..stats import EngineStats
+
+
+@dataclass
+class Run:
+    engines: dict[str, EngineStats] = field(default_factory=dict)
+    events: list[Event] = field(default_factory=list)  # settings, capacity, pools, startup...
+
+    def metrics(self) -> list[Event]:
+        return [e for e in self.events if e.kind == "metrics"]
+
+
+@dataclass
+class CheckResult:
+    evidence: list[Line]
+    count: int = 1
+    numbers: dict[str, Any] = field(default_factory=dict)
+    severity: str = ""  # overrides the rule's severity when set

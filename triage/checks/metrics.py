@@ -1,0 +1,100 @@
+"""Checks over per-step metric records (slime/MILES dicts, verl step lines, TRL dicts, JSON lines)."""
+
+from __future__ import annotations
+
+import math
+from statistics import median
+from typing import Any
+
+from ..model import Event, Line
+from .base import CheckResult, Run
+
+
+def _line(ev: Event, key: str) -> Line:
+    lines: dict[str, Line] = ev.fields.get("lines") or {}
+    return lines.get(key, ev.line)
+
+
+def _series(records: list[Event], key: str) -> list[tuple[Event, float]]:
+    return [(ev, ev.fields["values"][key]) for ev in records if key in ev.fields["values"]]
+
+
+def metric_threshold(params: dict[str, Any], run: Run) -> list[CheckResult]:
+    """Records where one of `keys` is at least `min` (e.g. a truncation ratio)."""
+    keys = list(params.get("keys") or [])
+    low = float(params.get("min", 0.0))
+    out = []
+    for key in keys:
+        over = [(ev, v) for ev, v in _series(run.metrics(), key) if math.isfinite(v) and v >= low]
+        if not over:
+            continue
+        worst_ev, worst = max(over, key=lambda ev_v: ev_v[1])
+        first_ev = over[0][0]
+        evidence = [_line(worst_ev, key)] + ([_line(first_ev, key)] if first_ev is not worst_ev else [])
+        out.append(CheckResult(evidence=evidence, count=len(over),
+                               numbers={"metric": key, "max": worst, "threshold": low, "steps_over": len(over)}))
+        break  # one finding: the first key of the list that shows the problem
+    return out
+
+
+def generation_tail(params: dict[str, Any], run: Run) -> list[CheckResult]:
+    """verl agent loop: the slowest sample generated the longest response and took far longer than the mean."""
+    min_ratio = float(params.get("min_ratio", 1.8))
+    min_share = float(params.get("min_gen_share", 0.3))
+    hits: list[tuple[Event, dict[str, float]]] = []
+    for ev in run.metrics():
+        v = ev.fields["values"]
+        slow_len = v.get("timing_s/agent_loop/slowest/response_length")
+        max_len = v.get("response_length/max")
+        gmax = v.get("timing_s/agent_loop/generate_sequences/max")
+        gmean = v.get("timing_s/agent_loop/generate_sequences/mean")
+        if None in (slow_len, max_len, gmax, gmean) or not gmean:
+            continue
+        gen, step = v.get("timing_s/gen"), v.get("timing_s/step")
+        share = gen / step if gen is not None and step else 1.0
+        if slow_len >= 0.99 * max_len and gmax >= min_ratio * gmean and share >= min_share:
+            hits.append((ev, {"slowest_response_length": slow_len, "max_response_length": max_len,
+                              "slowest_seconds": gmax, "mean_seconds": gmean, "gen_share": round(share, 3)}))
+    if not hits:
+        return []
+    ev, numbers = hits[0]
+    evidence = [_line(ev, "timing_s/agent_loop/slowest/response_length")]
+    extra = _line(ev, "response_length/max")
+    if extra is not evidence[0]:
+        evidence.append(extra)
+    return [CheckResult(evidence=evidence, count=len(hits), numbers=numbers)]
+
+
+def first_step_slow(params: dict[str, Any], run: Run) -> list[CheckResult]:
+    """The first step's time is `min_ratio` x the warm median (and at least `min_seconds`)."""
+    min_ratio = float(params.get("min_ratio", 3.0))
+    min_seconds = float(params.get("min_seconds", 120))
+    min_steps = int(params.get("min_steps", 3))
+    for key in params.get("keys") or []:
+        series = [(ev, v) for ev, v in _series(run.metrics(), key) if math.isfinite(v)]
+        if len(series) < min_steps:
+            continue
+        first_ev, first = series[0]
+        warm = median(v for _, v in series[1:])
+        if first >= min_seconds and warm > 0 and first >= min_ratio * warm:
+            return [CheckResult(evidence=[_line(first_ev, key)], count=1,
+                                numbers={"metric": key, "first": first, "warm_median": warm,
+                                         "ratio": round(first / warm, 2)})]
+    return []
+
+
+def rewards_degenerate(params: dict[str, Any], run: Run) -> list[CheckResult]:
+    """Rewards NaN/inf (error), or exactly zero in every record (warning: no policy gradient)."""
+    min_steps = int(params.get("min_steps", 3))
+    for key in params.get("keys") or []:
+        series = _series(run.metrics(), key)
+        if not series:
+            continue
+        bad = [(ev, v) for ev, v in series if not math.isfinite(v)]
+        if bad:
+            return [CheckResult(evidence=[_line(bad[0][0], key)], count=len(bad), severity="error",
+                                numbers={"metric": key, "non_finite": len(bad), "records": len(series)})]
+        if len(series) >= min_steps and all(v == 0 for _, v in series):
+            return [CheckResult(evidence=[_line(series[0][0], key), _line(series[-1][0], key)], count=len(series),
+                                numbers={"metric": key, "records": len(series), "all": 0.0})]
+    return []

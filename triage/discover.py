@@ -1,0 +1,210 @@
+"""Find the files under the given paths and decide each one's kind from its name and its content.
+
+Nothing is dropped silently: every path ends up as a LogFile with status read, skipped (why) or
+unreadable (why). Directories are walked without following directory symlinks (so `loop -> ..`
+cannot recurse); FIFOs, sockets and devices are never opened; binaries are recognised from their
+first bytes and skipped without being read further.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+from pathlib import Path
+
+from .model import LogFile
+from .read import compression_of, open_stream
+
+SNIFF = 64 << 10  # bytes of (decompressed) content used to decide a file's kind
+
+BINARY_MAGIC = {
+    b"\x7fELF": "ELF executable or core dump",
+    b"PK\x03\x04": "zip archive (a torch .pt checkpoint or similar)",
+    b"\x80\x02": "pickle data",
+    b"\x80\x04": "pickle data",
+    b"\x93NUMPY": "numpy array",
+    b"\x89HDF": "HDF5 data",
+    b"\x89PNG": "PNG image",
+    b"\xff\xd8\xff": "JPEG image",
+    b"%PDF": "PDF document",
+    b"SQLite format 3": "SQLite database",
+    b"PAR1": "parquet data",
+    b"ARROW1": "arrow data",
+}
+BINARY_SUFFIXES = {".safetensors", ".pt", ".pth", ".bin", ".ckpt", ".npy", ".npz", ".so", ".pkl", ".parquet", ".arrow"}
+CONFIG_SUFFIXES = {".yaml", ".yml", ".toml"}
+
+# Name hints: (regex on the lower-cased file name, kind).
+NAME_HINTS = [
+    (re.compile(r"judge|verif|reward|(^|[^a-z])rm([^a-z]|$)|sandbox|grader|scor"), "verifier"),
+    (re.compile(r"sglang|sgl[-_]"), "sglang"),
+    (re.compile(r"vllm"), "vllm"),
+    (re.compile(r"engine|server|infer"), "sglang"),
+    (re.compile(r"train|megatron|fsdp|actor|deepspeed|worker"), "trainer"),
+    (re.compile(r"driver|ray|main|job|run|slime|miles|verl"), "driver"),
+    (re.compile(r"rollout|launch|client|generat"), "rollout"),
+]
+
+# Content markers: kind -> regex; the kind with the most marker lines in the head wins.
+CONTENT_MARKERS = {
+    "sglang": re.compile(
+        r"server_args=ServerArgs|Decode batch[.,]|Prefill batch[.,]|sglang[./]|KV Cache is allocated|"
+        r"max_total_num_tokens=|^\[(?:\d{4}-\d\d-\d\d )?\d\d:\d\d:\d\d(?:\.\d+)?(?: [A-Z_]+\d+)+\] ",
+        re.M,
+    ),
+    "vllm": re.compile(r"vllm|^(?:INFO|WARNING|ERROR|DEBUG) \d\d-\d\d \d\d:\d\d:\d\d ", re.M),
+    "trainer": re.compile(r"megatron|deepspeed|fsdp|TrainRayActor|step:\d+ - |\bstep \d+: \{|grad_norm|Timer train", re.I),
+    "verifier": re.compile(r"reward|judge|verif|sandbox|compute_score|remote_rm", re.I),
+}
+RAY_ACTOR = re.compile(r"^\((\w+) pid=\d+", re.M)
+
+
+def _binary_reason(head: bytes, name: str) -> str:
+    for magic, what in BINARY_MAGIC.items():
+        if head.startswith(magic):
+            return what
+    if len(head) >= 9 and head[8:9] == b"{" and name.endswith(".safetensors"):
+        return "safetensors checkpoint"
+    sample = head[:8192]
+    if b"\x00" in sample and sample.count(b"\x00") > len(sample) // 64:
+        return "binary data (NUL bytes)"
+    if Path(name).suffix.lower() in BINARY_SUFFIXES:
+        return f"binary file ({Path(name).suffix})"
+    return ""
+
+
+def content_scores(text: str) -> dict[str, int]:
+    scores = {kind: len(rx.findall(text)) for kind, rx in CONTENT_MARKERS.items()}
+    if len(set(RAY_ACTOR.findall(text))) >= 2:
+        scores["driver"] = 1_000  # several Ray actors in one file: the driver's combined log
+    return scores
+
+
+def kind_from_name(name: str) -> str:
+    low = name.lower()
+    for rx, kind in NAME_HINTS:
+        if rx.search(low):
+            return kind
+    return ""
+
+
+def decide_kind(name: str, text: str) -> str:
+    """Name and content together. Engine markers are distinctive, so clear engine content wins over
+    a generic name (a Ray `worker-*.err` holding SGLang lines); otherwise the name decides."""
+    suffixes = [s.lower() for s in Path(name).suffixes]
+    if suffixes and suffixes[-1] in CONFIG_SUFFIXES:
+        return "config"
+    if suffixes and suffixes[-1] == ".jsonl":
+        return "verifier" if CONTENT_MARKERS["verifier"].search(text[:4096]) else "metrics"
+    if suffixes and suffixes[-1] == ".json":
+        return "config"
+    scores = content_scores(text)
+    by_name = kind_from_name(name)
+    if scores.get("driver"):
+        return "driver"
+    if by_name == "verifier":
+        return "verifier"
+    engine = max(("sglang", "vllm"), key=lambda k: scores[k])
+    if scores[engine] >= 3 and by_name not in ("sglang", "vllm", "trainer"):
+        return engine
+    if by_name:
+        return by_name
+    best = max(scores, key=lambda k: scores[k])
+    return best if scores[best] else "text"
+
+
+def sniff(logfile: LogFile) -> None:
+    """Fill in compression, kind and status from the first bytes of the file."""
+    try:
+        with open(logfile.path, "rb") as fh:
+            head = fh.read(SNIFF)
+    except OSError as e:
+        logfile.status, logfile.reason = "unreadable", e.strerror or str(e)
+        return
+    logfile.compression = compression_of(head)
+    if logfile.compression:
+        try:
+            with open_stream(logfile.path, logfile.compression) as stream:
+                head = stream.read(SNIFF)
+        except (OSError, EOFError, ValueError) as e:
+            logfile.status, logfile.reason = "unreadable", f"{logfile.compression}: {e}"
+            return
+        except Exception as e:  # noqa: BLE001 - lzma/zlib raise their own error types
+            logfile.status, logfile.reason = "unreadable", f"{logfile.compression}: {e}"
+            return
+    why = _binary_reason(head, logfile.rel)
+    if why:
+        logfile.kind, logfile.status, logfile.reason = "binary", "skipped", why
+        return
+    if not head.strip():
+        logfile.kind, logfile.status, logfile.reason = "empty", "read", "empty file" if not head else "blank lines only"
+    name = logfile.rel
+    for ext in (".gz", ".bz2", ".xz", ".zst"):
+        if name.endswith(ext):
+            name = name[: -len(ext)]
+    name = re.sub(r"\.\d+$", "", name)  # rotated: train.log.1
+    if logfile.kind != "empty":
+        logfile.kind = decide_kind(name, head.decode("utf-8", "replace"))
+
+
+def _entry(path: str, rel: str) -> LogFile:
+    lf = LogFile(path=path, rel=rel)
+    try:
+        st = os.stat(path)  # follows a file symlink
+    except FileNotFoundError:
+        lf.status, lf.reason = "unreadable", "dangling symlink" if os.path.islink(path) else "no such file"
+        return lf
+    except OSError as e:
+        lf.status, lf.reason = "unreadable", e.strerror or str(e)
+        return lf
+    if not stat.S_ISREG(st.st_mode):
+        kind = "FIFO" if stat.S_ISFIFO(st.st_mode) else "socket" if stat.S_ISSOCK(st.st_mode) else "device or special file"
+        lf.kind, lf.status, lf.reason = "special", "skipped", f"{kind}: not opened"
+        return lf
+    lf.size = st.st_size
+    if not os.access(path, os.R_OK):
+        lf.status, lf.reason = "unreadable", "permission denied"
+        return lf
+    sniff(lf)
+    return lf
+
+
+def discover(paths: list[str]) -> tuple[list[LogFile], list[str]]:
+    """All files under the paths, sorted per root. Returns (files, problems with the paths themselves)."""
+    files: list[LogFile] = []
+    problems: list[str] = []
+    for root in paths:
+        if root == "-":
+            files.append(LogFile(path="-", rel="<stdin>", kind="text"))
+            continue
+        if not os.path.lexists(root):
+            problems.append(f"{root}: no such file or directory")
+            continue
+        if os.path.isdir(root):
+            files.extend(_walk(root))
+        else:
+            files.append(_entry(root, os.path.basename(root)))
+    return files, problems
+
+
+def _walk(root: str) -> list[LogFile]:
+    out: list[LogFile] = []
+
+    def onerror(err: OSError) -> None:
+        rel = os.path.relpath(err.filename, root) if err.filename else root
+        out.append(LogFile(path=err.filename or root, rel=rel, kind="directory", status="unreadable",
+                           reason=err.strerror or str(err)))
+
+    for dirpath, dirnames, filenames in os.walk(root, onerror=onerror, followlinks=False):
+        dirnames.sort()
+        for d in list(dirnames):
+            full = os.path.join(dirpath, d)
+            if os.path.islink(full):
+                dirnames.remove(d)
+                out.append(LogFile(path=full, rel=os.path.relpath(full, root), kind="directory", status="skipped",
+                                   reason=f"symlink to a directory ({os.readlink(full)}): not followed"))
+        for name in sorted(filenames):
+            full = os.path.join(dirpath, name)
+            out.append(_entry(full, os.path.relpath(full, root)))
+    return out

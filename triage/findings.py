@@ -1,0 +1,184 @@
+"""From hits and check results to ranked findings: one per distinct problem, root cause first.
+
+- Hits of one rule become one finding with a count, first/last occurrence and a few evidence lines.
+- A rule marked `symptom_of` (a Ray actor death, an engine crash header, a watchdog follow-up) folds into
+  the root-cause finding it belongs to when there is one, as extra evidence.
+- Error-like lines no rule claimed are grouped by template into `unclassified` findings.
+- Rank: severity, then the rule's priority (specific root causes above generic crashes and hangs), then
+  the order of first occurrence.
+- Fingerprint: rule id + file + the evidence line with numbers, ids and times masked. No line numbers.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from typing import Any
+
+from .checks import CHECKS, Run
+from .knobs import Config, knob
+from .model import SEVERITY_RANK, Evidence, Finding, Hit, Line
+from .patterns import Library, Rule
+from .redact import redact
+from .scan import FINAL_EXC, FileResult, thresholds_hold
+
+MAX_EVIDENCE = 4
+MAX_UNCLASSIFIED = 20
+
+MASKS = [
+    (re.compile(r"^\((?:[\w.:-]+)(?: pid=\d+)?(?:, ip=[\w.:]+)?\) ?"), ""),
+    (re.compile(r"\[(?:\d{4}-\d\d-\d\d[ T])?\d\d:\d\d:\d\d(?:[.,]\d+)?(?: [A-Z_]+\d+)*\] ?"), ""),
+    (re.compile(r"\b\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?\b"), "<time>"),
+    (re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b"), "<id>"),
+    (re.compile(r"\b0x[0-9a-fA-F]+\b"), "<hex>"),
+    (re.compile(r"\b[0-9a-f]{12,}\b"), "<id>"),
+    (re.compile(r"(?:/[\w.@+-]+){2,}/?"), "<path>"),
+    (re.compile(r"\d+(?:\.\d+)?"), "<n>"),
+]
+
+
+def template(text: str) -> str:
+    for rx, repl in MASKS:
+        text = rx.sub(repl, text)
+    return " ".join(text.split())
+
+
+def fingerprint(rule: str, ev: Evidence | None, extra: str = "") -> str:
+    basis = "\x1f".join([rule, ev.file if ev else "", template(ev.text) if ev else "", extra])
+    return hashlib.sha256(basis.encode()).hexdigest()[:20]
+
+
+def _evidence(lines: list[Line], redact_on: bool) -> list[Evidence]:
+    out: list[Evidence] = []
+    seen: set[tuple[str, int, str]] = set()
+    for ln in lines:
+        key = (ln.file, ln.lineno, ln.text)
+        if key in seen:
+            continue
+        seen.add(key)
+        out.append(Evidence(ln.file, ln.lineno, redact(ln.text) if redact_on else ln.text))
+    return out
+
+
+def _knobs(lib: Library, rule: Rule, numbers: dict[str, Any], cfg: Config) -> list[Any]:
+    names = list(rule.knobs)
+    for cond in rule.knobs_when:
+        if thresholds_hold([cond], numbers) and cond["knob"] not in names:
+            names.append(cond["knob"])
+    return [knob(lib, n, cfg) for n in names]
+
+
+def _finding(lib: Library, rule: Rule, lines: list[Line], count: int, numbers: dict[str, Any], cfg: Config,
+             redact_on: bool, first: Line, last: Line, severity: str = "") -> Finding:
+    evidence = _evidence(lines, redact_on)[:MAX_EVIDENCE]
+    ev_first, ev_last = _evidence([first], redact_on)[0], _evidence([last], redact_on)[0]
+    return Finding(rule=rule.id, category=rule.category, severity=severity or rule.severity, title=rule.title,
+                   count=count, evidence=evidence, knobs=_knobs(lib, rule, numbers, cfg),
+                   not_knobs=list(rule.not_knobs or []), explain=rule.explain, numbers=numbers,
+                   first=ev_first, last=ev_last, priority=rule.priority, symptom=bool(rule.symptom_of))
+
+
+def from_hits(lib: Library, hits: list[Hit], cfg: Config, redact_on: bool) -> list[Finding]:
+    groups: dict[str, list[Hit]] = {}
+    for h in hits:
+        groups.setdefault(h.rule, []).append(h)
+    out = []
+    for rid, hs in groups.items():
+        rule = lib.rule(rid)
+        if rule is None:
+            continue
+        count = sum(h.line.repeat for h in hs)
+        if count < rule.min_count:
+            continue
+        first, last = hs[0], hs[-1]
+        lines = [first.line, *first.extra]
+        if last is not first:
+            lines += [last.line, *last.extra]
+        numbers = dict(first.numbers)
+        numbers["side"] = first.side
+        out.append(_finding(lib, rule, lines, count, numbers, cfg, redact_on, first.line, last.line))
+    return out
+
+
+def from_checks(lib: Library, run: Run, cfg: Config, redact_on: bool) -> list[Finding]:
+    out = []
+    for rule in lib.rules:
+        if not rule.check:
+            continue
+        fn = CHECKS.get(rule.check)
+        if fn is None:
+            continue
+        results = fn(rule.params, run)
+        if not results:
+            continue
+        lines = [ln for r in results for ln in r.evidence]
+        count = sum(r.count for r in results)
+        severity = min((r.severity or rule.severity for r in results), key=SEVERITY_RANK.__getitem__)
+        numbers = dict(results[0].numbers)
+        if len(results) > 1:
+            numbers["sources"] = len(results)
+        out.append(_finding(lib, rule, lines, count, numbers, cfg, redact_on, lines[0], lines[-1], severity))
+    return out
+
+
+def unclassified(lib: Library, lines: list[Line], redact_on: bool) -> list[Finding]:
+    clusters: dict[str, list[Line]] = {}
+    for ln in lines:
+        clusters.setdefault(template(ln.msg), []).append(ln)
+    cat = lib.categories.get("unclassified")
+    ranked = sorted(clusters.items(), key=lambda kv: (not FINAL_EXC.match(kv[1][0].msg), -len(kv[1])))
+    out = []
+    for tmpl, lns in ranked[:MAX_UNCLASSIFIED]:
+        ev = _evidence([lns[0]] + ([lns[-1]] if len(lns) > 1 else []), redact_on)
+        title = redact(tmpl) if redact_on else tmpl
+        out.append(Finding(rule="unclassified", category="unclassified", severity="warning",
+                           title=f"Unexplained: {title[:120]}", count=sum(ln.repeat for ln in lns), evidence=ev,
+                           explain=cat.explain if cat else "", first=ev[0], last=ev[-1], priority=5,
+                           numbers={"template": title[:200]}))
+    return out
+
+
+def merge_symptoms(lib: Library, findings: list[Finding]) -> list[Finding]:
+    """Fold a symptom (actor death, crash header) into the root-cause finding it belongs to."""
+    roots = [f for f in findings if not f.symptom and f.category != "unclassified"]
+    out = [f for f in findings if not f.symptom]
+    for f in findings:
+        if not f.symptom:
+            continue
+        rule = lib.rule(f.rule)
+        wanted = rule.symptom_of if rule else []
+        candidates = [r for r in roots if ("any" in wanted or r.category in wanted)
+                      and SEVERITY_RANK[r.severity] <= SEVERITY_RANK[f.severity]]
+        if not candidates:
+            out.append(f)
+            continue
+        root = min(candidates, key=rank_key)
+        for e in f.evidence:
+            if len(root.evidence) < MAX_EVIDENCE + 2 and e not in root.evidence:
+                root.evidence.append(e)
+        root.numbers.setdefault("symptoms", []).append(f.rule)
+    return out
+
+
+def rank_key(f: Finding) -> tuple[int, int, int]:
+    return (SEVERITY_RANK[f.severity], -f.priority, 0)
+
+
+def rank(findings: list[Finding]) -> list[Finding]:
+    order = {id(f): i for i, f in enumerate(findings)}
+    return sorted(findings, key=lambda f: (SEVERITY_RANK[f.severity], -f.priority, order[id(f)]))
+
+
+def build(lib: Library, results: list[FileResult], run: Run, cfg: Config, redact_on: bool = True) -> list[Finding]:
+    hits = [h for r in results for h in r.hits]
+    findings = from_hits(lib, hits, cfg, redact_on) + from_checks(lib, run, cfg, redact_on)
+    findings = merge_symptoms(lib, findings)
+    findings += unclassified(lib, [ln for r in results for ln in r.unclaimed], redact_on)
+    findings = rank(findings)
+    seen: dict[str, int] = {}
+    for f in findings:
+        base = fingerprint(f.rule, f.evidence[0] if f.evidence else None)
+        n = seen.get(base, 0)
+        seen[base] = n + 1
+        f.fingerprint = base if n == 0 else fingerprint(f.rule, f.evidence[0] if f.evidence else None, str(n))
+    return findings

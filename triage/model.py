@@ -1,0 +1,159 @@
+"""The nouns every stage shares: files, lines, hits, events, knobs, findings, the report."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+SEVERITIES = ("error", "warning", "info")
+SEVERITY_RANK = {"error": 0, "warning": 1, "info": 2}
+
+# The six categories of the domain document, plus the two outside them.
+SIX = (
+    "prompt-budget",
+    "serving-oom-retraction",
+    "trainer-oom",
+    "cold-start",
+    "generation-tail",
+    "verifier",
+)
+CATEGORIES = SIX + ("other", "unclassified")
+
+# Which process wrote a line: decides, e.g., whether a CUDA OOM is the engine's or the trainer's.
+SIDES = ("engine", "trainer", "driver", "rollout", "verifier", "unknown")
+
+
+@dataclass
+class LogFile:
+    """One input file and what happened to it."""
+
+    path: str  # as opened
+    rel: str  # relative to the root the user gave; what reports print
+    kind: str = "text"  # sglang, vllm, trainer, driver, rollout, verifier, config, metrics, text, binary, ...
+    status: str = "read"  # read | skipped | unreadable
+    reason: str = ""
+    size: int = 0
+    lines: int = 0
+    compression: str = ""
+
+    @property
+    def side(self) -> str:
+        return KIND_SIDE.get(self.kind, "unknown")
+
+
+KIND_SIDE = {
+    "sglang": "engine",
+    "vllm": "engine",
+    "trainer": "trainer",
+    "driver": "driver",
+    "rollout": "rollout",
+    "verifier": "verifier",
+}
+
+
+@dataclass
+class Line:
+    """A normalised physical line (or one `\\r` fragment of it) that passed the prefilter."""
+
+    file: str  # LogFile.rel
+    lineno: int
+    text: str  # ANSI stripped, full line as printed (evidence)
+    msg: str  # text without the Ray actor prefix
+    actor: str = ""  # Ray actor name from `(Name pid=N, ip=...)`, if any
+    pid: str = ""
+    repeat: int = 1  # `[repeated Nx across cluster]` folds N copies into this line
+
+
+@dataclass
+class Event:
+    """A typed fact parsed from one line: a decode-stats row, a server-args dump, a metric dict..."""
+
+    kind: str
+    line: Line
+    fields: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Hit:
+    """One line claimed by one rule, with the numbers its named groups extracted."""
+
+    rule: str
+    line: Line
+    numbers: dict[str, Any] = field(default_factory=dict)
+    side: str = "unknown"
+    extra: list[Line] = field(default_factory=list)  # e.g. the final exception line of a crash header
+
+
+@dataclass
+class Evidence:
+    file: str
+    line: int
+    text: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"file": self.file, "line": self.line, "text": self.text}
+
+
+@dataclass
+class Knob:
+    name: str  # canonical, e.g. inference.sglang_max_running_requests
+    aliases: list[str] = field(default_factory=list)
+    current: Any = None  # value the logs or config reveal, if any
+    source: str = ""  # where the current value came from (file:line or config)
+    meaning: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "aliases": self.aliases, "current": self.current, "source": self.source}
+
+
+@dataclass
+class Finding:
+    """One distinct problem: what, how bad, where it shows, what to inspect, what will not help."""
+
+    rule: str
+    category: str
+    severity: str
+    title: str
+    count: int = 1
+    evidence: list[Evidence] = field(default_factory=list)
+    knobs: list[Knob] = field(default_factory=list)
+    not_knobs: list[str] = field(default_factory=list)
+    explain: str = ""
+    numbers: dict[str, Any] = field(default_factory=dict)
+    first: Evidence | None = None
+    last: Evidence | None = None
+    priority: int = 50
+    symptom: bool = False
+    fingerprint: str = ""
+    known: bool = False  # hidden by a baseline entry
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "rule": self.rule,
+            "category": self.category,
+            "severity": self.severity,
+            "title": self.title,
+            "count": self.count,
+            "evidence": [e.to_dict() for e in self.evidence],
+            "first": self.first.to_dict() if self.first else None,
+            "last": self.last.to_dict() if self.last else None,
+            "numbers": self.numbers,
+            "knobs": [k.to_dict() for k in self.knobs],
+            "not_knobs": self.not_knobs,
+            "explain": self.explain,
+            "fingerprint": self.fingerprint,
+        }
+
+
+@dataclass
+class Report:
+    version: str
+    root: str
+    findings: list[Finding] = field(default_factory=list)
+    files: list[LogFile] = field(default_factory=list)
+    config: dict[str, Any] = field(default_factory=dict)  # effective knob values: name -> (value, source)
+    errors: list[str] = field(default_factory=list)  # rule errors and other non-fatal problems
+
+    def worst(self) -> str | None:
+        sev = [f.severity for f in self.findings if not f.known]
+        return min(sev, key=SEVERITY_RANK.__getitem__) if sev else None

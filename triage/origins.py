@@ -1,0 +1,98 @@
+"""Who printed a line: the Ray actor prefix, SGLang's rank tag, and the side (engine, trainer, ...).
+
+Ray's driver prefixes every forwarded line with `(ActorName pid=N)` or `(ActorName pid=N, ip=A.B.C.D)`
+(Ray `print_worker_logs`; colour codes are stripped by read.py), and folds copies into
+`... [repeated 4x across cluster]`. SGLang prefixes its own lines with `[time rank-tags]`, e.g.
+`[16:43:29 TP0]` (<= v0.3.3), `[2025-07-02 07:41:59 DP0 TP0]`, `[2025-12-26 08:51:31 DP0 TP0 EP0]`,
+later `[… DP0 PP1 ATTN_CP0 MOE_DP0 TP2 EP2]`, or no tag at all on single-GPU engines.
+"""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_left, bisect_right
+
+from .model import Line
+
+RAY_PREFIX = re.compile(r"^\((?P<actor>[A-Za-z_][\w.:-]*)(?: pid=(?P<pid>\d+))?(?:, ip=(?P<ip>[0-9a-fA-F.:]+))?\) ?")
+RAY_REPEAT = re.compile(r"\s*\[repeated (?P<n>\d+)x across cluster\]\s*$")
+SGLANG_TAG = re.compile(
+    r"^\[(?:\d{4}-\d{2}-\d{2} )?\d{2}:\d{2}:\d{2}(?:[.,]\d{3,6})?"
+    r"(?P<tags>(?: (?:DP|PP|ATTN_CP|MOE_DP|TP|EP)\d+)*)\] "
+)
+
+
+def split_ray(text: str) -> tuple[str, str, str, int]:
+    """(message without the Ray prefix, actor, pid, repeat count)."""
+    actor = pid = ""
+    repeat = 1
+    msg = text
+    if text.startswith("("):
+        m = RAY_PREFIX.match(text)
+        if m:
+            actor, pid = m.group("actor"), m.group("pid") or ""
+            msg = text[m.end():]
+    if msg.endswith("cluster]"):
+        r = RAY_REPEAT.search(msg)
+        if r:
+            repeat = int(r.group("n"))
+            msg = msg[: r.start()]
+    return msg, actor, pid, repeat
+
+
+def sglang_rank(msg: str) -> str:
+    """The rank tag of an SGLang line, e.g. 'DP0 TP0 EP0', '' when untagged."""
+    m = SGLANG_TAG.match(msg)
+    return m.group("tags").strip() if m else ""
+
+
+class SideFinder:
+    """Decides which process a line came from: its Ray actor, else the nearest marker line in the
+    surrounding traceback (sglang/srt frames, `ray::MegatronTrainRayActor`...), else the file's kind."""
+
+    def __init__(self, markers: dict[str, re.Pattern[str]], actors: dict[str, str]):
+        self.markers = markers
+        self.actors = actors
+
+    def of_actor(self, actor: str) -> str:
+        return self.actors.get(actor, "")
+
+    def of_text(self, text: str) -> str:
+        for side, rx in self.markers.items():
+            if rx.search(text):
+                return side
+        return ""
+
+    def side(self, lineno: int, actor: str, text: str, context: "Context", file_side: str,
+             within: tuple[int, int] = (60, 25)) -> str:
+        side = self.of_actor(actor) or self.of_text(text)
+        if side:
+            return side
+        best, dist = "", 1 << 30
+        for other in context.window(lineno, within):
+            s = self.of_actor(other.actor) or self.of_text(other.msg)
+            if s and abs(other.lineno - lineno) < dist:
+                best, dist = s, abs(other.lineno - lineno)
+        return best or file_side
+
+
+class Context:
+    """The candidate lines of one file (not the stats lines), for `near` conditions and tracebacks."""
+
+    def __init__(self) -> None:
+        self.linenos: list[int] = []
+        self.lines: list[Line] = []
+
+    def add(self, line: Line) -> None:
+        self.linenos.append(line.lineno)
+        self.lines.append(line)
+
+    def window(self, lineno: int, within: tuple[int, int]) -> list[Line]:
+        lo = bisect_left(self.linenos, lineno - within[0])
+        hi = bisect_right(self.linenos, lineno + within[1])
+        return self.lines[lo:hi]
+
+    def after(self, lineno: int, span: int) -> list[Line]:
+        lo = bisect_right(self.linenos, lineno)
+        hi = bisect_right(self.linenos, lineno + span)
+        return self.lines[lo:hi]

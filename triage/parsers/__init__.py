@@ -1,0 +1,9 @@
+"""Per-source parsers: each turns a candidate line into a typed Event (or nothing).
+
+A parser module exposes ANCHORS (literal text its lines contain, fed to the shared prefilter) and
+`parse(line) -> Event | None`.
+"""
+
+from . import metrics, settings, sglang
+
+PARSERS = (sglang, metrics, settings)

@@ -1,0 +1,94 @@
+"""Step and metric lines of RL frameworks, as one shape: {framework, tag, step, values}.
+
+- slime/MILES: `step 12: {'train/loss': ...}`, `rollout 3: {...}`, `perf 3: {...}`, `eval 3: {...}`
+  (dict reprs, `log_utils.py`/`metrics.py`; MILES since 2026-01-12 prints each train step twice).
+- verl: `step:5 - key:value - key:value ...` (`verl/utils/tracking.py` console logger), often one very
+  long line that copy-paste or excerpting splits; a fragment without `step:` continues the previous one.
+- TRL/transformers Trainer: `{'loss': 0.0, 'grad_norm': ..., 'reward': ..., 'epoch': 0.1}`.
+- JSON lines (`{"reward": ...}`) from metrics or verifier files.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from typing import Any
+
+from ..model import Event, Line
+
+SLIME = re.compile(r"\b(?P<tag>(?:critic-)?step|rollout|perf|eval|multi_turn) (?P<step>\d+): \{")
+DICT_PAIR = re.compile(r"'(?P<k>[^']+)':\s*(?:np\.float\d*\()?(?P<v>-?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+|nan|inf)|True|False)")
+VERL_STEP = re.compile(r"\bstep:(?P<step>\d+) - ")
+VERL_PAIR = re.compile(r"(?:^| - )(?P<k>[A-Za-z_][\w/@.\-]*):(?P<v>-?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|nan|inf))(?= - |$|\s)")
+TRL = re.compile(r"\{'(?:loss|train_loss|reward|eval_loss)'")
+
+ANCHORS = (": {'", "step:", " - timing_s/", " - actor/", " - critic/", " - response_length/", "{'loss'", '"reward"', '"score"')
+
+
+def _float(v: str) -> float:
+    if v == "True":
+        return 1.0
+    if v == "False":
+        return 0.0
+    return float(v)
+
+
+def parse(line: Line) -> Event | None:
+    msg = line.msg
+    m = SLIME.search(msg)
+    if m:
+        values = {p["k"]: _float(p["v"]) for p in DICT_PAIR.finditer(msg, m.end())}
+        if values:
+            return Event("metrics", line, {"framework": "slime", "tag": m["tag"], "step": int(m["step"]), "values": values})
+    m = VERL_STEP.search(msg)
+    if m:
+        values = {p["k"]: float(p["v"]) for p in VERL_PAIR.finditer(msg, m.end() - 3)}
+        return Event("metrics", line, {"framework": "verl", "tag": "step", "step": int(m["step"]), "values": values})
+    if " - " in msg and ":" in msg and "/" in msg:
+        values = {p["k"]: float(p["v"]) for p in VERL_PAIR.finditer(msg)}
+        if len(values) >= 3:  # a fragment of a split verl step line
+            return Event("metrics", line, {"framework": "verl", "tag": "continued", "step": None, "values": values})
+    if TRL.search(msg):
+        values = {p["k"]: _float(p["v"]) for p in DICT_PAIR.finditer(msg)}
+        if values:
+            return Event("metrics", line, {"framework": "trl", "tag": "log", "step": None, "values": values})
+    s = msg.strip()
+    if s.startswith("{") and s.endswith("}") and '"' in s:
+        try:
+            obj = json.loads(s)
+        except ValueError:
+            return None
+        if isinstance(obj, dict):
+            values = {k: float(v) for k, v in obj.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+            if values:
+                return Event("metrics", line, {"framework": "jsonl", "tag": "record", "step": obj.get("step"), "values": values})
+    return None
+
+
+def merge_records(events: list[Event]) -> list[Event]:
+    """One record per (framework, tag, step): join verl fragments, drop MILES's duplicate prints."""
+    out: list[Event] = []
+    seen: dict[tuple[Any, ...], Event] = {}
+    for ev in events:
+        f = ev.fields
+        if f["tag"] == "continued":
+            if out and out[-1].line.file == ev.line.file and out[-1].fields["framework"] == "verl":
+                prev = out[-1].fields
+                prev.setdefault("lines", {}).update({k: ev.line for k in f["values"]})
+                for k, v in f["values"].items():
+                    prev["values"].setdefault(k, v)
+            continue
+        f.setdefault("lines", {}).update({k: ev.line for k in f["values"]})
+        key = (ev.line.file, f["framework"], f["tag"], f["step"]) if f["step"] is not None else None
+        if key is not None and key in seen:
+            seen[key].fields["values"].update({k: v for k, v in f["values"].items() if k not in seen[key].fields["values"]})
+            continue
+        if key is not None:
+            seen[key] = ev
+        out.append(ev)
+    return out
+
+
+def finite(v: float) -> bool:
+    return not (math.isnan(v) or math.isinf(v))

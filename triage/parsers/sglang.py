@@ -1,0 +1,111 @@
+"""SGLang engine lines: batch stats, startup memory/pool/graph lines, the server-args dump.
+
+Formats are those of sglang/srt (managers/scheduler*.py, model_executor/model_runner.py,
+mem_cache/memory_pool.py, entrypoints/engine.py) from v0.3 (2024) to the 2026 main branch; see
+../shared/reference/log-formats.md §A. Every variant is parsed by key, not by position:
+`Decode batch.` / `Decode batch,` / `Decode batch [12],`, with or without `cuda graph:`, a trailing
+comma, `#full token`/`#swa token`, `mamba num`/`mamba usage`, PD fields.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from ..model import Event, Line
+
+# `key: value` pairs of a stats line; keys hold spaces, '#', '-', '/', '(' ')' and '.'.
+STAT_PAIR = re.compile(r"(#?[A-Za-z][A-Za-z0-9 #\-/().]*?): (-?[\d.]+%?|True|False)(?=,|$|\s)")
+STATS = re.compile(r"\b(Decode|Prefill) batch(?:\(mixed #running-req: \d+\))?(?: \[\d+\])?[.,] ")
+
+# server_args=ServerArgs(... field=value, ...): values may be quoted strings, lists, or nested reprs.
+SERVER_ARG = re.compile(r"\b([a-z_][a-z0-9_]*)=('(?:[^'\\]|\\.)*'|\[[^\]]*\]|[^,()\[\]]+)")
+CAPACITY = re.compile(r"\b(max_total_num_tokens|chunked_prefill_size|max_prefill_tokens|max_running_requests|"
+                      r"context_len|available_gpu_mem|available_cpu_mem)=([-\d.]+)")
+KV_ALLOC = re.compile(r"KV Cache is allocated\..*?#tokens: (\d+)")
+MAMBA_ALLOC = re.compile(r"Mamba Cache is allocated\. max_mamba_cache_size: (\d+)")
+SWA_POOL = re.compile(r"[Ss]liding window memory pool.*?full_layer_tokens=(\d+), swa_layer_tokens=(\d+)")
+LOAD_END = re.compile(r"Load weight end\.(?: elapsed=(?P<elapsed>[\d.]+) s,)?.*?avail mem=(?P<avail>[\d.]+) GB"
+                      r"(?:, mem usage=(?P<usage>[\d.]+) GB)?")
+CAPTURE_END = re.compile(r"Capture (?P<what>[\w ]*?)(?:cuda|CUDA|cpu|npu) graph end\. "
+                         r"(?:Time elapsed: |elapsed=)(?P<seconds>[\d.]+) s")
+REDUCED = re.compile(r"max_running_requests was reduced from the requested (\d+) to (\d+)")
+
+ANCHORS = ("Decode batch", "Prefill batch", "server_args=", "max_total_num_tokens=", "KV Cache is allocated",
+           "Mamba Cache is allocated", "memory pool", "Load weight end", "graph end", "fired up and ready",
+           "max_running_requests was reduced")
+
+
+def _num(v: str) -> Any:
+    if v in ("True", "False"):
+        return v == "True"
+    if v.endswith("%"):
+        return float(v[:-1]) / 100
+    try:
+        return int(v) if re.fullmatch(r"-?\d+", v) else float(v)
+    except ValueError:
+        return v
+
+
+def _literal(v: str) -> Any:
+    v = v.strip()
+    if v == "None":
+        return None
+    if v in ("True", "False"):
+        return v == "True"
+    if v.startswith("'") and v.endswith("'"):
+        return v[1:-1]
+    if v.startswith("["):
+        return v
+    try:
+        return int(v) if re.fullmatch(r"-?\d+", v) else float(v)
+    except ValueError:
+        return v
+
+
+def parse_stats(msg: str) -> dict[str, Any] | None:
+    m = STATS.search(msg)
+    if not m:
+        return None
+    fields: dict[str, Any] = {"phase": m.group(1).lower()}
+    for key, value in STAT_PAIR.findall(msg[m.end():]):
+        fields[key.strip()] = _num(value)
+    # one name for the pool usage whatever the pool: plain, hybrid SWA (full) or hybrid mamba (full)
+    usage = fields.get("token usage", fields.get("full token usage"))
+    if usage is not None:
+        fields["usage"] = usage
+    return fields
+
+
+def parse(line: Line) -> Event | None:
+    msg = line.msg
+    if "batch" in msg:
+        stats = parse_stats(msg)
+        if stats:
+            return Event("stats", line, stats)
+    if "server_args=" in msg:
+        body = msg[msg.index("server_args=") :]
+        return Event("settings", line, {k: _literal(v) for k, v in SERVER_ARG.findall(body)} | {"_source": "server_args"})
+    if "max_total_num_tokens=" in msg:
+        return Event("capacity", line, {k: _num(v) for k, v in CAPACITY.findall(msg)})
+    m = KV_ALLOC.search(msg)
+    if m:
+        return Event("kv_pool", line, {"tokens": int(m.group(1))})
+    m = MAMBA_ALLOC.search(msg)
+    if m:
+        return Event("mamba_pool", line, {"max_mamba_cache_size": int(m.group(1))})
+    m = SWA_POOL.search(msg)
+    if m:
+        return Event("swa_pool", line, {"full_layer_tokens": int(m.group(1)), "swa_layer_tokens": int(m.group(2))})
+    m = LOAD_END.search(msg)
+    if m:
+        return Event("weights_loaded", line, {k: float(v) for k, v in m.groupdict().items() if v})
+    m = CAPTURE_END.search(msg)
+    if m:
+        return Event("graph_captured", line, {"seconds": float(m.group("seconds")), "what": m.group("what").strip()})
+    m = REDUCED.search(msg)
+    if m:
+        return Event("settings", line, {"max_running_requests": int(m.group(2)), "_source": "engine"})
+    if "fired up and ready to roll" in msg:
+        return Event("ready", line, {})
+    return None

@@ -1,0 +1,366 @@
+"""Load and validate the rule library: patterns/*.yaml (rules), categories.yaml, knobs.yaml, sides.yaml.
+
+A broken library is a `LibraryError` whose message names the file, the line, the rule id and the
+problem, e.g. `patterns/trainer-oom.yaml:12: rule trainer.cuda-oom: match: bad regex (...)`.
+"""
+
+from __future__ import annotations
+
+import importlib.resources
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import regex
+import yaml
+
+from .model import CATEGORIES, SEVERITIES, SIDES
+
+RULE_KEYS = {
+    "id", "category", "severity", "title", "anchor", "match", "side", "not_side", "near", "not_near",
+    "within", "when", "knobs", "knobs_when", "not_knobs", "explain", "examples", "priority",
+    "symptom_of", "reveals", "min_count", "check", "params", "follow", "source",
+}
+REQUIRED = ("id", "category", "severity", "title", "knobs", "explain")
+MATCH_TIMEOUT = 0.25  # seconds a rule regex may spend on one line (guards against catastrophic backtracking)
+
+
+class LibraryError(Exception):
+    """A rule file that cannot be used; the message is one line for the user."""
+
+
+@dataclass
+class Condition:
+    """One alternative of a rule's `side`/`near` conditions."""
+
+    side: tuple[str, ...] = ()
+    not_side: tuple[str, ...] = ()
+    near: Any = None
+    not_near: Any = None
+
+
+@dataclass
+class Rule:
+    id: str
+    category: str
+    severity: str
+    title: str
+    knobs: list[str]
+    explain: str
+    anchors: list[str] = field(default_factory=list)
+    match: list[Any] = field(default_factory=list)  # compiled regexes, any may match
+    side: tuple[str, ...] = ()
+    not_side: tuple[str, ...] = ()
+    near: Any = None
+    not_near: Any = None
+    within: tuple[int, int] = (60, 25)
+    when: list[dict[str, Any]] = field(default_factory=list)
+    knobs_when: list[dict[str, Any]] = field(default_factory=list)
+    not_knobs: list[str] | None = None
+    examples: dict[str, list[str]] = field(default_factory=dict)
+    priority: int = 50
+    symptom_of: list[str] = field(default_factory=list)
+    reveals: dict[str, str] = field(default_factory=dict)
+    min_count: int = 1
+    check: str = ""
+    params: dict[str, Any] = field(default_factory=dict)
+    follow: str = ""
+    origin: str = ""  # file:line where the rule is defined
+
+    def search(self, text: str) -> Any:
+        for rx in self.match:
+            m = rx.search(text, timeout=MATCH_TIMEOUT)
+            if m:
+                return m
+        return None
+
+
+@dataclass
+class Category:
+    id: str
+    title: str
+    knobs: list[str]
+    not_knobs: list[str]
+    explain: str
+
+
+@dataclass
+class KnobSpec:
+    name: str
+    meaning: str
+    aliases: list[str]
+    grows: str = ""
+    sources: dict[str, list[str]] = field(default_factory=dict)
+
+
+@dataclass
+class Library:
+    rules: list[Rule]
+    categories: dict[str, Category]
+    knobs: dict[str, KnobSpec]
+    sides: dict[str, Any]  # side -> compiled regex of markers
+    actors: dict[str, str]  # Ray actor name -> side
+
+    def rule(self, rule_id: str) -> Rule | None:
+        return next((r for r in self.rules if r.id == rule_id), None)
+
+    def knob(self, name: str) -> KnobSpec | None:
+        """Find a knob by canonical name or any alias (case and leading dashes ignored)."""
+        if name in self.knobs:
+            return self.knobs[name]
+        key = _norm(name)
+        for spec in self.knobs.values():
+            if key == _norm(spec.name) or any(key == _norm(a) for a in spec.aliases):
+                return spec
+        return None
+
+
+def _norm(s: str) -> str:
+    return s.strip().lower().lstrip("-").replace("-", "_")
+
+
+class _LineLoader(yaml.SafeLoader):
+    """A SafeLoader that remembers the line of every mapping as `__line__`."""
+
+
+def _construct_mapping(loader: _LineLoader, node: yaml.MappingNode) -> dict[str, Any]:
+    mapping = loader.construct_mapping(node, deep=True)
+    mapping["__line__"] = node.start_mark.line + 1
+    return mapping
+
+
+_LineLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+
+
+def builtin_dir() -> Path:
+    """The library shipped with triage: the top-level patterns/ folder of a checkout, or its copy in the wheel."""
+    source_tree = Path(__file__).resolve().parent.parent / "patterns"
+    if (source_tree / "knobs.yaml").is_file():
+        return source_tree
+    return Path(str(importlib.resources.files("triage.patterns_data")))
+
+
+def _read_yaml(path: Path) -> Any:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise LibraryError(f"{path}: cannot read: {e}") from None
+    try:
+        return yaml.load(text, Loader=_LineLoader)  # noqa: S506 - a SafeLoader subclass
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}" if mark else str(path)
+        raise LibraryError(f"{where}: invalid YAML: {getattr(e, 'problem', e)}") from None
+
+
+FRAGMENT_REF = regex.compile(r"\$\{(\w+)\}")
+_fragments: dict[str, str] = {}
+
+
+def _expand(pattern: str, where: str, what: str) -> str:
+    def sub(m: Any) -> str:
+        name = m.group(1)
+        if name not in _fragments:
+            raise LibraryError(f"{where}: {what}: unknown fragment ${{{name}}} (see fragments.yaml)")
+        return f"(?:{_fragments[name]})"
+
+    return FRAGMENT_REF.sub(sub, pattern)
+
+
+def _compile(pattern: Any, where: str, what: str) -> Any:
+    if not isinstance(pattern, str) or not pattern:
+        raise LibraryError(f"{where}: {what}: must be a non-empty string")
+    pattern = _expand(pattern, where, what)
+    try:
+        return regex.compile(pattern)
+    except regex.error as e:
+        raise LibraryError(f"{where}: {what}: bad regex ({e})") from None
+
+
+def _as_list(value: Any) -> list[Any]:
+    if value is None:
+        return []
+    return list(value) if isinstance(value, (list, tuple)) else [value]
+
+
+def _rule(raw: dict[str, Any], path: Path, categories: dict[str, Category], knobs: dict[str, KnobSpec]) -> Rule:
+    line = raw.pop("__line__", 0)
+    rid = raw.get("id", "?")
+    where = f"{path}:{line}: rule {rid}"
+    unknown = set(raw) - RULE_KEYS
+    if unknown:
+        raise LibraryError(f"{where}: unknown key(s): {', '.join(sorted(unknown))}")
+    for key in REQUIRED:
+        if key not in raw:
+            raise LibraryError(f"{where}: missing required key '{key}'")
+    if not isinstance(rid, str) or not regex.fullmatch(r"[a-z0-9-]+(\.[a-z0-9-]+)+", rid):
+        raise LibraryError(f"{where}: id must be dotted lower-case words, e.g. serving.kv-retraction")
+    if raw["category"] not in CATEGORIES:
+        raise LibraryError(f"{where}: category '{raw['category']}' is not one of {', '.join(CATEGORIES)}")
+    if raw["severity"] not in SEVERITIES:
+        raise LibraryError(f"{where}: severity '{raw['severity']}' is not one of {', '.join(SEVERITIES)}")
+    if not raw.get("match") and not raw.get("check"):
+        raise LibraryError(f"{where}: needs 'match' (a line rule) or 'check' (an aggregate check)")
+    for k in _as_list(raw["knobs"]) + [c.get("knob") for c in _as_list(raw.get("knobs_when"))]:
+        if k not in knobs:
+            raise LibraryError(f"{where}: knob '{k}' is not in knobs.yaml")
+    for s in _as_list(raw.get("side")) + _as_list(raw.get("not_side")):
+        if s not in SIDES:
+            raise LibraryError(f"{where}: side '{s}' is not one of {', '.join(SIDES)}")
+    for c in _as_list(raw.get("symptom_of")):
+        if c != "any" and c not in CATEGORIES:
+            raise LibraryError(f"{where}: symptom_of '{c}' is not a category or 'any'")
+    for k in [k for k in (raw.get("reveals") or {}) if k != "__line__"]:
+        if k not in knobs:
+            raise LibraryError(f"{where}: reveals knob '{k}' is not in knobs.yaml")
+    patterns = [_compile(p, where, "match") for p in _as_list(raw.get("match"))]
+    anchors = [str(a) for a in _as_list(raw.get("anchor"))]
+    if patterns and not anchors:
+        raise LibraryError(f"{where}: a line rule needs 'anchor': literal text every matching line contains")
+    examples = raw.get("examples") or {}
+    if not isinstance(examples, dict):
+        raise LibraryError(f"{where}: examples must be a mapping with 'match' and 'no_match' lists")
+    examples = {k: [str(x) for x in _as_list(v)] for k, v in examples.items() if k != "__line__"}
+    if patterns and not examples.get("match"):
+        raise LibraryError(f"{where}: a line rule needs at least one 'examples: match:' line")
+    within = _as_list(raw.get("within")) or [60, 25]
+    if len(within) != 2 or not all(isinstance(x, int) and x >= 0 for x in within):
+        raise LibraryError(f"{where}: within must be [lines_before, lines_after]")
+    for cond in _as_list(raw.get("when")) + _as_list(raw.get("knobs_when")):
+        if not isinstance(cond, dict) or "field" not in cond:
+            raise LibraryError(f"{where}: each when/knobs_when entry needs 'field' and 'min' or 'max'")
+        cond.pop("__line__", None)
+    category = categories.get(raw["category"])
+    return Rule(
+        id=rid,
+        category=raw["category"],
+        severity=raw["severity"],
+        title=str(raw["title"]).strip(),
+        knobs=[str(k) for k in _as_list(raw["knobs"])],
+        explain=" ".join(str(raw["explain"]).split()),
+        anchors=anchors,
+        match=patterns,
+        side=tuple(_as_list(raw.get("side"))),
+        not_side=tuple(_as_list(raw.get("not_side"))),
+        near=_compile(raw["near"], where, "near") if raw.get("near") else None,
+        not_near=_compile(raw["not_near"], where, "not_near") if raw.get("not_near") else None,
+        within=(within[0], within[1]),
+        when=_as_list(raw.get("when")),
+        knobs_when=_as_list(raw.get("knobs_when")),
+        not_knobs=[str(x) for x in _as_list(raw["not_knobs"])] if "not_knobs" in raw else
+        (list(category.not_knobs) if category else []),
+        examples=examples,
+        priority=int(raw.get("priority", 50)),
+        symptom_of=[str(x) for x in _as_list(raw.get("symptom_of"))],
+        reveals={str(k): str(v) for k, v in (raw.get("reveals") or {}).items() if k != "__line__"},
+        min_count=int(raw.get("min_count", 1)),
+        check=str(raw.get("check") or ""),
+        params={k: v for k, v in (raw.get("params") or {}).items() if k != "__line__"},
+        follow=str(raw.get("follow") or ""),
+        origin=f"{path}:{line}",
+    )
+
+
+def _strip_lines(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _strip_lines(v) for k, v in value.items() if k != "__line__"}
+    if isinstance(value, list):
+        return [_strip_lines(v) for v in value]
+    return value
+
+
+def _load_knobs(path: Path) -> dict[str, KnobSpec]:
+    data = _strip_lines(_read_yaml(path)) or {}
+    out: dict[str, KnobSpec] = {}
+    for raw in _as_list(data.get("knobs")):
+        name = raw.get("name")
+        if not name or "meaning" not in raw:
+            raise LibraryError(f"{path}: knob {name or '?'}: needs 'name' and 'meaning'")
+        sources = {k: [str(x) for x in _as_list(v)] for k, v in (raw.get("sources") or {}).items()}
+        out[name] = KnobSpec(
+            name=name,
+            meaning=" ".join(str(raw["meaning"]).split()),
+            aliases=[str(a) for a in _as_list(raw.get("aliases"))],
+            grows=" ".join(str(raw.get("grows") or "").split()),
+            sources=sources,
+        )
+    return out
+
+
+def _load_categories(path: Path, knobs: dict[str, KnobSpec]) -> dict[str, Category]:
+    data = _strip_lines(_read_yaml(path)) or {}
+    out: dict[str, Category] = {}
+    for cid, raw in (data.get("categories") or {}).items():
+        if cid not in CATEGORIES:
+            raise LibraryError(f"{path}: category '{cid}' is not one of {', '.join(CATEGORIES)}")
+        for k in _as_list(raw.get("knobs")):
+            if k not in knobs:
+                raise LibraryError(f"{path}: category {cid}: knob '{k}' is not in knobs.yaml")
+        out[cid] = Category(
+            id=cid,
+            title=str(raw.get("title", cid)),
+            knobs=[str(k) for k in _as_list(raw.get("knobs"))],
+            not_knobs=[str(k) for k in _as_list(raw.get("not_knobs"))],
+            explain=" ".join(str(raw.get("explain", "")).split()),
+        )
+    return out
+
+
+def _load_sides(path: Path) -> tuple[dict[str, Any], dict[str, str]]:
+    data = _strip_lines(_read_yaml(path)) or {}
+    markers = {}
+    for side, pats in (data.get("markers") or {}).items():
+        if side not in SIDES:
+            raise LibraryError(f"{path}: side '{side}' is not one of {', '.join(SIDES)}")
+        markers[side] = _compile("|".join(f"(?:{p})" for p in _as_list(pats)), str(path), f"markers.{side}")
+    actors = {}
+    for side, names in (data.get("actors") or {}).items():
+        for n in _as_list(names):
+            actors[str(n)] = side
+    return markers, actors
+
+
+def _load_fragments(path: Path) -> dict[str, str]:
+    data = _strip_lines(_read_yaml(path)) or {}
+    out = {}
+    for name, value in (data.get("fragments") or {}).items():
+        out[name] = "".join(str(v) for v in value) if isinstance(value, list) else str(value)
+        try:
+            regex.compile(out[name])
+        except regex.error as e:
+            raise LibraryError(f"{path}: fragment {name}: bad regex ({e})") from None
+    return out
+
+
+def _rule_files(folder: Path) -> list[Path]:
+    special = {"knobs.yaml", "categories.yaml", "sides.yaml", "fragments.yaml"}
+    return sorted(p for p in folder.glob("*.yaml") if p.name not in special)
+
+
+def load_library(extra_dirs: list[Path] | None = None) -> Library:
+    """The built-in library, with rules from each extra dir added or overriding by id."""
+    base = builtin_dir()
+    knobs = _load_knobs(base / "knobs.yaml")
+    _fragments.clear()
+    _fragments.update(_load_fragments(base / "fragments.yaml"))
+    categories = _load_categories(base / "categories.yaml", knobs)
+    markers, actors = _load_sides(base / "sides.yaml")
+    rules: dict[str, Rule] = {}
+    folders = [base] + [Path(d) for d in extra_dirs or []]
+    for folder in folders:
+        if not folder.is_dir():
+            raise LibraryError(f"{folder}: not a directory of rule files")
+        seen_here: dict[str, str] = {}
+        for path in _rule_files(folder):
+            data = _read_yaml(path)
+            if not isinstance(data, dict) or not isinstance(data.get("rules"), list):
+                raise LibraryError(f"{path}: expected a mapping with a 'rules:' list")
+            for raw in data["rules"]:
+                if not isinstance(raw, dict):
+                    raise LibraryError(f"{path}: each entry under 'rules:' must be a mapping")
+                rule = _rule(raw, path, categories, knobs)
+                if rule.id in seen_here:
+                    raise LibraryError(f"{rule.origin}: rule {rule.id}: duplicate id (first at {seen_here[rule.id]})")
+                seen_here[rule.id] = rule.origin
+                rules[rule.id] = rule  # a later folder overrides the built-in rule with the same id
+    return Library(rules=list(rules.values()), categories=categories, knobs=knobs, sides=markers, actors=actors)

@@ -1,0 +1,106 @@
+"""Open a log file read-only (decompressing as a stream) and yield normalised text in chunks.
+
+A chunk always ends on a line boundary, so a line never straddles two chunks. Normalisation,
+done once here: invalid UTF-8 replaced, NUL bytes dropped, ANSI colour codes stripped (Ray colours
+its prefixes), and a line with no newline for more than MAX_LINE characters cut with a marker (the
+scanner also cuts the lines it keeps to MAX_LINE). `\\r` progress redraws stay in the
+text; the scanner treats `\\r` as a fragment separator that keeps the physical line number.
+"""
+
+from __future__ import annotations
+
+import bz2
+import codecs
+import gzip
+import io
+import lzma
+import re
+from collections.abc import Iterator
+from typing import BinaryIO
+
+CHUNK = 4 << 20  # bytes read at a time
+MAX_LINE = 64 << 10  # characters kept of one physical line
+TRUNCATED = " …[line truncated by triage]"
+
+ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[()][A-Z0-9]|\x1b[=>]")
+
+MAGIC = {
+    b"\x1f\x8b": "gzip",
+    b"BZh": "bz2",
+    b"\xfd7zXZ\x00": "xz",
+    b"\x28\xb5\x2f\xfd": "zstd",
+}
+
+
+def compression_of(head: bytes) -> str:
+    for magic, kind in MAGIC.items():
+        if head.startswith(magic):
+            return kind
+    return ""
+
+
+def open_stream(path: str, compression: str) -> BinaryIO:
+    """A binary stream of the file's (decompressed) bytes. Opened read-only."""
+    raw = open(path, "rb")  # noqa: SIM115 - closed by the caller through the wrapper
+    if compression == "gzip":
+        return gzip.GzipFile(fileobj=raw, mode="rb")  # type: ignore[return-value]
+    if compression == "bz2":
+        return bz2.BZ2File(raw, mode="rb")  # type: ignore[return-value]
+    if compression == "xz":
+        return lzma.LZMAFile(raw, mode="rb")  # type: ignore[return-value]
+    if compression == "zstd":
+        try:
+            import zstandard
+        except ImportError:
+            raw.close()
+            raise OSError("zstd-compressed; install the 'zstandard' package to read it") from None
+        return zstandard.ZstdDecompressor().stream_reader(raw, closefd=True)  # type: ignore[no-any-return]
+    return raw
+
+
+def normalise(text: str) -> str:
+    if "\x1b" in text:
+        text = ANSI.sub("", text)
+    if "\x00" in text:
+        text = text.replace("\x00", "")
+    return text
+
+
+def iter_chunks(stream: BinaryIO, chunk_size: int = CHUNK) -> Iterator[str]:
+    """Decoded, normalised text ending on line boundaries (the last chunk may lack a final newline).
+
+    Memory stays bounded by chunk_size + MAX_LINE even for a file that is one huge line.
+    """
+    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    carry = ""
+    skipping = False  # inside an over-long line whose tail we drop
+    while True:
+        data = stream.read(chunk_size)
+        final = not data
+        text = decoder.decode(data, final=final)
+        if skipping:
+            nl = text.find("\n")
+            if nl < 0:
+                if final:
+                    break
+                continue
+            text = text[nl + 1 :]
+            skipping = False
+        text = carry + text
+        cut = text.rfind("\n") + 1
+        if final:
+            cut = len(text)
+        body, carry = text[:cut], text[cut:]
+        if len(carry) > MAX_LINE:  # a line without newline that keeps growing: keep its head only
+            body += carry[:MAX_LINE] + TRUNCATED + "\n"
+            carry = ""
+            skipping = True
+        if body:
+            yield normalise(body)
+        if final:
+            break
+
+
+def read_text(data: bytes) -> Iterator[str]:
+    """Chunks of an in-memory byte string (standard input, tests)."""
+    return iter_chunks(io.BytesIO(data))

@@ -1,0 +1,259 @@
+"""Match and parse one file: the shared literal prefilter, rule matching, parsers, claims.
+
+One pass over the file's text. A single regex of every anchor (rule anchors, parser anchors,
+error words) finds the few candidate lines; only those become Python objects. Each candidate is
+parsed (stats, settings, metrics) and tried against the rules whose anchor it holds. When the file
+is done, each matched line is claimed by its highest-priority rule whose conditions (side, near,
+thresholds) hold; error-like lines no rule claimed are returned for the unclassified report.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from .model import Event, Hit, Line, LogFile
+from .origins import Context, SideFinder, split_ray
+from .parsers import PARSERS
+from .parsers.metrics import merge_records
+from .patterns import Library, Rule
+from .read import MAX_LINE, TRUNCATED, iter_chunks, open_stream
+from .stats import EngineStats
+
+# Error-like text: candidates for the unclassified report and context for tracebacks.
+ERROR_ANCHORS = ("Error", "Exception", "Traceback", "FATAL", "Fatal", "Killed", "exit code", "ERROR", "failed",
+                 "Failed", "Errno", "Segmentation", "File \"", "CRITICAL", "Aborted", "ray::")
+ERRORISH = re.compile(
+    r"^(?:[a-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Failure|Fault)\b(?:\([^)]*\))?:|(?:^|[\s\[(|])(?:ERROR|FATAL|Fatal|CRITICAL)\b"
+    r"|\bKilled\b|exit(?:ed with)? (?:code|status) -?[1-9]|Segmentation fault|\bfailed\b|\bFailed\b"
+)
+FINAL_EXC = re.compile(r"^\s?(?:[a-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Failure|Fault|Exit)\b(?:\([^)]*\))?:")
+FRAME = re.compile(r'^\s*File "[^"]*", line \d+')
+SIZE = re.compile(r"^(-?[\d.]+)\s*(bytes|B|KiB|MiB|GiB|TiB|KB|MB|GB|TB)$")
+UNIT_GIB = {"bytes": 1 / 2**30, "B": 1 / 2**30, "KiB": 1 / 2**20, "MiB": 1 / 2**10, "GiB": 1.0, "TiB": 1024.0,
+            "KB": 1 / 2**20, "MB": 1 / 2**10, "GB": 1.0, "TB": 1024.0}
+CLOCK = re.compile(r"^(?:(\d+):)?(\d+):(\d\d)$")
+
+
+def number(value: str | None) -> Any:
+    """A named group's text as a number: sizes in GiB, clock times (mm:ss, h:mm:ss) in seconds."""
+    if value is None:
+        return None
+    v = value.strip()
+    m = SIZE.match(v)
+    if m:
+        return round(float(m.group(1)) * UNIT_GIB[m.group(2)], 6)
+    m = CLOCK.match(v)
+    if m:
+        return int(m.group(1) or 0) * 3600 + int(m.group(2)) * 60 + int(m.group(3))
+    try:
+        return int(v) if re.fullmatch(r"-?\d+", v) else float(v)
+    except ValueError:
+        return v
+
+
+def condition_value(numbers: dict[str, Any], name: str) -> float | None:
+    total = 0.0
+    for part in name.split("+"):
+        v = numbers.get(part.strip())
+        if not isinstance(v, (int, float)):
+            return None
+        total += v
+    return total
+
+
+def thresholds_hold(conds: list[dict[str, Any]], numbers: dict[str, Any]) -> bool:
+    for c in conds:
+        v = condition_value(numbers, c["field"])
+        if v is None:
+            return False
+        if "min" in c and v < c["min"]:
+            return False
+        if "max" in c and v > c["max"]:
+            return False
+    return True
+
+
+@dataclass
+class FileResult:
+    file: LogFile
+    hits: list[Hit] = field(default_factory=list)
+    unclaimed: list[Line] = field(default_factory=list)
+    events: list[Event] = field(default_factory=list)
+    engines: dict[str, EngineStats] = field(default_factory=dict)
+    errors: list[str] = field(default_factory=list)
+
+
+class Scanner:
+    def __init__(self, lib: Library):
+        self.lib = lib
+        self.sides = SideFinder(lib.sides, lib.actors)
+        self.line_rules = [r for r in lib.rules if r.match]
+        by_anchor: dict[str, list[Rule]] = {}
+        for rule in self.line_rules:
+            for a in rule.anchors:
+                by_anchor.setdefault(a, []).append(rule)
+        self.by_anchor = by_anchor
+        parser_anchors = {a for p in PARSERS for a in p.ANCHORS}
+        anchors = set(by_anchor) | parser_anchors | set(ERROR_ANCHORS)
+        self.prefilter = re.compile("|".join(re.escape(a) for a in sorted(anchors, key=len, reverse=True)))
+        self.anchor_list = sorted(by_anchor)
+
+    # -- streaming -------------------------------------------------------------------------
+    def candidates(self, chunks: Any) -> Any:
+        """(lineno, text) of each line (or `\\r` fragment) holding an anchor."""
+        nl_before = 0
+        search = self.prefilter.search
+        for chunk in chunks:
+            pos = 0
+            counted = 0
+            lineno = nl_before + 1
+            n = len(chunk)
+            while True:
+                m = search(chunk, pos)
+                if not m:
+                    break
+                s = m.start()
+                start = max(chunk.rfind("\n", pos, s), chunk.rfind("\r", pos, s)) + 1
+                if start == 0 and pos > 0:
+                    start = pos
+                nl = chunk.find("\n", s)
+                if nl < 0:
+                    nl = n
+                cr = chunk.find("\r", s, nl)
+                end = cr if cr >= 0 else nl
+                lineno += chunk.count("\n", counted, start)
+                counted = start
+                text = chunk[start:end]
+                if len(text) > MAX_LINE:
+                    text = text[:MAX_LINE] + TRUNCATED
+                yield lineno, text
+                pos = end + 1
+            nl_before += chunk.count("\n")
+
+    def scan(self, lf: LogFile, chunks: Any = None) -> FileResult:
+        res = FileResult(lf)
+        ctx = Context()
+        self._frame_at = -2
+        pending: list[tuple[Line, list[tuple[Rule, Any]]]] = []
+        errorish: list[Line] = []
+        metrics: list[Event] = []
+        stream = None
+        try:
+            if chunks is None:
+                stream = open_stream(lf.path, lf.compression)
+                chunks = iter_chunks(stream)
+            total = 0
+            for lineno, text in self.candidates(chunks):
+                total = lineno
+                self._line(lf, lineno, text, res, ctx, pending, errorish, metrics)
+            lf.lines = max(lf.lines, total)
+        except (OSError, EOFError, ValueError) as e:
+            res.errors.append(f"{lf.rel}: read stopped: {e}")
+            lf.reason = (lf.reason + "; " if lf.reason else "") + f"read stopped early: {e}"
+        except Exception as e:  # noqa: BLE001 - zlib/lzma/zstd decompressor errors
+            res.errors.append(f"{lf.rel}: read stopped: {e}")
+            lf.reason = (lf.reason + "; " if lf.reason else "") + f"read stopped early: {e}"
+        finally:
+            if stream is not None:
+                stream.close()
+        res.events.extend(merge_records(metrics))
+        self._resolve(lf, res, ctx, pending, errorish)
+        return res
+
+    def _line(self, lf: LogFile, lineno: int, text: str, res: FileResult, ctx: Context,
+              pending: list[Any], errorish: list[Line], metrics: list[Event]) -> None:
+        msg, actor, pid, repeat = split_ray(text)
+        line = Line(lf.rel, lineno, text, msg, actor, pid, repeat)
+        if FRAME.match(msg):
+            self._frame_at = lineno
+        elif lineno == self._frame_at + 1 and msg[:1].isspace():
+            ctx.add(line)  # the source line a traceback echoes under its frame: context, never a match
+            return
+        is_stats = False
+        for parser in PARSERS:
+            if any(a in msg for a in parser.ANCHORS):
+                ev = parser.parse(line)
+                if ev is not None:
+                    if ev.kind == "stats":
+                        key = lf.rel + (f" pid={pid}" if pid else "")
+                        res.engines.setdefault(key, EngineStats(key)).add(ev)
+                        is_stats = True
+                    elif ev.kind == "metrics":
+                        metrics.append(ev)
+                        is_stats = True  # metric dicts are data, not traceback context
+                    else:
+                        res.events.append(ev)
+                    break
+        matched = []
+        for a in self.anchor_list:
+            if a in msg:
+                for rule in self.by_anchor[a]:
+                    if any(r is rule for r, _ in matched):
+                        continue
+                    try:
+                        mo = rule.search(msg)
+                    except TimeoutError:
+                        res.errors.append(f"rule {rule.id}: regex timed out on {lf.rel}:{lineno}; rule skipped there")
+                        continue
+                    if mo:
+                        matched.append((rule, mo))
+        if matched:
+            pending.append((line, matched))
+        if not is_stats:
+            ctx.add(line)
+            if not matched and ERRORISH.search(msg) and not FRAME.match(msg):
+                errorish.append(line)
+
+    # -- claims ----------------------------------------------------------------------------
+    def _holds(self, rule: Rule, line: Line, numbers: dict[str, Any], ctx: Context, lf: LogFile,
+               side_cache: dict[tuple[int, int], str]) -> str | None:
+        """The line's side when the rule's conditions hold, else None."""
+        if rule.when and not thresholds_hold(rule.when, numbers):
+            return None
+        key = (line.lineno, id(line))
+        side = side_cache.get(key)
+        if side is None:
+            side = self.sides.side(line.lineno, line.actor, line.msg, ctx, lf.side)
+            side_cache[key] = side
+        if rule.side and side not in rule.side:
+            return None
+        if rule.not_side and side in rule.not_side:
+            return None
+        if rule.near is not None or rule.not_near is not None:
+            window = ctx.window(line.lineno, rule.within)
+            if rule.near is not None and not any(rule.near.search(o.msg) for o in window):
+                return None
+            if rule.not_near is not None and any(rule.not_near.search(o.msg) for o in window):
+                return None
+        return side
+
+    def _resolve(self, lf: LogFile, res: FileResult, ctx: Context, pending: list[Any], errorish: list[Line]) -> None:
+        claimed: set[int] = set()
+        side_cache: dict[tuple[int, int], str] = {}
+        follow: list[tuple[Hit, Rule]] = []
+        for line, matched in pending:
+            matched.sort(key=lambda rm: -rm[0].priority)
+            for rule, mo in matched:
+                numbers = {k: number(v) for k, v in mo.groupdict().items() if v is not None}
+                side = self._holds(rule, line, numbers, ctx, lf, side_cache)
+                if side is None:
+                    continue
+                hit = Hit(rule.id, line, numbers, side)
+                res.hits.append(hit)
+                claimed.add(id(line))
+                if rule.follow:
+                    follow.append((hit, rule))
+                break
+            else:
+                if ERRORISH.search(line.msg) and not FRAME.match(line.msg):
+                    errorish.append(line)
+        for hit, rule in follow:  # attach the traceback's final exception line to its header
+            for other in ctx.after(hit.line.lineno, rule.within[1]):
+                if FINAL_EXC.match(other.msg):
+                    if id(other) not in claimed:
+                        hit.extra.append(other)
+                        claimed.add(id(other))
+                    break
+        res.unclaimed = sorted((ln for ln in errorish if id(ln) not in claimed), key=lambda ln: ln.lineno)

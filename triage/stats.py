@@ -1,0 +1,52 @@
+"""Per-engine timelines of SGLang batch stats, kept as compact arrays (not one object per line).
+
+One EngineStats per engine origin (file, Ray pid). Rows come from `Decode batch`/`Prefill batch`
+lines; checks read the arrays (pool saturation, queue growth) and reports draw them as timelines.
+"""
+
+from __future__ import annotations
+
+from array import array
+from typing import Any
+
+from .model import Event, Line
+
+KEEP_PRESSURE_LINES = 20  # evidence lines kept of rows with a full pool and a waiting queue
+
+
+class EngineStats:
+    def __init__(self, origin: str):
+        self.origin = origin
+        self.lineno = array("l")
+        self.decode = array("b")  # 1 decode, 0 prefill
+        self.usage = array("f")
+        self.running = array("f")
+        self.queue = array("f")
+        self.throughput = array("f")  # gen (decode) or input (prefill) tokens/s
+        self.mamba_usage = array("f")
+        # rows with usage >= 0.9 and a waiting queue, for evidence: (line, usage, queue); first few and the last
+        self.pressure: list[tuple[Line, float, float]] = []
+        self.last_pressure: tuple[Line, float, float] | None = None
+        self.first_line: Line | None = None
+
+    def add(self, ev: Event) -> None:
+        f: dict[str, Any] = ev.fields
+        usage = float(f.get("usage", -1.0))
+        queue = float(f.get("#queue-req", 0))
+        self.lineno.append(ev.line.lineno)
+        self.decode.append(1 if f["phase"] == "decode" else 0)
+        self.usage.append(usage)
+        self.running.append(float(f.get("#running-req", 0)))
+        self.queue.append(queue)
+        self.throughput.append(float(f.get("gen throughput (token/s)", f.get("input throughput (token/s)", -1.0))))
+        self.mamba_usage.append(float(f.get("mamba usage", -1.0)))
+        if self.first_line is None:
+            self.first_line = ev.line
+        if usage >= 0.9 and queue > 0:
+            row = (ev.line, usage, queue)
+            if len(self.pressure) < KEEP_PRESSURE_LINES:
+                self.pressure.append(row)
+            self.last_pressure = row
+
+    def __len__(self) -> int:
+        return len(self.lineno)
