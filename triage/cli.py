@@ -128,6 +128,8 @@ def main() -> None:
     args = sys.argv[1:]
     if args and args[0] not in COMMANDS:
         sys.argv.insert(1, "scan")
+    elif len(args) == 2 and args[0] == "explain" and args[1].startswith("-") and args[1] not in ("--help", "-h"):
+        sys.argv.insert(2, "--")  # `triage explain --sglang-mem-fraction-static`: a knob alias, not an option
     if args and args[0] == "--version":
         from . import __version__
 

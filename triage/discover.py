@@ -46,6 +46,8 @@ NAME_HINTS = [
     (re.compile(r"rollout|launch|client|generat"), "rollout"),
 ]
 
+STRONG_TRAINER_NAME = re.compile(r"train|megatron|fsdp|deepspeed")
+
 # Content markers: kind -> regex; the kind with the most marker lines in the head wins.
 CONTENT_MARKERS = {
     "sglang": re.compile(
@@ -99,6 +101,8 @@ def decide_kind(name: str, text: str) -> str:
         return "verifier" if CONTENT_MARKERS["verifier"].search(text[:4096]) else "metrics"
     if suffixes and suffixes[-1] == ".json":
         return "config"
+    if suffixes and suffixes[-1] in (".md", ".rst", ".txt") and not kind_from_name(name):
+        return "text"  # notes left beside the logs: scanned, but never taken for a verifier or trainer log
     scores = content_scores(text)
     by_name = kind_from_name(name)
     if scores.get("driver"):
@@ -106,7 +110,8 @@ def decide_kind(name: str, text: str) -> str:
     if by_name == "verifier":
         return "verifier"
     engine = max(("sglang", "vllm"), key=lambda k: scores[k])
-    if scores[engine] >= 3 and by_name not in ("sglang", "vllm", "trainer"):
+    named_trainer = by_name == "trainer" and STRONG_TRAINER_NAME.search(name.lower())
+    if scores[engine] >= 3 and by_name not in ("sglang", "vllm") and not named_trainer:
         return engine
     if by_name:
         return by_name

@@ -1,0 +1,39 @@
+"""origins.py: Ray actor prefixes, Ray dedup counts, SGLang rank tags of every period."""
+
+from __future__ import annotations
+
+import pytest
+
+from triage.origins import sglang_rank, split_ray
+
+
+def test_ray_prefix_with_ip_and_repeat_count() -> None:
+    msg, actor, pid, repeat = split_ray(
+        "(SGLangEngine pid=276799, ip=10.142.0.6) [2025-12-11 06:23:21 TP0 EP0] Decode batch, #running-req: 2, "
+        "#queue-req: 0,  [repeated 4x across cluster]")
+    assert (actor, pid, repeat) == ("SGLangEngine", "276799", 4)
+    assert msg.startswith("[2025-12-11 06:23:21 TP0 EP0] Decode batch")
+    assert "repeated" not in msg
+
+
+def test_ray_prefix_without_ip() -> None:
+    msg, actor, pid, repeat = split_ray("(MegatronTrainRayActor pid=76563) [2025-12-31 11:45:20] timer.py:24 - Timer train_wait start")
+    assert (actor, pid, repeat) == ("MegatronTrainRayActor", "76563", 1)
+    assert msg == "[2025-12-31 11:45:20] timer.py:24 - Timer train_wait start"
+
+
+def test_line_without_prefix_is_unchanged() -> None:
+    assert split_ray("Traceback (most recent call last):") == ("Traceback (most recent call last):", "", "", 1)
+
+
+@pytest.mark.parametrize("line, tags", [
+    ("[16:43:29 TP0] Prefill batch. #new-seq: 1", "TP0"),                      # <= v0.3.3, time only
+    ("[2025-07-02 07:41:59 DP7 TP7] max_total_tokens=131072", "DP7 TP7"),       # DP attention
+    ("[2025-12-26 08:51:31 DP0 TP0 EP0] Entering DeepGEMM", "DP0 TP0 EP0"),     # DP + EP
+    ("[2025-11-20 10:00:00 DP0 PP1 TP2 EP2] Decode batch", "DP0 PP1 TP2 EP2"),  # 2025-11 order
+    ("[2026-03-01 09:00:00 DP0 ATTN_CP1 MOE_DP0 TP1 EP1] Decode batch", "DP0 ATTN_CP1 MOE_DP0 TP1 EP1"),
+    ("[2025-12-05 17:15:07.123 TP0] Decode batch", "TP0"),                      # SGLANG_LOG_MS=1
+    ("[2026-05-28 08:41:19] Prefill batch, #new-seq: 1", ""),                   # single GPU: no tag
+])
+def test_sglang_rank_tags(line: str, tags: str) -> None:
+    assert sglang_rank(line) == tags
