@@ -12,14 +12,14 @@ def test_ray_prefix_with_ip_and_repeat_count() -> None:
         "(SGLangEngine pid=276799, ip=10.142.0.6) [2025-12-11 06:23:21 TP0 EP0] Decode batch, #running-req: 2, "
         "#queue-req: 0,  [repeated 4x across cluster]")
     assert (actor, pid, repeat) == ("SGLangEngine", "276799", 4)
-    assert msg.startswith("[2025-12-11 06:23:21 TP0 EP0] Decode batch")
+    assert msg.startswith("Decode batch, #running-req: 2")
     assert "repeated" not in msg
 
 
 def test_ray_prefix_without_ip() -> None:
     msg, actor, pid, repeat = split_ray("(MegatronTrainRayActor pid=76563) [2025-12-31 11:45:20] timer.py:24 - Timer train_wait start")
     assert (actor, pid, repeat) == ("MegatronTrainRayActor", "76563", 1)
-    assert msg == "[2025-12-31 11:45:20] timer.py:24 - Timer train_wait start"
+    assert msg == "Timer train_wait start"
 
 
 def test_line_without_prefix_is_unchanged() -> None:
@@ -37,3 +37,22 @@ def test_line_without_prefix_is_unchanged() -> None:
 ])
 def test_sglang_rank_tags(line: str, tags: str) -> None:
     assert sglang_rank(line) == tags
+
+
+@pytest.mark.parametrize("line, msg, actor", [
+    ('worker-longctx-1  |   File "/x/sglang/srt/model_executor/cuda_graph_runner.py", line 628, in __init__',
+     '  File "/x/sglang/srt/model_executor/cuda_graph_runner.py", line 628, in __init__', ""),          # docker compose
+    ("[rank24]: multiprocess.pool.RemoteTraceback: ", "multiprocess.pool.RemoteTraceback: ", ""),        # torchrun
+    ("vllm-1  | ERROR 11-18 18:07:28 engine.py:366] ValueError: No available memory for the cache blocks.",
+     "ValueError: No available memory for the cache blocks.", ""),                                        # docker + vLLM
+    ("(EngineCore_DP0 pid=223840) ERROR 10-25 13:08:43 [core.py:708] ValueError: boom", "ValueError: boom",
+     "EngineCore_DP0"),                                                                                   # vLLM V1
+    ("[2026-03-11 17:47:54] ray.exceptions.RayTaskError(NotImplementedError): ray::TaskRunner.run()",
+     "ray.exceptions.RayTaskError(NotImplementedError): ray::TaskRunner.run()", ""),                      # launcher time
+    ("WARNING:2025-11-12 20:15:31,676: Timeout during comparison", "Timeout during comparison", ""),   # logging
+    ("[2026-08-01 12:00:00.123 actor_cell0_rank0] log_utils.py:542 - step 12: {'train/loss': 1}",
+     "step 12: {'train/loss': 1}", ""),                                                                   # MILES 2026-07
+])
+def test_container_rank_time_and_logger_prefixes_are_removed(line: str, msg: str, actor: str) -> None:
+    got = split_ray(line)
+    assert (got[0], got[1]) == (msg, actor)

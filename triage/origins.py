@@ -16,6 +16,20 @@ from .model import Line
 
 RAY_PREFIX = re.compile(r"^\((?P<actor>[A-Za-z_][\w.:-]*)(?: pid=(?P<pid>\d+))?(?:, ip=(?P<ip>[0-9a-fA-F.:]+))?\) ?")
 RAY_REPEAT = re.compile(r"\s*\[repeated (?P<n>\d+)x across cluster\]\s*$")
+# Prefixes that launchers, container runtimes and loggers put in front of a message; removed (repeatedly) so
+# rules, traceback detection and templates see the message itself. Evidence keeps the full line.
+LINE_PREFIX = re.compile(
+    r"^(?:"
+    r"[\w.-]+\s+\|\s"  # docker compose: `worker-longctx-1  | `
+    r"|\[[Rr]ank\d+\]:\s?"  # torchrun: `[rank24]: `
+    r"|\d{1,4}: (?=\S|\s+File|\s+\S)"  # srun -l: `0: `
+    r"|\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?\s+"  # ISO timestamp
+    r"|\[(?:\d{4}-\d\d-\d\d[ T])?\d\d:\d\d:\d\d(?:[.,]\d+)?[^\]]{0,60}\]\s?"  # [time TP0] / [time rank]
+    r"|(?:INFO|WARNING|ERROR|DEBUG|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? \[?[\w.]+:\d+\] "  # vLLM logger
+    r"|(?:INFO|WARNING|ERROR|DEBUG|CRITICAL):(?:[\w.]+:|\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+:)\s?"  # logging basic
+    r"|[\w-]+\.py:\d+ - "  # slime/MILES `model.py:918 - `
+    r")"
+)
 SGLANG_TAG = re.compile(
     r"^\[(?:\d{4}-\d{2}-\d{2} )?\d{2}:\d{2}:\d{2}(?:[.,]\d{3,6})?"
     r"(?P<tags>(?: (?:DP|PP|ATTN_CP|MOE_DP|TP|EP)\d+)*)\] "
@@ -23,7 +37,7 @@ SGLANG_TAG = re.compile(
 
 
 def split_ray(text: str) -> tuple[str, str, str, int]:
-    """(message without the Ray prefix, actor, pid, repeat count)."""
+    """(message without its Ray, container, rank, timestamp and logger prefixes; actor; pid; repeat count)."""
     actor = pid = ""
     repeat = 1
     msg = text
@@ -37,6 +51,16 @@ def split_ray(text: str) -> tuple[str, str, str, int]:
         if r:
             repeat = int(r.group("n"))
             msg = msg[: r.start()]
+    for _ in range(4):
+        m = LINE_PREFIX.match(msg)
+        if not m or not m.end():
+            break
+        msg = msg[m.end():]
+        if not actor and msg.startswith("("):  # a Ray prefix after a container or rank prefix
+            r2 = RAY_PREFIX.match(msg)
+            if r2:
+                actor, pid = r2.group("actor"), r2.group("pid") or ""
+                msg = msg[r2.end():]
     return msg, actor, pid, repeat
 
 
