@@ -105,3 +105,10 @@ def test_secrets_in_evidence_are_redacted_by_default(tmp_path) -> None:
     assert "hf_abcdefghijklmnopqrstuvwxyz123" not in redacted.evidence[0].text
     assert "HF_TOKEN=[REDACTED]" in redacted.evidence[0].text
     assert "hf_abcdefghijklmnopqrstuvwxyz123" in plain.evidence[0].text
+
+
+def test_one_retraction_is_info_and_repeated_retractions_a_warning(tmp_path) -> None:
+    once = top(triage_files(tmp_path / "a", {"sglang-engine-0.log": RETRACT.format(s=1) + "\n"}))
+    twice = top(triage_files(tmp_path / "b", {"sglang-engine-0.log": RETRACT.format(s=1) + "\n" + RETRACT.format(s=2) + "\n"}))
+    assert (once.rule, once.severity) == ("serving.kv-retraction", "info")
+    assert (twice.rule, twice.severity, twice.count) == ("serving.kv-retraction", "warning", 2)

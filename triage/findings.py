@@ -96,7 +96,8 @@ def from_hits(lib: Library, hits: list[Hit], cfg: Config, redact_on: bool) -> li
             lines += [last.line, *last.extra]
         numbers = dict(first.numbers)
         numbers["side"] = first.side
-        out.append(_finding(lib, rule, lines, count, numbers, cfg, redact_on, first.line, last.line))
+        severity = "info" if count < rule.info_below else ""
+        out.append(_finding(lib, rule, lines, count, numbers, cfg, redact_on, first.line, last.line, severity))
     return out
 
 

@@ -19,7 +19,7 @@ from .model import CATEGORIES, SEVERITIES, SIDES
 RULE_KEYS = {
     "id", "category", "severity", "title", "anchor", "match", "side", "not_side", "near", "not_near",
     "within", "when", "knobs", "knobs_when", "not_knobs", "explain", "examples", "priority",
-    "symptom_of", "reveals", "min_count", "check", "params", "follow", "source",
+    "symptom_of", "reveals", "min_count", "info_below", "check", "params", "follow", "source",
 }
 REQUIRED = ("id", "category", "severity", "title", "knobs", "explain")
 MATCH_TIMEOUT = 0.25  # seconds a rule regex may spend on one line (guards against catastrophic backtracking)
@@ -61,7 +61,8 @@ class Rule:
     priority: int = 50
     symptom_of: list[str] = field(default_factory=list)
     reveals: dict[str, str] = field(default_factory=dict)
-    min_count: int = 1
+    min_count: int = 1  # fewer occurrences than this: no finding
+    info_below: int = 0  # fewer occurrences than this: the finding is only info (e.g. one stray retraction)
     check: str = ""
     params: dict[str, Any] = field(default_factory=dict)
     follow: str = ""
@@ -254,6 +255,7 @@ def _rule(raw: dict[str, Any], path: Path, categories: dict[str, Category], knob
         symptom_of=[str(x) for x in _as_list(raw.get("symptom_of"))],
         reveals={str(k): str(v) for k, v in (raw.get("reveals") or {}).items() if k != "__line__"},
         min_count=int(raw.get("min_count", 1)),
+        info_below=int(raw.get("info_below", 0)),
         check=str(raw.get("check") or ""),
         params={k: v for k, v in (raw.get("params") or {}).items() if k != "__line__"},
         follow=str(raw.get("follow") or ""),
