@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from . import config as cc
+from . import health
 from .base import CheckResult, Run
 from .metrics import first_step_slow, generation_tail, metric_threshold, rewards_degenerate
 from .serving import pool_saturation
@@ -18,6 +19,11 @@ CHECKS: dict[str, Callable[..., list[CheckResult]]] = {
     "generation_tail": generation_tail,
     "first_step_slow": first_step_slow,
     "rewards_degenerate": rewards_degenerate,
+    "metric_non_finite": health.metric_non_finite,
+    "no_policy_gradient": health.no_policy_gradient,
+    "publication_missing": health.publication_missing,
+    "run_summary": health.run_summary,
+    "cap_hits": health.cap_hits,
     "prompt_response_over_context": cc.prompt_response_over_context,
     "prompt_limit_derived": cc.prompt_limit_derived,
     "pack_budget_below_context": cc.pack_budget_below_context,
