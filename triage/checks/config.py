@@ -61,6 +61,12 @@ def sequence_budget(cfg: Config) -> tuple[int, list[Setting]] | None:
     return None
 
 
+def context_limit(cfg: Config) -> Setting | None:
+    """The context a request must fit: the smaller of the framework's (requested) and the engine's limit."""
+    found = [s for s in (cfg.requested(CONTEXT), cfg.resolved(CONTEXT)) if s is not None]
+    return min(found, key=lambda s: s.value) if found else None
+
+
 def admission(cfg: Config) -> list[tuple[str, Setting]]:
     """Requested admission controls: the engine ceiling and the client concurrency (never SGLang's auto value)."""
     return [(k, s) for k in (RUNNING, CONCURRENCY) if (s := cfg.requested(k)) is not None]
@@ -68,6 +74,8 @@ def admission(cfg: Config) -> list[tuple[str, Setting]]:
 
 def training(run: Run) -> bool:
     cfg = run.config
+    if cfg is not None and cfg.fact("training"):
+        return True
     knobs = any(k.startswith("trainer.") or k == CHUNK for k in cfg.values) if cfg else False
     return knobs or any(e.fields.get("tag") in ("step", "continued", "log") for e in run.metrics())
 
@@ -77,7 +85,7 @@ def prompt_response_over_context(params: dict[str, Any], run: Run) -> list[Check
     cfg = run.config
     if cfg is None:
         return []
-    ctx, prompt, response = cfg.setting(CONTEXT), cfg.setting(PROMPT), cfg.setting(RESPONSE)
+    ctx, prompt, response = context_limit(cfg), cfg.setting(PROMPT), cfg.setting(RESPONSE)
     if ctx is None or prompt is None or response is None:
         return []
     total = prompt.value + response.value
@@ -93,7 +101,7 @@ def prompt_limit_derived(params: dict[str, Any], run: Run) -> list[CheckResult]:
     cfg = run.config
     if cfg is None or cfg.setting(PROMPT) is not None:
         return []
-    ctx, response = cfg.setting(CONTEXT), cfg.setting(RESPONSE)
+    ctx, response = context_limit(cfg), cfg.setting(RESPONSE)
     if ctx is None or response is None:
         return []
     derived = ctx.value - response.value
