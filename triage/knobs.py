@@ -148,16 +148,22 @@ class Config:
         if old is None or strength > old.strength:
             by_origin[knob] = new
 
+    def _leaf_ok(self, parts: list[str]) -> bool:
+        return len(parts) > 1 and not NON_POLICY_SECTIONS.intersection(p.lower() for p in parts[:-1])
+
     def lookup(self, name: str) -> str | None:
-        """The knob (or fact) a field, flag or dotted config key names."""
+        """The knob a field, flag or dotted config key names."""
         if name in self.index:
             return self.index[name]
+        parts = name.split(".")
+        return self.index.get(parts[-1]) if self._leaf_ok(parts) else None
+
+    def lookup_fact(self, name: str) -> str | None:
+        """The fact (colocate, context-parallel size, ...) a field, flag or dotted config key names."""
         if name in self.fact_index:
             return self.fact_index[name]
         parts = name.split(".")
-        if len(parts) > 1 and not NON_POLICY_SECTIONS.intersection(p.lower() for p in parts[:-1]):
-            return self.index.get(parts[-1]) or self.fact_index.get(parts[-1])
-        return None
+        return self.fact_index.get(parts[-1]) if self._leaf_ok(parts) else None
 
     def add_fields(self, fields: dict[str, Any], source: str, strength: int, origin: str = REQUESTED,
                    line: Line | None = None, lines: dict[str, Line] | None = None,
@@ -165,11 +171,11 @@ class Config:
         for name, value in fields.items():
             if name.startswith("_"):
                 continue
-            knob = self.lookup(name)
-            if knob:
-                ln = (lines or {}).get(name, line)
-                src = f"{source}:{ln.lineno}" if lines and ln is not None else source
-                self.put(knob, value, src, strength, RESOLVED if name in resolved_fields else origin, ln)
+            for target in (self.lookup(name), self.lookup_fact(name)):
+                if target:
+                    ln = (lines or {}).get(name, line)
+                    src = f"{source}:{ln.lineno}" if lines and ln is not None else source
+                    self.put(target, value, src, strength, RESOLVED if name in resolved_fields else origin, ln)
 
     def get(self, knob: str) -> tuple[Any, str] | None:
         v = self.values.get(knob)
