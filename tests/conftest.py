@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
+import yaml
 
 from triage.analyze import Settings, analyze
-from triage.model import Report
+from triage.model import Finding, Report
 from triage.patterns import Library, load_library
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
 REAL = FIXTURES / "real"
+REPO = ROOT
 
 
 @pytest.fixture(scope="session")
@@ -37,3 +40,38 @@ def triage_files(tmp_path: Path, files: dict[str, str], **kw: object) -> Report:
 def top(report: Report):
     assert report.findings, "expected at least one finding"
     return report.findings[0]
+
+
+def nested(settings: dict[str, Any]) -> dict[str, Any]:
+    """{'inference.max_context_length': 1} -> {'inference': {'max_context_length': 1}}."""
+    out: dict[str, Any] = {}
+    for dotted, value in settings.items():
+        node = out
+        *parents, leaf = dotted.split(".")
+        for p in parents:
+            node = node.setdefault(p, {})
+        node[leaf] = value
+    return out
+
+
+def write_run(root: Path, settings: dict[str, Any] | None, layout: str = "nested",
+              logs: dict[str, str] | None = None, config_name: str = "run.yaml") -> Path:
+    root.mkdir(parents=True, exist_ok=True)
+    if settings is not None:
+        data = nested(settings) if layout == "nested" else dict(settings)
+        (root / config_name).write_text(yaml.safe_dump(data, sort_keys=False))
+    for name, text in (logs or {}).items():
+        (root / name).write_text(text)
+    return root
+
+
+def run(path: Path, lib=None, config: Path | None = None) -> Report:
+    return analyze(Settings(paths=[str(path)], config=config), lib)
+
+
+def by_rule(report: Report) -> dict[str, Finding]:
+    return {f.rule: f for f in report.findings}
+
+
+def knob_names(f: Finding) -> list[str]:
+    return [k.name for k in f.knobs]

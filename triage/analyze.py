@@ -5,16 +5,14 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-import yaml
 
 from . import __version__
 from .checks import Run
 from .discover import discover
 from .findings import build
 from .knobs import build_config
-from .model import Event, Line, LogFile, Report
+from .model import Event, LogFile, Report
+from .parsers.config_file import ConfigError, read_config_file
 from .patterns import Library, load_library
 from .read import iter_chunks
 from .scan import FileResult, Scanner
@@ -34,31 +32,24 @@ class Settings:
     redact: bool = True
 
 
-def _flatten(data: Any, prefix: str = "") -> dict[str, Any]:
-    """Nested config -> {dotted.name: value, leaf_name: value}."""
-    out: dict[str, Any] = {}
-    if isinstance(data, dict):
-        for k, v in data.items():
-            name = f"{prefix}.{k}" if prefix else str(k)
-            if isinstance(v, dict):
-                out.update(_flatten(v, name))
-            else:
-                out[name] = v
-                out.setdefault(str(k).split(".")[-1], v)
-    return out
-
-
 def read_config(lf: LogFile) -> tuple[Event | None, str]:
-    """A run configuration file as a `config` event (its fields flattened), or a reason it is not one."""
+    """A run configuration file as a `config` event (its settings by dotted name), or a reason it is not one."""
     try:
-        with open(lf.path, "rb") as fh:
-            data = yaml.safe_load(fh.read(8 << 20).decode("utf-8", "replace"))
-    except (OSError, yaml.YAMLError) as e:
-        return None, f"not a readable YAML/JSON config: {str(e).splitlines()[0]}"
-    if not isinstance(data, dict):
-        return None, "not a mapping of settings"
-    line = Line(lf.rel, 1, "", "")
-    return Event("config", line, _flatten(data)), ""
+        return read_config_file(lf.path, lf.rel), ""
+    except ConfigError as e:
+        return None, str(e).removeprefix(f"{lf.rel}: ")
+
+
+def _given_config(path: Path) -> LogFile:
+    """`--config FILE`: it must exist and parse; anything else is a one-line input error."""
+    if not path.is_file():
+        raise InputError(f"{path}: config file not found")
+    lf = LogFile(path=str(path), rel=str(path), kind="config", size=path.stat().st_size)
+    try:
+        read_config_file(lf.path, lf.rel)
+    except ConfigError as e:
+        raise InputError(str(e)) from None
+    return lf
 
 
 def _scan_all(scanner: Scanner, files: list[LogFile]) -> tuple[list[FileResult], list[Event]]:
@@ -87,19 +78,20 @@ def analyze(settings: Settings, lib: Library | None = None) -> Report:
     if problems:
         raise InputError(problems[0])
     if settings.config is not None:
-        if not settings.config.is_file():
-            raise InputError(f"{settings.config}: config file not found")
-        cfg_file = LogFile(path=str(settings.config), rel=str(settings.config), kind="config")
-        files.append(cfg_file)
+        files.append(_given_config(settings.config))
     scanner = Scanner(lib)
     results, config_events = _scan_all(scanner, files)
     events = [e for r in results for e in r.events] + config_events
     engines = {k: v for r in results for k, v in r.engines.items()}
     hits = [h for r in results for h in r.hits]
     cfg = build_config(lib, events, hits)
-    run = Run(engines=engines, events=events)
+    given = str(settings.config) if settings.config is not None else None
+    for where, problem in cfg.problems:
+        if where == given:
+            raise InputError(problem)
+    run = Run(engines=engines, events=events, config=cfg)
     findings = build(lib, results, run, cfg, settings.redact)
     root = settings.paths[0] if len(settings.paths) == 1 else "."
     report = Report(version=__version__, root=root, findings=findings, files=files, config=cfg.as_dict())
-    report.errors = [e for r in results for e in r.errors]
+    report.errors = [e for r in results for e in r.errors] + [p for _, p in cfg.problems]
     return report

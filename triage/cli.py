@@ -19,7 +19,7 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=N
 rules_app = typer.Typer(add_completion=False, no_args_is_help=True, help="List or check rule libraries.")
 app.add_typer(rules_app, name="rules")
 
-COMMANDS = {"scan", "explain", "rules", "--help", "-h", "--version"}
+COMMANDS = {"scan", "explain", "rules", "budget", "--help", "-h", "--version"}
 
 
 class Format(str, Enum):
@@ -122,6 +122,36 @@ def rules_check(directory: Optional[Path] = typer.Argument(None, help="A rule di
         typer.echo(p)
     typer.echo(f"{len(lib.rules)} rules, {len(problems)} failing example(s)")
     raise typer.Exit(1 if problems else 0)
+
+
+@app.command()
+def budget(
+    context: int = typer.Option(..., "--context", help="Total sequence limit (inference.max_context_length)."),
+    response: int = typer.Option(..., "--response", help="Response cap (inference.max_response_length)."),
+    prompt: Optional[int] = typer.Option(None, "--prompt", help="Prompt limit (default: context - response)."),
+    pool: Optional[int] = typer.Option(None, "--pool", help="KV pool tokens (inference.sglang_max_total_tokens)."),
+    concurrency: Optional[int] = typer.Option(None, "--concurrency", help="Client concurrency per engine."),
+    running: Optional[int] = typer.Option(None, "--running", help="Engine max running requests."),
+    pack: Optional[int] = typer.Option(None, "--pack", help="Pack budget per GPU (trainer.packing_max_tokens)."),
+    serving_only: bool = typer.Option(False, "--serving-only", help="No training: skip the trainer checks."),
+) -> None:
+    """The budget arithmetic of a planned run: prompt budget, pool capacity, which concurrency fits."""
+    from .budget import Budget, budget_findings, render_budget
+    from .patterns import LibraryError, load_library
+
+    numbers = {"--context": context, "--response": response, "--prompt": prompt, "--pool": pool,
+               "--concurrency": concurrency, "--running": running, "--pack": pack}
+    for flag, value in numbers.items():
+        if value is not None and value <= 0:
+            _fail(f"{flag} must be a positive number of tokens, got {value}")
+    try:
+        lib = load_library()
+    except LibraryError as e:
+        _fail(str(e))
+    b = Budget(context, response, prompt, pool, concurrency, running, pack, training=not serving_only)
+    findings = budget_findings(lib, b)
+    sys.stdout.write(render_budget(b, findings))
+    raise typer.Exit(1 if any(f.severity == "error" for f in findings) else 0)
 
 
 def main() -> None:

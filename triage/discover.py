@@ -14,6 +14,7 @@ import stat
 from pathlib import Path
 
 from .model import LogFile
+from .parsers.config_file import looks_like_config
 from .read import compression_of, open_stream
 
 SNIFF = 64 << 10  # bytes of (decompressed) content used to decide a file's kind
@@ -100,6 +101,8 @@ def decide_kind(name: str, text: str) -> str:
     if suffixes and suffixes[-1] == ".jsonl":
         return "verifier" if CONTENT_MARKERS["verifier"].search(text[:4096]) else "metrics"
     if suffixes and suffixes[-1] == ".json":
+        return "config"
+    if looks_like_config(text):  # a run configuration whatever its name (run.cfg, args, experiment.txt)
         return "config"
     if suffixes and suffixes[-1] in (".md", ".rst", ".txt") and not kind_from_name(name):
         return "text"  # notes left beside the logs: scanned, but never taken for a verifier or trainer log

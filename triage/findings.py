@@ -69,10 +69,10 @@ def _knobs(lib: Library, rule: Rule, numbers: dict[str, Any], cfg: Config) -> li
 
 
 def _finding(lib: Library, rule: Rule, lines: list[Line], count: int, numbers: dict[str, Any], cfg: Config,
-             redact_on: bool, first: Line, last: Line, severity: str = "") -> Finding:
+             redact_on: bool, first: Line, last: Line, severity: str = "", title: str = "") -> Finding:
     evidence = _evidence(lines, redact_on)[:MAX_EVIDENCE]
     ev_first, ev_last = _evidence([first], redact_on)[0], _evidence([last], redact_on)[0]
-    return Finding(rule=rule.id, category=rule.category, severity=severity or rule.severity, title=rule.title,
+    return Finding(rule=rule.id, category=rule.category, severity=severity or rule.severity, title=title or rule.title,
                    count=count, evidence=evidence, knobs=_knobs(lib, rule, numbers, cfg),
                    not_knobs=list(rule.not_knobs or []), explain=rule.explain, numbers=numbers,
                    first=ev_first, last=ev_last, priority=rule.priority, symptom=bool(rule.symptom_of))
@@ -118,8 +118,24 @@ def from_checks(lib: Library, run: Run, cfg: Config, redact_on: bool) -> list[Fi
         numbers = dict(results[0].numbers)
         if len(results) > 1:
             numbers["sources"] = len(results)
-        out.append(_finding(lib, rule, lines, count, numbers, cfg, redact_on, lines[0], lines[-1], severity))
+        title = fill(results[0].title or rule.title, numbers)
+        out.append(_finding(lib, rule, lines, count, numbers, cfg, redact_on, lines[0], lines[-1], severity, title))
     return out
+
+
+class _Blank(dict):  # type: ignore[type-arg]
+    def __missing__(self, key: str) -> str:
+        return "?"
+
+
+def fill(title: str, numbers: dict[str, Any]) -> str:
+    """A check rule's title with `{name}` placeholders filled from its numbers, e.g. `({arithmetic})`."""
+    if "{" not in title:
+        return title
+    try:
+        return title.format_map(_Blank(numbers))
+    except (ValueError, IndexError, AttributeError):
+        return title
 
 
 def unclassified(lib: Library, lines: list[Line], redact_on: bool) -> list[Finding]:

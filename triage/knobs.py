@@ -4,51 +4,205 @@ Values come from what the logs reveal, strongest first: the engine's resolved ca
 (`max_total_num_tokens=… max_running_requests=… context_len=…`) and numbers inside error messages, then
 the `server_args=` dump, then launch command lines and Namespace dumps, then run config files.
 knobs.yaml says which field and flag names belong to which knob.
+
+Every value also carries its origin, because the checks must tell the two apart:
+- `requested`: what a person asked for (a config file, a launch command line or argument dump, a field of
+  `server_args` that SGLang leaves at the user's value);
+- `resolved`: what the engine decided by itself (the capacity line, the allocated pools, the fields SGLang
+  fills in automatically before it prints `server_args`). A resolved default such as
+  `max_running_requests=4096` is not a choice anyone made and must not be judged like one.
 """
 
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass
 from typing import Any
 
-from .model import Event, Hit, Knob
+from .model import Event, Hit, Knob, Line
 from .patterns import Library
 
 STRENGTH = {"engine": 5, "capacity": 5, "message": 4, "server_args": 3, "command line": 2, "launch args": 2, "config": 1}
 EVENT_SOURCE = {"capacity": "capacity", "kv_pool": "capacity", "mamba_pool": "capacity"}
 POOL_FIELDS = {"kv_pool": {"tokens": "max_total_num_tokens"}, "mamba_pool": {}}
 
+REQUESTED = "requested"
+RESOLVED = "resolved"
+
+# server_args fields SGLang fills in itself before the dump (ServerArgs.__post_init__; log-formats.md §A.a):
+# their printed value is an automatic default unless a person set it.
+AUTO_SERVER_ARGS = {"mem_fraction_static", "chunked_prefill_size", "cuda_graph_max_bs", "cuda_graph_bs",
+                    "max_prefill_tokens", "page_size"}
+
+# Config sections whose leaf names must not be read as the policy's knobs (a judge's max_context_length is
+# judge.max_context_length, not inference.max_context_length).
+NON_POLICY_SECTIONS = {"judge", "verifier", "reward_model", "reward", "rm", "critic", "eval", "evaluation"}
+
+# Settings that are not knobs but decide whether a check applies (MILES/slime flags and their dests).
+FACTS = {
+    "colocate": ("colocate", "--colocate"),
+    "context_parallel_size": ("context_parallel_size", "--context-parallel-size", "cp_size"),
+    "use_dynamic_batch_size": ("use_dynamic_batch_size", "--use-dynamic-batch-size"),
+    "use_rollout_routing_replay": ("use_rollout_routing_replay", "--use-rollout-routing-replay"),
+}
+
+# How each arithmetic knob's value must look; other knobs keep whatever the source printed.
+WHOLE = {"inference.max_context_length", "inference.max_response_length", "miles.rollout_max_prompt_len",
+         "trainer.micro_batch_size", "trainer.packing_max_tokens", "miles.log_probs_chunk_size",
+         "inference.sglang_server_concurrency", "inference.sglang_max_running_requests",
+         "inference.sglang_max_total_tokens", "inference.sglang_max_mamba_cache_size",
+         "miles.sglang_chunked_prefill_size", "inference.sglang_cuda_graph_max_bs_decode",
+         "judge.max_context_length"}
+MINUS_ONE_OK = {"miles.log_probs_chunk_size", "miles.sglang_chunked_prefill_size"}  # -1: no chunking
+FRACTION = {"inference.sglang_mem_fraction_static"}
+SWITCH = {"inference.sglang_disable_radix_cache", "colocate", "use_dynamic_batch_size", "use_rollout_routing_replay"}
+K_SUFFIX = re.compile(r"^(\d+)\s*[kK]$")  # "64K" tokens = 65,536
+
+
+@dataclass
+class Setting:
+    """One knob (or fact) value with its provenance."""
+
+    value: Any
+    source: str  # e.g. "config run.yaml:4", "engine startup driver.log:12"
+    strength: int
+    origin: str = REQUESTED
+    line: Line | None = None
+
+
+def coerce(name: str, value: Any) -> tuple[Any, str]:
+    """(value in the knob's type, '') or (None, what is wrong with it)."""
+    if value is None or value == "" or (isinstance(value, str) and value.lower() in ("none", "null")):
+        return None, ""
+    if name in SWITCH:
+        if isinstance(value, bool):
+            return value, ""
+        if isinstance(value, str) and value.lower() in ("true", "false", "1", "0", "yes", "no"):
+            return value.lower() in ("true", "1", "yes"), ""
+        return None, f"expected true or false, got {value!r}"
+    if name in WHOLE:
+        v = value
+        if isinstance(v, str):
+            m = K_SUFFIX.match(v.strip())
+            v = int(m.group(1)) * 1024 if m else v.strip().replace("_", "").replace(",", "")
+        try:
+            if isinstance(v, bool):
+                raise ValueError
+            f = float(v)
+            if f != int(f):
+                raise ValueError
+            n = int(f)
+        except (TypeError, ValueError, OverflowError):
+            return None, f"expected a whole number, got {value!r}"
+        if n < 0 and not (n == -1 and name in MINUS_ONE_OK):
+            return None, f"must not be negative, got {n}"
+        return n, ""
+    if name in FRACTION:
+        try:
+            if isinstance(value, bool):
+                raise ValueError
+            f = float(value)
+        except (TypeError, ValueError):
+            return None, f"expected a fraction between 0 and 1, got {value!r}"
+        if not 0 < f <= 1:
+            return None, f"expected a fraction between 0 and 1, got {f}"
+        return f, ""
+    return value, ""
+
 
 class Config:
-    """canonical knob name -> (value, source description)."""
+    """canonical knob name -> its strongest Setting; also the strongest requested and resolved Setting."""
 
     def __init__(self, lib: Library):
         self.lib = lib
-        self.values: dict[str, tuple[Any, str, int]] = {}
+        self.values: dict[str, Setting] = {}
+        self.requested_values: dict[str, Setting] = {}
+        self.resolved_values: dict[str, Setting] = {}
+        self.facts: dict[str, Setting] = {}
+        self.problems: list[tuple[str, str]] = []  # (file, one-line message) of values that could not be used
         self.index: dict[str, str] = {}
         for spec in lib.knobs.values():
             self.index[spec.name] = spec.name
             for name in spec.sources.get("fields", []) + spec.sources.get("flags", []):
                 self.index.setdefault(name, spec.name)
+        self.fact_index = {alias: fact for fact, aliases in FACTS.items() for alias in aliases}
 
-    def put(self, knob: str, value: Any, source: str, strength: int) -> None:
-        if value is None or value == "":
+    def put(self, knob: str, value: Any, source: str, strength: int, origin: str = REQUESTED,
+            line: Line | None = None) -> None:
+        value, problem = coerce(knob, value)
+        if problem:
+            if source.startswith("config "):  # log lines quoting a flag are not configuration input
+                self.problems.append((line.file if line else source, f"{source.removeprefix('config ')}: {knob}: {problem}"))
             return
-        old = self.values.get(knob)
-        if old is None or strength > old[2]:
-            self.values[knob] = (value, source, strength)
+        if value is None:
+            return
+        new = Setting(value, source, strength, origin, line)
+        table = self.facts if knob in FACTS else self.values
+        old = table.get(knob)
+        if old is None or strength > old.strength:
+            table[knob] = new
+        if knob in FACTS:
+            return
+        by_origin = self.requested_values if origin == REQUESTED else self.resolved_values
+        old = by_origin.get(knob)
+        if old is None or strength > old.strength:
+            by_origin[knob] = new
 
-    def add_fields(self, fields: dict[str, Any], source: str, strength: int) -> None:
+    def _leaf_ok(self, parts: list[str]) -> bool:
+        return len(parts) > 1 and not NON_POLICY_SECTIONS.intersection(p.lower() for p in parts[:-1])
+
+    def lookup(self, name: str) -> str | None:
+        """The knob a field, flag or dotted config key names."""
+        if name in self.index:
+            return self.index[name]
+        parts = name.split(".")
+        return self.index.get(parts[-1]) if self._leaf_ok(parts) else None
+
+    def lookup_fact(self, name: str) -> str | None:
+        """The fact (colocate, context-parallel size, ...) a field, flag or dotted config key names."""
+        if name in self.fact_index:
+            return self.fact_index[name]
+        parts = name.split(".")
+        return self.fact_index.get(parts[-1]) if self._leaf_ok(parts) else None
+
+    def add_fields(self, fields: dict[str, Any], source: str, strength: int, origin: str = REQUESTED,
+                   line: Line | None = None, lines: dict[str, Line] | None = None,
+                   resolved_fields: set[str] | frozenset[str] = frozenset()) -> None:
         for name, value in fields.items():
-            knob = self.index.get(name)
-            if knob:
-                self.put(knob, value, source, strength)
+            if name.startswith("_"):
+                continue
+            for target in (self.lookup(name), self.lookup_fact(name)):
+                if target:
+                    ln = (lines or {}).get(name, line)
+                    src = f"{source}:{ln.lineno}" if lines and ln is not None else source
+                    self.put(target, value, src, strength, RESOLVED if name in resolved_fields else origin, ln)
 
     def get(self, knob: str) -> tuple[Any, str] | None:
         v = self.values.get(knob)
-        return (v[0], v[1]) if v else None
+        return (v.value, v.source) if v else None
+
+    def setting(self, knob: str) -> Setting | None:
+        return self.values.get(knob) or self.facts.get(knob)
+
+    def requested(self, knob: str) -> Setting | None:
+        return self.requested_values.get(knob)
+
+    def resolved(self, knob: str) -> Setting | None:
+        return self.resolved_values.get(knob)
+
+    def fact(self, name: str) -> Any:
+        s = self.facts.get(name)
+        return s.value if s else None
 
     def as_dict(self) -> dict[str, dict[str, Any]]:
-        return {k: {"value": v[0], "source": v[1]} for k, v in sorted(self.values.items())}
+        out: dict[str, dict[str, Any]] = {}
+        for k, v in sorted(self.values.items()):
+            entry: dict[str, Any] = {"value": v.value, "source": v.source, "origin": v.origin}
+            req = self.requested_values.get(k)
+            if req is not None and req is not v:
+                entry["requested"] = {"value": req.value, "source": req.source}
+            out[k] = entry
+        return out
 
 
 def build_config(lib: Library, events: list[Event], hits: list[Hit]) -> Config:
@@ -57,23 +211,27 @@ def build_config(lib: Library, events: list[Event], hits: list[Hit]) -> Config:
         where = f"{ev.line.file}:{ev.line.lineno}"
         if ev.kind == "settings":
             kind = ev.fields.get("_source", "command line")
-            fields = {k: v for k, v in ev.fields.items() if not k.startswith("_")}
-            cfg.add_fields(fields, f"{kind} {where}", STRENGTH.get(kind, 2))
+            origin = RESOLVED if kind == "engine" else REQUESTED
+            auto = AUTO_SERVER_ARGS if kind == "server_args" else frozenset()
+            cfg.add_fields(ev.fields, f"{kind} {where}", STRENGTH.get(kind, 2), origin, ev.line, resolved_fields=auto)
         elif ev.kind == "capacity":
-            cfg.add_fields(ev.fields, f"engine startup {where}", STRENGTH["capacity"])
+            cfg.add_fields(ev.fields, f"engine startup {where}", STRENGTH["capacity"], RESOLVED, ev.line)
         elif ev.kind == "kv_pool":
-            cfg.add_fields({"max_total_num_tokens": ev.fields["tokens"]}, f"KV pool allocated {where}", STRENGTH["capacity"])
+            cfg.add_fields({"max_total_num_tokens": ev.fields["tokens"]}, f"KV pool allocated {where}",
+                           STRENGTH["capacity"], RESOLVED, ev.line)
         elif ev.kind == "mamba_pool":
-            cfg.add_fields(ev.fields, f"mamba pool allocated {where}", STRENGTH["capacity"])
+            cfg.add_fields(ev.fields, f"mamba pool allocated {where}", STRENGTH["capacity"], RESOLVED, ev.line)
         elif ev.kind == "config":
-            cfg.add_fields(ev.fields, f"config {ev.line.file}", STRENGTH["config"])
+            cfg.add_fields(ev.fields, f"config {ev.line.file}", STRENGTH["config"], REQUESTED, ev.line,
+                           lines=ev.fields.get("_lines") or {})
     for hit in hits:
         rule = lib.rule(hit.rule)
         if rule is None:
             continue
         for knob, group in rule.reveals.items():
             if group in hit.numbers:
-                cfg.put(knob, hit.numbers[group], f"message {hit.line.file}:{hit.line.lineno}", STRENGTH["message"])
+                cfg.put(knob, hit.numbers[group], f"message {hit.line.file}:{hit.line.lineno}", STRENGTH["message"],
+                        RESOLVED, hit.line)
     return cfg
 
 

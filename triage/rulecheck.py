@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from .checks import CHECKS, Run
+from .knobs import build_config
 from .model import LogFile
 from .patterns import Library, Rule
 from .read import read_text
@@ -19,7 +20,8 @@ def check_fires(lib: Library, rule: Rule, lines: list[str]) -> bool:
     scanner = Scanner(lib)
     lf = LogFile(path="<example>", rel="<example>", kind="text")
     res = scanner.scan(lf, read_text(("\n".join(lines) + "\n").encode()))
-    return bool(CHECKS[rule.check](rule.params, Run(engines=res.engines, events=res.events)))
+    cfg = build_config(lib, res.events, res.hits)
+    return bool(CHECKS[rule.check](rule.params, Run(engines=res.engines, events=res.events, config=cfg)))
 
 
 def line_matches(rule: Rule, line: str) -> bool:

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from . import config as cc
+from . import health
 from .base import CheckResult, Run
 from .metrics import first_step_slow, generation_tail, metric_threshold, rewards_degenerate
 from .serving import pool_saturation
@@ -17,6 +19,22 @@ CHECKS: dict[str, Callable[..., list[CheckResult]]] = {
     "generation_tail": generation_tail,
     "first_step_slow": first_step_slow,
     "rewards_degenerate": rewards_degenerate,
+    "metric_non_finite": health.metric_non_finite,
+    "no_policy_gradient": health.no_policy_gradient,
+    "publication_missing": health.publication_missing,
+    "run_summary": health.run_summary,
+    "cap_hits": health.cap_hits,
+    "prompt_response_over_context": cc.prompt_response_over_context,
+    "prompt_limit_derived": cc.prompt_limit_derived,
+    "pack_budget_below_context": cc.pack_budget_below_context,
+    "micro_batch_not_one": cc.micro_batch_not_one,
+    "pool_full_sequences": cc.pool_full_sequences,
+    "pool_below_requested": cc.pool_below_requested,
+    "mamba_slots_vs_running": cc.mamba_slots_vs_running,
+    "cuda_graph_vs_admission": cc.cuda_graph_vs_admission,
+    "mem_fraction_colocated": cc.mem_fraction_colocated,
+    "long_context_training": cc.long_context_training,
+    "log_probs_chunk_unset": cc.log_probs_chunk_unset,
 }
 
 __all__ = ["CHECKS", "CheckResult", "Run"]

@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..model import Event, Line
 from ..stats import EngineStats
+
+if TYPE_CHECKING:
+    from ..knobs import Config
 
 
 @dataclass
 class Run:
     engines: dict[str, EngineStats] = field(default_factory=dict)
     events: list[Event] = field(default_factory=list)  # settings, capacity, pools, startup...
+    config: Config | None = None  # the effective configuration (knob values with their provenance)
 
     def metrics(self) -> list[Event]:
         return [e for e in self.events if e.kind == "metrics"]
@@ -24,3 +28,4 @@ class CheckResult:
     count: int = 1
     numbers: dict[str, Any] = field(default_factory=dict)
     severity: str = ""  # overrides the rule's severity when set
+    title: str = ""  # overrides the rule's title when set (a check that tells two cases apart)

@@ -19,22 +19,29 @@ def _series(records: list[Event], key: str) -> list[tuple[Event, float]]:
     return [(ev, ev.fields["values"][key]) for ev in records if key in ev.fields["values"]]
 
 
-def metric_threshold(params: dict[str, Any], run: Run) -> list[CheckResult]:
-    """Records where one of `keys` is at least `min` (e.g. a truncation ratio)."""
-    keys = list(params.get("keys") or [])
+def over_threshold(params: dict[str, Any], run: Run) -> tuple[str, list[tuple[Event, float]]] | None:
+    """(key, records where it is at least `min`) for the first of `keys` that shows the problem."""
     low = float(params.get("min", 0.0))
-    out = []
-    for key in keys:
+    for key in params.get("keys") or []:
         over = [(ev, v) for ev, v in _series(run.metrics(), key) if math.isfinite(v) and v >= low]
-        if not over:
-            continue
-        worst_ev, worst = max(over, key=lambda ev_v: ev_v[1])
-        first_ev = over[0][0]
-        evidence = [_line(worst_ev, key)] + ([_line(first_ev, key)] if first_ev is not worst_ev else [])
-        out.append(CheckResult(evidence=evidence, count=len(over),
-                               numbers={"metric": key, "max": worst, "threshold": low, "steps_over": len(over)}))
-        break  # one finding: the first key of the list that shows the problem
-    return out
+        if over:
+            return key, over
+    return None
+
+
+def threshold_result(params: dict[str, Any], key: str, over: list[tuple[Event, float]]) -> CheckResult:
+    worst_ev, worst = max(over, key=lambda ev_v: ev_v[1])
+    first_ev = over[0][0]
+    evidence = [_line(worst_ev, key)] + ([_line(first_ev, key)] if first_ev is not worst_ev else [])
+    return CheckResult(evidence=evidence, count=len(over),
+                       numbers={"metric": key, "max": worst, "threshold": float(params.get("min", 0.0)),
+                                "steps_over": len(over)})
+
+
+def metric_threshold(params: dict[str, Any], run: Run) -> list[CheckResult]:
+    """Records where one of `keys` is at least `min` (e.g. a truncation ratio); one finding, first key wins."""
+    found = over_threshold(params, run)
+    return [threshold_result(params, *found)] if found else []
 
 
 def generation_tail(params: dict[str, Any], run: Run) -> list[CheckResult]:
@@ -65,8 +72,24 @@ def generation_tail(params: dict[str, Any], run: Run) -> list[CheckResult]:
     return [CheckResult(evidence=evidence, count=len(hits), numbers=numbers)]
 
 
+def startup_phases(run: Run) -> dict[str, float]:
+    """Seconds of each startup phase the logs time: weight load, graph capture, compile/JIT timers."""
+    phases: dict[str, float] = {}
+    for ev in run.events:
+        if ev.kind == "weights_loaded" and "elapsed" in ev.fields:
+            phases["weight_load"] = max(phases.get("weight_load", 0.0), ev.fields["elapsed"])
+        elif ev.kind == "graph_captured":
+            name = f"graph_capture{'_' + ev.fields['what'].replace(' ', '_') if ev.fields.get('what') else ''}"
+            phases[name] = max(phases.get(name, 0.0), ev.fields["seconds"])
+        elif ev.kind == "timer" and "seconds" in ev.fields and any(
+                w in ev.fields["name"] for w in ("compile", "jit", "warmup", "capture")):
+            phases[ev.fields["name"]] = max(phases.get(ev.fields["name"], 0.0), ev.fields["seconds"])
+    return phases
+
+
 def first_step_slow(params: dict[str, Any], run: Run) -> list[CheckResult]:
-    """The first step's time is `min_ratio` x the warm median (and at least `min_seconds`)."""
+    """The first step's time is `min_ratio` x the warm median (and at least `min_seconds`), with the startup
+    phases the logs time (weight load, graph capture, compile/JIT) set apart from it."""
     min_ratio = float(params.get("min_ratio", 3.0))
     min_seconds = float(params.get("min_seconds", 120))
     min_steps = int(params.get("min_steps", 3))
@@ -77,9 +100,20 @@ def first_step_slow(params: dict[str, Any], run: Run) -> list[CheckResult]:
         first_ev, first = series[0]
         warm = median(v for _, v in series[1:])
         if first >= min_seconds and warm > 0 and first >= min_ratio * warm:
-            return [CheckResult(evidence=[_line(first_ev, key)], count=1,
-                                numbers={"metric": key, "first": first, "warm_median": warm,
-                                         "ratio": round(first / warm, 2)})]
+            phases = startup_phases(run)
+            startup = round(sum(phases.values()), 3)
+            excess = first - warm
+            numbers = {"metric": key, "first": first, "warm_median": warm, "ratio": round(first / warm, 2),
+                       "startup_seconds": startup, "startup_phases": phases,
+                       "arithmetic": f"first {first:g} s = {first / warm:.1f} × warm median {warm:g} s"}
+            title = ""
+            if phases:
+                share = min(startup / excess, 1.0) if excess > 0 else 0.0
+                numbers["startup_share_of_excess"] = round(share, 2)
+                numbers["arithmetic"] += f"; startup phases {startup:g} s of the {excess:g} s excess"
+                if share >= float(params.get("dominated_share", 0.5)):
+                    title = f"First step dominated by startup phases ({numbers['arithmetic']})"
+            return [CheckResult(evidence=[_line(first_ev, key)], count=1, numbers=numbers, title=title)]
     return []
 
 
@@ -92,9 +126,14 @@ def rewards_degenerate(params: dict[str, Any], run: Run) -> list[CheckResult]:
             continue
         bad = [(ev, v) for ev, v in series if not math.isfinite(v)]
         if bad:
+            arithmetic = f"{key} = {bad[0][1]} in {len(bad)} of {len(series)} records"
             return [CheckResult(evidence=[_line(bad[0][0], key)], count=len(bad), severity="error",
-                                numbers={"metric": key, "non_finite": len(bad), "records": len(series)})]
+                                numbers={"metric": key, "non_finite": len(bad), "records": len(series),
+                                         "arithmetic": arithmetic},
+                                title=f"Rewards are not finite ({arithmetic})")]
         if len(series) >= min_steps and all(v == 0 for _, v in series):
+            arithmetic = f"{key} = 0 in {len(series)} of {len(series)} records"
             return [CheckResult(evidence=[_line(series[0][0], key), _line(series[-1][0], key)], count=len(series),
-                                numbers={"metric": key, "records": len(series), "all": 0.0})]
+                                numbers={"metric": key, "records": len(series), "all": 0.0, "arithmetic": arithmetic},
+                                title=f"Every reward is zero: lifecycle pass, no policy gradient exercised ({arithmetic})")]
     return []

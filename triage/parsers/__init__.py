@@ -4,6 +4,6 @@ A parser module exposes ANCHORS (literal text its lines contain, fed to the shar
 `parse(line) -> Event | None`.
 """
 
-from . import metrics, settings, sglang
+from . import lifecycle, metrics, settings, sglang
 
-PARSERS = (sglang, metrics, settings)
+PARSERS = (sglang, metrics, settings, lifecycle)

@@ -36,7 +36,7 @@ def _finding(console: Console, i: int, f: Finding) -> None:
     if f.knobs:
         parts = []
         for k in f.knobs:
-            cur = f" = {k.current}" if k.current is not None else ""
+            cur = f" = {k.current}" + (f" [{k.source}]" if k.source else "") if k.current is not None else ""
             alias = next((a for a in k.aliases if a.startswith("--")), "")
             parts.append(f"{k.name}{cur}" + (f" ({alias})" if alias else ""))
         console.print("   [green]inspect:[/green] " + escape("; ".join(parts)))
@@ -59,6 +59,22 @@ def _coverage(console: Console, report: Report) -> None:
         console.print(f"   [yellow]note[/yellow] {escape(err)}")
 
 
+def _configuration(console: Console, report: Report, verbose: bool) -> None:
+    """The effective configuration: each known knob, its value and where it came from (all of it with -v)."""
+    if not report.config:
+        return
+    if not verbose:
+        console.print(f"[bold]configuration[/bold]: {len(report.config)} knob values known (-v lists them)")
+        return
+    console.print("[bold]configuration[/bold] (effective value, where it came from):")
+    for name, entry in report.config.items():
+        line = f"   {name} = {entry['value']}  [dim]{escape(str(entry['source']))}[/dim]"
+        req = entry.get("requested")
+        if req:
+            line += f"  [dim](requested {escape(str(req['value']))} in {escape(str(req['source']))})[/dim]"
+        console.print(line)
+
+
 def render(report: Report, options: RenderOptions) -> str:
     buf = io.StringIO()
     console = Console(file=buf, force_terminal=options.color, no_color=not options.color, width=options.width,
@@ -74,5 +90,6 @@ def render(report: Report, options: RenderOptions) -> str:
     if len(shown) < len(report.findings):
         console.print(f"\n[dim]… {len(report.findings) - len(shown)} more (use --verbose)[/dim]")
     console.print()
+    _configuration(console, report, options.verbose)
     _coverage(console, report)
     return buf.getvalue()

@@ -1,0 +1,204 @@
+"""Run health from step/metric lines: the domain document's "useful result" of a small synchronous run.
+
+A useful run records finite rewards and gradients, nonzero advantages, weight publication, replay mismatches,
+actual sequence lengths and stage times. These checks read the merged metric records (verl step lines,
+slime/MILES dicts, TRL dicts, JSON lines), the trainer timers, and the run's configuration for the caps.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from statistics import median
+from typing import Any
+
+from ..model import Event, Line
+from .base import CheckResult, Run
+from .metrics import _line, _series, over_threshold, threshold_result
+
+PUBLISH_KEYS = ("timing_s/update_weights", "perf/update_weights_time", "perf/update_weights_implementation_time")
+TRAIN_TAGS = ("step", "continued", "log", "record")
+
+
+def non_finite(series: list[tuple[Event, float]]) -> list[tuple[Event, float]]:
+    return [(ev, v) for ev, v in series if not math.isfinite(v)]
+
+
+def metric_non_finite(params: dict[str, Any], run: Run) -> list[CheckResult]:
+    """Any of `keys` NaN or infinite in any record (e.g. gradient norms)."""
+    for key in params.get("keys") or []:
+        series = _series(run.metrics(), key)
+        bad = non_finite(series)
+        if bad:
+            ev, v = bad[0]
+            return [CheckResult(evidence=[_line(ev, key)] + ([_line(bad[-1][0], key)] if len(bad) > 1 else []),
+                                count=len(bad), numbers={"metric": key, "value": str(v), "non_finite": len(bad),
+                                                         "records": len(series),
+                                                         "arithmetic": f"{key} = {v} in {len(bad)} of {len(series)} records"})]
+    return []
+
+
+def _degenerate(values: dict[str, float], params: dict[str, Any]) -> str | None:
+    """Why this record exercises no policy gradient, or None when it does (or cannot tell)."""
+    for hi, lo in params.get("equal_pairs") or []:
+        if hi in values and lo in values and values[hi] == values[lo]:
+            return f"{hi} = {lo} = {values[hi]}"
+    for key in params.get("zero_keys") or []:
+        if key in values and values[key] == 0:
+            return f"{key} = 0"
+    for key in params.get("one_keys") or []:
+        if key in values and values[key] >= 1:
+            return f"{key} = {values[key]}"
+    return None
+
+
+def _informative(values: dict[str, float], params: dict[str, Any]) -> bool:
+    keys = [k for pair in params.get("equal_pairs") or [] for k in pair]
+    return any(k in values for k in keys + list(params.get("zero_keys") or []) + list(params.get("one_keys") or []))
+
+
+def no_policy_gradient(params: dict[str, Any], run: Run) -> list[CheckResult]:
+    """Every record shows zero advantages or zero reward variance: a lifecycle pass, not training.
+
+    All-zero rewards are left to verifier.rewards-degenerate (same conclusion, a more specific cause)."""
+    min_steps = int(params.get("min_steps", 1))
+    records = [ev for ev in run.metrics() if _informative(ev.fields["values"], params)]
+    if len(records) < min_steps:
+        return []
+    reasons = [_degenerate(ev.fields["values"], params) for ev in records]
+    if any(r is None for r in reasons):
+        return []
+    for key in params.get("reward_keys") or []:
+        rewards = [v for _, v in _series(records, key)]
+        if rewards and all(v == 0 for v in rewards):
+            return []
+    first, last = records[0], records[-1]
+    key = next(iter(first.fields["values"]))
+    evidence = [_line(first, key)] + ([_line(last, key)] if last is not first else [])
+    return [CheckResult(evidence=evidence, count=len(records),
+                        numbers={"records": len(records), "reason": reasons[0],
+                                 "arithmetic": f"{reasons[0]} in {len(records)} of {len(records)} records"})]
+
+
+def _train_records(run: Run) -> list[Event]:
+    return [ev for ev in run.metrics() if ev.fields.get("tag") in TRAIN_TAGS]
+
+
+def publications(run: Run) -> tuple[list[Line], list[Line]]:
+    """(lines showing a weight publication, lines showing one that failed)."""
+    ok: list[Line] = []
+    failed: list[Line] = []
+    for ev in run.events:
+        if ev.kind == "timer" and ev.fields.get("name") == "update_weights" and ev.fields.get("phase") == "end":
+            (ok if ev.fields.get("ok", True) else failed).append(ev.line)
+    for ev in run.metrics():
+        for key in PUBLISH_KEYS:
+            if key in ev.fields["values"]:
+                ok.append(_line(ev, key))
+                break
+    return ok, failed
+
+
+def publication_missing(params: dict[str, Any], run: Run) -> list[CheckResult]:
+    """Several training steps logged and no sign that weights ever reached the rollout engines."""
+    min_steps = int(params.get("min_steps", 2))
+    steps = _train_records(run)
+    ok, failed = publications(run)
+    if len(steps) < min_steps or ok or failed:
+        return []
+    evidence = [steps[0].line] + ([steps[-1].line] if len(steps) > 1 else [])
+    return [CheckResult(evidence=evidence, count=len(steps),
+                        numbers={"train_records": len(steps), "publications": 0,
+                                 "arithmetic": f"0 publications in {len(steps)} training records"})]
+
+
+def _first_value(values: dict[str, float], keys: list[str]) -> tuple[str, float] | None:
+    for k in keys:
+        if k in values and math.isfinite(values[k]):
+            return k, values[k]
+    return None
+
+
+def _stage_times(run: Run, pattern: str) -> dict[str, float]:
+    """Median seconds per stage: metric keys matching `pattern`, and the trainer's Timer end lines."""
+    per: dict[str, list[float]] = {}
+    rx = re.compile(pattern) if pattern else None
+    for ev in run.metrics():
+        for k, v in ev.fields["values"].items():
+            if rx is not None and rx.fullmatch(k) and math.isfinite(v):
+                per.setdefault(k, []).append(v)
+    for ev in run.events:
+        if ev.kind == "timer" and "seconds" in ev.fields:
+            per.setdefault(f"Timer {ev.fields['name']}", []).append(ev.fields["seconds"])
+    return {k: round(median(vs), 3) for k, vs in sorted(per.items())}
+
+
+def run_summary(params: dict[str, Any], run: Run) -> list[CheckResult]:
+    """One info finding: what a useful run records, as far as the logs show it."""
+    records = run.metrics()
+    if not records:
+        return []
+    numbers: dict[str, Any] = {"records": len(records)}
+    facts: list[str] = []
+    for label, keys in (("reward", params.get("reward_keys") or []), ("grad_norm", params.get("grad_keys") or [])):
+        found = [(k, _series(records, k)) for k in keys]
+        found = [(k, s) for k, s in found if s]
+        if found:
+            key, series = found[0]
+            bad = non_finite(series)
+            finite_vals = [v for _, v in series if math.isfinite(v)]
+            numbers[f"{label}_metric"] = key
+            numbers[f"{label}_non_finite"] = len(bad)
+            if finite_vals:
+                numbers[f"{label}_min"], numbers[f"{label}_max"] = min(finite_vals), max(finite_vals)
+            facts.append(f"{label} {'finite' if not bad else f'{len(bad)} non-finite'}")
+    ok, failed = publications(run)
+    numbers["publications"], numbers["publications_failed"] = len(ok), len(failed)
+    facts.append(f"publication seen ×{len(ok)}" if ok else "publication not seen")
+    lengths = [m for ev in records if (m := _first_value(ev.fields["values"], params.get("length_keys") or []))]
+    if lengths:
+        numbers["response_length_metric"] = lengths[0][0]
+        numbers["response_length_max"] = max(v for _, v in lengths)
+        cap = run.config.setting("inference.max_response_length") if run.config else None
+        if cap is not None:
+            numbers["response_cap"] = cap.value
+            facts.append(f"longest response {numbers['response_length_max']:g} of cap {cap.value}")
+        else:
+            facts.append(f"longest response {numbers['response_length_max']:g}")
+    stages = _stage_times(run, str(params.get("stage_pattern") or ""))
+    if stages:
+        numbers["stage_seconds"] = stages
+    numbers["arithmetic"] = ", ".join(facts)
+    evidence = [records[0].line] + ([records[-1].line] if len(records) > 1 else [])
+    return [CheckResult(evidence=evidence, count=len(records), numbers=numbers)]
+
+
+def cap_hits(params: dict[str, Any], run: Run) -> list[CheckResult]:
+    """A share of responses at the response cap of at least `min` (a clip or truncation ratio), with the
+    length distribution and the configured cap beside it."""
+    found = over_threshold(params, run)
+    if not found:
+        return []
+    key, over = found
+    result = threshold_result(params, key, over)
+    worst_ev, worst = max(over, key=lambda ev_v: ev_v[1])
+    values = worst_ev.fields["values"]
+    longest = _first_value(values, list(params.get("max_keys") or []))
+    mean = _first_value(values, list(params.get("mean_keys") or []))
+    cap = run.config.setting("inference.max_response_length") if run.config else None
+    numbers = result.numbers
+    if longest:
+        numbers["response_length_max"] = longest[1]
+    if mean:
+        numbers["response_length_mean"] = mean[1]
+    if cap is not None:
+        numbers["response_cap"], numbers["cap_source"] = cap.value, cap.source
+    elif longest:
+        numbers["response_cap"], numbers["cap_source"] = longest[1], f"{longest[0]} (the longest response)"
+    text = f"{100 * worst:.1f}% of responses at the cap"
+    if "response_cap" in numbers:
+        text += f" of {numbers['response_cap']:g} tokens"
+    if mean:
+        text += f", mean length {mean[1]:g}"
+    numbers["arithmetic"] = text
+    return [result]
