@@ -104,7 +104,7 @@ def rules_list(patterns: list[Path] = typer.Option([], "--patterns", help="Extra
     except LibraryError as e:
         _fail(str(e))
     for r in sorted(lib.rules, key=lambda r: (r.category, r.id)):
-        typer.echo(f"{r.id:40} {r.category:24} {r.severity:8} {r.title}")
+        typer.echo(f"{r.id:40} {r.category:24} {r.severity:8} {r.plain_title}")
 
 
 @rules_app.command("check")

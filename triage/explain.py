@@ -14,7 +14,7 @@ def _wrap(text: str, indent: str = "  ") -> str:
 def explain_text(lib: Library, name: str) -> str | None:
     rule = lib.rule(name)
     if rule is not None:
-        lines = [f"{rule.id}  ({rule.category}, {rule.severity})", f"  {rule.title}", "", _wrap(rule.explain)]
+        lines = [f"{rule.id}  ({rule.category}, {rule.severity})", f"  {rule.plain_title}", "", _wrap(rule.explain)]
         if rule.knobs:
             lines += ["", "  inspect: " + ", ".join(rule.knobs)]
         if rule.not_knobs:

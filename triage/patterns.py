@@ -68,6 +68,11 @@ class Rule:
     follow: str = ""
     origin: str = ""  # file:line where the rule is defined
 
+    @property
+    def plain_title(self) -> str:
+        """The title without the `{number}` placeholders that check results fill in."""
+        return regex.sub(r"\s*\(\{\w+\}\)|\{\w+\}", "", self.title).rstrip(": ")
+
     def search(self, text: str) -> Any:
         for rx in self.match:
             m = rx.search(text, timeout=MATCH_TIMEOUT)
