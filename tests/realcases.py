@@ -73,3 +73,30 @@ def cli(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch):  #
         return Result(code, out.out, out.err)
 
     return run
+
+
+DECODE = ("[2026-05-24 03:{m:02d}:{s:02d} TP0] Decode batch, #running-req: {run}, #token: {tok}, token usage: {usage:.2f}, "
+          "cuda graph: True, gen throughput (token/s): {tput:.2f}, #queue-req: {queue}")
+RETRACT = "[2026-05-24 03:{m:02d}:{s:02d} TP0] KV cache pool is full. Retract requests. #retracted_reqs: {n}, #new_token_ratio: 0.2100 -> 0.4433"
+PERF = ("(RolloutManager pid=4100) [2026-05-24 04:{m:02d}:00] rollout.py:1193 - perf {step}: "
+        "{{'perf/step_time': {t}, 'rollout/truncated_ratio': {trunc}}}")
+
+
+def long_run(dest: Path, rows: int = 6000, retract_every: int = 1500, first_step: float = 600.0) -> Path:
+    """A run dir in real line formats (the 2026 SGLang decode line of case 036/074, the retraction line of
+    the serving rules, slime's perf dict): `rows` decode rows whose token usage climbs to 1.00 with a queue,
+    a retraction every `retract_every` rows, and 8 trainer steps (a cold first step, then ~100 s)."""
+    dest.mkdir(parents=True)
+    lines = []
+    for i in range(rows):
+        m, s = divmod(i // 10, 60)
+        usage = min(1.0, i / (rows * 0.6))
+        queue = 0 if usage < 0.95 else 3 + i % 7
+        lines.append(DECODE.format(m=m % 60, s=s, run=32 + i % 5, tok=int(usage * 40000), usage=usage,
+                                   tput=1600 - 900 * usage, queue=queue))
+        if retract_every and i % retract_every == retract_every - 1:
+            lines.append(RETRACT.format(m=m % 60, s=s, n=3))
+    (dest / "sglang-engine-0.log").write_text("\n".join(lines) + "\n")
+    perf = [PERF.format(m=k, step=k, t=first_step if k == 0 else 100.0 + k, trunc=0.02 * k) for k in range(8)]
+    (dest / "rollout.log").write_text("\n".join(perf) + "\n")
+    return dest

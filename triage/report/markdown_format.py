@@ -11,9 +11,9 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-from ..model import Finding, Report
+from ..model import Finding, Knob, Report
 from . import RenderOptions
-from .common import clean, knob_text, live, where
+from .common import clean, live, where
 from .json_format import verdict
 
 MAX_BYTES = 60 * 1024  # under the 64 KiB many trackers allow, with room for a sentence a person adds
@@ -57,6 +57,17 @@ def _table(findings: list[Finding], rows: int) -> list[str]:
     return out
 
 
+def _knob(k: Knob, options: RenderOptions) -> str:
+    line = f"- {code(k.name)}"
+    if k.current is not None:
+        line += f" = {code(clean(k.current, options))}"
+    alias = next((a for a in k.aliases if a.startswith("--")), "")
+    notes = [code(alias)] if alias else []
+    if k.source:
+        notes.append(f"from {esc(clean(k.source, options))}")
+    return line + (f" ({'; '.join(notes)})" if notes else "")
+
+
 def _detail(i: int, f: Finding, options: RenderOptions) -> list[str]:
     out = [f"### {i}. {f.severity.upper()} · {esc(f.category)} · {esc(f.title)}", ""]
     span = ""
@@ -68,7 +79,7 @@ def _detail(i: int, f: Finding, options: RenderOptions) -> list[str]:
         out += fenced(lines) + [""]
     if f.knobs:
         out.append("**Inspect:**")
-        out += [f"- {code(knob_text(k, options))}" for k in f.knobs]
+        out += [_knob(k, options) for k in f.knobs]
         out.append("")
     if f.not_knobs:
         out += ["**Will not help:** " + esc("; ".join(f.not_knobs)), ""]
