@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..model import Report
+from ..model import Finding, Report
 from ..redact import redact
 from . import RenderOptions
 
@@ -18,12 +18,21 @@ def _config(report: Report, redact_on: bool) -> dict[str, Any]:
                 "source": redact(str(v.get("source", "")))} for k, v in report.config.items()}
 
 
+def _finding(f: Finding, redact_on: bool) -> dict[str, Any]:
+    d = f.to_dict() | {"known": f.known, "baseline": f.baseline}
+    if redact_on:  # evidence is redacted by findings.py; knob values come from config and logs
+        for k in d["knobs"]:
+            k["current"] = redact(k["current"]) if isinstance(k["current"], str) else k["current"]
+            k["source"] = redact(k["source"])
+    return d
+
+
 def as_dict(report: Report, redact_on: bool = True) -> dict[str, object]:
     return {
         "version": report.version,
         "root": report.root,
         "verdict": verdict(report),
-        "findings": [f.to_dict() | {"known": f.known, "baseline": f.baseline} for f in report.findings],
+        "findings": [_finding(f, redact_on) for f in report.findings],
         "files": [{"path": f.rel, "kind": f.kind, "status": f.status, "reason": f.reason, "lines": f.lines,
                    "size": f.size} for f in report.files],
         "config": _config(report, redact_on),
