@@ -57,12 +57,18 @@ def test_a_new_failure_under_a_baseline_still_fails(cli, tmp_path: Path) -> None
                                                           ("trainer.cuda-oom", True)}
 
 
-def test_expired_entries_stop_hiding(cli, tmp_path: Path) -> None:  # noqa: F811
-    path = tmp_path / "baseline.json"
+def annotated_baseline(cli, path: Path, expires: str) -> dict:  # type: ignore[no-untyped-def,type-arg]  # noqa: F811
+    """A baseline of case 004 in which a person filled in reason, ticket and expiry."""
     cli(case("004"), "--write-baseline", path)
     data = json.loads(path.read_text())
-    data["entries"][0].update(reason="known OOM", ticket="INC-7", expires="2000-01-31")
+    data["entries"][0].update(reason="known OOM", ticket="INC-7", expires=expires)
     path.write_text(json.dumps(data))
+    return data
+
+
+def test_expired_entries_stop_hiding(cli, tmp_path: Path) -> None:  # noqa: F811
+    path = tmp_path / "baseline.json"
+    data = annotated_baseline(cli, path, "2000-01-31")
     r = cli(case("004"), "--baseline", path)
     assert r.code == 1
     assert "expired on 2000-01-31: the finding gates again" in " ".join(r.out.split())
@@ -73,10 +79,7 @@ def test_expired_entries_stop_hiding(cli, tmp_path: Path) -> None:  # noqa: F811
 
 def test_rewriting_keeps_reason_ticket_and_expiry(cli, tmp_path: Path) -> None:  # noqa: F811
     path = tmp_path / "baseline.json"
-    cli(case("004"), "--write-baseline", path)
-    data = json.loads(path.read_text())
-    data["entries"][0].update(reason="known OOM", ticket="INC-7", expires="2999-01-01")
-    path.write_text(json.dumps(data))
+    annotated_baseline(cli, path, "2999-01-01")
     cli(case("004"), "--write-baseline", path)
     (entry,) = json.loads(path.read_text())["entries"]
     assert (entry["reason"], entry["ticket"], entry["expires"]) == ("known OOM", "INC-7", "2999-01-01")

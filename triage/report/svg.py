@@ -32,7 +32,7 @@ class Chart:
 
 
 def _fmt(v: float) -> str:
-    if abs(v) >= 1000:
+    if abs(v) >= 100:
         return f"{v:,.0f}"
     return f"{v:.2f}".rstrip("0").rstrip(".") if v != int(v) else str(int(v))
 
@@ -73,12 +73,18 @@ def _axes(sx: _Scale, sy: _Scale, x: list[int]) -> list[str]:
 
 def _marks(chart: Chart, sx: _Scale, sy: _Scale) -> list[str]:
     out = []
+    findings = 0
     for m in chart.marks:
         px = sx(min(max(m.x, sx.lo), sx.hi))
         tip = f"<title>{escape(m.label)}</title>"
         if m.kind == "finding":
+            # labels near the right edge point left; successive labels step down so neighbours stay readable
+            anchor, dx = ("end", -3) if px > WIDTH - RIGHT - 40 else ("start", 3)
+            y = TOP + 10 + 11 * (findings % 4)
+            findings += 1
             out.append(f'<g class="mark mark-finding"><line x1="{px}" y1="{TOP}" x2="{px}" y2="{sy.a}"/>'
-                       f'<text x="{px + 3}" y="{TOP + 10}">{escape(m.label.split(" ")[0])}</text>{tip}</g>')
+                       f'<text x="{px + dx}" y="{y}" text-anchor="{anchor}">{escape(m.label.split(" ")[0])}</text>'
+                       f'{tip}</g>')
         else:
             out.append(f'<g class="mark mark-retraction"><line x1="{px}" y1="{sy.a - 10}" x2="{px}" y2="{sy.a}"/>'
                        f'{tip}</g>')
