@@ -13,9 +13,10 @@ from triage.report import RenderOptions, render
 
 from realcases import combined, copy_case, report_of  # noqa: F401  (combined is a fixture)
 
-SCHEMA_PATH = Path(__file__).resolve().parents[3] / "shared" / "schemas" / "sarif-schema-2.1.0.json"
-if not SCHEMA_PATH.is_file():  # CI lays shared/ beside the clone; a worktree has it at /work/shared
-    SCHEMA_PATH = Path("/work/shared/schemas/sarif-schema-2.1.0.json")
+# shared/ lies beside the clone in CI and two levels up from a worktree under wt/
+_HERE = Path(__file__).resolve()
+SCHEMA_PATH = next((p for p in (_HERE.parents[2] / "shared", _HERE.parents[3] / "shared", Path("/work/shared"))
+                    if (p / "schemas" / "sarif-schema-2.1.0.json").is_file()), Path("shared")) / "schemas" / "sarif-schema-2.1.0.json"
 SCHEMA = json.loads(SCHEMA_PATH.read_text())
 
 
