@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import __version__
+from . import __version__, baseline
 from .checks import Run
 from .discover import discover
+from .figures import figures, timelines
 from .findings import build
 from .knobs import build_config
 from .model import Event, LogFile, Report
@@ -21,7 +23,7 @@ SCANNED_KINDS = {"sglang", "vllm", "trainer", "driver", "rollout", "verifier", "
 
 
 class InputError(Exception):
-    """A problem with what the user asked for (missing path, unreadable config); exit code 2."""
+    """A problem with what the user asked for (missing path, unreadable config or baseline); exit code 2."""
 
 
 @dataclass
@@ -30,6 +32,8 @@ class Settings:
     patterns: list[Path] = field(default_factory=list)
     config: Path | None = None
     redact: bool = True
+    baseline: Path | None = None  # hide the findings this baseline holds (they stay visible as known)
+    today: dt.date | None = None  # for baseline expiry; default: the local date
 
 
 def read_config(lf: LogFile) -> tuple[Event | None, str]:
@@ -74,6 +78,10 @@ def _scan_all(scanner: Scanner, files: list[LogFile]) -> tuple[list[FileResult],
 
 def analyze(settings: Settings, lib: Library | None = None) -> Report:
     lib = lib or load_library(settings.patterns)
+    try:
+        entries = baseline.load(settings.baseline) if settings.baseline is not None else {}
+    except baseline.BaselineError as e:
+        raise InputError(str(e)) from None
     files, problems = discover(settings.paths)
     if problems:
         raise InputError(problems[0])
@@ -92,6 +100,9 @@ def analyze(settings: Settings, lib: Library | None = None) -> Report:
     run = Run(engines=engines, events=events, config=cfg)
     findings = build(lib, results, run, cfg, settings.redact)
     root = settings.paths[0] if len(settings.paths) == 1 else "."
-    report = Report(version=__version__, root=root, findings=findings, files=files, config=cfg.as_dict())
+    report = Report(version=__version__, root=root, findings=findings, files=files, config=cfg.as_dict(),
+                    figures=figures(lib, engines, events, hits), timelines=timelines(lib, engines, events, hits))
     report.errors = [e for r in results for e in r.errors] + [p for _, p in cfg.problems]
+    if settings.baseline is not None:
+        baseline.apply(report, entries, settings.today or dt.date.today())
     return report

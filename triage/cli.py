@@ -19,12 +19,19 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=N
 rules_app = typer.Typer(add_completion=False, no_args_is_help=True, help="List or check rule libraries.")
 app.add_typer(rules_app, name="rules")
 
-COMMANDS = {"scan", "explain", "rules", "budget", "--help", "-h", "--version"}
+COMMANDS = {"scan", "explain", "rules", "budget", "diff", "--help", "-h", "--version"}
 
 
 class Format(str, Enum):
     text = "text"
     json = "json"
+    markdown = "markdown"
+    html = "html"
+    sarif = "sarif"
+    junit = "junit"
+    github = "github"
+    gitlab = "gitlab"
+    auto = "auto"
 
 
 class FailOn(str, Enum):
@@ -34,48 +41,131 @@ class FailOn(str, Enum):
 
 
 def _fail(message: str) -> None:
-    typer.echo(f"triage: error: {message}", err=True)
+    from .redact import redact
+
+    typer.echo(f"triage: error: {redact(message)}", err=True)
     raise typer.Exit(2)
 
 
 def exit_code(worst: Optional[str], fail_on: str) -> int:
-    if fail_on == "never" or worst is None:
-        return 0
-    if fail_on == "warning":
-        return 1 if worst in ("error", "warning") else 0
-    return 1 if worst == "error" else 0
+    from .report.common import at_gate
+
+    return 1 if worst is not None and at_gate(worst, fail_on) else 0
+
+
+EXTRA = ("json", "markdown", "html", "sarif", "junit", "gitlab")
 
 
 @app.command()
 def scan(
     paths: list[str] = typer.Argument(..., help="Run directories, log files, or - for standard input."),
-    fmt: Format = typer.Option(Format.text, "--format", "-f", help="Output format."),
+    fmt: Format = typer.Option(Format.text, "--format", "-f", help="Output format (auto: github inside GitHub Actions, else text)."),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the report to this file."),
+    json_out: Optional[Path] = typer.Option(None, "--json", help="Also write the JSON report here."),
+    markdown_out: Optional[Path] = typer.Option(None, "--markdown", help="Also write the Markdown summary here."),
+    html_out: Optional[Path] = typer.Option(None, "--html", help="Also write the HTML page here."),
+    sarif_out: Optional[Path] = typer.Option(None, "--sarif", help="Also write SARIF 2.1.0 here."),
+    junit_out: Optional[Path] = typer.Option(None, "--junit", help="Also write JUnit XML here."),
+    gitlab_out: Optional[Path] = typer.Option(None, "--gitlab", help="Also write GitLab Code Quality JSON here."),
     patterns: list[Path] = typer.Option([], "--patterns", help="Extra rule directory (adds or overrides by id)."),
     config: Optional[Path] = typer.Option(None, "--config", help="Run configuration YAML to cross-check."),
     fail_on: FailOn = typer.Option(FailOn.error, "--fail-on", help="Lowest severity that makes the exit code 1."),
+    baseline: Optional[Path] = typer.Option(None, "--baseline", help="Known findings: shown as known, not gating."),
+    write_baseline: Optional[Path] = typer.Option(None, "--write-baseline",
+                                                  help="Write the current findings as a baseline (then exit 0)."),
     no_redact: bool = typer.Option(False, "--no-redact", help="Do not mask secrets in the output."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Show every finding."),
 ) -> None:
     """Triage the logs under PATHS."""
     from .analyze import InputError, Settings, analyze
+    from .outputs import OutputError, Target, emit
     from .patterns import LibraryError
-    from .report import RenderOptions, render
+    from .report import RenderOptions, resolve
 
     try:
-        report = analyze(Settings(paths=paths, patterns=patterns, config=config, redact=not no_redact))
+        report = analyze(Settings(paths=paths, patterns=patterns, config=config, redact=not no_redact,
+                                  baseline=baseline))
     except (InputError, LibraryError) as e:
         _fail(str(e))
-    color = fmt == Format.text and output is None and sys.stdout.isatty()
-    text = render(fmt.value, report, RenderOptions(color=color, verbose=verbose))
-    if output is not None:
-        try:
-            output.write_text(text, encoding="utf-8")
-        except OSError as e:
-            _fail(f"{output}: cannot write: {e.strerror or e}")
-    else:
-        sys.stdout.write(text)
-    raise typer.Exit(exit_code(report.worst(), fail_on.value))
+    main_fmt = resolve(fmt.value, os.environ)
+    extras = zip(EXTRA, (json_out, markdown_out, html_out, sarif_out, junit_out, gitlab_out))
+    targets = [Target(main_fmt, output)] + [Target(f, p) for f, p in extras if p is not None]
+    color = main_fmt == "text" and output is None and sys.stdout.isatty()
+    options = RenderOptions(color=color, verbose=verbose, fail_on=fail_on.value, redact=not no_redact)
+    try:
+        if write_baseline is not None:
+            _write_baseline(report, write_baseline, baseline)
+        for warning in emit(report, targets, options, os.environ):
+            typer.echo(f"triage: warning: {warning}", err=True)
+    except OutputError as e:
+        _fail(str(e))
+    raise typer.Exit(0 if write_baseline is not None else exit_code(report.worst(), fail_on.value))
+
+
+def _write_baseline(report: object, path: Path, previous: Optional[Path]) -> None:
+    """Keep what people wrote (reason, ticket, expires) in the baseline being replaced or the one in use."""
+    from . import baseline as bl
+    from .outputs import OutputError, write_text
+
+    old: dict[str, dict[str, object]] = {}
+    try:
+        for p in (previous, path):
+            if p is not None and p.is_file():
+                old.update(bl.load(p))
+    except bl.BaselineError as e:
+        raise OutputError(f"{e} (not overwritten)") from None
+    write_text(path, bl.dumps(report.findings, old))  # type: ignore[attr-defined]
+
+
+class DiffFormat(str, Enum):
+    text = "text"
+    json = "json"
+
+
+def _side(path: str, patterns: list[Path]) -> dict[str, object]:
+    """A run directory (analysed now) or a JSON report written by `--format json`."""
+    from .analyze import Settings, analyze
+    from .diff import read_report
+    from .report.json_format import as_dict
+
+    p = Path(path)
+    if p.is_file() and p.suffix == ".json":
+        return read_report(p)
+    return as_dict(analyze(Settings(paths=[path], patterns=patterns)))
+
+
+@app.command()
+def diff(
+    old: str = typer.Argument(..., help="The earlier run: a run directory or a JSON report."),
+    new: str = typer.Argument(..., help="The later run: a run directory or a JSON report."),
+    fmt: DiffFormat = typer.Option(DiffFormat.text, "--format", "-f", help="Output format."),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the comparison to this file."),
+    patterns: list[Path] = typer.Option([], "--patterns", help="Extra rule directory for run directories."),
+    fail_on: FailOn = typer.Option(FailOn.error, "--fail-on", help="Lowest severity of a NEW finding that exits 1."),
+) -> None:
+    """Compare two runs: new, resolved and persisting findings, and regressions in run figures."""
+    import json
+
+    from .analyze import InputError
+    from .diff import DiffError, compare, text
+    from .outputs import OutputError, write_text
+    from .patterns import LibraryError
+    from .report.common import at_gate
+
+    try:
+        result = compare(_side(old, patterns), _side(new, patterns), old, new)
+    except (InputError, LibraryError, DiffError) as e:
+        _fail(str(e))
+    body = json.dumps(result.as_dict(), indent=2, default=str) + "\n" if fmt == DiffFormat.json else text(result)
+    try:
+        if output is not None:
+            write_text(output, body)
+        else:
+            sys.stdout.write(body)
+    except OutputError as e:
+        _fail(str(e))
+    failing = [f for f in result.new_findings if not f.get("known") and at_gate(str(f.get("severity")), fail_on.value)]
+    raise typer.Exit(1 if failing else 0)
 
 
 @app.command()
@@ -113,10 +203,13 @@ def rules_check(directory: Optional[Path] = typer.Argument(None, help="A rule di
     from .patterns import LibraryError, load_library
     from .rulecheck import check_examples
 
+    if directory is not None and not directory.is_dir():
+        _fail(f"{directory}: not a directory")
     try:
         lib = load_library([directory] if directory else [])
-    except LibraryError as e:
-        _fail(str(e))
+    except LibraryError as e:  # an invalid library is what this command checks for: a failure, not a usage error
+        typer.echo(str(e))
+        raise typer.Exit(1) from None
     problems = check_examples(lib, only_dir=directory)
     for p in problems:
         typer.echo(p)

@@ -126,6 +126,7 @@ class Finding:
     symptom: bool = False
     fingerprint: str = ""
     known: bool = False  # hidden by a baseline entry
+    baseline: dict[str, Any] = field(default_factory=dict)  # the entry that hides it: reason, ticket, expires
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -146,6 +147,27 @@ class Finding:
 
 
 @dataclass
+class Timeline:
+    """One source's series over its log, downsampled: an engine's batch stats or a trainer's step times.
+
+    `x` holds line numbers in `file` (so a finding's evidence line can be marked on it); each series has one
+    value per x (None where the row had none). `marks` are single lines worth a tick, e.g. retractions.
+    """
+
+    source: str  # engine origin ("engine.log pid=4100") or the metrics file
+    file: str
+    kind: str  # engine | trainer
+    x: list[int] = field(default_factory=list)
+    series: dict[str, list[float | None]] = field(default_factory=dict)
+    marks: list[dict[str, Any]] = field(default_factory=list)  # {"line": n, "label": "retracted 3"}
+    rows: int = 0  # rows before downsampling
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"source": self.source, "file": self.file, "kind": self.kind, "rows": self.rows, "x": self.x,
+                "series": self.series, "marks": self.marks}
+
+
+@dataclass
 class Report:
     version: str
     root: str
@@ -153,6 +175,8 @@ class Report:
     files: list[LogFile] = field(default_factory=list)
     config: dict[str, Any] = field(default_factory=dict)  # effective knob values: name -> (value, source)
     errors: list[str] = field(default_factory=list)  # rule errors and other non-fatal problems
+    figures: dict[str, float | None] = field(default_factory=dict)  # run figures `triage diff` compares
+    timelines: list[Timeline] = field(default_factory=list)
 
     def worst(self) -> str | None:
         sev = [f.severity for f in self.findings if not f.known]

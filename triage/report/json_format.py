@@ -1,33 +1,55 @@
-"""`--format json`: the contract other tools read (findings in rank order, files with their status)."""
+"""`--format json`: the contract other tools read (findings in rank order, files with their status, run figures
+and compact timelines). `triage diff` reads it back."""
 
 from __future__ import annotations
 
 import json
+from typing import Any
 
-from ..model import Report
+from ..model import Finding, Report
+from ..redact import redact
 from . import RenderOptions
 
 
-def as_dict(report: Report) -> dict[str, object]:
+def _config(report: Report, redact_on: bool) -> dict[str, Any]:
+    if not redact_on:
+        return report.config
+    return {k: {"value": redact(v["value"]) if isinstance(v.get("value"), str) else v.get("value"),
+                "source": redact(str(v.get("source", "")))} for k, v in report.config.items()}
+
+
+def _finding(f: Finding, redact_on: bool) -> dict[str, Any]:
+    d = f.to_dict() | {"known": f.known, "baseline": f.baseline}
+    if redact_on:  # evidence is redacted by findings.py; knob values come from config and logs
+        for k in d["knobs"]:
+            k["current"] = redact(k["current"]) if isinstance(k["current"], str) else k["current"]
+            k["source"] = redact(k["source"])
+    return d
+
+
+def as_dict(report: Report, redact_on: bool = True) -> dict[str, object]:
     return {
         "version": report.version,
         "root": report.root,
         "verdict": verdict(report),
-        "findings": [f.to_dict() | {"known": f.known} for f in report.findings],
+        "findings": [_finding(f, redact_on) for f in report.findings],
         "files": [{"path": f.rel, "kind": f.kind, "status": f.status, "reason": f.reason, "lines": f.lines,
                    "size": f.size} for f in report.files],
-        "config": report.config,
+        "config": _config(report, redact_on),
         "errors": report.errors,
+        "figures": report.figures,
+        "timelines": [t.to_dict() for t in report.timelines],
     }
 
 
 def verdict(report: Report) -> str:
     live = [f for f in report.findings if not f.known]
     if not live:
-        return "no problems found"
+        known = len(report.findings)
+        return f"no new problems ({known} known)" if known else "no problems found"
     top = live[0]
     return f"{top.severity}: {top.category}: {top.title}"
 
 
 def render(report: Report, options: RenderOptions) -> str:
-    return json.dumps(as_dict(report), indent=2, default=str) + "\n"
+    return json.dumps(as_dict(report, options.redact), indent=2, default=str) + "\n"

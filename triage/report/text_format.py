@@ -12,6 +12,7 @@ from rich.text import Text
 
 from ..model import Finding, Report
 from . import RenderOptions
+from .common import clean
 from .json_format import verdict
 
 STYLE = {"error": "bold red", "warning": "bold yellow", "info": "cyan"}
@@ -23,7 +24,7 @@ def _short(text: str, width: int = MAX_LINE) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-def _finding(console: Console, i: int, f: Finding) -> None:
+def _finding(console: Console, i: int, f: Finding, options: RenderOptions) -> None:
     sev = STYLE.get(f.severity, "")
     count = f" ×{f.count}" if f.count > 1 else ""
     known = " [dim](known, baselined)[/dim]" if f.known else ""
@@ -36,7 +37,8 @@ def _finding(console: Console, i: int, f: Finding) -> None:
     if f.knobs:
         parts = []
         for k in f.knobs:
-            cur = f" = {k.current}" + (f" [{k.source}]" if k.source else "") if k.current is not None else ""
+            cur = (f" = {clean(k.current, options)}" + (f" [{clean(k.source, options)}]" if k.source else "")
+                   if k.current is not None else "")
             alias = next((a for a in k.aliases if a.startswith("--")), "")
             parts.append(f"{k.name}{cur}" + (f" ({alias})" if alias else ""))
         console.print("   [green]inspect:[/green] " + escape("; ".join(parts)))
@@ -46,7 +48,7 @@ def _finding(console: Console, i: int, f: Finding) -> None:
         console.print("   " + escape(f.explain), style="dim", highlight=False)
 
 
-def _coverage(console: Console, report: Report) -> None:
+def _coverage(console: Console, report: Report, options: RenderOptions) -> None:
     by_status = Counter(f.status for f in report.files)
     kinds = Counter(f.kind for f in report.files if f.status == "read")
     summary = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items()))
@@ -54,24 +56,27 @@ def _coverage(console: Console, report: Report) -> None:
                   f"{by_status.get('skipped', 0)} skipped, {by_status.get('unreadable', 0)} unreadable")
     for f in report.files:
         if f.status != "read" or f.reason:
-            console.print(f"   [dim]{escape(f.status)}[/dim] {escape(f.rel)}: {escape(f.reason or f.kind)}")
+            console.print(f"   [dim]{escape(f.status)}[/dim] {escape(clean(f.rel, options))}: "
+                          f"{escape(clean(f.reason or f.kind, options))}")
     for err in report.errors:
-        console.print(f"   [yellow]note[/yellow] {escape(err)}")
+        console.print(f"   [yellow]note[/yellow] {escape(clean(err, options))}")
 
 
-def _configuration(console: Console, report: Report, verbose: bool) -> None:
+def _configuration(console: Console, report: Report, options: RenderOptions) -> None:
     """The effective configuration: each known knob, its value and where it came from (all of it with -v)."""
     if not report.config:
         return
-    if not verbose:
+    if not options.verbose:
         console.print(f"[bold]configuration[/bold]: {len(report.config)} knob values known (-v lists them)")
         return
     console.print("[bold]configuration[/bold] (effective value, where it came from):")
     for name, entry in report.config.items():
-        line = f"   {name} = {entry['value']}  [dim]{escape(str(entry['source']))}[/dim]"
+        line = (f"   {name} = {escape(clean(entry['value'], options))}  "
+                f"[dim]{escape(clean(entry['source'], options))}[/dim]")
         req = entry.get("requested")
         if req:
-            line += f"  [dim](requested {escape(str(req['value']))} in {escape(str(req['source']))})[/dim]"
+            line += (f"  [dim](requested {escape(clean(req['value'], options))} in "
+                     f"{escape(clean(req['source'], options))})[/dim]")
         console.print(line)
 
 
@@ -86,10 +91,10 @@ def render(report: Report, options: RenderOptions) -> str:
     shown = report.findings if options.verbose else report.findings[:MAX_FINDINGS]
     for i, f in enumerate(shown, 1):
         console.print()
-        _finding(console, i, f)
+        _finding(console, i, f, options)
     if len(shown) < len(report.findings):
         console.print(f"\n[dim]… {len(report.findings) - len(shown)} more (use --verbose)[/dim]")
     console.print()
-    _configuration(console, report, options.verbose)
-    _coverage(console, report)
+    _configuration(console, report, options)
+    _coverage(console, report, options)
     return buf.getvalue()

@@ -1,0 +1,92 @@
+"""SARIF 2.1.0: schema-valid on real cases; rule ids, relative URIs, start lines, line-free fingerprints."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from triage.analyze import Settings, analyze
+from triage.report import RenderOptions, render
+
+from realcases import combined, copy_case, report_of  # noqa: F401  (combined is a fixture)
+
+# shared/ lies beside the clone in CI and two levels up from a worktree under wt/
+_HERE = Path(__file__).resolve()
+SCHEMA_PATH = next((p for p in (_HERE.parents[2] / "shared", _HERE.parents[3] / "shared", Path("/work/shared"))
+                    if (p / "schemas" / "sarif-schema-2.1.0.json").is_file()), Path("shared")) / "schemas" / "sarif-schema-2.1.0.json"
+SCHEMA = json.loads(SCHEMA_PATH.read_text())
+
+
+def sarif(report) -> dict:  # type: ignore[no-untyped-def]
+    return json.loads(render("sarif", report, RenderOptions()))
+
+
+@pytest.mark.parametrize("name", ["004", "016", "025", "036", "052", "063"])
+def test_sarif_is_valid_against_the_2_1_0_schema(name: str) -> None:
+    jsonschema.validate(sarif(report_of(name)), SCHEMA)
+
+
+def test_combined_run_is_valid_and_has_one_result_per_finding(combined: Path) -> None:
+    report = analyze(Settings(paths=[str(combined)]))
+    doc = sarif(report)
+    jsonschema.validate(doc, SCHEMA)
+    results = doc["runs"][0]["results"]
+    assert [r["ruleId"] for r in results] == [f.rule for f in report.findings]
+    rule_ids = [r["id"] for r in doc["runs"][0]["tool"]["driver"]["rules"]]
+    assert len(rule_ids) == len(set(rule_ids))
+    assert all(rule_ids[r["ruleIndex"]] == r["ruleId"] for r in results)
+
+
+def test_trainer_oom_result_points_at_the_oom_line() -> None:
+    doc = sarif(report_of("004"))
+    (result,) = doc["runs"][0]["results"]
+    assert result["ruleId"] == "trainer.cuda-oom"
+    assert result["level"] == "error"
+    loc = result["locations"][0]["physicalLocation"]
+    assert loc["artifactLocation"]["uri"] == "train.log"
+    assert loc["region"]["startLine"] == 10
+    assert "Tried to allocate 29.39 GiB" in loc["region"]["snippet"]["text"]
+    rule = doc["runs"][0]["tool"]["driver"]["rules"][0]
+    assert rule["shortDescription"]["text"] == "Trainer ran out of GPU memory"
+    assert "trainer.micro_batch_size" in rule["help"]["text"]
+    assert "will not help: more inference GPUs" in rule["help"]["text"]
+
+
+def test_warning_level_and_category_property() -> None:
+    (result,) = sarif(report_of("036"))["runs"][0]["results"]
+    assert (result["ruleId"], result["level"]) == ("serving.kv-pool-saturated", "warning")
+    assert result["properties"]["category"] == "serving-oom-retraction"
+
+
+def test_fingerprint_survives_shifted_line_numbers(tmp_path: Path) -> None:
+    run = copy_case("004", tmp_path / "run")
+    before = sarif(analyze(Settings(paths=[str(run)])))["runs"][0]["results"][0]
+    log = run / "train.log"
+    log.write_bytes(b"\n\n\nextra launcher line\n" + log.read_bytes())
+    after = sarif(analyze(Settings(paths=[str(run)])))["runs"][0]["results"][0]
+    assert after["locations"][0]["physicalLocation"]["region"]["startLine"] == 14
+    assert after["partialFingerprints"] == before["partialFingerprints"]
+
+
+def test_the_schema_check_rejects_a_wrong_level() -> None:
+    doc = sarif(report_of("004"))
+    doc["runs"][0]["results"][0]["level"] = "info"  # SARIF says note
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(doc, SCHEMA)
+
+
+def test_baselined_finding_carries_an_external_suppression(tmp_path: Path) -> None:
+    from triage import baseline
+
+    report = report_of("004")
+    path = tmp_path / "b.json"
+    data = json.loads(baseline.dumps(report.findings))
+    data["entries"][0]["reason"] = "known OOM, INC-12"
+    path.write_text(json.dumps(data))
+    doc = sarif(report_of("004", baseline=path))
+    jsonschema.validate(doc, SCHEMA)
+    (result,) = doc["runs"][0]["results"]
+    assert result["suppressions"] == [{"kind": "external", "status": "accepted", "justification": "known OOM, INC-12"}]

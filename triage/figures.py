@@ -1,0 +1,119 @@
+"""Run figures and timelines: the numbers a nightly comparison tracks and the series the HTML page draws.
+
+Figures (None when the logs do not show them): retractions, peak token usage, peak queue, first-step time
+(only when the logs start at step 0 or 1), warm step time (median of the steps after the first), truncation ratio (the worst step). The metric keys
+for step times and truncation come from the rules that judge them (`cold.first-step-slow`,
+`gen.cap-hit-rate`), so a key added there is tracked here too.
+
+Timelines keep at most MAX_POINTS points per source: each bucket of rows keeps its peak token usage,
+running and queued requests (a saturation spike must survive downsampling) and its mean decode throughput.
+"""
+
+from __future__ import annotations
+
+import math
+from statistics import median
+from typing import Any
+
+from .model import Event, Hit, Timeline
+from .patterns import Library
+from .stats import EngineStats
+
+MAX_POINTS = 2000
+MAX_MARKS = 200
+STEP_RULE = "cold.first-step-slow"
+TRUNCATION_RULE = "gen.cap-hit-rate"
+# `triage diff` compares these; higher is worse for each.
+FIGURES = ("retractions", "peak_token_usage", "peak_queue", "first_step_time", "step_time", "truncation_ratio")
+
+
+def _keys(lib: Library, rule_id: str) -> list[str]:
+    rule = lib.rule(rule_id)
+    return [str(k) for k in (rule.params.get("keys") or [])] if rule is not None else []
+
+
+def _values(records: list[Event], key: str) -> list[tuple[Event, float]]:
+    return [(ev, v) for ev in records if math.isfinite(v := ev.fields["values"].get(key, math.nan))]
+
+
+def step_series(lib: Library, events: list[Event]) -> tuple[str, list[tuple[Event, float]]]:
+    """The first step-time key the run's metric records carry, and its values in log order."""
+    records = [e for e in events if e.kind == "metrics"]
+    for key in _keys(lib, STEP_RULE):
+        series = _values(records, key)
+        if series:
+            return key, series
+    return "", []
+
+
+def _retracted(h: Hit) -> int:
+    v = h.numbers.get("retracted")
+    return int(v) * h.line.repeat if isinstance(v, (int, float)) else 0
+
+
+def figures(lib: Library, engines: dict[str, EngineStats], events: list[Event], hits: list[Hit]) -> dict[str, Any]:
+    retracting = [h for h in hits if "retracted" in h.numbers]
+    usage = [u for e in engines.values() for u in e.usage if u >= 0]
+    queue = [q for e in engines.values() for q in e.queue]
+    _, steps = step_series(lib, events)
+    records = [e for e in events if e.kind == "metrics"]
+    trunc = [v for key in _keys(lib, TRUNCATION_RULE) for _, v in _values(records, key)]
+    return {
+        "retractions": sum(_retracted(h) for h in retracting) if retracting else (0 if engines else None),
+        "peak_token_usage": round(max(usage), 4) if usage else None,
+        "peak_queue": max(queue) if queue else None,
+        "first_step_time": steps[0][1] if steps and (steps[0][0].fields.get("step") or 0) <= 1 else None,
+        "step_time": round(median(v for _, v in steps[1:]), 3) if len(steps) > 1 else None,
+        "truncation_ratio": max(trunc) if trunc else None,
+    }
+
+
+def _buckets(n: int) -> list[range]:
+    size = max(1, math.ceil(n / MAX_POINTS))
+    return [range(i, min(i + size, n)) for i in range(0, n, size)]
+
+
+def _peak(values: Any, rows: range) -> float | None:
+    vals = [values[i] for i in rows if values[i] >= 0]
+    return round(max(vals), 4) if vals else None
+
+
+def _mean(values: Any, rows: range, keep: Any) -> float | None:
+    vals = [values[i] for i in rows if keep[i] and values[i] >= 0]
+    return round(sum(vals) / len(vals), 2) if vals else None
+
+
+def engine_timeline(stats: EngineStats, hits: list[Hit]) -> Timeline:
+    file = stats.first_line.file if stats.first_line else stats.origin
+    pid = stats.origin.partition(" pid=")[2]
+    buckets = _buckets(len(stats))
+    series: dict[str, list[float | None]] = {
+        "token usage": [_peak(stats.usage, b) for b in buckets],
+        "running requests": [_peak(stats.running, b) for b in buckets],
+        "queued requests": [_peak(stats.queue, b) for b in buckets],
+        "gen throughput (token/s)": [_mean(stats.throughput, b, stats.decode) for b in buckets],
+    }
+    marks = [{"line": h.line.lineno, "label": f"retracted {h.numbers['retracted']}"} for h in hits
+             if "retracted" in h.numbers and h.line.file == file and (not pid or h.line.pid == pid)]
+    return Timeline(source=stats.origin, file=file, kind="engine", x=[stats.lineno[b[0]] for b in buckets],
+                    series={k: v for k, v in series.items() if any(x is not None for x in v)},
+                    marks=marks[:MAX_MARKS], rows=len(stats))
+
+
+def trainer_timelines(lib: Library, events: list[Event]) -> list[Timeline]:
+    key, steps = step_series(lib, events)
+    by_file: dict[str, list[tuple[Event, float]]] = {}
+    for ev, v in steps:
+        by_file.setdefault(ev.line.file, []).append((ev, v))
+    out = []
+    for file, rows in by_file.items():
+        buckets = _buckets(len(rows))
+        out.append(Timeline(source=file, file=file, kind="trainer", x=[rows[b[0]][0].line.lineno for b in buckets],
+                            series={f"{key} (s)": [round(max(rows[i][1] for i in b), 3) for b in buckets]},
+                            rows=len(rows)))
+    return out
+
+
+def timelines(lib: Library, engines: dict[str, EngineStats], events: list[Event], hits: list[Hit]) -> list[Timeline]:
+    out = [engine_timeline(s, hits) for _, s in sorted(engines.items()) if len(s)]
+    return out + trainer_timelines(lib, events)
