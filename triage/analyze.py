@@ -16,7 +16,9 @@ from .findings import build
 from .knobs import build_config
 from .model import Event, Line, LogFile, Report
 from .patterns import Library, load_library
+from .decompress import wrap_stdin
 from .read import iter_chunks
+from .redact import redact_report
 from .scan import FileResult, Scanner
 
 SCANNED_KINDS = {"sglang", "vllm", "trainer", "driver", "rollout", "verifier", "metrics", "text"}
@@ -75,7 +77,7 @@ def _scan_all(scanner: Scanner, files: list[LogFile]) -> tuple[list[FileResult],
                 lf.reason = why
         if lf.kind in SCANNED_KINDS:
             if lf.path == "-":
-                results.append(scanner.scan(lf, iter_chunks(sys.stdin.buffer)))
+                results.append(scanner.scan(lf, iter_chunks(wrap_stdin(sys.stdin.buffer))))
             else:
                 results.append(scanner.scan(lf))
     return results, config_events
@@ -102,4 +104,6 @@ def analyze(settings: Settings, lib: Library | None = None) -> Report:
     root = settings.paths[0] if len(settings.paths) == 1 else "."
     report = Report(version=__version__, root=root, findings=findings, files=files, config=cfg.as_dict())
     report.errors = [e for r in results for e in r.errors]
+    if settings.redact:
+        redact_report(report)
     return report

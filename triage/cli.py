@@ -125,6 +125,9 @@ def rules_check(directory: Optional[Path] = typer.Argument(None, help="A rule di
 
 
 def main() -> None:
+    for stream in (sys.stdout, sys.stderr):  # a report never fails to print: odd bytes become escapes
+        if hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="backslashreplace")
     args = sys.argv[1:]
     if args and args[0] not in COMMANDS:
         sys.argv.insert(1, "scan")
