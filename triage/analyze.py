@@ -9,6 +9,7 @@ from pathlib import Path
 
 from . import __version__, baseline
 from .checks import Run
+from .decompress import wrap_stdin
 from .discover import discover
 from .figures import figures, timelines
 from .findings import build
@@ -17,6 +18,7 @@ from .model import Event, LogFile, Report
 from .parsers.config_file import ConfigError, read_config_file
 from .patterns import Library, load_library
 from .read import iter_chunks
+from .redact import redact_report
 from .scan import FileResult, Scanner
 
 SCANNED_KINDS = {"sglang", "vllm", "trainer", "driver", "rollout", "verifier", "metrics", "text"}
@@ -70,7 +72,7 @@ def _scan_all(scanner: Scanner, files: list[LogFile]) -> tuple[list[FileResult],
                 lf.reason = why
         if lf.kind in SCANNED_KINDS:
             if lf.path == "-":
-                results.append(scanner.scan(lf, iter_chunks(sys.stdin.buffer)))
+                results.append(scanner.scan(lf, iter_chunks(wrap_stdin(sys.stdin.buffer))))
             else:
                 results.append(scanner.scan(lf))
     return results, config_events
@@ -103,6 +105,8 @@ def analyze(settings: Settings, lib: Library | None = None) -> Report:
     report = Report(version=__version__, root=root, findings=findings, files=files, config=cfg.as_dict(),
                     figures=figures(lib, engines, events, hits), timelines=timelines(lib, engines, events, hits))
     report.errors = [e for r in results for e in r.errors] + [p for _, p in cfg.problems]
+    if settings.redact:
+        redact_report(report)
     if settings.baseline is not None:
         baseline.apply(report, entries, settings.today or dt.date.today())
     return report

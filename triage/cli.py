@@ -248,6 +248,9 @@ def budget(
 
 
 def main() -> None:
+    for stream in (sys.stdout, sys.stderr):  # a report never fails to print: odd bytes become escapes
+        if hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="backslashreplace")
     args = sys.argv[1:]
     if args and args[0] not in COMMANDS:
         sys.argv.insert(1, "scan")

@@ -14,6 +14,7 @@ import stat
 from pathlib import Path
 
 from .model import LogFile
+from .decompress import safe_open, special_kind
 from .parsers.config_file import looks_like_config
 from .read import compression_of, open_stream
 
@@ -63,17 +64,30 @@ CONTENT_MARKERS = {
 RAY_ACTOR = re.compile(r"^\((\w+) pid=\d+", re.M)
 
 
+# Bytes a text log may hold besides printable text: tab, newline, CR (progress redraws), form feed, vertical
+# tab, backspace, ESC (colour codes). Anything else below 0x20, or DEL, marks binary data.
+_CONTROL = bytes(c for c in range(256) if (c < 0x20 and c not in b"\t\n\r\f\v\b\x1b") or c == 0x7F)
+_NOT_CONTROL = bytes(c for c in range(256) if c not in _CONTROL)
+CONTROL_SHARE = 20  # binary when more than 1 in 20 non-NUL bytes of the head are control bytes
+
+
 def _binary_reason(head: bytes, name: str) -> str:
     for magic, what in BINARY_MAGIC.items():
         if head.startswith(magic):
             return what
     if len(head) >= 9 and head[8:9] == b"{" and name.endswith(".safetensors"):
         return "safetensors checkpoint"
-    sample = head[:8192]
-    if b"\x00" in sample and sample.count(b"\x00") > len(sample) // 64:
-        return "binary data (NUL bytes)"
     if Path(name).suffix.lower() in BINARY_SUFFIXES:
         return f"binary file ({Path(name).suffix})"
+    # NUL bytes alone do not make a file binary: a log cut by a crash often ends in a zero-filled block, and
+    # UTF-16 text is half NULs. read.py drops them; only the other bytes decide.
+    sample = head[:8192]
+    body = sample.replace(b"\x00", b"")
+    if sample and not body:
+        return "binary data (NUL bytes only)"
+    controls = len(body.translate(None, _NOT_CONTROL))
+    if controls * CONTROL_SHARE > len(body):
+        return f"binary data ({controls} control bytes in the first {len(sample)})"
     return ""
 
 
@@ -125,21 +139,22 @@ def decide_kind(name: str, text: str) -> str:
 def sniff(logfile: LogFile) -> None:
     """Fill in compression, kind and status from the first bytes of the file."""
     try:
-        with open(logfile.path, "rb") as fh:
+        with safe_open(logfile.path) as fh:
             head = fh.read(SNIFF)
     except OSError as e:
         logfile.status, logfile.reason = "unreadable", e.strerror or str(e)
         return
     logfile.compression = compression_of(head)
     if logfile.compression:
+        notes: list[str] = []
         try:
-            with open_stream(logfile.path, logfile.compression) as stream:
+            with open_stream(logfile.path, logfile.compression, notes.append) as stream:
                 head = stream.read(SNIFF)
-        except (OSError, EOFError, ValueError) as e:
+        except OSError as e:
             logfile.status, logfile.reason = "unreadable", f"{logfile.compression}: {e}"
             return
-        except Exception as e:  # noqa: BLE001 - lzma/zlib raise their own error types
-            logfile.status, logfile.reason = "unreadable", f"{logfile.compression}: {e}"
+        if not head and notes:  # nothing decompressed at all: the scan would add nothing either
+            logfile.status, logfile.reason = "unreadable", notes[0]
             return
     why = _binary_reason(head, logfile.rel)
     if why:
@@ -156,8 +171,18 @@ def sniff(logfile: LogFile) -> None:
         logfile.kind = decide_kind(name, head.decode("utf-8", "replace"))
 
 
+_UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def printable(name: str) -> str:
+    """A path as reports print it: bytes that are not UTF-8 as \\xNN, control characters escaped, so an odd
+    file name can neither break a report line nor fail to encode (the path itself is kept for opening)."""
+    text = os.fsencode(name).decode("utf-8", "backslashreplace")
+    return _UNPRINTABLE.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
+
+
 def _entry(path: str, rel: str) -> LogFile:
-    lf = LogFile(path=path, rel=rel)
+    lf = LogFile(path=path, rel=printable(rel))
     try:
         st = os.stat(path)  # follows a file symlink
     except FileNotFoundError:
@@ -167,8 +192,7 @@ def _entry(path: str, rel: str) -> LogFile:
         lf.status, lf.reason = "unreadable", e.strerror or str(e)
         return lf
     if not stat.S_ISREG(st.st_mode):
-        kind = "FIFO" if stat.S_ISFIFO(st.st_mode) else "socket" if stat.S_ISSOCK(st.st_mode) else "device or special file"
-        lf.kind, lf.status, lf.reason = "special", "skipped", f"{kind}: not opened"
+        lf.kind, lf.status, lf.reason = "special", "skipped", f"{special_kind(st.st_mode)}: not opened"
         return lf
     lf.size = st.st_size
     if not os.access(path, os.R_OK):
@@ -201,7 +225,7 @@ def _walk(root: str) -> list[LogFile]:
 
     def onerror(err: OSError) -> None:
         rel = os.path.relpath(err.filename, root) if err.filename else root
-        out.append(LogFile(path=err.filename or root, rel=rel, kind="directory", status="unreadable",
+        out.append(LogFile(path=err.filename or root, rel=printable(rel), kind="directory", status="unreadable",
                            reason=err.strerror or str(err)))
 
     for dirpath, dirnames, filenames in os.walk(root, onerror=onerror, followlinks=False):
@@ -210,8 +234,9 @@ def _walk(root: str) -> list[LogFile]:
             full = os.path.join(dirpath, d)
             if os.path.islink(full):
                 dirnames.remove(d)
-                out.append(LogFile(path=full, rel=os.path.relpath(full, root), kind="directory", status="skipped",
-                                   reason=f"symlink to a directory ({os.readlink(full)}): not followed"))
+                out.append(LogFile(path=full, rel=printable(os.path.relpath(full, root)), kind="directory",
+                                   status="skipped",
+                                   reason=f"symlink to a directory ({printable(os.readlink(full))}): not followed"))
         for name in sorted(filenames):
             full = os.path.join(dirpath, name)
             out.append(_entry(full, os.path.relpath(full, root)))

@@ -24,6 +24,7 @@ from .scan import FINAL_EXC, FileResult, thresholds_hold
 
 MAX_EVIDENCE = 4
 MAX_UNCLASSIFIED = 20
+MAX_TEXT = 2000  # characters of one evidence line in any report (the scanner keeps up to read.MAX_LINE)
 
 MASKS = [
     (re.compile(r"^\((?:[\w.:-]+)(?: pid=\d+)?(?:, ip=[\w.:]+)?\) ?"), ""),
@@ -31,6 +32,7 @@ MASKS = [
     (re.compile(r"\b\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?\b"), "<time>"),
     (re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b"), "<id>"),
     (re.compile(r"\b0x[0-9a-fA-F]+\b"), "<hex>"),
+    (re.compile(r"\b\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?\b"), "<ip>"),
     (re.compile(r"\b[0-9a-f]{12,}\b"), "<id>"),
     (re.compile(r"(?:/[\w.@+-]+){2,}/?"), "<path>"),
     (re.compile(r"\d+(?:\.\d+)?"), "<n>"),
@@ -48,6 +50,19 @@ def fingerprint(rule: str, ev: Evidence | None, extra: str = "") -> str:
     return hashlib.sha256(basis.encode()).hexdigest()[:20]
 
 
+def shown(text: str, redact_on: bool) -> str:
+    """Evidence text as it leaves the machine: secrets masked, at most MAX_TEXT characters.
+
+    Redaction runs on a window twice the shown length, so a secret that straddles the cut is masked whole
+    before the cut drops its tail."""
+    cut = len(text) > MAX_TEXT
+    if redact_on:
+        text = redact(text[: 2 * MAX_TEXT])
+    if cut:
+        text = text[:MAX_TEXT] + " …[cut by triage]"
+    return text
+
+
 def _evidence(lines: list[Line], redact_on: bool) -> list[Evidence]:
     out: list[Evidence] = []
     seen: set[tuple[str, int, str]] = set()
@@ -56,8 +71,15 @@ def _evidence(lines: list[Line], redact_on: bool) -> list[Evidence]:
         if key in seen:
             continue
         seen.add(key)
-        out.append(Evidence(ln.file, ln.lineno, redact(ln.text) if redact_on else ln.text))
+        out.append(Evidence(ln.file, ln.lineno, shown(ln.text, redact_on)))
     return out
+
+
+def _last(ln: Line, redact_on: bool) -> Evidence:
+    """The last occurrence: for a run of identical lines folded into one, the run's last line."""
+    ev = _evidence([ln], redact_on)[0]
+    ev.line = ln.until or ln.lineno
+    return ev
 
 
 def _knobs(lib: Library, rule: Rule, numbers: dict[str, Any], cfg: Config) -> list[Any]:
@@ -71,7 +93,7 @@ def _knobs(lib: Library, rule: Rule, numbers: dict[str, Any], cfg: Config) -> li
 def _finding(lib: Library, rule: Rule, lines: list[Line], count: int, numbers: dict[str, Any], cfg: Config,
              redact_on: bool, first: Line, last: Line, severity: str = "", title: str = "") -> Finding:
     evidence = _evidence(lines, redact_on)[:MAX_EVIDENCE]
-    ev_first, ev_last = _evidence([first], redact_on)[0], _evidence([last], redact_on)[0]
+    ev_first, ev_last = _evidence([first], redact_on)[0], _last(last, redact_on)
     return Finding(rule=rule.id, category=rule.category, severity=severity or rule.severity, title=title or rule.title,
                    count=count, evidence=evidence, knobs=_knobs(lib, rule, numbers, cfg),
                    not_knobs=list(rule.not_knobs or []), explain=rule.explain, numbers=numbers,
@@ -139,19 +161,28 @@ def fill(title: str, numbers: dict[str, Any]) -> str:
 
 
 def unclassified(lib: Library, lines: list[Line], redact_on: bool) -> list[Finding]:
+    """Error-like candidate lines no rule claimed, one finding per template (numbers, hex, ids, paths masked).
+
+    The template is taken of the redacted text: masking digits first would break a token into pieces the
+    secret patterns no longer recognise, and the template is printed as the finding's title."""
     clusters: dict[str, list[Line]] = {}
     for ln in lines:
-        clusters.setdefault(template(ln.msg), []).append(ln)
+        msg = ln.msg[: 2 * MAX_TEXT]
+        clusters.setdefault(template(redact(msg) if redact_on else msg), []).append(ln)
     cat = lib.categories.get("unclassified")
-    ranked = sorted(clusters.items(), key=lambda kv: (not FINAL_EXC.match(kv[1][0].msg), -len(kv[1])))
+    counted = [(tmpl, lns, sum(ln.repeat for ln in lns)) for tmpl, lns in clusters.items()]
+    # final exception lines (`ValueError: ...`) first: they name the failure; then the most frequent
+    counted.sort(key=lambda c: (not FINAL_EXC.match(c[1][0].msg), -c[2]))
     out = []
-    for tmpl, lns in ranked[:MAX_UNCLASSIFIED]:
-        ev = _evidence([lns[0]] + ([lns[-1]] if len(lns) > 1 else []), redact_on)
-        title = redact(tmpl) if redact_on else tmpl
+    for tmpl, lns, count in counted[:MAX_UNCLASSIFIED]:
+        ev = _evidence([lns[0]], redact_on)
+        last = _last(lns[-1], redact_on)
+        if (last.file, last.line) != (ev[0].file, ev[0].line):
+            ev.append(Evidence(last.file, lns[-1].lineno, last.text))
         out.append(Finding(rule="unclassified", category="unclassified", severity="warning",
-                           title=f"Unexplained: {title[:120]}", count=sum(ln.repeat for ln in lns), evidence=ev,
-                           explain=cat.explain if cat else "", first=ev[0], last=ev[-1], priority=5,
-                           numbers={"template": title[:200]}))
+                           title=f"Unexplained: {tmpl[:120]}", count=count, evidence=ev,
+                           explain=cat.explain if cat else "", first=ev[0], last=last, priority=5,
+                           numbers={"template": tmpl[:200]}))
     return out
 
 

@@ -62,6 +62,7 @@ class Line:
     actor: str = ""  # Ray actor name from `(Name pid=N, ip=...)`, if any
     pid: str = ""
     repeat: int = 1  # `[repeated Nx across cluster]` folds N copies into this line
+    until: int = 0  # last line number of a run of identical lines folded into this one (0: none)
 
 
 @dataclass

@@ -74,18 +74,24 @@ class SideFinder:
     """Decides which process a line came from: its Ray actor, else the nearest marker line in the
     surrounding traceback (sglang/srt frames, `ray::MegatronTrainRayActor`...), else the file's kind."""
 
+    MEMO = 1 << 16  # distinct messages remembered by of_text (a traceback window is re-read for every hit)
+
     def __init__(self, markers: dict[str, re.Pattern[str]], actors: dict[str, str]):
         self.markers = markers
         self.actors = actors
+        self._memo: dict[str, str] = {}
 
     def of_actor(self, actor: str) -> str:
         return self.actors.get(actor, "")
 
     def of_text(self, text: str) -> str:
-        for side, rx in self.markers.items():
-            if rx.search(text):
-                return side
-        return ""
+        found = self._memo.get(text)
+        if found is None:
+            found = next((side for side, rx in self.markers.items() if rx.search(text)), "")
+            if len(self._memo) >= self.MEMO:
+                self._memo.clear()
+            self._memo[text] = found
+        return found
 
     def side(self, lineno: int, actor: str, text: str, context: "Context", file_side: str,
              within: tuple[int, int] = (60, 25)) -> str:

@@ -74,11 +74,20 @@ class Rule:
         return regex.sub(r"\s*\(\{\w+\}\)|\{\w+\}", "", self.title).rstrip(": ")
 
     def search(self, text: str) -> Any:
+        """The first `match` regex's match on text, or None; TimeoutError when a regex runs away."""
         for rx in self.match:
             m = rx.search(text, timeout=MATCH_TIMEOUT)
             if m:
                 return m
         return None
+
+    def context_holds(self, window: list[Any]) -> bool:
+        """The `near` / `not_near` conditions on the lines around a hit (TimeoutError as for `search`)."""
+        if self.near is not None and not any(self.near.search(o.msg, timeout=MATCH_TIMEOUT) for o in window):
+            return False
+        if self.not_near is not None and any(self.not_near.search(o.msg, timeout=MATCH_TIMEOUT) for o in window):
+            return False
+        return True
 
 
 @dataclass

@@ -9,14 +9,13 @@ text; the scanner treats `\\r` as a fragment separator that keeps the physical l
 
 from __future__ import annotations
 
-import bz2
 import codecs
-import gzip
 import io
-import lzma
 import re
 from collections.abc import Iterator
 from typing import BinaryIO
+
+from .decompress import Note, open_log
 
 CHUNK = 4 << 20  # bytes read at a time
 MAX_LINE = 64 << 10  # characters kept of one physical line
@@ -39,23 +38,9 @@ def compression_of(head: bytes) -> str:
     return ""
 
 
-def open_stream(path: str, compression: str) -> BinaryIO:
-    """A binary stream of the file's (decompressed) bytes. Opened read-only."""
-    raw = open(path, "rb")  # noqa: SIM115 - closed by the caller through the wrapper
-    if compression == "gzip":
-        return gzip.GzipFile(fileobj=raw, mode="rb")  # type: ignore[return-value]
-    if compression == "bz2":
-        return bz2.BZ2File(raw, mode="rb")  # type: ignore[return-value]
-    if compression == "xz":
-        return lzma.LZMAFile(raw, mode="rb")  # type: ignore[return-value]
-    if compression == "zstd":
-        try:
-            import zstandard
-        except ImportError:
-            raw.close()
-            raise OSError("zstd-compressed; install the 'zstandard' package to read it") from None
-        return zstandard.ZstdDecompressor().stream_reader(raw, closefd=True)  # type: ignore[no-any-return]
-    return raw
+def open_stream(path: str, compression: str, note: Note | None = None) -> BinaryIO:
+    """A binary stream of the file's (decompressed) bytes as of opening; read-only, never blocks (decompress.py)."""
+    return open_log(path, compression, note or (lambda _: None))
 
 
 def normalise(text: str) -> str:

@@ -25,7 +25,8 @@ def check_fires(lib: Library, rule: Rule, lines: list[str]) -> bool:
 
 
 def line_matches(rule: Rule, line: str) -> bool:
-    """The rule's regex matches and its thresholds (`when`) hold on the extracted numbers."""
+    """The rule's regex matches and its thresholds (`when`) hold on the extracted numbers (TimeoutError when
+    the regex runs away)."""
     m = rule.search(line)
     if not m:
         return False
@@ -43,14 +44,18 @@ def rule_problems(lib: Library, rule: Rule) -> list[str]:
         if rule.examples.get("no_match") and check_fires(lib, rule, rule.examples["no_match"]):
             problems.append(f"{rule.origin}: rule {rule.id}: check fired on its 'no_match' example log")
         return problems
-    for line in rule.examples.get("match", []):
-        if not any(a in line for a in rule.anchors):
-            problems.append(f"{rule.origin}: rule {rule.id}: example holds none of the anchors: {line[:80]!r}")
-        elif not line_matches(rule, line):
-            problems.append(f"{rule.origin}: rule {rule.id}: should match: {line[:100]!r}")
-    for line in rule.examples.get("no_match", []):
-        if line_matches(rule, line):
-            problems.append(f"{rule.origin}: rule {rule.id}: should not match: {line[:100]!r}")
+    try:
+        for line in rule.examples.get("match", []):
+            if not any(a in line for a in rule.anchors):
+                problems.append(f"{rule.origin}: rule {rule.id}: example holds none of the anchors: {line[:80]!r}")
+            elif not line_matches(rule, line):
+                problems.append(f"{rule.origin}: rule {rule.id}: should match: {line[:100]!r}")
+        for line in rule.examples.get("no_match", []):
+            if line_matches(rule, line):
+                problems.append(f"{rule.origin}: rule {rule.id}: should not match: {line[:100]!r}")
+    except TimeoutError:
+        problems.append(f"{rule.origin}: rule {rule.id}: match regex timed out on its own example "
+                        f"(catastrophic backtracking)")
     return problems
 
 

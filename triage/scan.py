@@ -17,16 +17,17 @@ from .model import Event, Hit, Line, LogFile
 from .origins import Context, SideFinder, split_ray
 from .parsers import PARSERS
 from .parsers.metrics import merge_records
-from .patterns import Library, Rule
+from .patterns import MATCH_TIMEOUT, Library, Rule
 from .read import MAX_LINE, TRUNCATED, iter_chunks, open_stream
 from .stats import EngineStats
 
 # Error-like text: candidates for the unclassified report and context for tracebacks.
 ERROR_ANCHORS = ("Error", "Exception", "Traceback", "FATAL", "Fatal", "Killed", "exit code", "ERROR", "failed",
-                 "Failed", "Errno", "Segmentation", "File \"", "CRITICAL", "Aborted", "ray::")
+                 "Failed", "Errno", "Segmentation", "File \"", "CRITICAL", "Aborted", "ray::", "exit status", "exitcode")
 ERRORISH = re.compile(
     r"^(?:[a-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Failure|Fault)\b(?:\([^)]*\))?:|(?:^|[\s\[(|])(?:ERROR|FATAL|Fatal|CRITICAL)\b"
-    r"|\bKilled\b|exit(?:ed with)? (?:code|status) -?[1-9]|Segmentation fault|\bfailed\b|\bFailed\b"
+    r"|\bKilled\b|exit(?:ed with)? (?:code|status) -?[1-9]|\bexitcode\s*:\s*-?[1-9]|Segmentation fault|\bfailed\b"
+    r"|\bFailed\b|^(?:[a-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)\s*$"
 )
 FINAL_EXC = re.compile(r"^\s?(?:[a-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Failure|Fault|Exit)\b(?:\([^)]*\))?:")
 FRAME = re.compile(r'^\s*File "[^"]*", line \d+')
@@ -85,6 +86,12 @@ class FileResult:
     errors: list[str] = field(default_factory=list)
 
 
+def _note(lf: LogFile, res: FileResult, note: str) -> None:
+    """Something about how the file was read that the coverage section must say (cut, damaged, growing)."""
+    lf.reason = (lf.reason + "; " if lf.reason else "") + note
+    res.errors.append(f"{lf.rel}: {note}")
+
+
 class Scanner:
     def __init__(self, lib: Library):
         self.lib = lib
@@ -99,6 +106,13 @@ class Scanner:
         anchors = set(by_anchor) | parser_anchors | set(ERROR_ANCHORS)
         self.prefilter = re.compile("|".join(re.escape(a) for a in sorted(anchors, key=len, reverse=True)))
         self.anchor_list = sorted(by_anchor)
+        self.broken: set[str] = set()  # rules whose regex ran away once: off for the rest of the run
+
+    def _timed_out(self, rule: Rule, where: str, what: str, res: FileResult) -> None:
+        """A rule regex that backtracks catastrophically once will again: report it and switch it off."""
+        self.broken.add(rule.id)
+        res.errors.append(f"{rule.origin}: rule {rule.id}: {what} regex timed out ({MATCH_TIMEOUT}s) on {where}; "
+                          f"rule disabled for the rest of the run (catastrophic backtracking?)")
 
     # -- streaming -------------------------------------------------------------------------
     def candidates(self, chunks: Any) -> Any:
@@ -142,19 +156,24 @@ class Scanner:
         stream = None
         try:
             if chunks is None:
-                stream = open_stream(lf.path, lf.compression)
+                stream = open_stream(lf.path, lf.compression, lambda note: _note(lf, res, note))
                 chunks = iter_chunks(stream)
             total = 0
+            run: tuple[str, Line, int] | None = None  # (text, line, its own repeat count) of the last candidate
             for lineno, text in self.candidates(chunks):
                 total = lineno
+                if run is not None and text == run[0] and lineno == (run[1].until or run[1].lineno) + 1:
+                    run[1].repeat += run[2]  # a run of identical lines is one line with a count (bounded memory)
+                    run[1].until = lineno
+                    continue
                 self._line(lf, lineno, text, res, ctx, pending, errorish, metrics)
+                tail = ctx.lines[-1] if ctx.lines else None
+                run = (text, tail, tail.repeat) if tail is not None and tail.lineno == lineno else None
             lf.lines = max(lf.lines, total)
         except (OSError, EOFError, ValueError) as e:
-            res.errors.append(f"{lf.rel}: read stopped: {e}")
-            lf.reason = (lf.reason + "; " if lf.reason else "") + f"read stopped early: {e}"
-        except Exception as e:  # noqa: BLE001 - zlib/lzma/zstd decompressor errors
-            res.errors.append(f"{lf.rel}: read stopped: {e}")
-            lf.reason = (lf.reason + "; " if lf.reason else "") + f"read stopped early: {e}"
+            _note(lf, res, f"read stopped early: {e}")
+        except Exception as e:  # noqa: BLE001 - one odd file must not end the run
+            _note(lf, res, f"read stopped early: {type(e).__name__}: {e}")
         finally:
             if stream is not None:
                 stream.close()
@@ -190,12 +209,12 @@ class Scanner:
         for a in self.anchor_list:
             if a in msg:
                 for rule in self.by_anchor[a]:
-                    if any(r is rule for r, _ in matched):
+                    if rule.id in self.broken or any(r is rule for r, _ in matched):
                         continue
                     try:
                         mo = rule.search(msg)
                     except TimeoutError:
-                        res.errors.append(f"rule {rule.id}: regex timed out on {lf.rel}:{lineno}; rule skipped there")
+                        self._timed_out(rule, f"{lf.rel}:{lineno}", "match", res)
                         continue
                     if mo:
                         matched.append((rule, mo))
@@ -221,12 +240,9 @@ class Scanner:
             return None
         if rule.not_side and side in rule.not_side:
             return None
-        if rule.near is not None or rule.not_near is not None:
-            window = ctx.window(line.lineno, rule.within)
-            if rule.near is not None and not any(rule.near.search(o.msg) for o in window):
-                return None
-            if rule.not_near is not None and any(rule.not_near.search(o.msg) for o in window):
-                return None
+        if (rule.near is not None or rule.not_near is not None) and not rule.context_holds(
+                ctx.window(line.lineno, rule.within)):
+            return None
         return side
 
     def _resolve(self, lf: LogFile, res: FileResult, ctx: Context, pending: list[Any], errorish: list[Line]) -> None:
@@ -236,8 +252,14 @@ class Scanner:
         for line, matched in pending:
             matched.sort(key=lambda rm: -rm[0].priority)
             for rule, mo in matched:
+                if rule.id in self.broken:
+                    continue
                 numbers = {k: number(v) for k, v in mo.groupdict().items() if v is not None}
-                side = self._holds(rule, line, numbers, ctx, lf, side_cache)
+                try:
+                    side = self._holds(rule, line, numbers, ctx, lf, side_cache)
+                except TimeoutError:
+                    self._timed_out(rule, f"{lf.rel}:{line.lineno}", "near/not_near", res)
+                    continue
                 if side is None:
                     continue
                 hit = Hit(rule.id, line, numbers, side)

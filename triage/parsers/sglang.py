@@ -15,7 +15,8 @@ from typing import Any
 from ..model import Event, Line
 
 # `key: value` pairs of a stats line; keys hold spaces, '#', '-', '/', '(' ')' and '.'.
-STAT_PAIR = re.compile(r"(#?[A-Za-z][A-Za-z0-9 #\-/().]*?): (-?[\d.]+%?|True|False)(?=,|$|\s)")
+# Keys are short (the longest SGLang prints is under 40 characters); the bound keeps a garbage line linear.
+STAT_PAIR = re.compile(r"(#?[A-Za-z][A-Za-z0-9 #\-/().]{0,60}?): (-?[\d.]+%?|True|False)(?=,|$|\s)")
 STATS = re.compile(r"\b(Decode|Prefill) batch(?:\(mixed #running-req: \d+\))?(?: \[\d+\])?[.,] ")
 
 # server_args=ServerArgs(... field=value, ...): values may be quoted strings, lists, or nested reprs.

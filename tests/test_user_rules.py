@@ -1,0 +1,153 @@
+"""User rule files (`--patterns DIR`): broken ones are refused with `file:line: rule <id>: problem` and exit 2;
+a runaway regex is stopped, reported as a rule error, and the rest of the analysis completes."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from triage.analyze import Settings, analyze
+from triage.patterns import LibraryError, load_library
+
+DISK = "OSError: [Errno 28] No space left on device"
+GOOD = """\
+  - id: user.widget-broke
+    category: other
+    severity: error
+    title: The widget broke
+    anchor: ["widget broke"]
+    match: 'widget broke: (?P<code>\\d+)'
+    knobs: []
+    explain: The widget broke.
+    examples:
+      match: ["widget broke: 7"]
+"""
+
+
+def _rules(tmp_path: Path, body: str) -> Path:
+    folder = tmp_path / "rules"
+    folder.mkdir(exist_ok=True)
+    (folder / "mine.yaml").write_text("rules:\n" + body)
+    return folder
+
+
+def _error(tmp_path: Path, body: str) -> str:
+    folder = _rules(tmp_path, body)
+    with pytest.raises(LibraryError) as e:
+        load_library([folder])
+    return str(e.value).replace(str(folder) + "/", "")
+
+
+@pytest.mark.parametrize("change, message", [
+    (("title: The widget broke\n", "title: The widget broke\n    colour: red\n"),
+     "mine.yaml:2: rule user.widget-broke: unknown key(s): colour"),
+    (("    severity: error\n", ""), "mine.yaml:2: rule user.widget-broke: missing required key 'severity'"),
+    (("severity: error", "severity: fatal"),
+     "mine.yaml:2: rule user.widget-broke: severity 'fatal' is not one of error, warning, info"),
+    (("category: other", "category: gpu"),
+     "mine.yaml:2: rule user.widget-broke: category 'gpu' is not one of prompt-budget, serving-oom-retraction, "
+     "trainer-oom, cold-start, generation-tail, verifier, other, unclassified"),
+    (("(?P<code>\\d+)", "(?P<code>\\d+"),
+     "mine.yaml:2: rule user.widget-broke: match: bad regex (missing ) at position 26)"),
+    (("knobs: []", "knobs: [gpu.speed]"), "mine.yaml:2: rule user.widget-broke: knob 'gpu.speed' is not in knobs.yaml"),
+    (("id: user.widget-broke", "id: Widget"),
+     "mine.yaml:2: rule Widget: id must be dotted lower-case words, e.g. serving.kv-retraction"),
+])
+def test_a_broken_rule_is_refused_with_file_line_rule_and_problem(tmp_path: Path, change: tuple[str, str],
+                                                                   message: str) -> None:
+    assert change[0] in GOOD
+    assert _error(tmp_path, GOOD.replace(*change)) == message
+
+
+def test_a_duplicate_id_names_both_places(tmp_path: Path) -> None:
+    folder = _rules(tmp_path, GOOD + GOOD)
+    with pytest.raises(LibraryError) as e:
+        load_library([folder])
+    assert str(e.value) == (f"{folder}/mine.yaml:12: rule user.widget-broke: duplicate id "
+                            f"(first at {folder}/mine.yaml:2)")
+
+
+def test_a_duplicate_id_across_two_files_of_one_folder_is_refused(tmp_path: Path) -> None:
+    folder = _rules(tmp_path, GOOD)
+    (folder / "more.yaml").write_text("rules:\n" + GOOD)
+    with pytest.raises(LibraryError) as e:
+        load_library([folder])
+    assert str(e.value) == f"{folder}/more.yaml:2: rule user.widget-broke: duplicate id (first at {folder}/mine.yaml:2)"
+
+
+def test_invalid_yaml_names_the_line(tmp_path: Path) -> None:
+    assert _error(tmp_path, GOOD + "  - id: [unclosed\n") == "mine.yaml:13: invalid YAML: expected ',' or ']', but got '<stream end>'"
+
+
+def test_cli_exits_2_with_one_line_and_no_traceback(tmp_path: Path) -> None:
+    folder = _rules(tmp_path, GOOD.replace("severity: error", "severity: fatal"))
+    (tmp_path / "run.log").write_text(DISK + "\n")
+    proc = subprocess.run([sys.executable, "-m", "triage", str(tmp_path / "run.log"), "--patterns", str(folder)],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2
+    assert proc.stdout == ""
+    assert proc.stderr == (f"triage: error: {folder}/mine.yaml:2: rule user.widget-broke: severity 'fatal' is not "
+                           "one of error, warning, info\n")
+
+
+SLOW_MATCH = """\
+  - id: user.slow-match
+    category: other
+    severity: error
+    title: Catastrophic match
+    anchor: ["aaaa"]
+    match: '(a|aa)+$'
+    knobs: []
+    explain: Backtracks exponentially on a run of a's that does not end the line.
+    examples:
+      match: ["aaaa"]
+"""
+SLOW_NEAR = """\
+  - id: user.slow-near
+    category: other
+    severity: error
+    title: Catastrophic near
+    anchor: ["widget broke"]
+    match: 'widget broke'
+    near: '(b|bb)+$'
+    knobs: []
+    explain: Its near condition backtracks exponentially.
+    examples:
+      match: ["widget broke"]
+"""
+
+
+def _hostile_log(path: Path, n: int = 200) -> None:
+    lines = [DISK]
+    for i in range(n):  # distinct lines, so no two fold into one; the ERROR line is context for `near`
+        lines += [f"{'a' * 40}! {i}", f"ERROR {'b' * 40}! {i}", f"widget broke {i}"]
+    path.write_text("\n".join(lines) + "\n")
+
+
+@pytest.mark.parametrize("rule, what", [(SLOW_MATCH, "match"), (SLOW_NEAR, "near/not_near")])
+def test_a_runaway_rule_regex_is_stopped_reported_and_the_rest_completes(tmp_path: Path, rule: str,
+                                                                         what: str) -> None:
+    folder = _rules(tmp_path, rule)
+    _hostile_log(tmp_path / "run.log")
+    start = time.perf_counter()
+    report = analyze(Settings(paths=[str(tmp_path / "run.log")], patterns=[folder]))
+    elapsed = time.perf_counter() - start
+    assert elapsed < 10  # 200 hostile lines at a 0.25 s timeout each would take 50 s: the rule is switched off
+    rid = "user.slow-match" if what == "match" else "user.slow-near"
+    errors = [e for e in report.errors if rid in e]
+    assert len(errors) == 1
+    assert errors[0].startswith(f"{folder}/mine.yaml:2: rule {rid}: {what} regex timed out (0.25s) on run.log:")
+    assert errors[0].endswith("rule disabled for the rest of the run (catastrophic backtracking?)")
+    assert "other.disk-full" in [f.rule for f in report.findings]
+
+
+def test_rules_check_reports_a_regex_that_runs_away_on_its_own_example(tmp_path: Path) -> None:
+    folder = _rules(tmp_path, SLOW_MATCH.replace('match: ["aaaa"]', f'match: ["aaaa"]\n      no_match: ["{"a" * 40}!"]'))
+    proc = subprocess.run([sys.executable, "-m", "triage", "rules", "check", str(folder)], capture_output=True,
+                          text=True, timeout=60)
+    assert proc.returncode == 1
+    assert f"{folder}/mine.yaml:2: rule user.slow-match: match regex timed out on its own example" in proc.stdout

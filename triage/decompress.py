@@ -1,0 +1,196 @@
+"""Open a log file the safe way and read it as a stream of (decompressed) bytes, one small reader per
+compression kind.
+
+Guards, each for something run directories really contain:
+- `safe_open` opens read-only, non-blocking and without a controlling terminal, then checks the opened
+  descriptor is a regular file: a path swapped for a FIFO between discovery and reading cannot hang the run.
+  It asks the kernel not to update the access time (`O_NOATIME`, where permitted): reading a tree never
+  writes into it, not even its metadata.
+- `UpTo` stops at the size the file had when opened: a log still being written (a live run) cannot keep the
+  reader busy forever. A note says the file grew.
+- `Tolerant` returns what a damaged compressed stream holds up to the damage: a gzip or xz log cut by a crash
+  mid-write still yields its last complete lines (often the interesting ones). A note says where it stopped.
+"""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import io
+import lzma
+import os
+import stat
+from collections.abc import Callable
+from typing import Any, BinaryIO
+
+Note = Callable[[str], None]
+PIECE = 1 << 16  # bytes asked of a decompressor per step: bounds memory whatever the compression ratio
+
+_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
+_NOATIME = getattr(os, "O_NOATIME", 0)
+
+
+def _quiet(_: str) -> None:
+    return None
+
+
+def special_kind(mode: int) -> str:
+    """What a non-regular file is, in the words of the coverage section."""
+    if stat.S_ISFIFO(mode):
+        return "FIFO"
+    if stat.S_ISSOCK(mode):
+        return "socket"
+    if stat.S_ISDIR(mode):
+        return "directory"
+    return "device or special file"
+
+
+def safe_open(path: str) -> BinaryIO:
+    """The file opened read-only; OSError when it is not a regular file (never blocks on a FIFO)."""
+    try:
+        fd = os.open(path, _FLAGS | _NOATIME)
+    except PermissionError:  # O_NOATIME needs ownership; retry without it
+        if not _NOATIME:
+            raise
+        fd = os.open(path, _FLAGS)
+    except OSError as e:
+        if not _NOATIME or e.errno not in (1, 22):  # EPERM, EINVAL (filesystem without O_NOATIME)
+            raise
+        fd = os.open(path, _FLAGS)
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise OSError(f"{special_kind(mode)}: not opened")
+    except BaseException:
+        os.close(fd)
+        raise
+    return os.fdopen(fd, "rb", buffering=0)
+
+
+class UpTo(io.RawIOBase):
+    """The first `limit` bytes of a raw file: the size it had when it was opened."""
+
+    def __init__(self, raw: BinaryIO, note: Note = _quiet):
+        super().__init__()
+        self.raw = raw
+        self.limit = os.fstat(raw.fileno()).st_size
+        self.pos = 0
+        self.note = note
+        self.grew = False
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        want = min(len(buffer), self.limit - self.pos)
+        if want <= 0:
+            self._check_growth()
+            return 0
+        data = self.raw.read(want)
+        n = len(data)
+        buffer[:n] = data
+        self.pos += n
+        return n
+
+    def _check_growth(self) -> None:
+        try:
+            now = os.fstat(self.raw.fileno()).st_size
+        except OSError:
+            return
+        if now > self.limit and not self.grew:
+            self.grew = True
+            self.note(f"file grew while being read: read the {self.limit} bytes present when it was opened")
+
+    def close(self) -> None:
+        try:
+            self.raw.close()
+        finally:
+            super().close()
+
+
+class Tolerant(io.RawIOBase):
+    """A decompressing stream that ends, instead of raising, where the compressed data is cut or damaged."""
+
+    def __init__(self, stream: Any, name: str, note: Note = _quiet, raw: Any = None):
+        super().__init__()
+        self.stream = stream
+        self.raw = raw  # gzip/bz2/lzma do not close a file object they were given
+        self.name = name
+        self.note = note
+        self.done = False
+        self.produced = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        if self.done:
+            return 0
+        try:
+            data = self.stream.read1(min(len(buffer), PIECE))
+        except EOFError:
+            self._stop("is truncated (no end-of-stream marker, e.g. cut mid-write)")
+            return 0
+        except Exception as e:  # noqa: BLE001 - zlib.error, lzma.LZMAError, OSError, zstd.ZstdError
+            self._stop(f"is damaged ({e})")
+            return 0
+        if not data:
+            self.done = True
+            return 0
+        n = len(data)
+        buffer[:n] = data
+        self.produced += n
+        return n
+
+    def _stop(self, what: str) -> None:
+        self.done = True
+        self.note(f"{self.name} stream {what}: read the {self.produced} bytes before it")
+
+    def close(self) -> None:
+        try:
+            self.stream.close()
+            if self.raw is not None:
+                self.raw.close()
+        finally:
+            super().close()
+
+
+def _decompressor(raw: Any, compression: str) -> Any:
+    if compression == "gzip":
+        return gzip.GzipFile(fileobj=raw, mode="rb")
+    if compression == "bz2":
+        return bz2.BZ2File(raw, mode="rb")
+    if compression == "xz":
+        return lzma.LZMAFile(raw, mode="rb")
+    if compression == "zstd":
+        try:
+            import zstandard
+        except ImportError:
+            raise OSError("zstd-compressed; install the 'zstandard' package to read it") from None
+        return zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True, closefd=True)
+    raise ValueError(f"unknown compression {compression!r}")
+
+
+def open_log(path: str, compression: str = "", note: Note = _quiet) -> BinaryIO:
+    """A read-only byte stream of the file's content as of opening, decompressed when `compression` says so."""
+    raw: Any = UpTo(safe_open(path), note)
+    if not compression:
+        return io.BufferedReader(raw, buffer_size=PIECE)  # type: ignore[return-value]
+    buffered = io.BufferedReader(raw, buffer_size=PIECE)
+    try:
+        inner = _decompressor(buffered, compression)
+    except BaseException:
+        buffered.close()
+        raise
+    return io.BufferedReader(Tolerant(inner, compression, note, buffered), buffer_size=PIECE)  # type: ignore[return-value]
+
+
+def wrap_stdin(stream: Any, note: Note = _quiet) -> BinaryIO:
+    """Standard input, decompressed when its first bytes are a known compression magic."""
+    from .read import compression_of
+
+    buffered = stream if hasattr(stream, "peek") else io.BufferedReader(stream)
+    compression = compression_of(buffered.peek(8)[:8])
+    if not compression:
+        return buffered  # type: ignore[no-any-return]
+    return io.BufferedReader(Tolerant(_decompressor(buffered, compression), compression, note))  # type: ignore[return-value]
