@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import fastscan
 from .model import Event, Hit, Line, LogFile
 from .origins import Context, SideFinder, split_ray
 from .parsers import PARSERS
@@ -99,12 +100,16 @@ class Scanner:
         anchors = set(by_anchor) | parser_anchors | set(ERROR_ANCHORS)
         self.prefilter = re.compile("|".join(re.escape(a) for a in sorted(anchors, key=len, reverse=True)))
         self.anchor_list = sorted(by_anchor)
+        self.anchor_rank = {a: i for i, a in enumerate(self.anchor_list)}
+        self.needles = fastscan.Needles(anchors, set(by_anchor)) if fastscan.available() else None
+        self.lines_seen = 0
 
     # -- streaming -------------------------------------------------------------------------
-    def candidates(self, chunks: Any) -> Any:
-        """(lineno, text) of each line (or `\\r` fragment) holding an anchor."""
-        nl_before = 0
+    def candidates(self, chunks: Any, first_lineno: int = 1) -> Any:
+        """(lineno, text) of each line (or `\\r` fragment) holding an anchor; then sets `lines_seen`."""
+        nl_before = first_lineno - 1
         search = self.prefilter.search
+        partial = False
         for chunk in chunks:
             pos = 0
             counted = 0
@@ -131,6 +136,8 @@ class Scanner:
                 yield lineno, text
                 pos = end + 1
             nl_before += chunk.count("\n")
+            partial = bool(chunk) and not chunk.endswith("\n")
+        self.lines_seen = nl_before + partial
 
     def scan(self, lf: LogFile, chunks: Any = None) -> FileResult:
         res = FileResult(lf)
@@ -143,12 +150,12 @@ class Scanner:
         try:
             if chunks is None:
                 stream = open_stream(lf.path, lf.compression)
-                chunks = iter_chunks(stream)
-            total = 0
-            for lineno, text in self.candidates(chunks):
-                total = lineno
-                self._line(lf, lineno, text, res, ctx, pending, errorish, metrics)
-            lf.lines = max(lf.lines, total)
+            if chunks is None and self.needles is not None:
+                lf.lines = fastscan.scan_file(self, lf, stream, res, ctx, pending, errorish, metrics)
+            else:
+                for lineno, text in self.candidates(chunks if chunks is not None else iter_chunks(stream)):
+                    self._line(lf, lineno, text, res, ctx, pending, errorish, metrics)
+                lf.lines = self.lines_seen
         except (OSError, EOFError, ValueError) as e:
             res.errors.append(f"{lf.rel}: read stopped: {e}")
             lf.reason = (lf.reason + "; " if lf.reason else "") + f"read stopped early: {e}"
@@ -163,7 +170,8 @@ class Scanner:
         return res
 
     def _line(self, lf: LogFile, lineno: int, text: str, res: FileResult, ctx: Context,
-              pending: list[Any], errorish: list[Line], metrics: list[Event]) -> None:
+              pending: list[Any], errorish: list[Line], metrics: list[Event], anchors: list[str] | None = None) -> None:
+        """One candidate line. `anchors`: the rule anchors the prefilter found in it, if it knows."""
         msg, actor, pid, repeat = split_ray(text)
         line = Line(lf.rel, lineno, text, msg, actor, pid, repeat)
         if FRAME.match(msg):
@@ -187,7 +195,7 @@ class Scanner:
                         res.events.append(ev)
                     break
         matched = []
-        for a in self.anchor_list:
+        for a in self.anchor_list if anchors is None else anchors:
             if a in msg:
                 for rule in self.by_anchor[a]:
                     if any(r is rule for r, _ in matched):
