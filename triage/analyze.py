@@ -9,14 +9,13 @@ from typing import Any
 
 import yaml
 
-from . import __version__
+from . import __version__, parallel
 from .checks import Run
 from .discover import discover
 from .findings import build
 from .knobs import build_config
 from .model import Event, Line, LogFile, Report
 from .patterns import Library, load_library
-from .read import iter_chunks
 from .scan import FileResult, Scanner
 
 SCANNED_KINDS = {"sglang", "vllm", "trainer", "driver", "rollout", "verifier", "metrics", "text"}
@@ -63,6 +62,7 @@ def read_config(lf: LogFile) -> tuple[Event | None, str]:
 
 def _scan_all(scanner: Scanner, files: list[LogFile]) -> tuple[list[FileResult], list[Event]]:
     results, config_events = [], []
+    todo: list[LogFile] = []
     for lf in files:
         if lf.status != "read":
             continue
@@ -74,10 +74,14 @@ def _scan_all(scanner: Scanner, files: list[LogFile]) -> tuple[list[FileResult],
                 lf.kind = "text"
                 lf.reason = why
         if lf.kind in SCANNED_KINDS:
-            if lf.path == "-":
-                results.append(scanner.scan(lf, iter_chunks(sys.stdin.buffer)))
-            else:
-                results.append(scanner.scan(lf))
+            todo.append(lf)
+    by_file = {id(lf): r for lf, r in zip(todo, parallel.scan_files(scanner, todo))}
+    for lf in todo:
+        r = by_file[id(lf)]
+        if r.file is not lf:  # scanned in a worker process: bring its notes home
+            lf.lines, lf.reason = r.file.lines, r.file.reason
+            r.file = lf
+        results.append(r)
     return results, config_events
 
 
