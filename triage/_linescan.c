@@ -30,6 +30,10 @@
 enum { K_CAND = 0, K_STATS = 1, K_USAGE = 2 };
 enum { F_CR = 1, F_ESC = 2, F_NUL = 4, F_RAY = 8 };
 
+#define HSLOTS 4096  /* > 2 x the pairs two needles per anchor can use */
+
+static unsigned slot_of(unsigned p) { return (p * 40503u) >> 4 & (HSLOTS - 1); }
+
 typedef struct {
     const unsigned char *s;
     Py_ssize_t len, off;
@@ -39,7 +43,9 @@ typedef struct {
 
 typedef struct {
     uint8_t bits[8192];
-    int32_t head[65536];
+    /* pair -> first needle filed under it: a small open-addressing table, so it stays in cache */
+    uint32_t slot_pair[HSLOTS];  /* pair + 1; 0 = empty */
+    int32_t slot_head[HSLOTS];
     uint8_t single[256];
     Py_ssize_t n;
     Needle *nd;
@@ -65,6 +71,11 @@ static PyObject *compile(PyObject *self, PyObject *args) {
     PyObject *fast = PySequence_Fast(seq, "needles must be a sequence");
     if (!fast) return NULL;
     Py_ssize_t n = PySequence_Fast_GET_SIZE(fast);
+    if (n > HSLOTS / 4) {
+        Py_DECREF(fast);
+        PyErr_Format(PyExc_ValueError, "at most %d needles", HSLOTS / 4);
+        return NULL;
+    }
     Matcher *m = PyMem_Calloc(1, sizeof(Matcher));
     Needle *nd = PyMem_Calloc(n ? n : 1, sizeof(Needle));
     PyObject *keep = PyTuple_New(n);
@@ -72,7 +83,6 @@ static PyObject *compile(PyObject *self, PyObject *args) {
         PyMem_Free(m); PyMem_Free(nd); Py_XDECREF(keep); Py_DECREF(fast);
         return PyErr_NoMemory();
     }
-    for (int p = 0; p < 65536; p++) m->head[p] = -1;
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *item = PySequence_Fast_GET_ITEM(fast, i);
         PyObject *b;
@@ -114,8 +124,11 @@ static PyObject *compile(PyObject *self, PyObject *args) {
         nd[n + i].off = nd[i].off + 1;
         for (Py_ssize_t k = i; k <= n + i; k += n) {
             unsigned p = PAIR(nd[k].s[nd[k].off], nd[k].s[nd[k].off + 1]);
-            nd[k].next = m->head[p];
-            m->head[p] = (int32_t)k;
+            unsigned h = slot_of(p);
+            while (m->slot_pair[h] && m->slot_pair[h] != p + 1) h = (h + 1) & (HSLOTS - 1);
+            if (!m->slot_pair[h]) { m->slot_pair[h] = p + 1; m->slot_head[h] = -1; }
+            nd[k].next = m->slot_head[h];
+            m->slot_head[h] = (int32_t)k;
             m->bits[p >> 3] |= (uint8_t)(1u << (p & 7));
         }
     }
@@ -263,7 +276,10 @@ static PyObject *scan(PyObject *self, PyObject *args) {
         if (!(bits[p >> 3] & (1u << (p & 7)))) continue;
         if (c_bol >= 0 && i >= c_eol) FINISH_CAND();
         flags |= m->single[b[i]] | m->single[b[i + 1]];
-        for (int32_t e = m->head[p]; e >= 0; e = m->nd[e].next) {
+        unsigned h = slot_of(p);
+        while (m->slot_pair[h] && m->slot_pair[h] != p + 1) h = (h + 1) & (HSLOTS - 1);
+        int32_t first = m->slot_pair[h] ? m->slot_head[h] : -1;  /* no entry: a single-byte flag pair */
+        for (int32_t e = first; e >= 0; e = m->nd[e].next) {
             const Needle *nd = &m->nd[e];
             Py_ssize_t s = i - nd->off;
             if (s < 0 || s + nd->len > n || memcmp(b + s, nd->s, (size_t)nd->len)) continue;

@@ -14,8 +14,13 @@ class Run:
     engines: dict[str, EngineStats] = field(default_factory=dict)
     events: list[Event] = field(default_factory=list)  # settings, capacity, pools, startup...
 
+    _metrics: list[Event] | None = field(default=None, repr=False, compare=False)
+
     def metrics(self) -> list[Event]:
-        return [e for e in self.events if e.kind == "metrics"]
+        """The metric records (computed once: every metric check asks for them)."""
+        if self._metrics is None:
+            self._metrics = [e for e in self.events if e.kind == "metrics"]
+        return self._metrics
 
 
 @dataclass
