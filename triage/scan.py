@@ -29,6 +29,15 @@ ERRORISH = re.compile(
     r"^(?:[a-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Failure|Fault)\b(?:\([^)]*\))?:|(?:^|[\s\[(|])(?:ERROR|FATAL|Fatal|CRITICAL)\b"
     r"|\bKilled\b|exit(?:ed with)? (?:code|status) -?[1-9]|Segmentation fault|\bfailed\b|\bFailed\b"
 )
+# Literal text every ERRORISH match holds: lines without any skip the (slow) regex search.
+ERRORISH_WORDS = ("Error", "Exception", "Failure", "Fault", "ERROR", "FATAL", "Fatal", "CRITICAL", "Killed", "exit",
+                  "Segmentation fault", "failed", "Failed")
+
+
+def is_errorish(msg: str) -> bool:
+    return any(w in msg for w in ERRORISH_WORDS) and ERRORISH.search(msg) is not None
+
+
 FINAL_EXC = re.compile(r"^\s?(?:[a-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Failure|Fault|Exit)\b(?:\([^)]*\))?:")
 FRAME = re.compile(r'^\s*File "[^"]*", line \d+')
 SIZE = re.compile(r"^(-?[\d.]+)\s*(bytes|B|KiB|MiB|GiB|TiB|KB|MB|GB|TB)$")
@@ -211,7 +220,7 @@ class Scanner:
             pending.append((line, matched))
         if not is_stats:
             ctx.add(line)
-            if not matched and ERRORISH.search(msg) and not FRAME.match(msg):
+            if not matched and is_errorish(msg) and not FRAME.match(msg):
                 errorish.append(line)
 
     # -- claims ----------------------------------------------------------------------------
@@ -255,7 +264,7 @@ class Scanner:
                     follow.append((hit, rule))
                 break
             else:
-                if ERRORISH.search(line.msg) and not FRAME.match(line.msg):
+                if is_errorish(line.msg) and not FRAME.match(line.msg):
                     errorish.append(line)
         for hit, rule in follow:  # attach the traceback's final exception line to its header
             for other in ctx.after(hit.line.lineno, rule.within[1]):
