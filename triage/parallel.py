@@ -38,7 +38,7 @@ def jobs(files: list[LogFile]) -> int:
 def cost(lf: LogFile) -> float:
     """A guess of a file's scan time: engine logs are mostly stats rows the prefilter skips in C;
     other logs have more lines that Python must parse (metric dicts, tracebacks)."""
-    return lf.size * (1.0 if lf.kind in ("sglang", "vllm") else 4.0)
+    return lf.size * (1.0 if lf.kind in ("sglang", "vllm") else 20.0)
 
 
 def _scan_one(lf: LogFile) -> FileResult:
