@@ -80,7 +80,8 @@ def test_a_duplicate_id_across_two_files_of_one_folder_is_refused(tmp_path: Path
 
 
 def test_invalid_yaml_names_the_line(tmp_path: Path) -> None:
-    assert _error(tmp_path, GOOD + "  - id: [unclosed\n") == "mine.yaml:13: invalid YAML: expected ',' or ']', but got '<stream end>'"
+    message = _error(tmp_path, GOOD + "  - id: [unclosed\n")  # PyYAML and libyaml word the problem differently
+    assert message.startswith("mine.yaml:13: invalid YAML: ") and "expected ',' or ']'" in message
 
 
 def test_cli_exits_2_with_one_line_and_no_traceback(tmp_path: Path) -> None:

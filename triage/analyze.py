@@ -7,7 +7,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import __version__, baseline
+from . import __version__, baseline, parallel
 from .checks import Run
 from .decompress import wrap_stdin
 from .discover import discover
@@ -60,6 +60,7 @@ def _given_config(path: Path) -> LogFile:
 
 def _scan_all(scanner: Scanner, files: list[LogFile]) -> tuple[list[FileResult], list[Event]]:
     results, config_events = [], []
+    todo: list[LogFile] = []
     for lf in files:
         if lf.status != "read":
             continue
@@ -74,7 +75,14 @@ def _scan_all(scanner: Scanner, files: list[LogFile]) -> tuple[list[FileResult],
             if lf.path == "-":
                 results.append(scanner.scan(lf, iter_chunks(wrap_stdin(sys.stdin.buffer))))
             else:
-                results.append(scanner.scan(lf))
+                todo.append(lf)
+    by_file = {id(lf): r for lf, r in zip(todo, parallel.scan_files(scanner, todo))}
+    for lf in todo:
+        r = by_file[id(lf)]
+        if r.file is not lf:  # scanned in a worker process: bring its notes home
+            lf.lines, lf.reason = r.file.lines, r.file.reason
+            r.file = lf
+        results.append(r)
     return results, config_events
 
 

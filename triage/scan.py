@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import fastscan
 from .model import Event, Hit, Line, LogFile
 from .origins import Context, SideFinder, split_ray
 from .parsers import PARSERS
@@ -29,6 +30,15 @@ ERRORISH = re.compile(
     r"|\bKilled\b|exit(?:ed with)? (?:code|status) -?[1-9]|\bexitcode\s*:\s*-?[1-9]|Segmentation fault|\bfailed\b"
     r"|\bFailed\b|^(?:[a-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)\s*$"
 )
+# Literal text every ERRORISH match holds: lines without any skip the (slow) regex search.
+ERRORISH_WORDS = ("Error", "Exception", "Failure", "Fault", "ERROR", "FATAL", "Fatal", "CRITICAL", "Killed", "exit",
+                  "Segmentation fault", "failed", "Failed")
+
+
+def is_errorish(msg: str) -> bool:
+    return any(w in msg for w in ERRORISH_WORDS) and ERRORISH.search(msg) is not None
+
+
 FINAL_EXC = re.compile(r"^\s?(?:[a-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Failure|Fault|Exit)\b(?:\([^)]*\))?:")
 FRAME = re.compile(r'^\s*File "[^"]*", line \d+')
 SIZE = re.compile(r"^(-?[\d.]+)\s*(bytes|B|KiB|MiB|GiB|TiB|KB|MB|GB|TB)$")
@@ -107,6 +117,9 @@ class Scanner:
         self.prefilter = re.compile("|".join(re.escape(a) for a in sorted(anchors, key=len, reverse=True)))
         self.anchor_list = sorted(by_anchor)
         self.broken: set[str] = set()  # rules whose regex ran away once: off for the rest of the run
+        self.anchor_rank = {a: i for i, a in enumerate(self.anchor_list)}
+        self.needles = fastscan.Needles(anchors, set(by_anchor)) if fastscan.available() else None
+        self.lines_seen = 0
 
     def _timed_out(self, rule: Rule, where: str, what: str, res: FileResult) -> None:
         """A rule regex that backtracks catastrophically once will again: report it and switch it off."""
@@ -115,10 +128,11 @@ class Scanner:
                           f"rule disabled for the rest of the run (catastrophic backtracking?)")
 
     # -- streaming -------------------------------------------------------------------------
-    def candidates(self, chunks: Any) -> Any:
-        """(lineno, text) of each line (or `\\r` fragment) holding an anchor."""
-        nl_before = 0
+    def candidates(self, chunks: Any, first_lineno: int = 1) -> Any:
+        """(lineno, text) of each line (or `\\r` fragment) holding an anchor; then sets `lines_seen`."""
+        nl_before = first_lineno - 1
         search = self.prefilter.search
+        partial = False
         for chunk in chunks:
             pos = 0
             counted = 0
@@ -145,6 +159,8 @@ class Scanner:
                 yield lineno, text
                 pos = end + 1
             nl_before += chunk.count("\n")
+            partial = bool(chunk) and not chunk.endswith("\n")
+        self.lines_seen = nl_before + partial
 
     def scan(self, lf: LogFile, chunks: Any = None) -> FileResult:
         res = FileResult(lf)
@@ -157,19 +173,12 @@ class Scanner:
         try:
             if chunks is None:
                 stream = open_stream(lf.path, lf.compression, lambda note: _note(lf, res, note))
-                chunks = iter_chunks(stream)
-            total = 0
-            run: tuple[str, Line, int] | None = None  # (text, line, its own repeat count) of the last candidate
-            for lineno, text in self.candidates(chunks):
-                total = lineno
-                if run is not None and text == run[0] and lineno == (run[1].until or run[1].lineno) + 1:
-                    run[1].repeat += run[2]  # a run of identical lines is one line with a count (bounded memory)
-                    run[1].until = lineno
-                    continue
-                self._line(lf, lineno, text, res, ctx, pending, errorish, metrics)
-                tail = ctx.lines[-1] if ctx.lines else None
-                run = (text, tail, tail.repeat) if tail is not None and tail.lineno == lineno else None
-            lf.lines = max(lf.lines, total)
+            if chunks is None and self.needles is not None and hasattr(stream, "readinto"):
+                lf.lines = fastscan.scan_file(self, lf, stream, res, ctx, pending, errorish, metrics)
+            else:
+                self._scan_lines(lf, chunks if chunks is not None else iter_chunks(stream), res, ctx, pending,
+                                 errorish, metrics)
+                lf.lines = max(lf.lines, self.lines_seen)
         except (OSError, EOFError, ValueError) as e:
             _note(lf, res, f"read stopped early: {e}")
         except Exception as e:  # noqa: BLE001 - one odd file must not end the run
@@ -181,8 +190,22 @@ class Scanner:
         self._resolve(lf, res, ctx, pending, errorish)
         return res
 
+    def _scan_lines(self, lf: LogFile, chunks: Any, res: FileResult, ctx: Context, pending: list[Any],
+                    errorish: list[Line], metrics: list[Event]) -> None:
+        """The line-for-line path (stdin, compressed files, no C prefilter)."""
+        run: tuple[str, Line, int] | None = None  # (text, line, its own repeat count) of the last candidate
+        for lineno, text in self.candidates(chunks):
+            if run is not None and text == run[0] and lineno == (run[1].until or run[1].lineno) + 1:
+                run[1].repeat += run[2]  # a run of identical lines is one line with a count (bounded memory)
+                run[1].until = lineno
+                continue
+            self._line(lf, lineno, text, res, ctx, pending, errorish, metrics)
+            tail = ctx.lines[-1] if ctx.lines else None
+            run = (text, tail, tail.repeat) if tail is not None and tail.lineno == lineno else None
+
     def _line(self, lf: LogFile, lineno: int, text: str, res: FileResult, ctx: Context,
-              pending: list[Any], errorish: list[Line], metrics: list[Event]) -> None:
+              pending: list[Any], errorish: list[Line], metrics: list[Event], anchors: list[str] | None = None) -> None:
+        """One candidate line. `anchors`: the rule anchors the prefilter found in it, if it knows."""
         msg, actor, pid, repeat = split_ray(text)
         line = Line(lf.rel, lineno, text, msg, actor, pid, repeat)
         if FRAME.match(msg):
@@ -206,7 +229,7 @@ class Scanner:
                         res.events.append(ev)
                     break
         matched = []
-        for a in self.anchor_list:
+        for a in self.anchor_list if anchors is None else anchors:
             if a in msg:
                 for rule in self.by_anchor[a]:
                     if rule.id in self.broken or any(r is rule for r, _ in matched):
@@ -222,7 +245,7 @@ class Scanner:
             pending.append((line, matched))
         if not is_stats:
             ctx.add(line)
-            if not matched and ERRORISH.search(msg) and not FRAME.match(msg):
+            if not matched and is_errorish(msg) and not FRAME.match(msg):
                 errorish.append(line)
 
     # -- claims ----------------------------------------------------------------------------
@@ -269,7 +292,7 @@ class Scanner:
                     follow.append((hit, rule))
                 break
             else:
-                if ERRORISH.search(line.msg) and not FRAME.match(line.msg):
+                if is_errorish(line.msg) and not FRAME.match(line.msg):
                     errorish.append(line)
         for hit, rule in follow:  # attach the traceback's final exception line to its header
             for other in ctx.after(hit.line.lineno, rule.within[1]):

@@ -2,6 +2,10 @@
 
 One EngineStats per engine origin (file, Ray pid). Rows come from `Decode batch`/`Prefill batch`
 lines; checks read the arrays (pool saturation, queue growth) and reports draw them as timelines.
+
+The arrays hold every row of a small log. Of a large one (see fastscan.py) they hold every row whose
+pool usage is 0.9 or more, plus an evenly spaced sample of the others (about 4096 per file), so
+memory stays flat whatever the log's size; `total` counts every row seen, stored or not.
 """
 
 from __future__ import annotations
@@ -28,11 +32,17 @@ class EngineStats:
         self.pressure: list[tuple[Line, float, float]] = []
         self.last_pressure: tuple[Line, float, float] | None = None
         self.first_line: Line | None = None
+        self.total = 0  # rows seen, including those not kept in the arrays
+
+    def skip(self, rows: int) -> None:
+        """Rows seen but not stored (below the pressure threshold, not sampled)."""
+        self.total += rows
 
     def add(self, ev: Event) -> None:
         f: dict[str, Any] = ev.fields
         usage = float(f.get("usage", -1.0))
         queue = float(f.get("#queue-req", 0))
+        self.total += 1
         self.lineno.append(ev.line.lineno)
         self.decode.append(1 if f["phase"] == "decode" else 0)
         self.usage.append(usage)

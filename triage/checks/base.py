@@ -18,8 +18,13 @@ class Run:
     events: list[Event] = field(default_factory=list)  # settings, capacity, pools, startup...
     config: Config | None = None  # the effective configuration (knob values with their provenance)
 
+    _metrics: list[Event] | None = field(default=None, repr=False, compare=False)
+
     def metrics(self) -> list[Event]:
-        return [e for e in self.events if e.kind == "metrics"]
+        """The metric records (computed once: every metric check asks for them)."""
+        if self._metrics is None:
+            self._metrics = [e for e in self.events if e.kind == "metrics"]
+        return self._metrics
 
 
 @dataclass

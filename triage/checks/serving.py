@@ -22,6 +22,6 @@ def pool_saturation(params: dict[str, Any], run: Run) -> list[CheckResult]:
             lines.append(es.last_pressure[0])
         peak_queue = max(q for u, q in zip(es.usage, es.queue) if u >= min_usage)
         out.append(CheckResult(evidence=lines[:1] + lines[-1:] if len(lines) > 1 else lines, count=rows,
-                               numbers={"saturated_rows": rows, "rows": len(es), "peak_queue": peak_queue,
+                               numbers={"saturated_rows": rows, "rows": es.total, "peak_queue": peak_queue,
                                         "engine": es.origin}))
     return out

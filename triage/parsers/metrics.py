@@ -34,14 +34,17 @@ def _float(v: str) -> float:
     return float(v)
 
 
+SLIME_TAGS = ("step ", "rollout ", "perf ", "eval ", "multi_turn ")  # one is in every SLIME match
+
+
 def parse(line: Line) -> Event | None:
     msg = line.msg
-    m = SLIME.search(msg)
+    m = SLIME.search(msg) if ": {" in msg and any(t in msg for t in SLIME_TAGS) else None
     if m:
         values = {p["k"]: _float(p["v"]) for p in DICT_PAIR.finditer(msg, m.end())}
         if values:
             return Event("metrics", line, {"framework": "slime", "tag": m["tag"], "step": int(m["step"]), "values": values})
-    m = VERL_STEP.search(msg)
+    m = VERL_STEP.search(msg) if "step:" in msg else None
     if m:
         values = {p["k"]: float(p["v"]) for p in VERL_PAIR.finditer(msg, m.end() - 3)}
         return Event("metrics", line, {"framework": "verl", "tag": "step", "step": int(m["step"]), "values": values})

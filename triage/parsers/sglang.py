@@ -42,8 +42,13 @@ def _num(v: str) -> Any:
         return v == "True"
     if v.endswith("%"):
         return float(v[:-1]) / 100
+    if "." not in v:  # STAT_PAIR values are -?[\d.]+: without a dot int() accepts exactly -?\d+
+        try:
+            return int(v)
+        except ValueError:
+            return v
     try:
-        return int(v) if re.fullmatch(r"-?\d+", v) else float(v)
+        return float(v)
     except ValueError:
         return v
 

@@ -1,0 +1,130 @@
+"""The native prefilter (fastscan.py + _linescan.c) must give what the line-for-line Python path gives."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from triage import fastscan
+from triage.analyze import Settings, analyze
+from triage.discover import discover
+from triage.patterns import load_library
+from triage.report import RenderOptions, render
+from triage.scan import Scanner
+
+pytestmark = pytest.mark.skipif(not fastscan.available(), reason="the C prefilter is not built")
+
+LIB = load_library()
+
+DECODE = ("[2026-05-24 00:53:{s:02d} TP0] Decode batch, #running-req: 40, #token: 200000, token usage: {u}, "
+          "cuda graph: True, gen throughput (token/s): 2210.45, #queue-req: {q}")
+PREFILL = ("[2026-05-24 00:53:{s:02d}] Prefill batch, #new-seq: 1, #new-token: 64, #cached-token: 0, token usage: {u}, "
+           "#running-req: 0, #queue-req: {q}, #pending-token: 0, cuda graph: False, input throughput (token/s): 312.40")
+OOM = [
+    "[2026-05-24 00:54:00 TP0] Scheduler hit an exception: Traceback (most recent call last):",
+    '  File "/sgl-workspace/sglang/python/sglang/srt/managers/scheduler.py", line 2620, in run_scheduler_process',
+    "    scheduler.event_loop_overlap()",
+    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.11 GiB "
+    "of which 1.50 GiB is free.",
+]
+
+
+def stats_lines(n: int, usage: str = "0.42", queue: int = 0) -> list[str]:
+    return [(DECODE if i % 3 else PREFILL).format(s=i % 60, u=usage, q=queue) for i in range(n)]
+
+
+def scan(path: Path, native: bool = True):  # type: ignore[no-untyped-def]
+    scanner = Scanner(LIB)
+    if not native:
+        scanner.needles = None
+    files, _ = discover([str(path)])
+    return scanner.scan(files[0])
+
+
+def report_json(run: Path, monkeypatch: pytest.MonkeyPatch, native: bool) -> dict:
+    if native:
+        monkeypatch.delenv("TRIAGE_NO_NATIVE", raising=False)
+    else:
+        monkeypatch.setenv("TRIAGE_NO_NATIVE", "1")
+    return json.loads(render("json", analyze(Settings(paths=[str(run)]), LIB), RenderOptions()))
+
+
+def test_a_small_engine_log_gives_the_same_report_and_timeline_on_both_paths(tmp_path: Path,
+                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    log = tmp_path / "sglang-engine-0.log"
+    log.write_text("\n".join(stats_lines(300) + stats_lines(3, "1.00", 7) + OOM + stats_lines(50)) + "\n")
+    assert report_json(tmp_path, monkeypatch, True) == report_json(tmp_path, monkeypatch, False)
+    fast, slow = scan(log), scan(log, native=False)
+    (es_fast,), (es_slow,) = fast.engines.values(), slow.engines.values()
+    assert list(es_fast.lineno) == list(es_slow.lineno)
+    assert list(es_fast.usage) == list(es_slow.usage)
+    assert es_fast.total == es_slow.total == 353
+    assert [ln.lineno for ln, _, _ in es_fast.pressure] == [301, 302, 303]
+
+
+def test_a_large_log_keeps_a_sample_every_pressure_row_and_the_exact_row_count(tmp_path: Path,
+                                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(fastscan, "SAMPLE_ALL_BELOW", 0)
+    monkeypatch.setattr(fastscan, "TIMELINE_ROWS", 50)
+    log = tmp_path / "sglang-engine-0.log"
+    lines = stats_lines(5000) + stats_lines(2, "0.97", 4) + stats_lines(5000) + stats_lines(1, "1.00", 9)
+    log.write_text("\n".join(lines) + "\n")
+    (es,) = scan(log).engines.values()
+    assert es.total == 10003
+    assert 40 <= len(es) <= 60  # a sample of the quiet rows, plus the three pressure rows
+    assert [ln.lineno for ln, _, _ in es.pressure] == [5001, 5002, 10003]
+    assert es.last_pressure is not None and es.last_pressure[0].lineno == 10003
+    assert es.first_line is not None and es.first_line.lineno == 1
+
+
+def test_odd_usage_values_are_parsed_in_python_not_assumed_low(tmp_path: Path) -> None:
+    log = tmp_path / "sglang-engine-0.log"
+    odd = ["0.9", "1", "95%", ".95", "True", "0.85.1"]
+    log.write_text("\n".join(stats_lines(1, u, 1)[0] for u in odd) + "\n")
+    fast, slow = scan(log), scan(log, native=False)
+    assert list(fast.engines) == list(slow.engines)
+    assert [list(es.usage) for es in fast.engines.values()] == [list(es.usage) for es in slow.engines.values()]
+
+
+def test_rule_hits_come_from_the_anchors_the_prefilter_found(tmp_path: Path) -> None:
+    log = tmp_path / "sglang-engine-0.log"
+    log.write_text("\n".join(stats_lines(20) + OOM + stats_lines(20)) + "\n")
+    fast, slow = scan(log), scan(log, native=False)
+    assert [(h.rule, h.line.lineno) for h in fast.hits] == [(h.rule, h.line.lineno) for h in slow.hits]
+    assert any(h.rule.startswith("serving.") and h.line.lineno == 24 for h in fast.hits)
+    assert [ln.lineno for ln in fast.unclaimed] == [ln.lineno for ln in slow.unclaimed]
+
+
+@pytest.mark.parametrize("extra", [
+    "\x1b[33m[2026-05-24 00:55:00 TP0] KV cache pool is full. Retract requests. #retracted_reqs: 5\x1b[0m",
+    "Capturing batches (bs=1): 50%|#####     |\r[2026-05-24 00:55:00 TP0] Decode out of memory. Try to lower your batch size",
+    "(SGLangEngine pid=4100, ip=10.0.0.1) " + stats_lines(1, "0.99", 3)[0],
+    "NUL\x00 bytes before: Segmentation fault (core dumped)",
+])
+def test_chunks_the_prefilter_cannot_vouch_for_take_the_python_path(tmp_path: Path, extra: str) -> None:
+    log = tmp_path / "sglang-engine-0.log"
+    log.write_text("\n".join(stats_lines(10) + [extra] + stats_lines(10)) + "\n")
+    fast, slow = scan(log), scan(log, native=False)
+    assert [(h.rule, h.line.lineno, h.line.text) for h in fast.hits] == \
+           [(h.rule, h.line.lineno, h.line.text) for h in slow.hits]
+    assert {k: es.total for k, es in fast.engines.items()} == {k: es.total for k, es in slow.engines.items()}
+
+
+def test_line_counts_and_a_missing_final_newline(tmp_path: Path) -> None:
+    log = tmp_path / "train.log"
+    log.write_text("a\nb\nRuntimeError: CUDA error: out of memory")
+    fast, slow = scan(log), scan(log, native=False)
+    assert fast.file.lines == slow.file.lines == 3
+    assert [h.line.lineno for h in fast.hits] == [h.line.lineno for h in slow.hits] == [3]
+
+
+def test_a_line_longer_than_a_chunk_is_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(fastscan, "CHUNK", 1 << 16)
+    log = tmp_path / "train.log"
+    log.write_bytes(b"x" * (1 << 18) + b" Segmentation fault\n" + b"Fatal Python error: Segmentation fault\n")
+    res = scan(log)
+    assert res.file.lines == 2
+    assert [h.line.lineno for h in res.hits] == [2]
+    assert res.errors == []

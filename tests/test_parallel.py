@@ -1,0 +1,51 @@
+"""Scanning files in worker processes gives the same results as scanning them in this one."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from triage import parallel
+from triage.analyze import Settings, analyze
+from triage.model import LogFile
+from triage.report import RenderOptions, render
+
+OOM = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.11 GiB"
+STATS = ("[2026-05-24 00:53:21 TP0] Decode batch, #running-req: 40, #token: 200000, token usage: {u}, "
+         "cuda graph: True, gen throughput (token/s): 2210.45, #queue-req: {q}")
+
+
+def make_run(root: Path) -> Path:
+    (root / "sglang-engine-0.log").write_text("\n".join([STATS.format(u="0.40", q=0)] * 200
+                                                        + [STATS.format(u="1.00", q=5)] * 3) + "\n")
+    (root / "sglang-engine-1.log").write_text("\n".join([STATS.format(u="0.30", q=0)] * 100) + "\nKilled\n")
+    (root / "train.log").write_text("step 1: {'train/loss': 0.1}\n" + OOM + "\n")
+    return root
+
+
+def report(root: Path, monkeypatch: pytest.MonkeyPatch, jobs: str) -> dict:
+    monkeypatch.setenv("TRIAGE_JOBS", jobs)
+    return json.loads(render("json", analyze(Settings(paths=[str(root)])), RenderOptions()))
+
+
+def test_two_workers_give_the_report_one_process_gives(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    if parallel.jobs([LogFile("a", "a", size=1 << 30), LogFile("b", "b", size=1 << 30)]) < 2:
+        pytest.skip("one core, or no fork")
+    monkeypatch.setattr(parallel, "BIG", 0)  # every file goes to a worker
+    run = make_run(tmp_path)
+    assert report(run, monkeypatch, "2") == report(run, monkeypatch, "1")
+
+
+def test_small_files_or_one_job_stay_in_this_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    big = [LogFile("a", "a", size=1 << 30), LogFile("b", "b", size=1 << 30)]
+    assert parallel.jobs([LogFile("a", "a", size=10), LogFile("b", "b", size=10)]) == 1
+    monkeypatch.setenv("TRIAGE_JOBS", "1")
+    assert parallel.jobs(big) == 1
+
+
+def test_engine_logs_are_guessed_cheaper_per_byte_than_trainer_logs() -> None:
+    engine = LogFile("e", "e", kind="sglang", size=100)
+    trainer = LogFile("t", "t", kind="trainer", size=100)
+    assert parallel.cost(trainer) > parallel.cost(engine)

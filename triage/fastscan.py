@@ -1,0 +1,179 @@
+"""The fast path of `Scanner.scan` for files on disk: a native literal prefilter over raw bytes.
+
+Python never sees most lines of a large log. The C helper `_linescan` (built from _linescan.c when a
+compiler is available) reads each 4 MiB chunk of bytes once and returns only:
+- candidate lines: those holding any anchor (rule anchors, parser anchors, error words), with the
+  anchors found, so `Scanner._line` skips its loop over every anchor;
+- stats lines that must be parsed: SGLang `Decode batch`/`Prefill batch` rows whose pool usage is
+  not plainly below 0.9 (so pressure rows and saturation counts stay exact), rows that look odd;
+- a sample of the other stats rows for the timelines: all of them in files up to SAMPLE_ALL_BELOW,
+  otherwise about TIMELINE_ROWS rows per file, evenly spaced, and the count of those not sampled.
+
+A chunk the prefilter cannot vouch for (ANSI codes, NUL bytes, `\\r` redraws, Ray actor prefixes) is
+decoded and scanned by the pure-Python path, line for line as before, so behaviour never depends on
+which path ran. Without the C helper, `available()` is False and scan.py uses the Python path only.
+"""
+
+from __future__ import annotations
+
+import os
+from array import array
+from typing import TYPE_CHECKING, Any, BinaryIO
+
+from .model import Line
+from .parsers import sglang
+from .read import CHUNK, MAX_LINE, TRUNCATED, iter_chunks, normalise
+from .stats import EngineStats
+
+if TYPE_CHECKING:
+    from .model import LogFile
+    from .scan import FileResult, Scanner
+
+try:
+    from . import _linescan  # type: ignore[attr-defined]
+except ImportError:  # no compiler at install time: the Python path does everything
+    _linescan = None
+
+K_CAND, K_STATS, K_USAGE = 0, 1, 2
+F_CR, F_ESC, F_NUL, F_RAY = 1, 2, 4, 8
+STATS_MARKERS = ("Decode batch", "Prefill batch")
+SAMPLE_ALL_BELOW = 1 << 20  # bytes: smaller files keep every stats row
+TIMELINE_ROWS = 4096  # stats rows sampled per larger file (plus every row with usage >= 0.9)
+PAIR_SAMPLE = 1 << 20  # bytes of a file's head used to pick each needle's rarest byte pair
+
+
+def available() -> bool:
+    """The C helper is built and not switched off (TRIAGE_NO_NATIVE=1 forces the Python path)."""
+    return _linescan is not None and not os.environ.get("TRIAGE_NO_NATIVE")
+
+
+class Needles:
+    """The needle list for one Scanner; `matcher(head)` files each needle under its rarest pair."""
+
+    def __init__(self, anchors: set[str], rule_anchors: set[str]):
+        self.items: list[tuple[bytes, int]] = []
+        self.anchor_of: list[str | None] = []  # needle index -> rule anchor it stands for
+        for a in sorted(anchors):
+            kind = K_STATS if a in STATS_MARKERS and a not in rule_anchors else K_CAND
+            self._add(a.encode(), kind, a if a in rule_anchors else None)
+        self._add(b"usage: ", K_USAGE, None)
+        for byte, flag in ((b"\r", F_CR), (b"\x1b", F_ESC), (b"\x00", F_NUL)):
+            self._add(byte, flag, None)
+
+    def _add(self, needle: bytes, kind: int, anchor: str | None) -> None:
+        if len(needle) == 2:  # the C side files needles under two adjacent pairs: pad to 3 bytes
+            raise ValueError(f"anchor {needle!r}: anchors need at least 3 characters")
+        self.items.append((needle, kind))
+        self.anchor_of.append(anchor)
+
+    def matcher(self, head: bytes) -> Any:
+        counts = array("I")
+        counts.frombytes(_linescan.pair_counts(head))
+        spec = []
+        for needle, kind in self.items:
+            if len(needle) == 1:
+                spec.append((needle, 0, kind))
+                continue
+            off = min(range(len(needle) - 2), key=lambda i: counts[needle[i] | needle[i + 1] << 8]
+                      + counts[needle[i + 1] | needle[i + 2] << 8])
+            spec.append((needle, off, kind))
+        return _linescan.compile(spec)
+
+
+class _Prepend:
+    """A stream that first returns `head` bytes: hands a chunk back to the line-for-line reader."""
+
+    def __init__(self, head: bytes, rest: BinaryIO):
+        self.head, self.rest = head, rest
+
+    def read(self, n: int = -1) -> bytes:
+        if self.head:
+            out, self.head = self.head, b""
+            return out
+        return self.rest.read(n)
+
+
+def scan_file(scanner: Scanner, lf: LogFile, stream: BinaryIO, res: FileResult, ctx: Any,
+              pending: list[Any], errorish: list[Line], metrics: list[Any]) -> int:
+    """Scan one file's bytes into res (hits via pending/errorish, events, engine timelines).
+
+    Returns the number of lines read."""
+    needles: Needles = scanner.needles
+    step = 0 if lf.size <= SAMPLE_ALL_BELOW else lf.size // TIMELINE_ROWS
+    buf = bytearray(CHUNK + MAX_LINE + 1)
+    mv = memoryview(buf)
+    have = 0  # bytes carried over from the previous read (a partial last line)
+    offset = 0  # file offset of buf[0]
+    next_sample = 0  # file offset from which the next stats row is sampled
+    lines = 0
+    matcher = None
+    while True:
+        n = stream.readinto(mv[have:have + CHUNK]) or 0  # type: ignore[attr-defined]
+        end = have + n
+        final = n == 0
+        cut = end if final else buf.rfind(b"\n", 0, end) + 1
+        if cut == 0:  # no newline in a whole chunk: let the line-for-line reader bound this line
+            return lines + _python_rest(scanner, lf, _Prepend(bytes(mv[:end]), stream), lines,
+                                        res, ctx, pending, errorish, metrics)
+        if matcher is None:
+            matcher = needles.matcher(bytes(mv[:min(cut, PAIR_SAMPLE)]))
+        chunk = mv[:cut]
+        nl, flags, quiet, ns, hits = _linescan.scan(matcher, chunk, max(0, next_sample - offset), step)
+        if flags or buf[:1] == b"(":
+            _python_chunk(scanner, lf, str(chunk, "utf-8", "replace"), lines, res, ctx, pending, errorish,
+                          metrics)
+        else:
+            next_sample = ns + offset
+            sampled = _fast_hits(scanner, lf, chunk, hits, lines, needles, res, ctx, pending, errorish, metrics)
+            if quiet > sampled:
+                res.engines.setdefault(lf.rel, EngineStats(lf.rel)).skip(quiet - sampled)
+        lines += nl
+        if final:
+            return lines + (1 if cut and buf[cut - 1:cut] != b"\n" else 0)
+        chunk.release()
+        rest = end - cut
+        buf[:rest] = buf[cut:end]
+        have = rest
+        offset += cut
+
+
+def _fast_hits(scanner: Scanner, lf: LogFile, chunk: memoryview, hits: list[Any], base: int, needles: Needles,
+               res: FileResult, ctx: Any, pending: list[Any], errorish: list[Line], metrics: list[Any]) -> int:
+    """Feed the prefilter's lines to the scanner; returns how many were sampled stats rows."""
+    anchor_of = needles.anchor_of
+    sampled = 0
+    for kind, rel, start, end, ids in hits:
+        text = str(chunk[start:end], "utf-8", "replace")
+        lineno = base + rel + 1
+        if kind == 0:
+            if len(text) > MAX_LINE:
+                text = text[:MAX_LINE] + TRUNCATED
+            found = {anchor_of[i] for i in ids} - {None}
+            anchors = sorted(found, key=scanner.anchor_rank.__getitem__)  # type: ignore[arg-type]
+            scanner._line(lf, lineno, text, res, ctx, pending, errorish, metrics, anchors)
+        else:
+            sampled += 1
+            _stats_row(lf, lineno, text, res)
+    return sampled
+
+
+def _stats_row(lf: LogFile, lineno: int, text: str, res: FileResult) -> None:
+    """A stats line with no anchor: only its row matters (what `_line` would do, minus the rest)."""
+    line = Line(lf.rel, lineno, text, text)
+    ev = sglang.parse(line)
+    if ev is not None and ev.kind == "stats":
+        res.engines.setdefault(lf.rel, EngineStats(lf.rel)).add(ev)
+
+
+def _python_chunk(scanner: Scanner, lf: LogFile, text: str, base: int, res: FileResult, ctx: Any,
+                  pending: list[Any], errorish: list[Line], metrics: list[Any]) -> None:
+    for lineno, t in scanner.candidates([normalise(text)], first_lineno=base + 1):
+        scanner._line(lf, lineno, t, res, ctx, pending, errorish, metrics)
+
+
+def _python_rest(scanner: Scanner, lf: LogFile, stream: Any, base: int, res: FileResult, ctx: Any,
+                 pending: list[Any], errorish: list[Line], metrics: list[Any]) -> int:
+    """The rest of the file through the line-for-line reader; returns its line count."""
+    for lineno, t in scanner.candidates(iter_chunks(stream), first_lineno=base + 1):
+        scanner._line(lf, lineno, t, res, ctx, pending, errorish, metrics)
+    return scanner.lines_seen - base
