@@ -19,6 +19,17 @@ class Run:
     config: Config | None = None  # the effective configuration (knob values with their provenance)
 
     _metrics: list[Event] | None = field(default=None, repr=False, compare=False)
+    _series: dict[str, list[tuple[Event, float]]] | None = field(default=None, repr=False, compare=False)
+
+    def series(self, key: str) -> list[tuple[Event, float]]:
+        """(record, value) of every metric record holding `key`, in order (indexed once for all checks)."""
+        if self._series is None:
+            index: dict[str, list[tuple[Event, float]]] = {}
+            for ev in self.metrics():
+                for k, v in ev.fields["values"].items():
+                    index.setdefault(k, []).append((ev, v))
+            self._series = index
+        return self._series.get(key, [])
 
     def metrics(self) -> list[Event]:
         """The metric records (computed once: every metric check asks for them)."""

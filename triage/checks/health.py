@@ -27,7 +27,7 @@ def non_finite(series: list[tuple[Event, float]]) -> list[tuple[Event, float]]:
 def metric_non_finite(params: dict[str, Any], run: Run) -> list[CheckResult]:
     """Any of `keys` NaN or infinite in any record (e.g. gradient norms)."""
     for key in params.get("keys") or []:
-        series = _series(run.metrics(), key)
+        series = run.series(key)
         bad = non_finite(series)
         if bad:
             ev, v = bad[0]
@@ -141,7 +141,7 @@ def run_summary(params: dict[str, Any], run: Run) -> list[CheckResult]:
     numbers: dict[str, Any] = {"records": len(records)}
     facts: list[str] = []
     for label, keys in (("reward", params.get("reward_keys") or []), ("grad_norm", params.get("grad_keys") or [])):
-        found = [(k, _series(records, k)) for k in keys]
+        found = [(k, run.series(k)) for k in keys]
         found = [(k, s) for k, s in found if s]
         if found:
             key, series = found[0]

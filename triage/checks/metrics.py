@@ -23,7 +23,7 @@ def over_threshold(params: dict[str, Any], run: Run) -> tuple[str, list[tuple[Ev
     """(key, records where it is at least `min`) for the first of `keys` that shows the problem."""
     low = float(params.get("min", 0.0))
     for key in params.get("keys") or []:
-        over = [(ev, v) for ev, v in _series(run.metrics(), key) if math.isfinite(v) and v >= low]
+        over = [(ev, v) for ev, v in run.series(key) if math.isfinite(v) and v >= low]
         if over:
             return key, over
     return None
@@ -94,7 +94,7 @@ def first_step_slow(params: dict[str, Any], run: Run) -> list[CheckResult]:
     min_seconds = float(params.get("min_seconds", 120))
     min_steps = int(params.get("min_steps", 3))
     for key in params.get("keys") or []:
-        series = [(ev, v) for ev, v in _series(run.metrics(), key) if math.isfinite(v)]
+        series = [(ev, v) for ev, v in run.series(key) if math.isfinite(v)]
         if len(series) < min_steps:
             continue
         first_ev, first = series[0]
@@ -121,7 +121,7 @@ def rewards_degenerate(params: dict[str, Any], run: Run) -> list[CheckResult]:
     """Rewards NaN/inf (error), or exactly zero in every record (warning: no policy gradient)."""
     min_steps = int(params.get("min_steps", 3))
     for key in params.get("keys") or []:
-        series = _series(run.metrics(), key)
+        series = run.series(key)
         if not series:
             continue
         bad = [(ev, v) for ev, v in series if not math.isfinite(v)]

@@ -23,7 +23,11 @@ VERL_STEP = re.compile(r"\bstep:(?P<step>\d+) - ")
 VERL_PAIR = re.compile(r"(?:^| - )(?P<k>[A-Za-z_][\w/@.\-]*):(?P<v>-?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|nan|inf))(?= - |$|\s)")
 TRL = re.compile(r"\{'(?:loss|train_loss|reward|eval_loss)'")
 
-ANCHORS = (": {'", "step:", " - timing_s/", " - actor/", " - critic/", " - response_length/", "{'loss'", '"reward"', '"score"')
+# The dict anchors name the key families slime/MILES log (train/, rollout/, perf/, eval/, ...), not a bare
+# ": {'", which would also pick up every per-rank `Memory-Usage ...: {'gpu': ...}` line of a trainer log.
+DICT_ANCHORS = tuple(f": {{'{family}" for family in ("train/", "rollout/", "perf/", "eval/", "multi_turn/", "critic",
+                                                      "passrate/", "timing/", "reward", "loss"))
+ANCHORS = DICT_ANCHORS + ("step:", " - timing_s/", " - actor/", " - critic/", " - response_length/", "{'loss'", '"reward"', '"score"')
 
 
 def _float(v: str) -> float:
