@@ -46,3 +46,13 @@ def test_walk_reports_binaries_specials_and_dangling_links(tmp_path) -> None:
 def test_missing_path_is_a_problem_not_a_crash(tmp_path) -> None:
     files, problems = discover([str(tmp_path / "nope")])
     assert files == [] and problems == [f"{tmp_path / 'nope'}: no such file or directory"]
+
+
+def test_several_roots_keep_their_names_apart(tmp_path) -> None:
+    for name in ("a", "b"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "train.log").write_text("x\n")
+    files, _ = discover([str(tmp_path / "a"), str(tmp_path / "b")])
+    assert sorted(f.rel for f in files) == [str(tmp_path / "a" / "train.log"), str(tmp_path / "b" / "train.log")]
+    single, _ = discover([str(tmp_path / "a")])
+    assert [f.rel for f in single] == ["train.log"]

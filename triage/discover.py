@@ -206,6 +206,7 @@ def discover(paths: list[str]) -> tuple[list[LogFile], list[str]]:
     """All files under the paths, sorted per root. Returns (files, problems with the paths themselves)."""
     files: list[LogFile] = []
     problems: list[str] = []
+    several = len(paths) > 1
     for root in paths:
         if root == "-":
             files.append(LogFile(path="-", rel="<stdin>", kind="text"))
@@ -214,9 +215,13 @@ def discover(paths: list[str]) -> tuple[list[LogFile], list[str]]:
             problems.append(f"{root}: no such file or directory")
             continue
         if os.path.isdir(root):
-            files.extend(_walk(root))
+            found = _walk(root)
+            if several:  # names relative to each root would collide (a/train.log, b/train.log): keep the root
+                for lf in found:
+                    lf.rel = printable(os.path.normpath(os.path.join(root, lf.rel)))
+            files.extend(found)
         else:
-            files.append(_entry(root, os.path.basename(root)))
+            files.append(_entry(root, os.path.normpath(root) if several else os.path.basename(root)))
     return files, problems
 
 
