@@ -112,3 +112,16 @@ def test_one_retraction_is_info_and_repeated_retractions_a_warning(tmp_path) -> 
     twice = top(triage_files(tmp_path / "b", {"sglang-engine-0.log": RETRACT.format(s=1) + "\n" + RETRACT.format(s=2) + "\n"}))
     assert (once.rule, once.severity) == ("serving.kv-retraction", "info")
     assert (twice.rule, twice.severity, twice.count) == ("serving.kv-retraction", "warning", 2)
+
+
+def test_each_engine_finding_shows_its_own_engines_settings(tmp_path) -> None:
+    capacity = ("[2025-08-05 12:15:15 TP0] max_total_num_tokens={pool}, chunked_prefill_size=8192, max_prefill_tokens=16384, "
+                "max_running_requests={running}, context_len=40960, available_gpu_mem=21.27 GB\n")
+    report = triage_files(tmp_path, {
+        "sglang-engine-0.log": capacity.format(pool=87000, running=64) + RETRACT.format(s=1) + "\n" + RETRACT.format(s=2) + "\n",
+        "sglang-engine-1.log": capacity.format(pool=734840, running=4096),
+    })
+    f = top(report)
+    current = {k.name: (k.current, k.source) for k in f.knobs}
+    assert current["inference.sglang_max_running_requests"] == (64, "engine startup sglang-engine-0.log:1")
+    assert current["inference.sglang_max_total_tokens"][0] == 87000

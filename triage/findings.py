@@ -82,12 +82,13 @@ def _last(ln: Line, redact_on: bool) -> Evidence:
     return ev
 
 
-def _knobs(lib: Library, rule: Rule, numbers: dict[str, Any], cfg: Config) -> list[Any]:
+def _knobs(lib: Library, rule: Rule, numbers: dict[str, Any], cfg: Config, file: str | None) -> list[Any]:
+    """The rule's knobs (plus those its numbers call for), each with the value the evidence's file shows."""
     names = list(rule.knobs)
     for cond in rule.knobs_when:
         if thresholds_hold([cond], numbers) and cond["knob"] not in names:
             names.append(cond["knob"])
-    return [knob(lib, n, cfg) for n in names]
+    return [knob(lib, n, cfg, file) for n in names]
 
 
 def _finding(lib: Library, rule: Rule, lines: list[Line], count: int, numbers: dict[str, Any], cfg: Config,
@@ -95,7 +96,7 @@ def _finding(lib: Library, rule: Rule, lines: list[Line], count: int, numbers: d
     evidence = _evidence(lines, redact_on)[:MAX_EVIDENCE]
     ev_first, ev_last = _evidence([first], redact_on)[0], _last(last, redact_on)
     return Finding(rule=rule.id, category=rule.category, severity=severity or rule.severity, title=title or rule.title,
-                   count=count, evidence=evidence, knobs=_knobs(lib, rule, numbers, cfg),
+                   count=count, evidence=evidence, knobs=_knobs(lib, rule, numbers, cfg, first.file),
                    not_knobs=list(rule.not_knobs or []), explain=rule.explain, numbers=numbers,
                    first=ev_first, last=ev_last, priority=rule.priority, symptom=bool(rule.symptom_of))
 

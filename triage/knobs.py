@@ -119,6 +119,7 @@ class Config:
         self.requested_values: dict[str, Setting] = {}
         self.resolved_values: dict[str, Setting] = {}
         self.facts: dict[str, Setting] = {}
+        self.by_file: dict[tuple[str, str], Setting] = {}  # (knob, file) -> strongest value that file shows
         self.problems: list[tuple[str, str]] = []  # (file, one-line message) of values that could not be used
         self.index: dict[str, str] = {}
         for spec in lib.knobs.values():
@@ -137,6 +138,10 @@ class Config:
         if value is None:
             return
         new = Setting(value, source, strength, origin, line)
+        if line is not None:
+            here = self.by_file.get((knob, line.file))
+            if here is None or strength > here.strength:
+                self.by_file[(knob, line.file)] = new
         table = self.facts if knob in FACTS else self.values
         old = table.get(knob)
         if old is None or strength > old.strength:
@@ -177,8 +182,13 @@ class Config:
                     src = f"{source}:{ln.lineno}" if lines and ln is not None else source
                     self.put(target, value, src, strength, RESOLVED if name in resolved_fields else origin, ln)
 
-    def get(self, knob: str) -> tuple[Any, str] | None:
+    def get(self, knob: str, file: str | None = None) -> tuple[Any, str] | None:
+        """The knob's value; with `file`, the value that file itself shows when it is as strong as the best one
+        (each engine logs its own resolved settings; a config file's request does not beat an engine's)."""
         v = self.values.get(knob)
+        here = self.by_file.get((knob, file)) if file else None
+        if here is not None and (v is None or here.strength >= v.strength):
+            v = here
         return (v.value, v.source) if v else None
 
     def setting(self, knob: str) -> Setting | None:
@@ -235,8 +245,8 @@ def build_config(lib: Library, events: list[Event], hits: list[Hit]) -> Config:
     return cfg
 
 
-def knob(lib: Library, name: str, cfg: Config | None) -> Knob:
+def knob(lib: Library, name: str, cfg: Config | None, file: str | None = None) -> Knob:
     spec = lib.knobs[name]
-    current = cfg.get(name) if cfg else None
+    current = cfg.get(name, file) if cfg else None
     return Knob(name=name, aliases=list(spec.aliases), current=current[0] if current else None,
                 source=current[1] if current else "", meaning=spec.meaning)
