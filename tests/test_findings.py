@@ -125,3 +125,14 @@ def test_each_engine_finding_shows_its_own_engines_settings(tmp_path) -> None:
     current = {k.name: (k.current, k.source) for k in f.knobs}
     assert current["inference.sglang_max_running_requests"] == (64, "engine startup sglang-engine-0.log:1")
     assert current["inference.sglang_max_total_tokens"][0] == 87000
+
+
+def test_each_dp_attention_group_gets_its_own_timeline(tmp_path) -> None:
+    row = ("[2025-07-02 08:00:0{s} DP{dp} TP{dp}] Decode batch. #running-req: 4, #token: 100, token usage: {u}, "
+           "cuda graph: True, gen throughput (token/s): 10.00, #queue-req: {q}")
+    log = "\n".join([row.format(s=1, dp=0, u="0.20", q=0), row.format(s=2, dp=1, u="1.00", q=5),
+                     row.format(s=3, dp=1, u="1.00", q=6)]) + "\n"
+    report = triage_files(tmp_path, {"sglang-engine-0.log": log})
+    f = top(report)
+    assert (f.rule, f.count) == ("serving.kv-pool-saturated", 2)
+    assert f.numbers["engine"] == "sglang-engine-0.log DP1" and f.numbers["rows"] == 2

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 from .model import Line
 from .parsers import sglang
 from .read import CHUNK, MAX_LINE, TRUNCATED, iter_chunks, normalise
-from .stats import EngineStats
+from .stats import EngineStats, engine_key
 
 if TYPE_CHECKING:
     from .model import LogFile
@@ -162,7 +162,8 @@ def _stats_row(lf: LogFile, lineno: int, text: str, res: FileResult) -> None:
     line = Line(lf.rel, lineno, text, text)
     ev = sglang.parse(line)
     if ev is not None and ev.kind == "stats":
-        res.engines.setdefault(lf.rel, EngineStats(lf.rel)).add(ev)
+        key = engine_key(lf.rel, "", text)
+        res.engines.setdefault(key, EngineStats(key)).add(ev)
 
 
 def _python_chunk(scanner: Scanner, lf: LogFile, text: str, base: int, res: FileResult, ctx: Any,

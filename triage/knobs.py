@@ -23,8 +23,6 @@ from .model import Event, Hit, Knob, Line
 from .patterns import Library
 
 STRENGTH = {"engine": 5, "capacity": 5, "message": 4, "server_args": 3, "command line": 2, "launch args": 2, "config": 1}
-EVENT_SOURCE = {"capacity": "capacity", "kv_pool": "capacity", "mamba_pool": "capacity"}
-POOL_FIELDS = {"kv_pool": {"tokens": "max_total_num_tokens"}, "mamba_pool": {}}
 
 REQUESTED = "requested"
 RESOLVED = "resolved"

@@ -30,16 +30,6 @@ class LibraryError(Exception):
 
 
 @dataclass
-class Condition:
-    """One alternative of a rule's `side`/`near` conditions."""
-
-    side: tuple[str, ...] = ()
-    not_side: tuple[str, ...] = ()
-    near: Any = None
-    not_near: Any = None
-
-
-@dataclass
 class Rule:
     id: str
     category: str

@@ -15,12 +15,12 @@ from typing import Any
 
 from . import fastscan
 from .model import Event, Hit, Line, LogFile
-from .origins import Context, SideFinder, split_ray
+from .origins import RAY_PREFIX, Context, SideFinder, split_ray
 from .parsers import PARSERS
 from .parsers.metrics import merge_records
 from .patterns import MATCH_TIMEOUT, Library, Rule
 from .read import MAX_LINE, TRUNCATED, iter_chunks, open_stream
-from .stats import EngineStats
+from .stats import EngineStats, engine_key
 
 # Error-like text: candidates for the unclassified report and context for tracebacks.
 ERROR_ANCHORS = ("Error", "Exception", "Traceback", "FATAL", "Fatal", "Killed", "exit code", "ERROR", "failed",
@@ -219,7 +219,7 @@ class Scanner:
                 ev = parser.parse(line)
                 if ev is not None:
                     if ev.kind == "stats":
-                        key = lf.rel + (f" pid={pid}" if pid else "")
+                        key = engine_key(lf.rel, pid, RAY_PREFIX.sub("", text, count=1) if actor else text)
                         res.engines.setdefault(key, EngineStats(key)).add(ev)
                         is_stats = True
                     elif ev.kind == "metrics":

@@ -14,6 +14,16 @@ from array import array
 from typing import Any
 
 from .model import Event, Line
+from .origins import sglang_rank
+
+
+def engine_key(file: str, pid: str, text: str) -> str:
+    """One timeline per engine: the file, the Ray actor pid, and the DP group (each DP-attention group logs its
+    own stats from its attention-TP rank 0, `[time DP3 TP3]`)."""
+    key = file + (f" pid={pid}" if pid else "")
+    tags = sglang_rank(text) if text.startswith("[") else ""
+    dp = next((t for t in tags.split() if t.startswith("DP")), "")
+    return f"{key} {dp}" if dp else key
 
 KEEP_PRESSURE_LINES = 20  # evidence lines kept of rows with a full pool and a waiting queue
 

@@ -11,7 +11,6 @@
 from __future__ import annotations
 
 import json
-import math
 import re
 from typing import Any
 
@@ -96,6 +95,3 @@ def merge_records(events: list[Event]) -> list[Event]:
         out.append(ev)
     return out
 
-
-def finite(v: float) -> bool:
-    return not (math.isnan(v) or math.isinf(v))
