@@ -14,7 +14,8 @@ CASES = sorted(p.name for p in EXTRA.iterdir() if (p / "expect.yaml").is_file())
 # Known misses, kept visible: the label depends on when in the run the lines appeared.
 KNOWN_MISSES = {
     "021-slime-rollout-503-no-available-workers-before-engine-ready":
-        "router 503 'No available workers' before the engines are ready: cold-start or a dead engine (other)",
+        "router 503 'No available workers' before the engines are ready: reported as other.router-no-healthy-engine; "
+        "the thread says cold-start, but the same line follows a dead engine",
 }
 
 
