@@ -1,4 +1,5 @@
-"""Shared test helpers (imported, not a conftest, so other suites can keep theirs): real corpus cases from fixtures/real, a combined multi-failure run, the CLI in-process."""
+"""Test helpers for the output formats: real corpus cases from fixtures/real, a combined multi-failure run, the
+CLI in-process. Paths come from conftest."""
 
 from __future__ import annotations
 
@@ -12,8 +13,7 @@ import pytest
 from triage.analyze import Settings, analyze
 from triage.model import Report
 
-ROOT = Path(__file__).resolve().parent.parent
-REAL = ROOT / "fixtures" / "real"
+from conftest import REAL, ROOT  # noqa: F401 - ROOT is re-exported for the format tests
 
 
 def case(name: str) -> Path:

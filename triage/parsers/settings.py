@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 
 from ..model import Event, Line
+from .values import literal
 
 FLAG = re.compile(r"(?<![\w-])(--[a-z][a-z0-9-]+)(?:=|\s+)(?!--)([^\s\\'\"]+|'[^']*'|\"[^\"]*\")")
 NAMESPACE_PAIR = re.compile(r"\b([a-z_][a-z0-9_]*)=('[^']*'|\"[^\"]*\"|[^,()\s]+)")
@@ -17,25 +18,13 @@ ANCHORS = ("--sglang-", "--rollout-", "--max-tokens-per-gpu", "--log-probs-chunk
            "Namespace(", "--mem-fraction-static", "--max-running-requests", "--context-length", "--max-total-tokens")
 
 
-def _value(v: str) -> object:
-    v = v.strip("'\"")
-    if v in ("None", ""):
-        return None
-    if v in ("True", "False"):
-        return v == "True"
-    try:
-        return int(v) if re.fullmatch(r"-?\d+", v) else float(v)
-    except ValueError:
-        return v
-
-
 def parse(line: Line) -> Event | None:
     msg = line.msg
     if "Namespace(" in msg:
         body = msg[msg.index("Namespace(") :]
-        fields = {k: _value(v) for k, v in NAMESPACE_PAIR.findall(body)}
+        fields = {k: literal(v) for k, v in NAMESPACE_PAIR.findall(body)}
         return Event("settings", line, fields | {"_source": "launch args"}) if fields else None
-    fields = {k: _value(v) for k, v in FLAG.findall(msg)}
+    fields = {k: literal(v) for k, v in FLAG.findall(msg)}
     for flag in re.findall(r"(?<![\w-])(--[a-z][a-z0-9-]+)(?=\s+--|\s*$)", msg):
         fields.setdefault(flag, True)  # a store_true flag such as --sglang-disable-radix-cache
     return Event("settings", line, fields | {"_source": "command line"}) if fields else None

@@ -13,6 +13,7 @@ import re
 from typing import Any
 
 from ..model import Event, Line
+from .values import literal
 
 # `key: value` pairs of a stats line; keys hold spaces, '#', '-', '/', '(' ')' and '.'.
 # Keys are short (the longest SGLang prints is under 40 characters); the bound keeps a garbage line linear.
@@ -53,22 +54,6 @@ def _num(v: str) -> Any:
         return v
 
 
-def _literal(v: str) -> Any:
-    v = v.strip()
-    if v == "None":
-        return None
-    if v in ("True", "False"):
-        return v == "True"
-    if v.startswith("'") and v.endswith("'"):
-        return v[1:-1]
-    if v.startswith("["):
-        return v
-    try:
-        return int(v) if re.fullmatch(r"-?\d+", v) else float(v)
-    except ValueError:
-        return v
-
-
 def parse_stats(msg: str) -> dict[str, Any] | None:
     m = STATS.search(msg)
     if not m:
@@ -91,7 +76,7 @@ def parse(line: Line) -> Event | None:
             return Event("stats", line, stats)
     if "server_args=" in msg:
         body = msg[msg.index("server_args=") :]
-        return Event("settings", line, {k: _literal(v) for k, v in SERVER_ARG.findall(body)} | {"_source": "server_args"})
+        return Event("settings", line, {k: literal(v) for k, v in SERVER_ARG.findall(body)} | {"_source": "server_args"})
     if "max_total_num_tokens=" in msg:
         return Event("capacity", line, {k: _num(v) for k, v in CAPACITY.findall(msg)})
     m = KV_ALLOC.search(msg)
