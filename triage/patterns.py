@@ -160,23 +160,20 @@ def _read_yaml(path: Path) -> Any:
 
 
 FRAGMENT_REF = regex.compile(r"\$\{(\w+)\}")
-_fragments: dict[str, str] = {}
-
-
-def _expand(pattern: str, where: str, what: str) -> str:
+def _expand(pattern: str, where: str, what: str, fragments: dict[str, str]) -> str:
     def sub(m: Any) -> str:
         name = m.group(1)
-        if name not in _fragments:
+        if name not in fragments:
             raise LibraryError(f"{where}: {what}: unknown fragment ${{{name}}} (see fragments.yaml)")
-        return f"(?:{_fragments[name]})"
+        return f"(?:{fragments[name]})"
 
     return FRAGMENT_REF.sub(sub, pattern)
 
 
-def _compile(pattern: Any, where: str, what: str) -> Any:
+def _compile(pattern: Any, where: str, what: str, fragments: dict[str, str] | None = None) -> Any:
     if not isinstance(pattern, str) or not pattern:
         raise LibraryError(f"{where}: {what}: must be a non-empty string")
-    pattern = _expand(pattern, where, what)
+    pattern = _expand(pattern, where, what, fragments or {})
     try:
         return regex.compile(pattern)
     except regex.error as e:
@@ -189,7 +186,8 @@ def _as_list(value: Any) -> list[Any]:
     return list(value) if isinstance(value, (list, tuple)) else [value]
 
 
-def _rule(raw: dict[str, Any], path: Path, categories: dict[str, Category], knobs: dict[str, KnobSpec]) -> Rule:
+def _rule(raw: dict[str, Any], path: Path, categories: dict[str, Category], knobs: dict[str, KnobSpec],
+          fragments: dict[str, str]) -> Rule:
     line = raw.pop("__line__", 0)
     rid = raw.get("id", "?")
     where = f"{path}:{line}: rule {rid}"
@@ -219,7 +217,7 @@ def _rule(raw: dict[str, Any], path: Path, categories: dict[str, Category], knob
     for k in [k for k in (raw.get("reveals") or {}) if k != "__line__"]:
         if k not in knobs:
             raise LibraryError(f"{where}: reveals knob '{k}' is not in knobs.yaml")
-    patterns = [_compile(p, where, "match") for p in _as_list(raw.get("match"))]
+    patterns = [_compile(p, where, "match", fragments) for p in _as_list(raw.get("match"))]
     anchors = [str(a) for a in _as_list(raw.get("anchor"))]
     if patterns and not anchors:
         raise LibraryError(f"{where}: a line rule needs 'anchor': literal text every matching line contains")
@@ -248,8 +246,8 @@ def _rule(raw: dict[str, Any], path: Path, categories: dict[str, Category], knob
         match=patterns,
         side=tuple(_as_list(raw.get("side"))),
         not_side=tuple(_as_list(raw.get("not_side"))),
-        near=_compile(raw["near"], where, "near") if raw.get("near") else None,
-        not_near=_compile(raw["not_near"], where, "not_near") if raw.get("not_near") else None,
+        near=_compile(raw["near"], where, "near", fragments) if raw.get("near") else None,
+        not_near=_compile(raw["not_near"], where, "not_near", fragments) if raw.get("not_near") else None,
         within=(within[0], within[1]),
         when=_as_list(raw.get("when")),
         knobs_when=_as_list(raw.get("knobs_when")),
@@ -348,8 +346,7 @@ def load_library(extra_dirs: list[Path] | None = None) -> Library:
     """The built-in library, with rules from each extra dir added or overriding by id."""
     base = builtin_dir()
     knobs = _load_knobs(base / "knobs.yaml")
-    _fragments.clear()
-    _fragments.update(_load_fragments(base / "fragments.yaml"))
+    fragments = _load_fragments(base / "fragments.yaml")
     categories = _load_categories(base / "categories.yaml", knobs)
     markers, actors = _load_sides(base / "sides.yaml")
     rules: dict[str, Rule] = {}
@@ -365,7 +362,7 @@ def load_library(extra_dirs: list[Path] | None = None) -> Library:
             for raw in data["rules"]:
                 if not isinstance(raw, dict):
                     raise LibraryError(f"{path}: each entry under 'rules:' must be a mapping")
-                rule = _rule(raw, path, categories, knobs)
+                rule = _rule(raw, path, categories, knobs, fragments)
                 if rule.id in seen_here:
                     raise LibraryError(f"{rule.origin}: rule {rule.id}: duplicate id (first at {seen_here[rule.id]})")
                 seen_here[rule.id] = rule.origin
