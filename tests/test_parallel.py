@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import multiprocessing
 from pathlib import Path
 
 import pytest
@@ -31,18 +32,40 @@ def report(root: Path, monkeypatch: pytest.MonkeyPatch, jobs: str) -> dict:
 
 
 def test_two_workers_give_the_report_one_process_gives(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    if parallel.jobs([LogFile("a", "a", size=1 << 30), LogFile("b", "b", size=1 << 30)]) < 2:
-        pytest.skip("one core, or no fork")
-    monkeypatch.setattr(parallel, "BIG", 0)  # every file goes to a worker
+    if "fork" not in multiprocessing.get_all_start_methods():
+        pytest.skip("no fork")
+    monkeypatch.setattr(parallel, "BIG", 0)  # every engine log may go to a worker
     run = make_run(tmp_path)
+    shared: list[list[str]] = []
+    real_share = parallel.share
+
+    def spy(files: list[LogFile], n: int) -> tuple[list[LogFile], list[LogFile]]:
+        here, away = real_share(files, n)
+        shared.append(sorted(lf.rel for lf in away))
+        return here, away
+
+    monkeypatch.setattr(parallel, "share", spy)
     assert report(run, monkeypatch, "2") == report(run, monkeypatch, "1")
+    assert shared[0] == ["sglang-engine-0.log"]  # the bigger engine log went to the worker
+    assert shared[1] == []
 
 
-def test_small_files_or_one_job_stay_in_this_process(monkeypatch: pytest.MonkeyPatch) -> None:
-    big = [LogFile("a", "a", size=1 << 30), LogFile("b", "b", size=1 << 30)]
-    assert parallel.jobs([LogFile("a", "a", size=10), LogFile("b", "b", size=10)]) == 1
-    monkeypatch.setenv("TRIAGE_JOBS", "1")
-    assert parallel.jobs(big) == 1
+def engines(n: int, size: int) -> list[LogFile]:
+    return [LogFile(f"e{i}", f"e{i}", kind="sglang", size=size) for i in range(n)]
+
+
+def test_small_files_or_one_job_stay_in_this_process() -> None:
+    assert parallel.share(engines(4, 10), 2) == (engines(4, 10), [])
+    assert parallel.share(engines(4, 1 << 30), 1) == (engines(4, 1 << 30), [])
+
+
+def test_trainer_logs_stay_here_and_engine_logs_balance_the_load() -> None:
+    trainer = LogFile("t", "t", kind="trainer", size=40 << 20)  # ~ 400 MiB of engine-log work
+    here, away = parallel.share([trainer] + engines(4, 256 << 20), 2)
+    assert [lf.rel for lf in here] == ["t", "e2"]
+    assert [lf.rel for lf in away] == ["e0", "e1", "e3"]
+    here, away = parallel.share(engines(4, 256 << 20), 3)
+    assert [lf.rel for lf in here] == ["e0", "e3"] and [lf.rel for lf in away] == ["e1", "e2"]
 
 
 def test_engine_logs_are_guessed_cheaper_per_byte_than_trainer_logs() -> None:

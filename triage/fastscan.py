@@ -52,10 +52,13 @@ class Needles:
 
     def __init__(self, anchors: set[str], rule_anchors: set[str]):
         self.items: list[tuple[bytes, int]] = []
-        self.anchor_of: list[str | None] = []  # needle index -> rule anchor it stands for
+        self.anchor_of: list[str | None] = []  # needle index -> the anchor it stands for
+        # Stats markers are left out of a candidate's needle list when the C side counted them before
+        # the line became a candidate (a stats row with a high usage): treat them as always possible.
+        self.unlisted = frozenset(a for a in STATS_MARKERS if a in anchors and a not in rule_anchors)
         for a in sorted(anchors):
-            kind = K_STATS if a in STATS_MARKERS and a not in rule_anchors else K_CAND
-            self._add(a.encode(), kind, a if a in rule_anchors else None)
+            kind = K_STATS if a in STATS_MARKERS and a not in rule_anchors else K_CAND  # a rule must see every row
+            self._add(a.encode(), kind, a)
         self._add(b"usage: ", K_USAGE, None)
         for byte, flag in ((b"\r", F_CR), (b"\x1b", F_ESC), (b"\x00", F_NUL)):
             self._add(byte, flag, None)
@@ -141,6 +144,7 @@ def _fast_hits(scanner: Scanner, lf: LogFile, chunk: memoryview, hits: list[Any]
                res: FileResult, ctx: Any, pending: list[Any], errorish: list[Line], metrics: list[Any]) -> int:
     """Feed the prefilter's lines to the scanner; returns how many were sampled stats rows."""
     anchor_of = needles.anchor_of
+    plans: dict[tuple[int, ...], Any] = {}  # needle ids -> the scanner's plan for them
     sampled = 0
     for kind, rel, start, end, ids in hits:
         text = str(chunk[start:end], "utf-8", "replace")
@@ -148,9 +152,10 @@ def _fast_hits(scanner: Scanner, lf: LogFile, chunk: memoryview, hits: list[Any]
         if kind == 0:
             if len(text) > MAX_LINE:
                 text = text[:MAX_LINE] + TRUNCATED
-            found = {anchor_of[i] for i in ids} - {None}
-            anchors = sorted(found, key=scanner.anchor_rank.__getitem__)  # type: ignore[arg-type]
-            scanner._line(lf, lineno, text, res, ctx, pending, errorish, metrics, anchors)
+            plan = plans.get(ids)
+            if plan is None:
+                plan = plans[ids] = scanner.plan(frozenset(anchor_of[i] for i in ids) | needles.unlisted)
+            scanner._line(lf, lineno, text, res, ctx, pending, errorish, metrics, plan)
         else:
             sampled += 1
             _stats_row(lf, lineno, text, res)

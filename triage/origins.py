@@ -30,6 +30,7 @@ LINE_PREFIX = re.compile(
     r"|[\w-]+\.py:\d+ - "  # slime/MILES `model.py:918 - `
     r")"
 )
+LINE_PREFIXES = re.compile(f"(?:{LINE_PREFIX.pattern[1:]}){{0,4}}")  # up to four of them, in one match
 SGLANG_TAG = re.compile(
     r"^\[(?:\d{4}-\d{2}-\d{2} )?\d{2}:\d{2}:\d{2}(?:[.,]\d{3,6})?"
     r"(?P<tags>(?: (?:DP|PP|ATTN_CP|MOE_DP|TP|EP)\d+)*)\] "
@@ -51,16 +52,15 @@ def split_ray(text: str) -> tuple[str, str, str, int]:
         if r:
             repeat = int(r.group("n"))
             msg = msg[: r.start()]
-    for _ in range(4):
-        m = LINE_PREFIX.match(msg)
-        if not m or not m.end():
-            break
+    m = LINE_PREFIXES.match(msg)
+    if m.end():
         msg = msg[m.end():]
         if not actor and msg.startswith("("):  # a Ray prefix after a container or rank prefix
             r2 = RAY_PREFIX.match(msg)
             if r2:
                 actor, pid = r2.group("actor"), r2.group("pid") or ""
                 msg = msg[r2.end():]
+                msg = msg[LINE_PREFIXES.match(msg).end():]
     return msg, actor, pid, repeat
 
 

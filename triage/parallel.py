@@ -1,9 +1,14 @@
-"""Scan files on both (all) cores: one worker process per core when there are two or more large files.
+"""Scan files on both (all) cores: this process and one forked worker per further core.
 
 Each file is scanned whole by one process (a file's lines depend on each other: tracebacks, `near`
 windows), so the gain comes from runs with several big logs: the engines of one run. Workers are
-forked, so they share the parent's compiled rule library instead of loading it again; results come
-back pickled, which is cheap because a FileResult holds only candidate lines and bounded timelines.
+forked, so they share the parent's compiled rule library instead of loading it again.
+
+Who scans what: a result comes back from a worker pickled, which is cheap for an engine log (its
+FileResult holds a few candidate lines and bounded timelines) but not for a trainer or driver log,
+whose result holds every metric record and timer event. So this process keeps the small files and
+every file that is not an engine log, and the big engine logs are shared out, longest first, to
+whichever side (this process or the workers) has the least estimated work so far.
 Set TRIAGE_JOBS=1 to scan in this process only.
 """
 
@@ -11,34 +16,47 @@ from __future__ import annotations
 
 import multiprocessing
 import os
-import sys
 from typing import TYPE_CHECKING
-
-from .read import iter_chunks
 
 if TYPE_CHECKING:
     from .model import LogFile
     from .scan import FileResult, Scanner
 
-BIG = 16 << 20  # bytes: files smaller than this are not worth a process
+BIG = 16 << 20  # bytes: engine logs smaller than this are not worth a process
+ENGINE_KINDS = ("sglang", "vllm")
+# Estimated scan seconds per byte, relative to an engine log (mostly stats rows the C prefilter skips);
+# other logs have more lines that Python must parse (metric dicts, timers, tracebacks). Measured on the
+# bench run directory: a slime trainer log costs about ten times an engine log per byte.
+PYTHON_HEAVY = 10.0
 _scanner: Scanner | None = None  # the parent's scanner, inherited by forked workers
 
 
-def jobs(files: list[LogFile]) -> int:
-    """How many processes to use for these files."""
+def cores() -> int:
     wanted = os.environ.get("TRIAGE_JOBS")
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    n = int(wanted) if wanted and wanted.isdigit() else cores
-    big = sum(1 for lf in files if lf.size >= BIG and lf.path != "-")
-    if n < 2 or big < 2 or "fork" not in multiprocessing.get_all_start_methods():
-        return 1
-    return min(n, big)
+    if wanted and wanted.isdigit():
+        return max(1, int(wanted))
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
 def cost(lf: LogFile) -> float:
-    """A guess of a file's scan time: engine logs are mostly stats rows the prefilter skips in C;
-    other logs have more lines that Python must parse (metric dicts, tracebacks)."""
-    return lf.size * (1.0 if lf.kind in ("sglang", "vllm") else 20.0)
+    """A guess of a file's scan time, in engine-log bytes."""
+    return lf.size * (1.0 if lf.kind in ENGINE_KINDS else PYTHON_HEAVY)
+
+
+def share(files: list[LogFile], n: int) -> tuple[list[LogFile], list[LogFile]]:
+    """(files this process scans, files for n - 1 workers)."""
+    if n < 2 or "fork" not in multiprocessing.get_all_start_methods():
+        return list(files), []
+    movable = sorted((lf for lf in files if lf.kind in ENGINE_KINDS and lf.size >= BIG), key=lambda lf: -cost(lf))
+    moved = {id(lf) for lf in movable}
+    here = [lf for lf in files if id(lf) not in moved]
+    loads = [sum(cost(lf) for lf in here)] + [0.0] * (n - 1)  # this process, then each worker
+    away: list[LogFile] = []
+    for lf in movable:  # longest first, to the least loaded side
+        i = min(range(n), key=loads.__getitem__)
+        loads[i] += cost(lf)
+        (here if i == 0 else away).append(lf)
+    return here, away
 
 
 def _scan_one(lf: LogFile) -> FileResult:
@@ -48,20 +66,18 @@ def _scan_one(lf: LogFile) -> FileResult:
 
 def scan_files(scanner: Scanner, files: list[LogFile]) -> list[FileResult]:
     """FileResults in the order of `files`."""
-    n = jobs(files)
-    if n == 1:
-        return [scanner.scan(lf, iter_chunks(sys.stdin.buffer)) if lf.path == "-" else scanner.scan(lf)
-                for lf in files]
+    n = cores()
+    here, away = share(files, n)
+    if not away:
+        return [scanner.scan(lf) for lf in files]
     global _scanner
     _scanner = scanner
-    big = sorted((lf for lf in files if lf.size >= BIG), key=lambda lf: -cost(lf))  # longest first
-    small = [lf for lf in files if lf.size < BIG]
     out: dict[int, FileResult] = {}
-    with multiprocessing.get_context("fork").Pool(n) as pool:
-        pending = pool.map_async(_scan_one, big, chunksize=1)
-        for lf in small:  # the parent scans the small files meanwhile
-            out[id(lf)] = scanner.scan(lf, iter_chunks(sys.stdin.buffer)) if lf.path == "-" else scanner.scan(lf)
-        for lf, res in zip(big, pending.get()):
+    with multiprocessing.get_context("fork").Pool(min(n - 1, len(away))) as pool:
+        pending = pool.map_async(_scan_one, away, chunksize=1)
+        for lf in sorted(here, key=lambda lf: -cost(lf)):  # this process scans its share meanwhile
+            out[id(lf)] = scanner.scan(lf)
+        for lf, res in zip(away, pending.get()):
             out[id(lf)] = res
     _scanner = None
     return [out[id(lf)] for lf in files]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from . import fastscan
 from .model import Event, Hit, Line, LogFile
@@ -86,6 +86,11 @@ def thresholds_hold(conds: list[dict[str, Any]], numbers: dict[str, Any]) -> boo
     return True
 
 
+class Plan(NamedTuple):
+    parsers: tuple[Any, ...]  # parser modules whose anchors the line holds, in PARSERS order
+    anchors: tuple[str, ...]  # rule anchors it holds, in a fixed order
+
+
 @dataclass
 class FileResult:
     file: LogFile
@@ -117,8 +122,8 @@ class Scanner:
         self.prefilter = re.compile("|".join(re.escape(a) for a in sorted(anchors, key=len, reverse=True)))
         self.anchor_list = sorted(by_anchor)
         self.broken: set[str] = set()  # rules whose regex ran away once: off for the rest of the run
-        self.anchor_rank = {a: i for i, a in enumerate(self.anchor_list)}
         self.needles = fastscan.Needles(anchors, set(by_anchor)) if fastscan.available() else None
+        self._plans: dict[Any, Plan] = {}
         self.lines_seen = 0
 
     def _timed_out(self, rule: Rule, where: str, what: str, res: FileResult) -> None:
@@ -203,9 +208,23 @@ class Scanner:
             tail = ctx.lines[-1] if ctx.lines else None
             run = (text, tail, tail.repeat) if tail is not None and tail.lineno == lineno else None
 
+    def plan(self, found: Any) -> Plan:
+        """The parsers and rule anchors worth trying on a line holding these anchors (any iterable of
+        anchor strings; the prefilter's needle-index tuples are mapped by fastscan). Cached: a log has
+        few distinct sets."""
+        plan = self._plans.get(found)
+        if plan is None:
+            have = set(found)
+            plan = Plan(tuple(p for p in PARSERS if have.intersection(p.ANCHORS)),
+                        tuple(a for a in self.anchor_list if a in have))
+            if len(self._plans) > 4096:
+                self._plans.clear()
+            self._plans[found] = plan
+        return plan
+
     def _line(self, lf: LogFile, lineno: int, text: str, res: FileResult, ctx: Context,
-              pending: list[Any], errorish: list[Line], metrics: list[Event], anchors: list[str] | None = None) -> None:
-        """One candidate line. `anchors`: the rule anchors the prefilter found in it, if it knows."""
+              pending: list[Any], errorish: list[Line], metrics: list[Event], plan: Plan | None = None) -> None:
+        """One candidate line. `plan`: what to try on it, when the prefilter knows which anchors it holds."""
         msg, actor, pid, repeat = split_ray(text)
         line = Line(lf.rel, lineno, text, msg, actor, pid, repeat)
         if FRAME.match(msg):
@@ -213,23 +232,25 @@ class Scanner:
         elif lineno == self._frame_at + 1 and msg[:1].isspace():
             ctx.add(line)  # the source line a traceback echoes under its frame: context, never a match
             return
+        if plan is None:
+            plan = Plan(tuple(p for p in PARSERS if any(a in msg for a in p.ANCHORS)),
+                        tuple(a for a in self.anchor_list if a in msg))
         is_stats = False
-        for parser in PARSERS:
-            if any(a in msg for a in parser.ANCHORS):
-                ev = parser.parse(line)
-                if ev is not None:
-                    if ev.kind == "stats":
-                        key = engine_key(lf.rel, pid, RAY_PREFIX.sub("", text, count=1) if actor else text)
-                        res.engines.setdefault(key, EngineStats(key)).add(ev)
-                        is_stats = True
-                    elif ev.kind == "metrics":
-                        metrics.append(ev)
-                        is_stats = True  # metric dicts are data, not traceback context
-                    else:
-                        res.events.append(ev)
-                    break
+        for parser in plan.parsers:
+            ev = parser.parse(line)
+            if ev is not None:
+                if ev.kind == "stats":
+                    key = engine_key(lf.rel, pid, RAY_PREFIX.sub("", text, count=1) if actor else text)
+                    res.engines.setdefault(key, EngineStats(key)).add(ev)
+                    is_stats = True
+                elif ev.kind == "metrics":
+                    metrics.append(ev)
+                    is_stats = True  # metric dicts are data, not traceback context
+                else:
+                    res.events.append(ev)
+                break
         matched = []
-        for a in self.anchor_list if anchors is None else anchors:
+        for a in plan.anchors:
             if a in msg:
                 for rule in self.by_anchor[a]:
                     if rule.id in self.broken or any(r is rule for r, _ in matched):

@@ -44,7 +44,8 @@ def parse(line: Line) -> Event | None:
     msg = line.msg
     m = SLIME.search(msg) if ": {" in msg and any(t in msg for t in SLIME_TAGS) else None
     if m:
-        values = {p["k"]: _float(p["v"]) for p in DICT_PAIR.finditer(msg, m.end())}
+        values = {k: float(v) if v[0] != "T" and v[0] != "F" else float(v == "True")
+                  for k, v in DICT_PAIR.findall(msg, m.end())}
         if values:
             return Event("metrics", line, {"framework": "slime", "tag": m["tag"], "step": int(m["step"]), "values": values})
     m = VERL_STEP.search(msg) if "step:" in msg else None

@@ -79,22 +79,22 @@ def parse(line: Line) -> Event | None:
         return Event("settings", line, {k: literal(v) for k, v in SERVER_ARG.findall(body)} | {"_source": "server_args"})
     if "max_total_num_tokens=" in msg:
         return Event("capacity", line, {k: _num(v) for k, v in CAPACITY.findall(msg)})
-    m = KV_ALLOC.search(msg)
+    m = KV_ALLOC.search(msg) if "KV Cache is allocated" in msg else None
     if m:
         return Event("kv_pool", line, {"tokens": int(m.group(1))})
-    m = MAMBA_ALLOC.search(msg)
+    m = MAMBA_ALLOC.search(msg) if "Mamba Cache is allocated" in msg else None
     if m:
         return Event("mamba_pool", line, {"max_mamba_cache_size": int(m.group(1))})
-    m = SWA_POOL.search(msg)
+    m = SWA_POOL.search(msg) if "memory pool" in msg else None
     if m:
         return Event("swa_pool", line, {"full_layer_tokens": int(m.group(1)), "swa_layer_tokens": int(m.group(2))})
-    m = LOAD_END.search(msg)
+    m = LOAD_END.search(msg) if "Load weight end" in msg else None
     if m:
         return Event("weights_loaded", line, {k: float(v) for k, v in m.groupdict().items() if v})
-    m = CAPTURE_END.search(msg)
+    m = CAPTURE_END.search(msg) if "graph end" in msg else None
     if m:
         return Event("graph_captured", line, {"seconds": float(m.group("seconds")), "what": m.group("what").strip()})
-    m = REDUCED.search(msg)
+    m = REDUCED.search(msg) if "max_running_requests was reduced" in msg else None
     if m:
         return Event("settings", line, {"max_running_requests": int(m.group(2)), "_source": "engine"})
     if "fired up and ready to roll" in msg:
