@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from ..model import Event, Line
 from ..stats import EngineStats
@@ -19,17 +19,34 @@ class Run:
     config: Config | None = None  # the effective configuration (knob values with their provenance)
 
     _metrics: list[Event] | None = field(default=None, repr=False, compare=False)
-    _series: dict[str, list[tuple[Event, float]]] | None = field(default=None, repr=False, compare=False)
+    _series: dict[str, list[tuple[Event, float]]] = field(default_factory=dict, repr=False, compare=False)
+    _timers: list[Event] | None = field(default=None, repr=False, compare=False)
+    _memo: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    def once(self, name: str, compute: Callable[[Run], Any]) -> Any:
+        """compute(run), computed once for all checks that need it."""
+        if name not in self._memo:
+            self._memo[name] = compute(self)
+        return self._memo[name]
 
     def series(self, key: str) -> list[tuple[Event, float]]:
-        """(record, value) of every metric record holding `key`, in order (indexed once for all checks)."""
-        if self._series is None:
-            index: dict[str, list[tuple[Event, float]]] = {}
-            for ev in self.metrics():
-                for k, v in ev.fields["values"].items():
-                    index.setdefault(k, []).append((ev, v))
-            self._series = index
-        return self._series.get(key, [])
+        """(record, value) of every metric record holding `key`, in order (each key gathered once: checks
+        ask for a few dozen keys of records that hold hundreds)."""
+        found = self._series.get(key)
+        if found is None:
+            found = self._series[key] = [(ev, ev.fields["values"][key]) for ev in self.metrics()
+                                         if key in ev.fields["values"]]
+        return found
+
+    def metric_keys(self) -> set[str]:
+        """Every key some metric record holds."""
+        return set().union(*(ev.fields["values"] for ev in self.metrics()))
+
+    def timers(self) -> list[Event]:
+        """The trainer's timer events (stage start/end, weight publication)."""
+        if self._timers is None:
+            self._timers = [e for e in self.events if e.kind == "timer"]
+        return self._timers
 
     def metrics(self) -> list[Event]:
         """The metric records (computed once: every metric check asks for them)."""

@@ -52,9 +52,10 @@ def _degenerate(values: dict[str, float], params: dict[str, Any]) -> str | None:
     return None
 
 
-def _informative(values: dict[str, float], params: dict[str, Any]) -> bool:
+def _telling_keys(params: dict[str, Any]) -> list[str]:
+    """The keys `_degenerate` looks at: a record holding none of them cannot tell."""
     keys = [k for pair in params.get("equal_pairs") or [] for k in pair]
-    return any(k in values for k in keys + list(params.get("zero_keys") or []) + list(params.get("one_keys") or []))
+    return keys + list(params.get("zero_keys") or []) + list(params.get("one_keys") or [])
 
 
 def no_policy_gradient(params: dict[str, Any], run: Run) -> list[CheckResult]:
@@ -62,7 +63,8 @@ def no_policy_gradient(params: dict[str, Any], run: Run) -> list[CheckResult]:
 
     All-zero rewards are left to verifier.rewards-degenerate (same conclusion, a more specific cause)."""
     min_steps = int(params.get("min_steps", 1))
-    records = [ev for ev in run.metrics() if _informative(ev.fields["values"], params)]
+    keys = set(_telling_keys(params))
+    records = [ev for ev in run.metrics() if not keys.isdisjoint(ev.fields["values"])]
     if len(records) < min_steps:
         return []
     reasons = [_degenerate(ev.fields["values"], params) for ev in records]
@@ -86,16 +88,19 @@ def _train_records(run: Run) -> list[Event]:
 
 def publications(run: Run) -> tuple[list[Line], list[Line]]:
     """(lines showing a weight publication, lines showing one that failed)."""
+    return run.once("publications", _publications)  # type: ignore[no-any-return]
+
+
+def _publications(run: Run) -> tuple[list[Line], list[Line]]:
     ok: list[Line] = []
     failed: list[Line] = []
-    for ev in run.events:
-        if ev.kind == "timer" and ev.fields.get("name") == "update_weights" and ev.fields.get("phase") == "end":
+    for ev in run.timers():
+        if ev.fields.get("name") == "update_weights" and ev.fields.get("phase") == "end":
             (ok if ev.fields.get("ok", True) else failed).append(ev.line)
+    publish = set(PUBLISH_KEYS)
     for ev in run.metrics():
-        for key in PUBLISH_KEYS:
-            if key in ev.fields["values"]:
-                ok.append(_line(ev, key))
-                break
+        if not publish.isdisjoint(ev.fields["values"]):
+            ok.append(_line(ev, next(k for k in PUBLISH_KEYS if k in ev.fields["values"])))
     return ok, failed
 
 
@@ -122,13 +127,14 @@ def _first_value(values: dict[str, float], keys: list[str]) -> tuple[str, float]
 def _stage_times(run: Run, pattern: str) -> dict[str, float]:
     """Median seconds per stage: metric keys matching `pattern`, and the trainer's Timer end lines."""
     per: dict[str, list[float]] = {}
-    rx = re.compile(pattern) if pattern else None
-    for ev in run.metrics():
-        for k, v in ev.fields["values"].items():
-            if rx is not None and rx.fullmatch(k) and math.isfinite(v):
-                per.setdefault(k, []).append(v)
-    for ev in run.events:
-        if ev.kind == "timer" and "seconds" in ev.fields:
+    if pattern:
+        rx = re.compile(pattern)
+        for k in sorted(k for k in run.metric_keys() if rx.fullmatch(k)):
+            values = [v for _, v in run.series(k) if math.isfinite(v)]
+            if values:
+                per[k] = values
+    for ev in run.timers():
+        if "seconds" in ev.fields:
             per.setdefault(f"Timer {ev.fields['name']}", []).append(ev.fields["seconds"])
     return {k: round(median(vs), 3) for k, vs in sorted(per.items())}
 
