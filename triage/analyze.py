@@ -111,7 +111,7 @@ def analyze(settings: Settings, lib: Library | None = None) -> Report:
     findings = build(lib, results, run, cfg, settings.redact)
     root = settings.paths[0] if len(settings.paths) == 1 else "."
     report = Report(version=__version__, root=root, findings=findings, files=files, config=cfg.as_dict(),
-                    figures=figures(lib, engines, events, hits), timelines=timelines(lib, engines, events, hits))
+                    figures=figures(lib, run, hits), timelines=timelines(lib, run, hits))
     report.errors = [e for r in results for e in r.errors] + [p for _, p in cfg.problems]
     if settings.redact:
         redact_report(report)

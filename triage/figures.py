@@ -15,6 +15,7 @@ import math
 from statistics import median
 from typing import Any
 
+from .checks.base import Run
 from .model import Event, Hit, Timeline
 from .patterns import Library
 from .stats import EngineStats
@@ -32,15 +33,14 @@ def _keys(lib: Library, rule_id: str) -> list[str]:
     return [str(k) for k in (rule.params.get("keys") or [])] if rule is not None else []
 
 
-def _values(records: list[Event], key: str) -> list[tuple[Event, float]]:
-    return [(ev, v) for ev in records if math.isfinite(v := ev.fields["values"].get(key, math.nan))]
+def _values(run: Run, key: str) -> list[tuple[Event, float]]:
+    return [(ev, v) for ev, v in run.series(key) if math.isfinite(v)]
 
 
-def step_series(lib: Library, events: list[Event]) -> tuple[str, list[tuple[Event, float]]]:
+def step_series(lib: Library, run: Run) -> tuple[str, list[tuple[Event, float]]]:
     """The first step-time key the run's metric records carry, and its values in log order."""
-    records = [e for e in events if e.kind == "metrics"]
     for key in _keys(lib, STEP_RULE):
-        series = _values(records, key)
+        series = _values(run, key)
         if series:
             return key, series
     return "", []
@@ -51,13 +51,14 @@ def _retracted(h: Hit) -> int:
     return int(v) * h.line.repeat if isinstance(v, (int, float)) else 0
 
 
-def figures(lib: Library, engines: dict[str, EngineStats], events: list[Event], hits: list[Hit]) -> dict[str, Any]:
+def figures(lib: Library, run: Run, hits: list[Hit]) -> dict[str, Any]:
+    engines = run.engines
     retracting = [h for h in hits if "retracted" in h.numbers]
-    usage = [u for e in engines.values() for u in e.usage if u >= 0]
-    queue = [q for e in engines.values() for q in e.queue]
-    _, steps = step_series(lib, events)
-    records = [e for e in events if e.kind == "metrics"]
-    trunc = [v for key in _keys(lib, TRUNCATION_RULE) for _, v in _values(records, key)]
+    usage = [max(e.usage) for e in engines.values() if len(e.usage)]
+    usage = [u for u in usage if u >= 0]
+    queue = [max(e.queue) for e in engines.values() if len(e.queue)]
+    _, steps = step_series(lib, run)
+    trunc = [v for key in _keys(lib, TRUNCATION_RULE) for _, v in _values(run, key)]
     return {
         "retractions": sum(_retracted(h) for h in retracting) if retracting else (0 if engines else None),
         "peak_token_usage": round(max(usage), 4) if usage else None,
@@ -100,8 +101,8 @@ def engine_timeline(stats: EngineStats, hits: list[Hit]) -> Timeline:
                     marks=marks[:MAX_MARKS], rows=len(stats))
 
 
-def trainer_timelines(lib: Library, events: list[Event]) -> list[Timeline]:
-    key, steps = step_series(lib, events)
+def trainer_timelines(lib: Library, run: Run) -> list[Timeline]:
+    key, steps = step_series(lib, run)
     by_file: dict[str, list[tuple[Event, float]]] = {}
     for ev, v in steps:
         by_file.setdefault(ev.line.file, []).append((ev, v))
@@ -114,6 +115,6 @@ def trainer_timelines(lib: Library, events: list[Event]) -> list[Timeline]:
     return out
 
 
-def timelines(lib: Library, engines: dict[str, EngineStats], events: list[Event], hits: list[Hit]) -> list[Timeline]:
-    out = [engine_timeline(s, hits) for _, s in sorted(engines.items()) if len(s)]
-    return out + trainer_timelines(lib, events)
+def timelines(lib: Library, run: Run, hits: list[Hit]) -> list[Timeline]:
+    out = [engine_timeline(s, hits) for _, s in sorted(run.engines.items()) if len(s)]
+    return out + trainer_timelines(lib, run)
