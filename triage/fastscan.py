@@ -38,7 +38,8 @@ K_CAND, K_STATS, K_USAGE = 0, 1, 2
 F_CR, F_ESC, F_NUL, F_RAY = 1, 2, 4, 8
 STATS_MARKERS = ("Decode batch", "Prefill batch")
 SAMPLE_ALL_BELOW = 1 << 20  # bytes: smaller files keep every stats row
-TIMELINE_ROWS = 4096  # stats rows sampled per larger file (plus every row with usage >= 0.9)
+TIMELINE_ROWS = 2048  # stats rows sampled per larger file (plus every row with usage >= 0.9); the charts
+# draw at most 2000 points per engine (figures.MAX_POINTS), so more rows would only be averaged away
 PAIR_SAMPLE = 1 << 20  # bytes of a file's head used to pick each needle's rarest byte pair
 
 

@@ -30,9 +30,10 @@ ERRORISH = re.compile(
     r"|\bKilled\b|exit(?:ed with)? (?:code|status) -?[1-9]|\bexitcode\s*:\s*-?[1-9]|Segmentation fault|\bfailed\b"
     r"|\bFailed\b|^(?:[a-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)\s*$"
 )
-# Literal text every ERRORISH match holds: lines without any skip the (slow) regex search.
-ERRORISH_WORDS = ("Error", "Exception", "Failure", "Fault", "ERROR", "FATAL", "Fatal", "CRITICAL", "Killed", "exit",
-                  "Segmentation fault", "failed", "Failed")
+# Literal text every ERRORISH match holds: lines without any skip the (slow) regex search. They are anchors
+# too, so the prefilter's list of the anchors in a line tells whether the search is worth it.
+ERRORISH_WORDS = ("Error", "Exception", "Failure", "Fault", "ERROR", "FATAL", "Fatal", "CRITICAL", "Killed",
+                  "exit code", "exit status", "exited with", "exitcode", "Segmentation fault", "failed", "Failed")
 
 
 def is_errorish(msg: str) -> bool:
@@ -89,6 +90,7 @@ def thresholds_hold(conds: list[dict[str, Any]], numbers: dict[str, Any]) -> boo
 class Plan(NamedTuple):
     parsers: tuple[Any, ...]  # parser modules whose anchors the line holds, in PARSERS order
     anchors: tuple[str, ...]  # rule anchors it holds, in a fixed order
+    errorish: bool  # it holds an ERRORISH_WORD: worth the ERRORISH search
 
 
 @dataclass
@@ -118,7 +120,7 @@ class Scanner:
                 by_anchor.setdefault(a, []).append(rule)
         self.by_anchor = by_anchor
         parser_anchors = {a for p in PARSERS for a in p.ANCHORS}
-        anchors = set(by_anchor) | parser_anchors | set(ERROR_ANCHORS)
+        anchors = set(by_anchor) | parser_anchors | set(ERROR_ANCHORS) | set(ERRORISH_WORDS)
         self.prefilter = re.compile("|".join(re.escape(a) for a in sorted(anchors, key=len, reverse=True)))
         self.anchor_list = sorted(by_anchor)
         self.broken: set[str] = set()  # rules whose regex ran away once: off for the rest of the run
@@ -216,7 +218,7 @@ class Scanner:
         if plan is None:
             have = set(found)
             plan = Plan(tuple(p for p in PARSERS if have.intersection(p.ANCHORS)),
-                        tuple(a for a in self.anchor_list if a in have))
+                        tuple(a for a in self.anchor_list if a in have), not have.isdisjoint(ERRORISH_WORDS))
             if len(self._plans) > 4096:
                 self._plans.clear()
             self._plans[found] = plan
@@ -227,14 +229,15 @@ class Scanner:
         """One candidate line. `plan`: what to try on it, when the prefilter knows which anchors it holds."""
         msg, actor, pid, repeat = split_ray(text)
         line = Line(lf.rel, lineno, text, msg, actor, pid, repeat)
-        if FRAME.match(msg):
+        frame = FRAME.match(msg) is not None
+        if frame:
             self._frame_at = lineno
         elif lineno == self._frame_at + 1 and msg[:1].isspace():
             ctx.add(line)  # the source line a traceback echoes under its frame: context, never a match
             return
         if plan is None:
             plan = Plan(tuple(p for p in PARSERS if any(a in msg for a in p.ANCHORS)),
-                        tuple(a for a in self.anchor_list if a in msg))
+                        tuple(a for a in self.anchor_list if a in msg), any(w in msg for w in ERRORISH_WORDS))
         is_stats = False
         for parser in plan.parsers:
             ev = parser.parse(line)
@@ -266,7 +269,7 @@ class Scanner:
             pending.append((line, matched))
         if not is_stats:
             ctx.add(line)
-            if not matched and is_errorish(msg) and not FRAME.match(msg):
+            if not matched and plan.errorish and not frame and ERRORISH.search(msg):
                 errorish.append(line)
 
     # -- claims ----------------------------------------------------------------------------

@@ -4,7 +4,7 @@ One EngineStats per engine origin (file, Ray pid). Rows come from `Decode batch`
 lines; checks read the arrays (pool saturation, queue growth) and reports draw them as timelines.
 
 The arrays hold every row of a small log. Of a large one (see fastscan.py) they hold every row whose
-pool usage is 0.9 or more, plus an evenly spaced sample of the others (about 4096 per file), so
+pool usage is 0.9 or more, plus an evenly spaced sample of the others (about 2048 per file), so
 memory stays flat whatever the log's size; `total` counts every row seen, stored or not.
 """
 
@@ -21,7 +21,7 @@ def engine_key(file: str, pid: str, text: str) -> str:
     """One timeline per engine: the file, the Ray actor pid, and the DP group (each DP-attention group logs its
     own stats from its attention-TP rank 0, `[time DP3 TP3]`)."""
     key = file + (f" pid={pid}" if pid else "")
-    tags = sglang_rank(text) if text.startswith("[") else ""
+    tags = sglang_rank(text) if text.startswith("[") and " DP" in text[:text.find("]")] else ""
     dp = next((t for t in tags.split() if t.startswith("DP")), "")
     return f"{key} {dp}" if dp else key
 
