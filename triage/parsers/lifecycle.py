@@ -23,18 +23,18 @@ ANCHORS = ("Timer ", "phase=end ok=", "Update weights end")
 
 def parse(line: Line) -> Event | None:
     msg = line.msg
-    m = TIMER.search(msg)
+    m = TIMER.search(msg) if "Timer " in msg else None
     if m:
         fields: dict[str, object] = {"name": m["name"], "phase": m["phase"]}
         if m["seconds"]:
             fields["seconds"] = float(m["seconds"])
         return Event("timer", line, fields)
-    m = FT.search(msg)
+    m = FT.search(msg) if "phase=end ok=" in msg else None
     if m:
         fields = {"name": m["fn"], "phase": "end", "ok": m["ok"] == "true", "actor": m["cls"]}
         if m["seconds"]:
             fields["seconds"] = float(m["seconds"])
         return Event("timer", line, fields)
-    if ENGINE_UPDATE.search(msg):
+    if "Update weights end" in msg and ENGINE_UPDATE.search(msg):
         return Event("timer", line, {"name": "update_weights", "phase": "end", "ok": True, "actor": "engine"})
     return None

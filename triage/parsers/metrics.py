@@ -37,15 +37,20 @@ def _float(v: str) -> float:
     return float(v)
 
 
-SLIME_TAGS = ("step ", "rollout ", "perf ", "eval ", "multi_turn ")  # one is in every SLIME match
+def _values(pairs: list[tuple[str, str]]) -> dict[str, float]:
+    try:
+        return {k: float(v) for k, v in pairs}
+    except ValueError:  # a True/False among them
+        return {k: _float(v) for k, v in pairs}
+
+
 
 
 def parse(line: Line) -> Event | None:
     msg = line.msg
-    m = SLIME.search(msg) if ": {" in msg and any(t in msg for t in SLIME_TAGS) else None
+    m = SLIME.search(msg) if ": {" in msg else None
     if m:
-        values = {k: float(v) if v[0] != "T" and v[0] != "F" else float(v == "True")
-                  for k, v in DICT_PAIR.findall(msg, m.end())}
+        values = _values(DICT_PAIR.findall(msg, m.end()))
         if values:
             return Event("metrics", line, {"framework": "slime", "tag": m["tag"], "step": int(m["step"]), "values": values})
     m = VERL_STEP.search(msg) if "step:" in msg else None
@@ -56,8 +61,8 @@ def parse(line: Line) -> Event | None:
         values = {p["k"]: float(p["v"]) for p in VERL_PAIR.finditer(msg)}
         if len(values) >= 3:  # a fragment of a split verl step line
             return Event("metrics", line, {"framework": "verl", "tag": "continued", "step": None, "values": values})
-    if TRL.search(msg):
-        values = {p["k"]: _float(p["v"]) for p in DICT_PAIR.finditer(msg)}
+    if "{'" in msg and TRL.search(msg):
+        values = _values(DICT_PAIR.findall(msg))
         if values:
             return Event("metrics", line, {"framework": "trl", "tag": "log", "step": None, "values": values})
     s = msg.strip()
