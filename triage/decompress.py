@@ -86,9 +86,8 @@ class UpTo(io.RawIOBase):
         if want <= 0:
             self._check_growth()
             return 0
-        data = self.raw.read(want)
-        n = len(data)
-        buffer[:n] = data
+        with memoryview(buffer) as view:
+            n = self.raw.readinto(view.cast("B")[:want]) or 0  # type: ignore[attr-defined]
         self.pos += n
         return n
 
