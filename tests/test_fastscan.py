@@ -103,13 +103,30 @@ def test_rule_hits_come_from_the_anchors_the_prefilter_found(tmp_path: Path) -> 
     "(SGLangEngine pid=4100, ip=10.0.0.1) " + stats_lines(1, "0.99", 3)[0],
     "NUL\x00 bytes before: Segmentation fault (core dumped)",
 ])
-def test_chunks_the_prefilter_cannot_vouch_for_take_the_python_path(tmp_path: Path, extra: str) -> None:
+def test_colour_codes_redraws_ray_prefixes_and_nuls_give_what_the_python_path_gives(tmp_path: Path, extra: str) -> None:
     log = tmp_path / "sglang-engine-0.log"
     log.write_text("\n".join(stats_lines(10) + [extra] + stats_lines(10)) + "\n")
     fast, slow = scan(log), scan(log, native=False)
     assert [(h.rule, h.line.lineno, h.line.text) for h in fast.hits] == \
            [(h.rule, h.line.lineno, h.line.text) for h in slow.hits]
     assert {k: es.total for k, es in fast.engines.items()} == {k: es.total for k, es in slow.engines.items()}
+
+
+def test_a_large_coloured_log_stays_on_the_native_path_with_exact_counts(tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(fastscan, "SAMPLE_ALL_BELOW", 0)
+    monkeypatch.setattr(fastscan, "TIMELINE_ROWS", 50)
+    python_chunks = []
+    monkeypatch.setattr(fastscan, "_python_chunk", lambda *a: python_chunks.append(a))
+    log = tmp_path / "sglang-engine-0.log"
+    lines = [f"\x1b[32m{ln}\x1b[0m" for ln in stats_lines(3000) + stats_lines(1, "1.00", 9)]
+    log.write_text("\n".join(lines + ["\x1b[31mRuntimeError: CUDA error: out of memory\x1b[0m"]) + "\n")
+    res = scan(log)
+    (es,) = res.engines.values()
+    assert python_chunks == []
+    assert es.total == 3001 and [ln.lineno for ln, _, _ in es.pressure] == [3001]
+    assert es.pressure[0][0].text.startswith("[2026-05-24") and "\x1b" not in es.pressure[0][0].text
+    assert [(h.line.lineno, h.line.text) for h in res.hits] == [(3002, "RuntimeError: CUDA error: out of memory")]
 
 
 def test_line_counts_and_a_missing_final_newline(tmp_path: Path) -> None:

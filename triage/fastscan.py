@@ -17,12 +17,13 @@ which path ran. Without the C helper, `available()` is False and scan.py uses th
 from __future__ import annotations
 
 import os
+import re
 from array import array
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 from .model import Line
 from .parsers import sglang
-from .read import CHUNK, MAX_LINE, TRUNCATED, iter_chunks, normalise
+from .read import ANSI, CHUNK, MAX_LINE, TRUNCATED, iter_chunks, normalise
 from .stats import EngineStats, engine_key
 
 if TYPE_CHECKING:
@@ -37,6 +38,7 @@ except ImportError:  # no compiler at install time: the Python path does everyth
 K_CAND, K_STATS, K_USAGE = 0, 1, 2
 F_CR, F_ESC, F_NUL, F_RAY = 1, 2, 4, 8
 STATS_MARKERS = ("Decode batch", "Prefill batch")
+ANSI_BYTES = re.compile(ANSI.pattern.encode())
 SAMPLE_ALL_BELOW = 1 << 20  # bytes: smaller files keep every stats row
 TIMELINE_ROWS = 2048  # stats rows sampled per larger file (plus every row with usage >= 0.9); the charts
 # draw at most 2000 points per engine (figures.MAX_POINTS), so more rows would only be averaged away
@@ -121,13 +123,18 @@ def scan_file(scanner: Scanner, lf: LogFile, stream: BinaryIO, res: FileResult, 
                                         res, ctx, pending, errorish, metrics)
         if matcher is None:
             matcher = needles.matcher(bytes(mv[:min(cut, PAIR_SAMPLE)]))
-        chunk = mv[:cut]
+        raw = mv[:cut]
+        chunk: Any = raw
         nl, flags, quiet, ns, hits = _linescan.scan(matcher, chunk, max(0, next_sample - offset), step)
-        if flags or buf[:1] == b"(":
+        if flags & (F_ESC | F_NUL) and not flags & F_CR:  # colour codes (Ray colours its prefixes), NULs
+            chunk = memoryview(ANSI_BYTES.sub(b"", chunk).replace(b"\x00", b""))  # what read.normalise removes
+            nl, flags, quiet, ns, hits = _linescan.scan(matcher, chunk, max(0, next_sample - offset), step)
+            flags &= ~(F_ESC | F_NUL)  # an ESC left over is text as the line-for-line reader sees it too
+        if flags or chunk[:1] == b"(":
             _python_chunk(scanner, lf, str(chunk, "utf-8", "replace"), lines, res, ctx, pending, errorish,
                           metrics)
         else:
-            next_sample = ns + offset
+            next_sample = offset + cut + ns - len(chunk)  # ns counts in the (maybe cleaned) chunk
             sampled = _fast_hits(scanner, lf, chunk, hits, lines, needles, res, ctx, pending, errorish, metrics)
             if quiet > sampled:
                 res.engines.setdefault(lf.rel, EngineStats(lf.rel)).skip(quiet - sampled)
@@ -135,6 +142,7 @@ def scan_file(scanner: Scanner, lf: LogFile, stream: BinaryIO, res: FileResult, 
         if final:
             return lines + (1 if cut and buf[cut - 1:cut] != b"\n" else 0)
         chunk.release()
+        raw.release()
         rest = end - cut
         buf[:rest] = buf[cut:end]
         have = rest
