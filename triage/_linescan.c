@@ -21,11 +21,42 @@
  * (the first one at or after `next_sample`, then one every `step` bytes), the count of stats lines
  * that were not candidates, the newline count and the flags. Nothing here decides what a line means:
  * that stays in Python (scan.py), which the results feed.
+ *
+ * Two implementations of the pass, with the same result on every input:
+ *   scalar  the original loop: eight bytes (four even pairs) per step, four lookups in the bit table.
+ *           It is the fallback and the reference: `scan_scalar(...)` always runs it.
+ *   avx2    x86-64 CPUs with AVX2 (checked at import with __builtin_cpu_supports; the rest of the file
+ *           is built without -mavx2). It reads 64 bytes per step as 32 little-endian 16-bit lanes (each
+ *           lane is exactly one even pair, PAIR(b[i], b[i+1])) and looks all 32 pairs up in the same bit
+ *           table with four 8-lane gathers; a shift moves each pair's bit to the lane's sign and a
+ *           movemask makes a 32-bit mask of the pairs in the table. Only those offsets are visited, in
+ *           ascending order, and each visit does what the scalar loop does at that offset (finish the
+ *           pending candidate, OR the flags, walk the needles filed under the pair), so the results are
+ *           the same by construction; needles are compared with two 8-byte loads instead of memcmp.
+ *           Newlines are counted 32 bytes at a time (compare, movemask, popcount).
+ * `scan(...)` uses avx2 when the CPU has it, unless the environment variable TRIAGE_LINESCAN_SCALAR is
+ * set (to anything but "" or "0") when the module is imported. The module attribute SIMD names the path
+ * scan() takes: "avx2", or "" for the scalar loop. tests/test_linescan_native.py compares the two.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define HAVE_AVX2_PATH 1
+#include <immintrin.h>
+#define TARGET_AVX2 __attribute__((target("avx2,popcnt")))
+#else
+#define HAVE_AVX2_PATH 0
+#endif
+
+#if defined(__GNUC__) || defined(__clang__)
+#define ALWAYS_INLINE inline __attribute__((always_inline))
+#else
+#define ALWAYS_INLINE inline
+#endif
 
 enum { K_CAND = 0, K_STATS = 1, K_USAGE = 2 };
 enum { F_CR = 1, F_ESC = 2, F_NUL = 4, F_RAY = 8 };
@@ -39,6 +70,9 @@ typedef struct {
     Py_ssize_t len, off;
     int kind;
     int32_t next;
+    /* for the fast compare (len >= 3): the first 8 bytes (zero-padded) with a mask of the bytes that
+       exist, and when len >= 8 also the last 8 bytes */
+    uint64_t head, head_mask, tail;
 } Needle;
 
 typedef struct {
@@ -54,6 +88,8 @@ typedef struct {
 
 #define PAIR(a, b) ((unsigned)(a) | ((unsigned)(b) << 8))
 
+static int use_avx2;  /* set at import: scan() takes the AVX2 path */
+
 static void matcher_free(PyObject *cap) {
     Matcher *m = (Matcher *)PyCapsule_GetPointer(cap, "triage._linescan.Matcher");
     if (m) {
@@ -61,6 +97,18 @@ static void matcher_free(PyObject *cap) {
         PyMem_Free(m->nd);
         PyMem_Free(m);
     }
+}
+
+/* The words the fast compare checks (memcpy keeps them in memory order on any byte order). */
+static void needle_words(Needle *nd) {
+    unsigned char buf[8] = {0}, ones[8] = {0};
+    size_t k = nd->len < 8 ? (size_t)nd->len : 8;
+    memcpy(buf, nd->s, k);
+    memset(ones, 0xff, k);
+    memcpy(&nd->head, buf, 8);
+    memcpy(&nd->head_mask, ones, 8);
+    nd->tail = 0;
+    if (nd->len >= 8) memcpy(&nd->tail, nd->s + nd->len - 8, 8);
 }
 
 /* compile(needles) -> matcher; needles: sequence of (bytes, pair_offset, kind) */
@@ -113,6 +161,7 @@ static PyObject *compile(PyObject *self, PyObject *args) {
             goto fail;
         }
         nd[i].s = s; nd[i].len = len; nd[i].off = off; nd[i].kind = kind;
+        needle_words(&nd[i]);
     }
     /* file each needle under its pairs at off and off+1 (the second copy lives at index n + i) */
     Needle *all = PyMem_Realloc(nd, (size_t)(2 * (n ? n : 1)) * sizeof(Needle));
@@ -159,6 +208,22 @@ static Py_ssize_t count_nl(const unsigned char *p, const unsigned char *q) {
     return c;
 }
 
+#if HAVE_AVX2_PATH
+/* Newlines in [p, q), 64 bytes per step: compare with '\n', movemask, popcount. Same result as count_nl. */
+TARGET_AVX2 static Py_ssize_t count_nl_avx2(const unsigned char *p, const unsigned char *q) {
+    Py_ssize_t c = 0;
+    const __m256i nl = _mm256_set1_epi8('\n');
+    while (q - p >= 64) {
+        __m256i a = _mm256_loadu_si256((const __m256i *)p), b = _mm256_loadu_si256((const __m256i *)(p + 32));
+        uint32_t ma = (uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(a, nl));
+        uint32_t mb = (uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(b, nl));
+        c += __builtin_popcount(ma) + __builtin_popcount(mb);
+        p += 64;
+    }
+    return c + count_nl(p, q);
+}
+#endif
+
 static int is_word(unsigned char c) {
     return c >= 0x80 || c == '_' || (c >= '0' && c <= '9') || ((c | 0x20) >= 'a' && (c | 0x20) <= 'z');
 }
@@ -196,9 +261,15 @@ static int low_usage(const unsigned char *b, Py_ssize_t v, Py_ssize_t n) {
     return v == n || b[v] == ',' || b[v] == ' ' || b[v] == '\t' || b[v] == '\n';
 }
 
+/* Start of the line holding offset s: just after the newline before s, or 0. */
 static Py_ssize_t line_start(const unsigned char *b, Py_ssize_t s) {
+#if defined(__GLIBC__)
+    const unsigned char *e = s > 0 ? memrchr(b, '\n', (size_t)s) : NULL;
+    return e ? e - b + 1 : 0;
+#else
     while (s > 0 && b[s - 1] != '\n') s--;
     return s;
+#endif
 }
 
 static Py_ssize_t line_end(const unsigned char *b, Py_ssize_t n, Py_ssize_t s) {
@@ -210,10 +281,11 @@ typedef struct {
     const unsigned char *b;
     Py_ssize_t nl_pos, nl_cnt;
     PyObject *out;
+    Py_ssize_t (*count)(const unsigned char *, const unsigned char *);  /* count_nl or a SIMD twin */
 } Emit;
 
 static int emit(Emit *em, int kind, Py_ssize_t bol, Py_ssize_t eol, PyObject *ids) {
-    em->nl_cnt += count_nl(em->b + em->nl_pos, em->b + bol);
+    em->nl_cnt += em->count(em->b + em->nl_pos, em->b + bol);
     em->nl_pos = bol;
     PyObject *t = Py_BuildValue("(innnO)", kind, em->nl_cnt, bol, eol, ids ? ids : Py_None);
     if (!t) return -1;
@@ -222,45 +294,131 @@ static int emit(Emit *em, int kind, Py_ssize_t bol, Py_ssize_t eol, PyObject *id
     return r;
 }
 
-/* scan(matcher, buffer, next_sample, step)
- *   -> (lines, flags, quiet_stats, next_sample, [(kind, line_index, start, end, ids), ...])
- * kind 0: candidate line, ids = tuple of the needle indices found in it; kind 1: sampled stats line.
- * line_index counts newlines before the line (0 for the buffer's first line).
- * Per stats line the cost is two needle checks (its marker and its usage value); only sampled and
- * candidate lines have their bounds looked up. */
-static PyObject *scan(PyObject *self, PyObject *args) {
-    PyObject *cap;
-    Py_buffer view;
-    Py_ssize_t next_sample, step;
-    (void)self;
-    if (!PyArg_ParseTuple(args, "Oy*nn", &cap, &view, &next_sample, &step)) return NULL;
-    Matcher *m = (Matcher *)PyCapsule_GetPointer(cap, "triage._linescan.Matcher");
-    if (!m) { PyBuffer_Release(&view); return NULL; }
-    const unsigned char *b = view.buf;
-    Py_ssize_t n = view.len, quiet = 0;
-    int flags = 0;
-    Emit em = {b, 0, 0, PyList_New(0)};
-    if (!em.out) { PyBuffer_Release(&view); return NULL; }
-    Py_ssize_t last_mark = -1, last_sample = -1;  /* newest counted marker, newest sampled line start */
-    Py_ssize_t c_bol = -1, c_eol = -1;            /* the pending candidate line */
-    PyObject *ids = NULL;
-    int err = 0;
-    const uint8_t *bits = m->bits;
+/* The state of one scan() call, shared by both loops. */
+typedef struct {
+    const Matcher *m;
+    const unsigned char *b;
+    Py_ssize_t n, quiet, next_sample, step;
+    int flags;
+    Emit em;
+    Py_ssize_t last_mark, last_sample;  /* newest counted marker, newest sampled line start */
+    Py_ssize_t c_bol, c_eol;            /* the pending candidate line (c_bol < 0: none) */
+    PyObject *ids;                      /* its needle indices */
+} Scan;
 
-#define FINISH_CAND()                                                             \
-    do {                                                                          \
-        if (c_bol >= 0) {                                                         \
-            PyObject *tup = PyList_AsTuple(ids);                                  \
-            Py_CLEAR(ids);                                                        \
-            if (!tup || emit(&em, 0, c_bol, c_eol, tup) < 0) { Py_XDECREF(tup); err = 1; goto done; } \
-            Py_DECREF(tup);                                                       \
-            c_bol = -1;                                                           \
-        }                                                                         \
-    } while (0)
-#define TEST(p) (bits[(p) >> 3] >> ((p)&7))
+/* Emit the pending candidate line, if any. */
+static int finish_cand(Scan *st) {
+    if (st->c_bol < 0) return 0;
+    PyObject *tup = PyList_AsTuple(st->ids);
+    Py_CLEAR(st->ids);
+    if (!tup || emit(&st->em, 0, st->c_bol, st->c_eol, tup) < 0) { Py_XDECREF(tup); return -1; }
+    Py_DECREF(tup);
+    st->c_bol = -1;
+    return 0;
+}
 
+static int append_id(PyObject *ids, Py_ssize_t id) {
+    PyObject *v = PyLong_FromSsize_t(id);
+    if (!v || PyList_Append(ids, v) < 0) { Py_XDECREF(v); return -1; }
+    Py_DECREF(v);
+    return 0;
+}
+
+/* Needle entry e (filed under the pair at offset i) occurs at s = i - off: what it means for its line.
+ * Per stats line this is two calls (its marker and its usage value); only sampled and candidate lines
+ * have their bounds looked up. */
+static int found(Scan *st, int32_t e, Py_ssize_t s) {
+    const Matcher *m = st->m;
+    const Needle *nd = &m->nd[e];
+    const unsigned char *b = st->b;
+    Py_ssize_t n = st->n;
+    Py_ssize_t id = e < m->n ? e : e - m->n;
+    if (st->c_bol >= 0 && s < st->c_eol) return append_id(st->ids, id);  /* inside the candidate line */
+    int cand = nd->kind == K_CAND;
+    if (nd->kind == K_STATS) {
+        if (!stats_shape(b, n, s, nd->len)) cand = 1;  /* `Decode batch` in other words */
+        else {
+            st->quiet++;
+            st->last_mark = s;
+            if (s >= st->next_sample) {
+                Py_ssize_t bol = line_start(b, s);
+                if (b[bol] == '(') st->flags |= F_RAY;  /* a Ray actor prefix: the row's engine is its pid */
+                if (b[bol] == ' ' || b[bol] == '\t') cand = 1;  /* may be traceback context */
+                else {
+                    if (emit(&st->em, 1, bol, line_end(b, n, s), NULL) < 0) return -1;
+                    st->last_sample = bol;
+                    st->next_sample = bol + st->step;
+                }
+            }
+        }
+    } else if (nd->kind == K_USAGE) {
+        if (!low_usage(b, s + nd->len, n)) cand = 1;  /* Python checks it is a stats row */
+    }
+    if (!cand) return 0;
+    Py_ssize_t bol = line_start(b, s);
+    if (st->last_mark >= bol) { st->quiet--; st->last_mark = -1; }  /* counted as quiet, but Python parses it */
+    if (st->last_sample == bol) {  /* sampled a moment ago: it is a candidate instead */
+        Py_ssize_t k = PyList_GET_SIZE(st->em.out) - 1;
+        if (PyList_SetSlice(st->em.out, k, k + 1, NULL) < 0) return -1;
+        st->last_sample = -1;
+    }
+    st->c_bol = bol;
+    st->c_eol = line_end(b, n, s);
+    Py_XSETREF(st->ids, PyList_New(0));
+    if (!st->ids) return -1;
+    return append_id(st->ids, id);
+}
+
+/* Is needle nd at b + s? The caller has checked 0 <= s and s + len <= n. One or two 8-byte loads where
+ * the buffer allows them (both within [s, s + len) or, for a short needle, within the buffer). */
+static ALWAYS_INLINE int needle_at(const unsigned char *b, Py_ssize_t n, Py_ssize_t s, const Needle *nd) {
+    uint64_t w;
+    if (nd->len >= 8) {
+        memcpy(&w, b + s, 8);
+        if (w != nd->head) return 0;
+        memcpy(&w, b + s + nd->len - 8, 8);
+        if (w != nd->tail) return 0;
+        return nd->len <= 16 || !memcmp(b + s + 8, nd->s + 8, (size_t)(nd->len - 16));
+    }
+    if (s + 8 <= n) {
+        memcpy(&w, b + s, 8);
+        return (w & nd->head_mask) == nd->head;
+    }
+    return !memcmp(b + s, nd->s, (size_t)nd->len);
+}
+
+/* What both loops do at an even offset i whose pair is in the table: finish the pending candidate once
+ * past its line, note single-byte flags, and check the needles filed under the pair. `fast` picks
+ * needle_at over memcmp (a constant at each call site; the two agree). */
+static ALWAYS_INLINE int visit(Scan *st, Py_ssize_t i, int fast) {
+    const Matcher *m = st->m;
+    const unsigned char *b = st->b;
+    Py_ssize_t n = st->n;
+    if (st->c_bol >= 0 && i >= st->c_eol && finish_cand(st) < 0) return -1;
+    st->flags |= m->single[b[i]] | m->single[b[i + 1]];
+    unsigned p = PAIR(b[i], b[i + 1]);
+    unsigned h = slot_of(p);
+    while (m->slot_pair[h] && m->slot_pair[h] != p + 1) h = (h + 1) & (HSLOTS - 1);
+    int32_t first = m->slot_pair[h] ? m->slot_head[h] : -1;  /* no entry: a single-byte flag pair */
+    for (int32_t e = first; e >= 0; e = m->nd[e].next) {
+        const Needle *nd = &m->nd[e];
+        Py_ssize_t s = i - nd->off;
+        if (s < 0 || s + nd->len > n) continue;
+        if (fast ? !needle_at(b, n, s, nd) : memcmp(b + s, nd->s, (size_t)nd->len) != 0) continue;
+        if (found(st, e, s) < 0) return -1;
+    }
+    return 0;
+}
+
+#define TEST(bits, p) ((bits)[(p) >> 3] >> ((p)&7))
+
+/* The scalar loop: even offsets, eight bytes (four pairs) per table test while nothing is found. */
+static int run_scalar(Scan *st) {
+    const unsigned char *b = st->b;
+    const uint8_t *bits = st->m->bits;
+    Py_ssize_t n = st->n;
     for (Py_ssize_t i = 0; i + 1 < n; i += 2) {
-        while (i + 8 <= n) {  /* eight bytes (four pairs) per test while nothing is found */
+        while (i + 8 <= n) {
             uint64_t w;
             memcpy(&w, b + i, 8);
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
@@ -268,75 +426,120 @@ static PyObject *scan(PyObject *self, PyObject *args) {
 #endif
             unsigned p0 = (unsigned)(w & 0xffff), p1 = (unsigned)((w >> 16) & 0xffff);
             unsigned p2 = (unsigned)((w >> 32) & 0xffff), p3 = (unsigned)(w >> 48);
-            if ((TEST(p0) | TEST(p1) | TEST(p2) | TEST(p3)) & 1) break;
+            if ((TEST(bits, p0) | TEST(bits, p1) | TEST(bits, p2) | TEST(bits, p3)) & 1) break;
             i += 8;
         }
         if (i + 1 >= n) break;
         unsigned p = PAIR(b[i], b[i + 1]);
-        if (!(bits[p >> 3] & (1u << (p & 7)))) continue;
-        if (c_bol >= 0 && i >= c_eol) FINISH_CAND();
-        flags |= m->single[b[i]] | m->single[b[i + 1]];
-        unsigned h = slot_of(p);
-        while (m->slot_pair[h] && m->slot_pair[h] != p + 1) h = (h + 1) & (HSLOTS - 1);
-        int32_t first = m->slot_pair[h] ? m->slot_head[h] : -1;  /* no entry: a single-byte flag pair */
-        for (int32_t e = first; e >= 0; e = m->nd[e].next) {
-            const Needle *nd = &m->nd[e];
-            Py_ssize_t s = i - nd->off;
-            if (s < 0 || s + nd->len > n || memcmp(b + s, nd->s, (size_t)nd->len)) continue;
-            Py_ssize_t id = e < m->n ? e : e - m->n;
-            if (c_bol >= 0 && s < c_eol) {  /* inside the candidate line: just note the needle */
-                PyObject *v = PyLong_FromSsize_t(id);
-                if (!v || PyList_Append(ids, v) < 0) { Py_XDECREF(v); err = 1; goto done; }
-                Py_DECREF(v);
-                continue;
-            }
-            int cand = nd->kind == K_CAND;
-            if (nd->kind == K_STATS) {
-                if (!stats_shape(b, n, s, nd->len)) cand = 1;  /* `Decode batch` in other words */
-                else {
-                    quiet++;
-                    last_mark = s;
-                    if (s >= next_sample) {
-                        Py_ssize_t bol = line_start(b, s);
-                        if (b[bol] == '(') flags |= F_RAY;  /* a Ray actor prefix: the row's engine is its pid */
-                        if (b[bol] == ' ' || b[bol] == '\t') cand = 1;  /* may be traceback context */
-                        else {
-                            if (emit(&em, 1, bol, line_end(b, n, s), NULL) < 0) { err = 1; goto done; }
-                            last_sample = bol;
-                            next_sample = bol + step;
-                        }
-                    }
-                }
-            } else if (nd->kind == K_USAGE) {
-                if (!low_usage(b, s + nd->len, n)) cand = 1;  /* Python checks it is a stats row */
-            }
-            if (!cand) continue;
-            Py_ssize_t bol = line_start(b, s);
-            if (last_mark >= bol) { quiet--; last_mark = -1; }  /* counted as quiet, but Python parses it */
-            if (last_sample == bol) {  /* sampled a moment ago: it is a candidate instead */
-                Py_ssize_t k = PyList_GET_SIZE(em.out) - 1;
-                if (PyList_SetSlice(em.out, k, k + 1, NULL) < 0) { err = 1; goto done; }
-                last_sample = -1;
-            }
-            c_bol = bol;
-            c_eol = line_end(b, n, s);
-            ids = PyList_New(0);
-            PyObject *v = PyLong_FromSsize_t(id);
-            if (!ids || !v || PyList_Append(ids, v) < 0) { Py_XDECREF(v); err = 1; goto done; }
-            Py_DECREF(v);
-        }
+        if (!(TEST(bits, p) & 1)) continue;
+        if (visit(st, i, 0) < 0) return -1;
     }
-    if (n > 0) flags |= m->single[b[n - 1]];  /* the last byte of an odd-length buffer */
-    FINISH_CAND();
-done:
-    Py_XDECREF(ids);
-    PyBuffer_Release(&view);
-    if (err) { Py_DECREF(em.out); return NULL; }
-    Py_ssize_t lines = em.nl_cnt + count_nl(b + em.nl_pos, b + n);
-    return Py_BuildValue("(ninnN)", lines, flags, quiet, next_sample, em.out);
+    return 0;
 }
 
-/* pair_counts(buffer) -> bytes of 65536 saturating one-byte counts of each two-byte pair (x / 16). */
+#if HAVE_AVX2_PATH
+/* Table bits of 8 even pairs (eight 16-bit lanes): bit k of the result is pair k's bit. The table is
+ * read as 2048 little-endian 32-bit words (x86 is little-endian): pair p is bit p & 31 of word p >> 5. */
+TARGET_AVX2 static ALWAYS_INLINE uint32_t pairs8(const int *words, __m128i pairs) {
+    __m256i p = _mm256_cvtepu16_epi32(pairs);
+    __m256i w = _mm256_i32gather_epi32(words, _mm256_srli_epi32(p, 5), 4);
+    __m256i up = _mm256_andnot_si256(p, _mm256_set1_epi32(31));  /* 31 - (p & 31): the bit to the sign */
+    return (uint32_t)_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_sllv_epi32(w, up)));
+}
+
+/* Table bits of the 32 even pairs in 64 bytes at q: bit k is the pair at q + 2k. */
+TARGET_AVX2 static ALWAYS_INLINE uint32_t pairs32(const int *words, const unsigned char *q) {
+    __m256i a = _mm256_loadu_si256((const __m256i *)q), c = _mm256_loadu_si256((const __m256i *)(q + 32));
+    uint32_t m0 = pairs8(words, _mm256_castsi256_si128(a)), m1 = pairs8(words, _mm256_extracti128_si256(a, 1));
+    uint32_t m2 = pairs8(words, _mm256_castsi256_si128(c)), m3 = pairs8(words, _mm256_extracti128_si256(c, 1));
+    return m0 | m1 << 8 | m2 << 16 | m3 << 24;
+}
+
+/* The AVX2 loop: the same visits as run_scalar. The table is looked up for a window of WIN bytes first
+ * (no branches, so the gathers of many blocks overlap), then the window's hits are visited in order;
+ * the tail (< 64 bytes) pair by pair. */
+#define WIN 4096
+TARGET_AVX2 static int run_avx2(Scan *st) {
+    const unsigned char *b = st->b;
+    const uint8_t *bits = st->m->bits;
+    const int *words = (const int *)(const void *)bits;
+    Py_ssize_t n = st->n, blk = 0;
+    uint32_t masks[WIN / 64];
+    while (blk + 64 <= n) {
+        Py_ssize_t nb = (n - blk) / 64;
+        if (nb > WIN / 64) nb = WIN / 64;
+        for (Py_ssize_t k = 0; k < nb; k++) masks[k] = pairs32(words, b + blk + 64 * k);
+        for (Py_ssize_t k = 0; k < nb; k++) {
+            uint32_t hit = masks[k];
+            while (hit) {
+                Py_ssize_t i = blk + 64 * k + 2 * (Py_ssize_t)__builtin_ctz(hit);
+                hit &= hit - 1;
+                if (visit(st, i, 1) < 0) return -1;
+            }
+        }
+        blk += 64 * nb;
+    }
+    for (Py_ssize_t i = blk; i + 1 < n; i += 2) {
+        unsigned p = PAIR(b[i], b[i + 1]);
+        if ((TEST(bits, p) & 1) && visit(st, i, 1) < 0) return -1;
+    }
+    return 0;
+}
+#endif
+
+/* scan(matcher, buffer, next_sample, step)
+ *   -> (lines, flags, quiet_stats, next_sample, [(kind, line_index, start, end, ids), ...])
+ * kind 0: candidate line, ids = tuple of the needle indices found in it; kind 1: sampled stats line.
+ * line_index counts newlines before the line (0 for the buffer's first line). */
+static PyObject *scan_with(PyObject *args, int simd) {
+    PyObject *cap;
+    Py_buffer view;
+    Py_ssize_t next_sample, step;
+    if (!PyArg_ParseTuple(args, "Oy*nn", &cap, &view, &next_sample, &step)) return NULL;
+    Matcher *m = (Matcher *)PyCapsule_GetPointer(cap, "triage._linescan.Matcher");
+    if (!m) { PyBuffer_Release(&view); return NULL; }
+    Scan st = {0};
+    st.m = m;
+    st.b = view.buf;
+    st.n = view.len;
+    st.next_sample = next_sample;
+    st.step = step;
+    st.em.b = st.b;
+    st.em.count = count_nl;
+    st.last_mark = st.last_sample = st.c_bol = st.c_eol = -1;
+    st.em.out = PyList_New(0);
+    if (!st.em.out) { PyBuffer_Release(&view); return NULL; }
+    int err;
+#if HAVE_AVX2_PATH
+    if (simd) {
+        st.em.count = count_nl_avx2;
+        err = run_avx2(&st) < 0;
+    } else
+#endif
+        err = run_scalar(&st) < 0;
+    (void)simd;
+    if (!err) {
+        if (st.n > 0) st.flags |= m->single[st.b[st.n - 1]];  /* the last byte of an odd-length buffer */
+        err = finish_cand(&st) < 0;
+    }
+    Py_XDECREF(st.ids);
+    PyBuffer_Release(&view);
+    if (err) { Py_DECREF(st.em.out); return NULL; }
+    Py_ssize_t lines = st.em.nl_cnt + st.em.count(st.b + st.em.nl_pos, st.b + st.n);
+    return Py_BuildValue("(ninnN)", lines, st.flags, st.quiet, st.next_sample, st.em.out);
+}
+
+static PyObject *scan(PyObject *self, PyObject *args) {
+    (void)self;
+    return scan_with(args, use_avx2);
+}
+
+static PyObject *scan_scalar(PyObject *self, PyObject *args) {
+    (void)self;
+    return scan_with(args, 0);
+}
+
+/* pair_counts(buffer) -> bytes of 65536 uint32 counts (native order) of each two-byte pair. */
 static PyObject *pair_counts(PyObject *self, PyObject *args) {
     (void)self;
     Py_buffer view;
@@ -355,6 +558,7 @@ static PyObject *pair_counts(PyObject *self, PyObject *args) {
 static PyMethodDef methods[] = {
     {"compile", compile, METH_VARARGS, "compile(needles) -> matcher"},
     {"scan", scan, METH_VARARGS, "scan(matcher, buffer, next_sample, step) -> (lines, flags, quiet, next_sample, hits)"},
+    {"scan_scalar", scan_scalar, METH_VARARGS, "scan() on the scalar loop, whatever the CPU (the reference)"},
     {"pair_counts", pair_counts, METH_VARARGS, "pair_counts(buffer) -> 65536 uint32 counts (native order)"},
     {NULL, NULL, 0, NULL},
 };
@@ -363,4 +567,19 @@ static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT, "_linescan", "Literal line prefilter for triage.", -1, methods, NULL, NULL, NULL, NULL,
 };
 
-PyMODINIT_FUNC PyInit__linescan(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__linescan(void) {
+    PyObject *mod = PyModule_Create(&module);
+    if (!mod) return NULL;
+    const char *off = getenv("TRIAGE_LINESCAN_SCALAR");
+    use_avx2 = 0;
+#if HAVE_AVX2_PATH
+    __builtin_cpu_init();
+    use_avx2 = __builtin_cpu_supports("avx2") && !(off && *off && strcmp(off, "0") != 0);
+#endif
+    (void)off;
+    if (PyModule_AddStringConstant(mod, "SIMD", use_avx2 ? "avx2" : "") < 0) {
+        Py_DECREF(mod);
+        return NULL;
+    }
+    return mod;
+}
