@@ -1,8 +1,8 @@
 """The SIMD path of the C prefilter (`_linescan.scan`) must return exactly what its scalar loop returns.
 
-`_linescan.scan_scalar` always runs the scalar loop (the reference); `scan` takes the SIMD path when the
-CPU has one (`_linescan.SIMD` names it; "" means scan is the scalar loop too, and these tests then only
-check that the two entry points agree). Inputs: every text file under fixtures/, needles at every
+`_linescan.scan_scalar` always runs the scalar loop (the reference); `scan` takes the loop that
+`_linescan.set_simd` chose (by default the fastest of `_linescan.PATHS`, the SIMD paths this CPU runs;
+`_linescan.SIMD` names it). Each test runs every path in PATHS against the scalar loop. Inputs: every text file under fixtures/, needles at every
 offset around 16/32/64-byte block boundaries and at the ends of the buffer, odd lengths, \\r / ESC / NUL
 lines, the empty buffer, and random buffers built from needle fragments (hypothesis), with the
 library's needles and with small random needle sets that collide a lot.
@@ -46,11 +46,24 @@ def texts(needles: fastscan.Needles) -> list[bytes]:
     return [n for n, _ in needles.items if len(n) > 1]
 
 
+PATHS = tuple(getattr(ls, "PATHS", ()))
+
+
+@pytest.fixture(autouse=True, scope="module")
+def restore_path():  # type: ignore[no-untyped-def]
+    default = ls.SIMD
+    yield
+    ls.set_simd(default)
+
+
 def same(matcher: object, buf: bytes, steps: tuple[tuple[int, int], ...] = STEPS) -> None:
+    """Every SIMD path this CPU has gives what the scalar loop gives."""
     for next_sample, step in steps:
         want = ls.scan_scalar(matcher, buf, next_sample, step)
-        got = ls.scan(matcher, buf, next_sample, step)
-        assert got == want, (buf[:200], next_sample, step)
+        for path in PATHS:
+            ls.set_simd(path)
+            got = ls.scan(matcher, buf, next_sample, step)
+            assert got == want, (path, buf[:200], next_sample, step)
 
 
 def matcher_for(needles: fastscan.Needles, buf: bytes) -> object:
@@ -58,7 +71,20 @@ def matcher_for(needles: fastscan.Needles, buf: bytes) -> object:
 
 
 def test_the_module_says_which_path_scan_takes() -> None:
-    assert ls.SIMD in ("", "avx2")
+    assert set(PATHS) <= {"avx2", "avx512vbmi"}
+    assert ls.SIMD in PATHS + ("",)
+    old = ls.set_simd("")
+    assert ls.SIMD == "" and ls.set_simd(old) == ""
+    with pytest.raises(ValueError):
+        ls.set_simd("sse9")
+
+
+def test_more_single_bytes_than_the_compare_takes() -> None:
+    """Up to 4 single-byte needles are compared in registers; with more, scan still agrees."""
+    spec = [(b"Decode batch", 0, 1), (b"usage: ", 1, 2)] + [(bytes([c]), 0, 1 << k) for k, c in enumerate(b"\r\x1b\x00\x07\x08")]
+    m = ls.compile(spec)
+    for special in b"\r\x1b\x00\x07\x08":
+        same(m, DECODE + b"\n" + FILLER + bytes([special]) + b"\n" + DECODE)
 
 
 def test_empty_and_tiny_buffers(needles: fastscan.Needles, texts: list[bytes]) -> None:

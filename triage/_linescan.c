@@ -48,8 +48,11 @@
 #define HAVE_AVX2_PATH 1
 #include <immintrin.h>
 #define TARGET_AVX2 __attribute__((target("avx2,popcnt")))
+#define HAVE_AVX512_PATH 1
+#define TARGET_AVX512 __attribute__((target("avx2,avx512f,avx512bw,avx512vbmi,popcnt")))
 #else
 #define HAVE_AVX2_PATH 0
+#define HAVE_AVX512_PATH 0
 #endif
 
 #if defined(__GNUC__) || defined(__clang__)
@@ -65,8 +68,11 @@ enum { F_CR = 1, F_ESC = 2, F_NUL = 4, F_RAY = 8 };
 
 static unsigned slot_of(unsigned p) { return (p * 40503u) >> 4 & (HSLOTS - 1); }
 
-#define KMUL 0x9E3779B1u  /* an odd 32-bit multiplier; the top bits of the product hash a window */
-static unsigned khash(uint32_t w) { return (w * KMUL) >> 16; }             /* 16 bits: the kbits index */
+/* The AVX-512 path's Bloom filter of pairs: hash k of pair p is the top 10 bits of the 16-bit product
+ * p * BLOOM_MUL[k]: byte (h >> 3) of table k, bit (h & 7). */
+#define BLOOM_K 3
+static const uint16_t BLOOM_MUL[BLOOM_K] = {0x9E37, 0x85EB, 0xC2B3};  /* odd, otherwise arbitrary */
+static unsigned bloom_hash(unsigned p, int k) { return (uint16_t)(p * BLOOM_MUL[k]) >> 6; }
 
 typedef struct {
     const unsigned char *s;
@@ -87,27 +93,26 @@ typedef struct {
     Py_ssize_t n;
     Needle *nd;
     PyObject *keep;
-    /* What the AVX2 path finds occurrences with (built by detect_build; see the header comment). */
-    int simd_ok;                 /* 0: scan() runs the scalar loop for this matcher */
-    uint8_t kbits[8192];         /* long needles: bit khash(w) for each of their four 4-byte windows w */
-    int nlong;
-    uint8_t tlo[3][16], thi[3][16];  /* short needles: nibble masks of 8 buckets, per trigram byte */
-    int32_t tbucket[8];          /* first short needle of each bucket (-1: none); chained by tnext */
-    int32_t *tnext;
-    int nshort, nsingle;
+    /* For the AVX-512 path (built by simd_build; see the header comment). */
+    int simd_ok;                 /* 0: that path runs the scalar loop for this matcher (> 4 single bytes) */
+    int nsingle;
     unsigned char singles[4];    /* the distinct single-byte needles */
+    uint8_t bloom[BLOOM_K][128]; /* the needles' pairs under BLOOM_K hashes of 10 bits (1024-bit tables) */
 } Matcher;
 
 #define PAIR(a, b) ((unsigned)(a) | ((unsigned)(b) << 8))
 
-static int use_avx2;  /* set at import: scan() takes the AVX2 path */
+/* The loops scan() can take; path_ok says which this CPU runs (set at import). */
+enum { P_SCALAR = 0, P_AVX2 = 1, P_AVX512 = 2, P_COUNT = 3 };
+static const char *const PATH_NAME[P_COUNT] = {"", "avx2", "avx512vbmi"};
+static int path_ok[P_COUNT] = {1, 0, 0};
+static int path;  /* the loop scan() takes */
 
 static void matcher_free(PyObject *cap) {
     Matcher *m = (Matcher *)PyCapsule_GetPointer(cap, "triage._linescan.Matcher");
     if (m) {
         Py_XDECREF(m->keep);
         PyMem_Free(m->nd);
-        PyMem_Free(m->tnext);
         PyMem_Free(m);
     }
 }
@@ -124,59 +129,28 @@ static void needle_words(Needle *nd) {
     if (nd->len >= 8) memcpy(&nd->tail, nd->s + nd->len - 8, 8);
 }
 
-/* The AVX2 path's detector for m. Long needles (7+ bytes) go under their four 4-byte windows starting at
- * f = off - 2 (clamped to [0, len - 7]): one of those four starts at a multiple of 4 wherever the needle
- * occurs, and that is the only kind of window the AVX2 loop hashes. Short needles (3-6 bytes) go into one
- * of 8 buckets by their filed trigram (at off), as nibble masks per trigram byte. Single bytes are
- * compared directly; with more than 4 distinct ones the matcher stays on the scalar loop. */
-static int detect_build(Matcher *m) {
-    Py_ssize_t n = m->n;
-    m->tnext = PyMem_Malloc((size_t)(n ? n : 1) * sizeof(int32_t));
-    if (!m->tnext) return -1;
-    for (int k = 0; k < 8; k++) m->tbucket[k] = -1;
+/* What the AVX-512 path needs beyond the pair table: the distinct single bytes (compared directly; with
+ * more than 4 the matcher stays on the scalar loop there) and the Bloom filter of the needles' pairs. */
+static void simd_build(Matcher *m) {
     m->simd_ok = 1;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        const Needle *nd = &m->nd[i];
-        if (nd->len == 0) {  /* a single byte */
-            unsigned char c = (unsigned char)PyBytes_AS_STRING(PyTuple_GET_ITEM(m->keep, i))[0];
+    for (Py_ssize_t k = 0; k < 2 * m->n; k++) {
+        const Needle *nd = &m->nd[k];
+        if (nd->len == 0) {
+            if (k >= m->n) continue;
+            unsigned char c = (unsigned char)PyBytes_AS_STRING(PyTuple_GET_ITEM(m->keep, k))[0];
             int seen = 0;
-            for (int k = 0; k < m->nsingle; k++) seen |= m->singles[k] == c;
+            for (int q = 0; q < m->nsingle; q++) seen |= m->singles[q] == c;
             if (seen) continue;
             if (m->nsingle == 4) m->simd_ok = 0;
             else m->singles[m->nsingle++] = c;
-        } else if (nd->len >= 7) {
-            m->nlong++;
-            Py_ssize_t f = nd->off >= 2 ? nd->off - 2 : 0;  /* then each window holds a filed pair */
-            if (f > nd->len - 7) f = nd->len - 7;
-            for (Py_ssize_t w = f; w < f + 4; w++) {
-                uint32_t key;
-                memcpy(&key, nd->s + w, 4);
-                unsigned h = khash(key);
-                m->kbits[h >> 3] |= (uint8_t)(1u << (h & 7));
-            }
-        } else {
-            /* an empty bucket while there is one; then the bucket whose masks grow least (a bucket's
-               nibble masks pass every mix of its needles' nibbles, so similar trigrams share one) */
-            int k = m->nshort < 8 ? m->nshort : 0, best = 99;
-            for (int q = 0; m->nshort >= 8 && q < 8; q++) {
-                int cost = 0;
-                for (int t = 0; t < 3; t++) {
-                    unsigned char c = nd->s[nd->off + t];
-                    cost += !(m->tlo[t][c & 15] >> q & 1) + !(m->thi[t][c >> 4] >> q & 1);
-                }
-                if (cost < best) { best = cost; k = q; }
-            }
-            m->nshort++;
-            for (int t = 0; t < 3; t++) {
-                unsigned char c = nd->s[nd->off + t];
-                m->tlo[t][c & 15] |= (uint8_t)(1u << k);
-                m->thi[t][c >> 4] |= (uint8_t)(1u << k);
-            }
-            m->tnext[i] = m->tbucket[k];
-            m->tbucket[k] = (int32_t)i;
+            continue;
+        }
+        unsigned p = PAIR(nd->s[nd->off], nd->s[nd->off + 1]);
+        for (int q = 0; q < BLOOM_K; q++) {
+            unsigned h = bloom_hash(p, q);
+            m->bloom[q][h >> 3] |= (uint8_t)(1u << (h & 7));
         }
     }
-    return 0;
 }
 
 /* compile(needles) -> matcher; needles: sequence of (bytes, pair_offset, kind) */
@@ -251,7 +225,7 @@ static PyObject *compile(PyObject *self, PyObject *args) {
     }
     Py_DECREF(fast);
     m->n = n; m->nd = nd; m->keep = keep;
-    if (detect_build(m) < 0) { Py_DECREF(keep); PyMem_Free(nd); PyMem_Free(m); return PyErr_NoMemory(); }
+    simd_build(m);
     PyObject *cap = PyCapsule_New(m, "triage._linescan.Matcher", matcher_free);
     if (!cap) { Py_DECREF(keep); PyMem_Free(nd); PyMem_Free(m); }
     return cap;
@@ -396,7 +370,7 @@ static int append_id(PyObject *ids, Py_ssize_t id) {
 /* Needle entry e (filed under the pair at offset i) occurs at s = i - off: what it means for its line.
  * Per stats line this is two calls (its marker and its usage value); only sampled and candidate lines
  * have their bounds looked up. */
-static int found(Scan *st, int32_t e, Py_ssize_t s) {
+static ALWAYS_INLINE int found(Scan *st, int32_t e, Py_ssize_t s) {
     const Matcher *m = st->m;
     const Needle *nd = &m->nd[e];
     const unsigned char *b = st->b;
@@ -507,121 +481,113 @@ static int run_scalar(Scan *st) {
 }
 
 #if HAVE_AVX2_PATH
-/* 8 four-byte windows (the 32-bit lanes of v) against the hashed window table: bit k of the result is
- * set when lane k's hash bit is. kbits is read as 2048 little-endian 32-bit words (x86 is little-endian):
- * hash h is bit h & 31 of word h >> 5. A gather fetches the 8 words; a shift moves each lane's bit to
- * its sign, and a movemask collects the signs. */
-TARGET_AVX2 static ALWAYS_INLINE uint32_t windows8(const int *kwords, __m256i v) {
-    __m256i h = _mm256_srli_epi32(_mm256_mullo_epi32(v, _mm256_set1_epi32((int)KMUL)), 16);
-    __m256i w = _mm256_i32gather_epi32(kwords, _mm256_srli_epi32(h, 5), 4);
-    __m256i up = _mm256_andnot_si256(h, _mm256_set1_epi32(31));  /* 31 - (h & 31) */
+/* ---- AVX2: the pair table itself, 32 pairs per 64 bytes through gathers ---- */
+
+/* Table bits of 8 even pairs (eight 16-bit lanes): bit k of the result is pair k's bit. The table is
+ * read as 2048 little-endian 32-bit words (x86 is little-endian): pair p is bit p & 31 of word p >> 5.
+ * A gather fetches the 8 words; a shift moves each pair's bit to its lane's sign; a movemask collects. */
+TARGET_AVX2 static ALWAYS_INLINE uint32_t pairs8(const int *words, __m128i pairs) {
+    __m256i p = _mm256_cvtepu16_epi32(pairs);
+    __m256i w = _mm256_i32gather_epi32(words, _mm256_srli_epi32(p, 5), 4);
+    __m256i up = _mm256_andnot_si256(p, _mm256_set1_epi32(31));  /* 31 - (p & 31) */
     return (uint32_t)_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_sllv_epi32(w, up)));
 }
 
-/* The 8 buckets a byte may belong to at one trigram position: nibble masks looked up with pshufb. */
-TARGET_AVX2 static ALWAYS_INLINE __m256i nibbles(__m256i v, __m256i lo, __m256i hi) {
-    const __m256i f = _mm256_set1_epi8(0x0f);
-    return _mm256_and_si256(_mm256_shuffle_epi8(lo, _mm256_and_si256(v, f)),
-                            _mm256_shuffle_epi8(hi, _mm256_and_si256(_mm256_srli_epi16(v, 4), f)));
+/* Table bits of the 32 even pairs in the 64 bytes at q: bit k is the pair at q + 2k. */
+TARGET_AVX2 static ALWAYS_INLINE uint32_t pairs32(const int *words, const unsigned char *q) {
+    __m256i a = _mm256_loadu_si256((const __m256i *)q), c = _mm256_loadu_si256((const __m256i *)(q + 32));
+    uint32_t m0 = pairs8(words, _mm256_castsi256_si128(a)), m1 = pairs8(words, _mm256_extracti128_si256(a, 1));
+    uint32_t m2 = pairs8(words, _mm256_castsi256_si128(c)), m3 = pairs8(words, _mm256_extracti128_si256(c, 1));
+    return m0 | m1 << 8 | m2 << 16 | m3 << 24;
 }
 
-/* Offsets j in [q, q + 32) where a short needle's trigram may start (bytes q .. q + 33 are read). */
-TARGET_AVX2 static ALWAYS_INLINE uint32_t trigrams32(const unsigned char *q, const __m256i *t) {
-    __m256i x = nibbles(_mm256_loadu_si256((const __m256i *)q), t[0], t[1]);
-    x = _mm256_and_si256(x, nibbles(_mm256_loadu_si256((const __m256i *)(q + 1)), t[2], t[3]));
-    x = _mm256_and_si256(x, nibbles(_mm256_loadu_si256((const __m256i *)(q + 2)), t[4], t[5]));
-    return ~(uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(x, _mm256_setzero_si256()));
-}
+#define WIN 1024  /* bytes whose masks are computed (no branches) before their offsets are visited */
 
-/* The offsets to visit: a ring of bits, one per byte (only even offsets are set), 64 per word. */
-#define WIN 1024   /* bytes searched before the offsets found are visited */
-#define RING 64    /* words: 4 KiB of text, more than a window and the few bytes either side of it */
-/* marks land at most 3 bytes before and 5 after where a needle was found, and the last window's
-   unvisited words (< 64 bytes) stay: all must fit in the ring */
-typedef char ring_holds_a_window[(WIN + 2 * 64 + 8 <= RING * 64) ? 1 : -1];
-#define MARK(vis, i) ((vis)[((i) >> 6) & (RING - 1)] |= 1ull << ((i) & 63))
-
-/* Mark even offset i if its pair is in the table (then the scalar loop visits it too). */
-static ALWAYS_INLINE void mark_pair(const uint8_t *bits, const unsigned char *b, Py_ssize_t i, uint64_t *vis) {
-    unsigned p = PAIR(b[i], b[i + 1]);
-    vis[(i >> 6) & (RING - 1)] |= (uint64_t)(bits[p >> 3] >> (p & 7) & 1) << (i & 63);
-}
-
-/* Visit the marked offsets of the ring's words for text [from, to) (multiples of 64), in order. */
-static ALWAYS_INLINE int visit_marked(Scan *st, uint64_t *vis, Py_ssize_t from, Py_ssize_t to) {
-    for (Py_ssize_t w = from; w < to; w += 64) {
-        uint64_t bits = vis[(w >> 6) & (RING - 1)];
-        vis[(w >> 6) & (RING - 1)] = 0;
-        for (; bits; bits &= bits - 1)
-            if (visit(st, w + (Py_ssize_t)__builtin_ctzll(bits), 1) < 0) return -1;
+/* The AVX2 loop: exactly the offsets run_scalar visits, in the same order; the tail (< 64 bytes) pair
+ * by pair. */
+TARGET_AVX2 static int run_avx2(Scan *st) {
+    const unsigned char *b = st->b;
+    const uint8_t *bits = st->m->bits;
+    const int *words = (const int *)(const void *)bits;
+    Py_ssize_t n = st->n, blk = 0;
+    uint32_t masks[WIN / 64];
+    while (blk + 64 <= n) {
+        Py_ssize_t nb = (n - blk) / 64;
+        if (nb > WIN / 64) nb = WIN / 64;
+        for (Py_ssize_t k = 0; k < nb; k++) masks[k] = pairs32(words, b + blk + 64 * k);
+        for (Py_ssize_t k = 0; k < nb; k++)
+            for (uint32_t x = masks[k]; x; x &= x - 1)
+                if (visit(st, blk + 64 * k + 2 * (Py_ssize_t)__builtin_ctz(x), 1) < 0) return -1;
+        blk += 64 * nb;
+    }
+    for (Py_ssize_t i = blk; i + 1 < n; i += 2) {
+        unsigned p = PAIR(b[i], b[i + 1]);
+        if ((TEST(bits, p) & 1) && visit(st, i, 1) < 0) return -1;
     }
     return 0;
 }
+#endif
 
-/* The AVX2 loop. It visits the offsets where a needle occurs, in ascending order, doing at each what the
- * scalar loop does there; the offsets the scalar loop also visits but finds nothing at are skipped, which
- * changes nothing (see the header comment). Per window of WIN bytes: (1) 64 bytes a step, the masks of
- * windows and trigrams that may start a needle, and any single-flag byte; (2) each such offset checked,
- * and the visit offset of each needle found marked in the ring; (3) the marked offsets below the window's
- * last 8 bytes visited (a needle found later is visited at no less than 3 bytes before where it is found).
- * The last bytes (< 72) are marked from the pair table, as the scalar loop would find them. */
-TARGET_AVX2 static int run_avx2(Scan *st) {
+#if HAVE_AVX512_PATH
+/* ---- AVX-512 (BW + VBMI): a Bloom filter of the needles' pairs held in registers ---- */
+
+/* Which of the 32 even pairs (16-bit lanes of v) pass all BLOOM_K hashes: per hash, a 16-bit multiply,
+ * the table byte picked by the top 7 bits (vpermi2b over the 128-byte table in two registers; the byte
+ * lands in the low half of the lane) and the bit by the next 3 (a shifted one, tested). */
+TARGET_AVX512 static ALWAYS_INLINE uint32_t bloom32(__m512i v, const __m512i *tbl) {
+    __mmask32 k = (__mmask32)~0u;
+    for (int q = 0; q < BLOOM_K; q++) {
+        __m512i h = _mm512_mullo_epi16(v, _mm512_set1_epi16((short)BLOOM_MUL[q]));
+        __m512i byte = _mm512_permutex2var_epi8(tbl[2 * q], _mm512_srli_epi16(h, 9), tbl[2 * q + 1]);
+        __m512i col = _mm512_and_si512(_mm512_srli_epi16(h, 6), _mm512_set1_epi16(7));
+        k &= _mm512_test_epi16_mask(byte, _mm512_sllv_epi16(_mm512_set1_epi16(1), col));
+    }
+    return (uint32_t)k;
+}
+
+/* The AVX-512 loop. Per window of WIN bytes: the Bloom masks of 64 bytes at a time and a compare with the
+ * single-byte needles (no branches), then each offset that passes is tested in the pair table and, if
+ * there, visited. These are the offsets run_scalar visits, in the same order, less those whose pair is
+ * only in the table for a single-byte needle: the scalar loop finds nothing there but the flag byte,
+ * which the compare finds (see the header comment). The tail (< 64 bytes) goes pair by pair. */
+TARGET_AVX512 static int run_avx512(Scan *st) {
     const Matcher *m = st->m;
     const unsigned char *b = st->b;
-    const int *kwords = (const int *)(const void *)m->kbits;
-    Py_ssize_t n = st->n, blk = 0, done = 0;  /* done: text before it has been visited (multiple of 128) */
-    uint64_t vis[RING] = {0}, lmask[WIN / 64], tmask[WIN / 64];
-    int has_long = m->nlong > 0, has_short = m->nshort > 0;
     const uint8_t *bits = m->bits;
-    __m256i tt[6], sg[4], flagged = _mm256_setzero_si256();
-    for (int t = 0; t < 3; t++) {
-        tt[2 * t] = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)m->tlo[t]));
-        tt[2 * t + 1] = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)m->thi[t]));
+    Py_ssize_t n = st->n, blk = 0;
+    uint32_t masks[WIN / 64];
+    uint64_t flagged = 0;
+    __m512i tbl[2 * BLOOM_K], sg[4];
+    for (int q = 0; q < BLOOM_K; q++) {
+        tbl[2 * q] = _mm512_loadu_si512((const void *)m->bloom[q]);
+        tbl[2 * q + 1] = _mm512_loadu_si512((const void *)(m->bloom[q] + 64));
     }
-    for (int k = 0; k < 4; k++) sg[k] = _mm256_set1_epi8((char)m->singles[k < m->nsingle ? k : 0]);
-    while (blk + 64 + 8 <= n) {
-        Py_ssize_t nb = (n - blk - 8) / 64;
+    for (int k = 0; k < 4; k++) sg[k] = _mm512_set1_epi8((char)m->singles[k < m->nsingle ? k : 0]);
+    while (blk + 64 <= n) {
+        Py_ssize_t nb = (n - blk) / 64;
         if (nb > WIN / 64) nb = WIN / 64;
-        for (Py_ssize_t k = 0; k < nb; k++) {  /* (1) */
-            const unsigned char *q = b + blk + 64 * k;
-            __m256i a = _mm256_loadu_si256((const __m256i *)q), c = _mm256_loadu_si256((const __m256i *)(q + 32));
-            lmask[k] = has_long ? windows8(kwords, a) | windows8(kwords, c) << 8 : 0;
-            tmask[k] = has_short ? trigrams32(q, tt) | (uint64_t)trigrams32(q + 32, tt) << 32 : 0;
-            if (m->nsingle) {
-                __m256i f = _mm256_or_si256(_mm256_or_si256(_mm256_cmpeq_epi8(a, sg[0]), _mm256_cmpeq_epi8(a, sg[1])),
-                                            _mm256_or_si256(_mm256_cmpeq_epi8(a, sg[2]), _mm256_cmpeq_epi8(a, sg[3])));
-                f = _mm256_or_si256(f, _mm256_or_si256(_mm256_or_si256(_mm256_cmpeq_epi8(c, sg[0]), _mm256_cmpeq_epi8(c, sg[1])),
-                                                       _mm256_or_si256(_mm256_cmpeq_epi8(c, sg[2]), _mm256_cmpeq_epi8(c, sg[3]))));
-                flagged = _mm256_or_si256(flagged, f);
-            }
+        for (Py_ssize_t k = 0; k < nb; k++) {
+            __m512i v = _mm512_loadu_si512((const void *)(b + blk + 64 * k));
+            masks[k] = bloom32(v, tbl);
+            flagged |= _mm512_cmpeq_epi8_mask(v, sg[0]) | _mm512_cmpeq_epi8_mask(v, sg[1])
+                     | _mm512_cmpeq_epi8_mask(v, sg[2]) | _mm512_cmpeq_epi8_mask(v, sg[3]);
         }
-        for (Py_ssize_t k = 0; k < nb; k++) {  /* (2) */
-            Py_ssize_t q = blk + 64 * k;
-            for (uint64_t x = lmask[k]; x; x &= x - 1) {  /* a long needle is visited at j - 2 .. j + 4 */
-                Py_ssize_t j = q + 4 * (Py_ssize_t)__builtin_ctzll(x);
-                if (j >= 2) mark_pair(bits, b, j - 2, vis);
-                mark_pair(bits, b, j, vis);
-                mark_pair(bits, b, j + 2, vis);
-                mark_pair(bits, b, j + 4, vis);
-            }
-            for (uint64_t x = tmask[k]; x; x &= x - 1) {  /* a short one at (j + 1) & ~1 */
-                Py_ssize_t j = q + (Py_ssize_t)__builtin_ctzll(x);
-                mark_pair(bits, b, (j + 1) & ~(Py_ssize_t)1, vis);
+        for (Py_ssize_t k = 0; k < nb; k++) {
+            for (uint32_t x = masks[k]; x; x &= x - 1) {
+                Py_ssize_t i = blk + 64 * k + 2 * (Py_ssize_t)__builtin_ctz(x);
+                unsigned p = PAIR(b[i], b[i + 1]);
+                if ((TEST(bits, p) & 1) && visit(st, i, 1) < 0) return -1;
             }
         }
         blk += 64 * nb;
-        Py_ssize_t safe = (blk - 8) / 64 * 64;  /* (3) */
-        if (visit_marked(st, vis, done, safe) < 0) return -1;
-        done = safe;
     }
-    if (!_mm256_testz_si256(flagged, flagged))  /* a flag byte somewhere before blk: which ones */
+    if (m->nsingle && flagged)  /* a single-byte needle somewhere before blk: which ones */
         for (Py_ssize_t q = 0; q < blk; q++) st->flags |= m->single[b[q]];
-    for (Py_ssize_t q = blk; q < n; q++) st->flags |= m->single[b[q]];
-    for (Py_ssize_t i = blk >= 8 ? blk - 8 : 0; i + 1 < n; i += 2) {
+    for (Py_ssize_t i = blk; i + 1 < n; i += 2) {
         unsigned p = PAIR(b[i], b[i + 1]);
-        if (TEST(bits, p) & 1) MARK(vis, i);
+        if ((TEST(bits, p) & 1) && visit(st, i, 1) < 0) return -1;
     }
-    return visit_marked(st, vis, done, n + 64);
+    return 0;
 }
 #endif
 
@@ -629,7 +595,7 @@ TARGET_AVX2 static int run_avx2(Scan *st) {
  *   -> (lines, flags, quiet_stats, next_sample, [(kind, line_index, start, end, ids), ...])
  * kind 0: candidate line, ids = tuple of the needle indices found in it; kind 1: sampled stats line.
  * line_index counts newlines before the line (0 for the buffer's first line). */
-static PyObject *scan_with(PyObject *args, int simd) {
+static PyObject *scan_with(PyObject *args, int loop) {
     PyObject *cap;
     Py_buffer view;
     Py_ssize_t next_sample, step;
@@ -648,14 +614,25 @@ static PyObject *scan_with(PyObject *args, int simd) {
     st.em.out = PyList_New(0);
     if (!st.em.out) { PyBuffer_Release(&view); return NULL; }
     int err;
+    switch (loop) {
+#if HAVE_AVX512_PATH
+    case P_AVX512:
+        if (m->simd_ok) {
+            st.em.count = count_nl_avx2;
+            err = run_avx512(&st) < 0;
+            break;
+        }
+        /* fall through: more single bytes than the compare takes */
+#endif
 #if HAVE_AVX2_PATH
-    if (simd && m->simd_ok) {
+    case P_AVX2:
         st.em.count = count_nl_avx2;
         err = run_avx2(&st) < 0;
-    } else
+        break;
 #endif
+    default:
         err = run_scalar(&st) < 0;
-    (void)simd;
+    }
     if (!err) {
         if (st.n > 0) st.flags |= m->single[st.b[st.n - 1]];  /* the last byte of an odd-length buffer */
         err = finish_cand(&st) < 0;
@@ -669,12 +646,28 @@ static PyObject *scan_with(PyObject *args, int simd) {
 
 static PyObject *scan(PyObject *self, PyObject *args) {
     (void)self;
-    return scan_with(args, use_avx2);
+    return scan_with(args, path);
 }
 
 static PyObject *scan_scalar(PyObject *self, PyObject *args) {
     (void)self;
-    return scan_with(args, 0);
+    return scan_with(args, P_SCALAR);
+}
+
+/* set_simd(name) -> the previous name: the loop scan() takes from now on ("" = the scalar one). */
+static PyObject *set_simd(PyObject *self, PyObject *args) {
+    const char *name;
+    if (!PyArg_ParseTuple(args, "s", &name)) return NULL;
+    for (int k = 0; k < P_COUNT; k++) {
+        if (strcmp(name, PATH_NAME[k]) != 0) continue;
+        if (!path_ok[k]) break;
+        int old = path;
+        path = k;
+        if (PyModule_AddStringConstant(self, "SIMD", PATH_NAME[k]) < 0) return NULL;
+        return PyUnicode_FromString(PATH_NAME[old]);
+    }
+    PyErr_Format(PyExc_ValueError, "no SIMD path %R on this CPU or build", PyTuple_GET_ITEM(args, 0));
+    return NULL;
 }
 
 /* pair_counts(buffer) -> bytes of 65536 uint32 counts (native order) of each two-byte pair. */
@@ -697,6 +690,7 @@ static PyMethodDef methods[] = {
     {"compile", compile, METH_VARARGS, "compile(needles) -> matcher"},
     {"scan", scan, METH_VARARGS, "scan(matcher, buffer, next_sample, step) -> (lines, flags, quiet, next_sample, hits)"},
     {"scan_scalar", scan_scalar, METH_VARARGS, "scan() on the scalar loop, whatever the CPU (the reference)"},
+    {"set_simd", set_simd, METH_VARARGS, "set_simd(name) -> previous: the loop scan() takes (one of PATHS, or \"\")"},
     {"pair_counts", pair_counts, METH_VARARGS, "pair_counts(buffer) -> 65536 uint32 counts (native order)"},
     {NULL, NULL, 0, NULL},
 };
@@ -708,14 +702,30 @@ static struct PyModuleDef module = {
 PyMODINIT_FUNC PyInit__linescan(void) {
     PyObject *mod = PyModule_Create(&module);
     if (!mod) return NULL;
-    const char *off = getenv("TRIAGE_LINESCAN_SCALAR");
-    use_avx2 = 0;
 #if HAVE_AVX2_PATH
     __builtin_cpu_init();
-    use_avx2 = __builtin_cpu_supports("avx2") && !(off && *off && strcmp(off, "0") != 0);
+    path_ok[P_AVX2] = __builtin_cpu_supports("avx2");
 #endif
-    (void)off;
-    if (PyModule_AddStringConstant(mod, "SIMD", use_avx2 ? "avx2" : "") < 0) {
+#if HAVE_AVX512_PATH
+    path_ok[P_AVX512] = path_ok[P_AVX2] && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw")
+                        && __builtin_cpu_supports("avx512vbmi");
+#endif
+    PyObject *paths = PyTuple_New(0);
+    for (int k = 1; paths && k < P_COUNT; k++) {
+        if (!path_ok[k]) continue;
+        PyObject *name = PyUnicode_FromString(PATH_NAME[k]);
+        if (!name || _PyTuple_Resize(&paths, PyTuple_GET_SIZE(paths) + 1) < 0) { Py_XDECREF(name); Py_CLEAR(paths); break; }
+        PyTuple_SET_ITEM(paths, PyTuple_GET_SIZE(paths) - 1, name);
+        path = k;  /* the last one is the fastest */
+    }
+    const char *off = getenv("TRIAGE_LINESCAN_SCALAR");
+    if (off && *off && strcmp(off, "0") != 0) path = P_SCALAR;
+    if (!paths || PyModule_AddObject(mod, "PATHS", paths) < 0) {  /* steals paths only on success */
+        Py_XDECREF(paths);
+        Py_DECREF(mod);
+        return NULL;
+    }
+    if (PyModule_AddStringConstant(mod, "SIMD", PATH_NAME[path]) < 0) {
         Py_DECREF(mod);
         return NULL;
     }
