@@ -22,21 +22,34 @@
  * that were not candidates, the newline count and the flags. Nothing here decides what a line means:
  * that stays in Python (scan.py), which the results feed.
  *
- * Two implementations of the pass, with the same result on every input:
- *   scalar  the original loop: eight bytes (four even pairs) per step, four lookups in the bit table.
- *           It is the fallback and the reference: `scan_scalar(...)` always runs it.
- *   avx2    x86-64 CPUs with AVX2 (checked at import with __builtin_cpu_supports; the rest of the file
- *           is built without -mavx2). It reads 64 bytes per step as 32 little-endian 16-bit lanes (each
- *           lane is exactly one even pair, PAIR(b[i], b[i+1])) and looks all 32 pairs up in the same bit
- *           table with four 8-lane gathers; a shift moves each pair's bit to the lane's sign and a
- *           movemask makes a 32-bit mask of the pairs in the table. Only those offsets are visited, in
- *           ascending order, and each visit does what the scalar loop does at that offset (finish the
- *           pending candidate, OR the flags, walk the needles filed under the pair), so the results are
- *           the same by construction; needles are compared with two 8-byte loads instead of memcmp.
- *           Newlines are counted 32 bytes at a time (compare, movemask, popcount).
- * `scan(...)` uses avx2 when the CPU has it, unless the environment variable TRIAGE_LINESCAN_SCALAR is
- * set (to anything but "" or "0") when the module is imported. The module attribute SIMD names the path
- * scan() takes: "avx2", or "" for the scalar loop. tests/test_linescan_native.py compares the two.
+ * Three loops make the pass, with the same result on every input:
+ *   scalar      the original loop: eight bytes (four even pairs) per step, four lookups in the bit
+ *               table, and a visit (below) at each even offset whose pair is in it. The fallback and
+ *               the reference: `scan_scalar(...)` always runs it.
+ *   avx2        64 bytes per step read as 32 little-endian 16-bit lanes (each lane is one even pair,
+ *               PAIR(b[i], b[i+1])), looked up in the same bit table with four 8-lane gathers; a shift
+ *               moves each pair's bit to its lane's sign and a movemask makes a 32-bit mask. It visits
+ *               exactly the offsets the scalar loop visits.
+ *   avx512vbmi  64 bytes per step through a Bloom filter of the needles' pairs held in six registers:
+ *               three 10-bit hashes of each 16-bit lane (a 16-bit multiply), each picking a byte of its
+ *               128-byte table (vpermi2b) and a bit of that byte. An offset that passes is tested in the
+ *               bit table and visited if there. The single bytes (\r, ESC, NUL) are left out of the
+ *               filter and found by byte compares instead, so the offsets whose pair is in the table
+ *               only because it holds such a byte are not visited: the scalar loop finds nothing there
+ *               but that byte's flag (and, at most, finishes the pending candidate line a little earlier,
+ *               which it otherwise does at the next visit: nothing is emitted in between), so skipping
+ *               them changes nothing. With more than 4 distinct single bytes a matcher uses avx2.
+ * A visit at offset i (visit(), shared by the three loops) is what the original loop did there: emit
+ * the pending candidate once past its line, OR the flags of the two bytes, walk the needles filed under
+ * the pair and handle each one present (found()). The SIMD loops visit in ascending order, as the scalar
+ * loop does, compare needles with two 8-byte loads instead of memcmp and count newlines 64 bytes at a
+ * time (compare, movemask, popcount).
+ * The SIMD functions carry __attribute__((target(...))) (the file is built without -mavx2 and the like)
+ * and run only where __builtin_cpu_supports says the CPU has the instructions (checked at import).
+ * `scan(...)` takes the fastest loop the CPU has (module attribute PATHS lists the SIMD ones, SIMD names
+ * the one scan() takes, "" for the scalar loop); `set_simd(name)` switches it (tests), and setting the
+ * environment variable TRIAGE_LINESCAN_SCALAR (to anything but "" or "0") before import makes it the
+ * scalar loop. tests/test_linescan_native.py runs every path against the scalar loop.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
