@@ -340,17 +340,23 @@ typedef struct {
     Py_ssize_t (*count)(const unsigned char *, const unsigned char *);  /* count_nl or a SIMD twin */
 } Emit;
 
+/* Append (kind, line_index, bol, eol, ids) to the output; ids: a new reference or NULL (None), stolen. */
 static int emit(Emit *em, int kind, Py_ssize_t bol, Py_ssize_t eol, PyObject *ids) {
     em->nl_cnt += em->count(em->b + em->nl_pos, em->b + bol);
     em->nl_pos = bol;
-    PyObject *t = Py_BuildValue("(innnO)", kind, em->nl_cnt, bol, eol, ids ? ids : Py_None);
-    if (!t) return -1;
-    int r = PyList_Append(em->out, t);
+    PyObject *t = PyTuple_New(5);
+    if (!t) { Py_XDECREF(ids); return -1; }
+    if (!ids) { ids = Py_None; Py_INCREF(ids); }
+    PyTuple_SET_ITEM(t, 4, ids);
+    PyObject *v[4] = {PyLong_FromLong(kind), PyLong_FromSsize_t(em->nl_cnt), PyLong_FromSsize_t(bol),
+                      PyLong_FromSsize_t(eol)};
+    for (int k = 0; k < 4; k++) PyTuple_SET_ITEM(t, k, v[k]);
+    int r = v[0] && v[1] && v[2] && v[3] ? PyList_Append(em->out, t) : -1;
     Py_DECREF(t);
     return r;
 }
 
-/* The state of one scan() call, shared by both loops. */
+/* The state of one scan() call, shared by all loops. */
 typedef struct {
     const Matcher *m;
     const unsigned char *b;
@@ -359,24 +365,36 @@ typedef struct {
     Emit em;
     Py_ssize_t last_mark, last_sample;  /* newest counted marker, newest sampled line start */
     Py_ssize_t c_bol, c_eol;            /* the pending candidate line (c_bol < 0: none) */
-    PyObject *ids;                      /* its needle indices */
+    Py_ssize_t *ids, nids, ids_cap;     /* its needle indices (ids_local, or a larger heap array) */
+    Py_ssize_t ids_local[32];
 } Scan;
 
 /* Emit the pending candidate line, if any. */
 static int finish_cand(Scan *st) {
     if (st->c_bol < 0) return 0;
-    PyObject *tup = PyList_AsTuple(st->ids);
-    Py_CLEAR(st->ids);
-    if (!tup || emit(&st->em, 0, st->c_bol, st->c_eol, tup) < 0) { Py_XDECREF(tup); return -1; }
-    Py_DECREF(tup);
+    PyObject *tup = PyTuple_New(st->nids);
+    if (!tup) return -1;
+    for (Py_ssize_t k = 0; k < st->nids; k++) {
+        PyObject *v = PyLong_FromSsize_t(st->ids[k]);
+        if (!v) { Py_DECREF(tup); return -1; }
+        PyTuple_SET_ITEM(tup, k, v);
+    }
+    if (emit(&st->em, 0, st->c_bol, st->c_eol, tup) < 0) return -1;
     st->c_bol = -1;
     return 0;
 }
 
-static int append_id(PyObject *ids, Py_ssize_t id) {
-    PyObject *v = PyLong_FromSsize_t(id);
-    if (!v || PyList_Append(ids, v) < 0) { Py_XDECREF(v); return -1; }
-    Py_DECREF(v);
+static int append_id(Scan *st, Py_ssize_t id) {
+    if (st->nids == st->ids_cap) {
+        Py_ssize_t cap = 2 * st->ids_cap;
+        Py_ssize_t *a = st->ids == st->ids_local ? PyMem_Malloc((size_t)cap * sizeof(Py_ssize_t))
+                                                 : PyMem_Realloc(st->ids, (size_t)cap * sizeof(Py_ssize_t));
+        if (!a) { PyErr_NoMemory(); return -1; }
+        if (st->ids == st->ids_local) memcpy(a, st->ids_local, sizeof(st->ids_local));
+        st->ids = a;
+        st->ids_cap = cap;
+    }
+    st->ids[st->nids++] = id;
     return 0;
 }
 
@@ -389,7 +407,7 @@ static ALWAYS_INLINE int found(Scan *st, int32_t e, Py_ssize_t s) {
     const unsigned char *b = st->b;
     Py_ssize_t n = st->n;
     Py_ssize_t id = e < m->n ? e : e - m->n;
-    if (st->c_bol >= 0 && s < st->c_eol) return append_id(st->ids, id);  /* inside the candidate line */
+    if (st->c_bol >= 0 && s < st->c_eol) return append_id(st, id);  /* inside the candidate line */
     int cand = nd->kind == K_CAND;
     if (nd->kind == K_STATS) {
         if (!stats_shape(b, n, s, nd->len)) cand = 1;  /* `Decode batch` in other words */
@@ -420,9 +438,8 @@ static ALWAYS_INLINE int found(Scan *st, int32_t e, Py_ssize_t s) {
     }
     st->c_bol = bol;
     st->c_eol = line_end(b, n, s);
-    Py_XSETREF(st->ids, PyList_New(0));
-    if (!st->ids) return -1;
-    return append_id(st->ids, id);
+    st->nids = 0;
+    return append_id(st, id);
 }
 
 /* Is needle nd at b + s? The caller has checked 0 <= s and s + len <= n. One or two 8-byte loads where
@@ -643,6 +660,8 @@ static PyObject *scan_with(PyObject *args, int loop) {
     st.em.b = st.b;
     st.em.count = count_nl;
     st.last_mark = st.last_sample = st.c_bol = st.c_eol = -1;
+    st.ids = st.ids_local;
+    st.ids_cap = (Py_ssize_t)(sizeof(st.ids_local) / sizeof(st.ids_local[0]));
     st.em.out = PyList_New(0);
     if (!st.em.out) { PyBuffer_Release(&view); return NULL; }
     int err;
@@ -669,7 +688,7 @@ static PyObject *scan_with(PyObject *args, int loop) {
         if (st.n > 0) st.flags |= m->single[st.b[st.n - 1]];  /* the last byte of an odd-length buffer */
         err = finish_cand(&st) < 0;
     }
-    Py_XDECREF(st.ids);
+    if (st.ids != st.ids_local) PyMem_Free(st.ids);
     PyBuffer_Release(&view);
     if (err) { Py_DECREF(st.em.out); return NULL; }
     Py_ssize_t lines = st.em.nl_cnt + st.em.count(st.b + st.em.nl_pos, st.b + st.n);
