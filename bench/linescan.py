@@ -6,13 +6,15 @@ The needles are the library's, filed the way `Scanner` files them (`Scanner(load
 .needles.matcher(head)`, head = the first MiB of the file). The file is read into memory once and
 scanned in chunks of whole lines (about 4 MiB each, cut after the last newline, as fastscan does),
 carrying `next_sample` from chunk to chunk with the step fastscan uses for the file's size. Prints
-the median GB/s of --runs passes (one core: scan runs on the calling thread), and, unless
+the median GB/s of --runs passes (one core: scan runs on the calling thread; the garbage collector is
+off while a pass is timed, as in timeit), and, unless
 --no-check, whether every chunk's result equals the scalar path's (`_linescan.scan_scalar`).
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import statistics
 import sys
 import time
@@ -68,11 +70,16 @@ def main(argv: list[str] | None = None) -> int:
         matcher = scanner.needles.matcher(data[:fastscan.PAIR_SAMPLE])
         parts = chunks(data, args.chunk)
         step = 0 if len(data) <= fastscan.SAMPLE_ALL_BELOW else len(data) // fastscan.TIMELINE_ROWS
+        run(ls.scan, matcher, parts, step)  # one untimed pass: the file's pages and the tables warm
         times = []
         for _ in range(args.runs):
+            res = None
+            gc.collect()
+            gc.disable()  # as timeit does: the collector's passes over earlier results are not the scan's
             t0 = time.perf_counter()
             res = run(ls.scan, matcher, parts, step)
             times.append(time.perf_counter() - t0)
+            gc.enable()
         med = statistics.median(times)
         hits = sum(len(r[4]) for r in res)
         line = (f"{f}: {len(data) / 1e6:.1f} MB, {hits} lines out, median {med * 1e3:.1f} ms = "

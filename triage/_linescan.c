@@ -79,7 +79,7 @@ enum { F_CR = 1, F_ESC = 2, F_NUL = 4, F_RAY = 8 };
 
 #define HSLOTS 4096  /* > 2 x the pairs two needles per anchor can use */
 
-static unsigned slot_of(unsigned p) { return (p * 40503u) >> 4 & (HSLOTS - 1); }
+static unsigned slot_of(unsigned p) { return (p * 2654435761u) >> 20; }  /* top 12 bits: HSLOTS */
 
 /* The AVX-512 path's Bloom filter of pairs: hash k of pair p is the top 10 bits of the 16-bit product
  * p * BLOOM_MUL[k]: byte (h >> 3) of table k, bit (h & 7). */
