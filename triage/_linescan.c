@@ -338,11 +338,20 @@ typedef struct {
     Py_ssize_t nl_pos, nl_cnt;
     PyObject *out;
     Py_ssize_t (*count)(const unsigned char *, const unsigned char *);  /* count_nl or a SIMD twin */
+    /* fused: the loop counts newlines as it reads; nl_w of them lie before w (the bytes it has read),
+       n_pos before nl_pos. Counts then come from the few bytes between a line start and w. */
+    int fused;
+    Py_ssize_t w, nl_w, n_pos;
 } Emit;
 
 /* Append (kind, line_index, bol, eol, ids) to the output; ids: a new reference or NULL (None), stolen. */
 static int emit(Emit *em, int kind, Py_ssize_t bol, Py_ssize_t eol, PyObject *ids) {
-    em->nl_cnt += em->count(em->b + em->nl_pos, em->b + bol);
+    if (em->fused) {  /* the same number: newlines in [nl_pos, bol), or 0 if bol <= nl_pos */
+        Py_ssize_t n_bol = em->nl_w - em->count(em->b + bol, em->b + em->w);
+        if (bol > em->nl_pos) em->nl_cnt += n_bol - em->n_pos;
+        em->n_pos = n_bol;
+    } else
+        em->nl_cnt += em->count(em->b + em->nl_pos, em->b + bol);
     em->nl_pos = bol;
     PyObject *t = PyTuple_New(5);
     if (!t) { Py_XDECREF(ids); return -1; }
@@ -606,6 +615,8 @@ TARGET_AVX512 static int run_avx512(Scan *st) {
     uint32_t masks[WIN / 64];
     Py_ssize_t cand[WIN / 2 + 4];
     uint64_t flagged = 0;
+    Py_ssize_t nls = 0;  /* newlines before blk + 64 * k */
+    const __m512i nl = _mm512_set1_epi8('\n');
     __m512i tbl[2 * BLOOM_K], sg[4];
     for (int q = 0; q < BLOOM_K; q++) {
         tbl[2 * q] = _mm512_loadu_si512((const void *)m->bloom[q]);
@@ -618,9 +629,12 @@ TARGET_AVX512 static int run_avx512(Scan *st) {
         for (Py_ssize_t k = 0; k < nb; k++) {
             __m512i v = _mm512_loadu_si512((const void *)(b + blk + 64 * k));
             masks[k] = bloom32(v, tbl);
+            nls += __builtin_popcountll(_mm512_cmpeq_epi8_mask(v, nl));
             flagged |= _mm512_cmpeq_epi8_mask(v, sg[0]) | _mm512_cmpeq_epi8_mask(v, sg[1])
                      | _mm512_cmpeq_epi8_mask(v, sg[2]) | _mm512_cmpeq_epi8_mask(v, sg[3]);
         }
+        st->em.w = blk + 64 * nb;
+        st->em.nl_w = nls;
         int nc = 0;  /* the offsets that passed, in order (one loop for the window: fewer mispredictions) */
         for (Py_ssize_t k = 0; k < nb; k++) nc += flatten(cand + nc, blk + 64 * k, masks[k], 2);
         for (int k = 0; k < nc; k++) {
@@ -632,6 +646,8 @@ TARGET_AVX512 static int run_avx512(Scan *st) {
     }
     if (m->nsingle && flagged)  /* a single-byte needle somewhere before blk: which ones */
         for (Py_ssize_t q = 0; q < blk; q++) st->flags |= m->single[b[q]];
+    st->em.nl_w = nls + count_nl(b + blk, b + n);
+    st->em.w = n;
     for (Py_ssize_t i = blk; i + 1 < n; i += 2) {
         unsigned p = PAIR(b[i], b[i + 1]);
         if ((TEST(bits, p) & 1) && visit(st, i, 1) < 0) return -1;
@@ -670,6 +686,7 @@ static PyObject *scan_with(PyObject *args, int loop) {
     case P_AVX512:
         if (m->simd_ok) {
             st.em.count = count_nl_avx2;
+            st.em.fused = 1;
             err = run_avx512(&st) < 0;
             break;
         }
@@ -691,7 +708,8 @@ static PyObject *scan_with(PyObject *args, int loop) {
     if (st.ids != st.ids_local) PyMem_Free(st.ids);
     PyBuffer_Release(&view);
     if (err) { Py_DECREF(st.em.out); return NULL; }
-    Py_ssize_t lines = st.em.nl_cnt + st.em.count(st.b + st.em.nl_pos, st.b + st.n);
+    Py_ssize_t lines = st.em.nl_cnt + (st.em.fused ? st.em.nl_w - st.em.n_pos  /* w = n here */
+                                                   : st.em.count(st.b + st.em.nl_pos, st.b + st.n));
     return Py_BuildValue("(ninnN)", lines, st.flags, st.quiet, st.next_sample, st.em.out);
 }
 
