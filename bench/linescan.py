@@ -1,6 +1,6 @@
 """Throughput of the native literal prefilter (`triage._linescan.scan`) over one log file.
 
-    python -m bench.linescan FILE [FILE ...] [--runs 5] [--chunk 4194304] [--no-check]
+    python -m bench.linescan FILE [FILE ...] [--runs 5] [--chunk 4194304] [--simd NAME] [--no-check]
 
 The needles are the library's, filed the way `Scanner` files them (`Scanner(load_library(None))
 .needles.matcher(head)`, head = the first MiB of the file). The file is read into memory once and
@@ -8,7 +8,9 @@ scanned in chunks of whole lines (about 4 MiB each, cut after the last newline, 
 carrying `next_sample` from chunk to chunk with the step fastscan uses for the file's size. Prints
 the median GB/s of --runs passes (one core: scan runs on the calling thread; the garbage collector is
 off while a pass is timed, as in timeit), and, unless
---no-check, whether every chunk's result equals the scalar path's (`_linescan.scan_scalar`).
+--no-check, whether every chunk's result equals the scalar path's (`_linescan.scan_scalar`). --simd
+picks the loop scan() takes (one of `_linescan.PATHS`, or "" for the scalar loop); by default the
+fastest this CPU has.
 """
 
 from __future__ import annotations
@@ -55,15 +57,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("files", nargs="+", type=Path)
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--chunk", type=int, default=4 << 20)
+    ap.add_argument("--simd", help="the loop scan() takes: one of _linescan.PATHS, or '' for the scalar one")
     ap.add_argument("--no-check", action="store_true", help="skip the comparison with the scalar path")
     args = ap.parse_args(argv)
     ls = fastscan._linescan
     if ls is None:
         print("triage._linescan is not built", file=sys.stderr)
         return 2
+    if args.simd is not None:
+        ls.set_simd(args.simd)
     scanner = Scanner(load_library(None))
-    path_name = getattr(ls, "SIMD", "n/a (no SIMD path in this build)")
-    print(f"module {ls.__file__}; SIMD path: {path_name or 'none (scalar)'}")
+    print(f"module {ls.__file__}; scan() takes: {ls.SIMD or 'the scalar loop'} (this CPU: {', '.join(ls.PATHS) or '-'})")
     bad = 0
     for f in args.files:
         data = f.read_bytes()

@@ -533,9 +533,13 @@ TARGET_AVX2 static ALWAYS_INLINE uint32_t pairs8(const int *words, __m128i pairs
     return (uint32_t)_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_sllv_epi32(w, up)));
 }
 
-/* Table bits of the 32 even pairs in the 64 bytes at q: bit k is the pair at q + 2k. */
-TARGET_AVX2 static ALWAYS_INLINE uint32_t pairs32(const int *words, const unsigned char *q) {
+/* Table bits of the 32 even pairs in the 64 bytes at q (bit k is the pair at q + 2k); adds the newlines
+ * among those bytes to *nls. */
+TARGET_AVX2 static ALWAYS_INLINE uint32_t pairs32(const int *words, const unsigned char *q, Py_ssize_t *nls) {
     __m256i a = _mm256_loadu_si256((const __m256i *)q), c = _mm256_loadu_si256((const __m256i *)(q + 32));
+    const __m256i nl = _mm256_set1_epi8('\n');
+    *nls += __builtin_popcount((uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(a, nl)))
+          + __builtin_popcount((uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(c, nl)));
     uint32_t m0 = pairs8(words, _mm256_castsi256_si128(a)), m1 = pairs8(words, _mm256_extracti128_si256(a, 1));
     uint32_t m2 = pairs8(words, _mm256_castsi256_si128(c)), m3 = pairs8(words, _mm256_extracti128_si256(c, 1));
     return m0 | m1 << 8 | m2 << 16 | m3 << 24;
@@ -543,32 +547,6 @@ TARGET_AVX2 static ALWAYS_INLINE uint32_t pairs32(const int *words, const unsign
 
 #define WIN 1024  /* bytes whose masks are computed (no branches) before their offsets are visited */
 
-/* The AVX2 loop: exactly the offsets run_scalar visits, in the same order; the tail (< 64 bytes) pair
- * by pair. */
-TARGET_AVX2 static int run_avx2(Scan *st) {
-    const unsigned char *b = st->b;
-    const uint8_t *bits = st->m->bits;
-    const int *words = (const int *)(const void *)bits;
-    Py_ssize_t n = st->n, blk = 0;
-    uint32_t masks[WIN / 64];
-    while (blk + 64 <= n) {
-        Py_ssize_t nb = (n - blk) / 64;
-        if (nb > WIN / 64) nb = WIN / 64;
-        for (Py_ssize_t k = 0; k < nb; k++) masks[k] = pairs32(words, b + blk + 64 * k);
-        for (Py_ssize_t k = 0; k < nb; k++)
-            for (uint32_t x = masks[k]; x; x &= x - 1)
-                if (visit(st, blk + 64 * k + 2 * (Py_ssize_t)__builtin_ctz(x), 1) < 0) return -1;
-        blk += 64 * nb;
-    }
-    for (Py_ssize_t i = blk; i + 1 < n; i += 2) {
-        unsigned p = PAIR(b[i], b[i + 1]);
-        if ((TEST(bits, p) & 1) && visit(st, i, 1) < 0) return -1;
-    }
-    return 0;
-}
-#endif
-
-#if HAVE_AVX512_PATH
 /* The offsets base + scale * k of the set bits k of x, in order, into out; returns how many. The first
  * four are written whatever the count (past it they are junk): the usual 0-4 bits cost no loop and no
  * mispredicted branch. out needs room for 4 more than the count. */
@@ -586,6 +564,39 @@ static ALWAYS_INLINE int flatten(Py_ssize_t *out, Py_ssize_t base, uint64_t x, i
     return cnt;
 }
 
+/* The AVX2 loop: exactly the offsets run_scalar visits, in the same order. Per window of WIN bytes the
+ * masks (and the newline count) first, with no branches, then the window's offsets in one loop; the
+ * tail (< 64 bytes) pair by pair. */
+TARGET_AVX2 static int run_avx2(Scan *st) {
+    const unsigned char *b = st->b;
+    const uint8_t *bits = st->m->bits;
+    const int *words = (const int *)(const void *)bits;
+    Py_ssize_t n = st->n, blk = 0, nls = 0;  /* nls: newlines before the bytes read so far */
+    uint32_t masks[WIN / 64];
+    Py_ssize_t cand[WIN / 2 + 4];
+    while (blk + 64 <= n) {
+        Py_ssize_t nb = (n - blk) / 64;
+        if (nb > WIN / 64) nb = WIN / 64;
+        for (Py_ssize_t k = 0; k < nb; k++) masks[k] = pairs32(words, b + blk + 64 * k, &nls);
+        st->em.w = blk + 64 * nb;
+        st->em.nl_w = nls;
+        int nc = 0;
+        for (Py_ssize_t k = 0; k < nb; k++) nc += flatten(cand + nc, blk + 64 * k, masks[k], 2);
+        for (int k = 0; k < nc; k++)
+            if (visit(st, cand[k], 1) < 0) return -1;
+        blk += 64 * nb;
+    }
+    st->em.nl_w = nls + count_nl(b + blk, b + n);
+    st->em.w = n;
+    for (Py_ssize_t i = blk; i + 1 < n; i += 2) {
+        unsigned p = PAIR(b[i], b[i + 1]);
+        if ((TEST(bits, p) & 1) && visit(st, i, 1) < 0) return -1;
+    }
+    return 0;
+}
+#endif
+
+#if HAVE_AVX512_PATH
 /* ---- AVX-512 (BW + VBMI): a Bloom filter of the needles' pairs held in registers ---- */
 
 /* Which of the 32 even pairs (16-bit lanes of v) pass all BLOOM_K hashes: per hash, a 16-bit multiply,
@@ -695,6 +706,7 @@ static PyObject *scan_with(PyObject *args, int loop) {
 #if HAVE_AVX2_PATH
     case P_AVX2:
         st.em.count = count_nl_avx2;
+        st.em.fused = 1;
         err = run_avx2(&st) < 0;
         break;
 #endif
