@@ -1,8 +1,9 @@
 """Throughput of the native literal prefilter (`triage._linescan.scan`) over one log file.
 
-    python -m bench.linescan FILE [FILE ...] [--runs 5] [--chunk 4194304] [--simd NAME] [--no-check]
+    python -m bench.linescan FILE|DIR [...] [--runs 5] [--chunk 4194304] [--simd NAME] [--no-check]
 
-The needles are the library's, filed the way `Scanner` files them (`Scanner(load_library(None))
+A directory stands for the *.log files under it (each timed alone, then a total). The needles are the
+library's, filed the way `Scanner` files them (`Scanner(load_library(None))
 .needles.matcher(head)`, head = the first MiB of the file). The file is read into memory once and
 scanned in chunks of whole lines (about 4 MiB each, cut after the last newline, as fastscan does),
 carrying `next_sample` from chunk to chunk with the step fastscan uses for the file's size. Prints
@@ -67,9 +68,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.simd is not None:
         ls.set_simd(args.simd)
     scanner = Scanner(load_library(None))
-    print(f"module {ls.__file__}; scan() takes: {ls.SIMD or 'the scalar loop'} (this CPU: {', '.join(ls.PATHS) or '-'})")
+    paths = getattr(ls, "PATHS", ())
+    print(f"module {ls.__file__}; scan() takes: {getattr(ls, 'SIMD', '') or 'the scalar loop'} "
+          f"(this CPU: {', '.join(paths) or '-'})")
+    files = [g for f in args.files for g in (sorted(f.rglob("*.log")) if f.is_dir() else [f])]
     bad = 0
-    for f in args.files:
+    total_bytes, total_time = 0, 0.0
+    for f in files:
         data = f.read_bytes()
         matcher = scanner.needles.matcher(data[:fastscan.PAIR_SAMPLE])
         parts = chunks(data, args.chunk)
@@ -85,6 +90,8 @@ def main(argv: list[str] | None = None) -> int:
             times.append(time.perf_counter() - t0)
             gc.enable()
         med = statistics.median(times)
+        total_bytes += len(data)
+        total_time += med
         hits = sum(len(r[4]) for r in res)
         line = (f"{f}: {len(data) / 1e6:.1f} MB, {hits} lines out, median {med * 1e3:.1f} ms = "
                 f"{len(data) / med / 1e9:.2f} GB/s (runs: {', '.join(f'{t * 1e3:.0f}' for t in times)} ms)")
@@ -96,6 +103,9 @@ def main(argv: list[str] | None = None) -> int:
             bad += not same
             line += f"; scalar {len(data) / ts / 1e9:.2f} GB/s, output {'identical' if same else 'DIFFERS'}"
         print(line, flush=True)
+    if len(files) > 1:
+        print(f"total: {len(files)} files, {total_bytes / 1e6:.1f} MB, {total_bytes / total_time / 1e9:.2f} GB/s "
+              f"(sum of medians), {'all identical' if not bad else f'{bad} DIFFER'}")
     return 1 if bad else 0
 
 
