@@ -625,7 +625,7 @@ TARGET_AVX512 static int run_avx512(Scan *st) {
     Py_ssize_t n = st->n, blk = 0;
     uint32_t masks[WIN / 64];
     Py_ssize_t cand[WIN / 2 + 4];
-    uint64_t flagged = 0;
+    uint64_t seen[4] = {0, 0, 0, 0};  /* where single byte q was seen (bits of some blocks) */
     Py_ssize_t nls = 0;  /* newlines before blk + 64 * k */
     const __m512i nl = _mm512_set1_epi8('\n');
     __m512i tbl[2 * BLOOM_K], sg[4];
@@ -641,8 +641,7 @@ TARGET_AVX512 static int run_avx512(Scan *st) {
             __m512i v = _mm512_loadu_si512((const void *)(b + blk + 64 * k));
             masks[k] = bloom32(v, tbl);
             nls += __builtin_popcountll(_mm512_cmpeq_epi8_mask(v, nl));
-            flagged |= _mm512_cmpeq_epi8_mask(v, sg[0]) | _mm512_cmpeq_epi8_mask(v, sg[1])
-                     | _mm512_cmpeq_epi8_mask(v, sg[2]) | _mm512_cmpeq_epi8_mask(v, sg[3]);
+            for (int q = 0; q < 4; q++) seen[q] |= _mm512_cmpeq_epi8_mask(v, sg[q]);
         }
         st->em.w = blk + 64 * nb;
         st->em.nl_w = nls;
@@ -655,8 +654,8 @@ TARGET_AVX512 static int run_avx512(Scan *st) {
         }
         blk += 64 * nb;
     }
-    if (m->nsingle && flagged)  /* a single-byte needle somewhere before blk: which ones */
-        for (Py_ssize_t q = 0; q < blk; q++) st->flags |= m->single[b[q]];
+    for (int q = 0; q < m->nsingle; q++)
+        if (seen[q]) st->flags |= m->single[m->singles[q]];
     st->em.nl_w = nls + count_nl(b + blk, b + n);
     st->em.w = n;
     for (Py_ssize_t i = blk; i + 1 < n; i += 2) {
