@@ -79,7 +79,7 @@ enum { F_CR = 1, F_ESC = 2, F_NUL = 4, F_RAY = 8 };
 
 #define HSLOTS 4096  /* > 2 x the pairs two needles per anchor can use */
 
-static unsigned slot_of(unsigned p) { return (p * 2654435761u) >> 20; }  /* top 12 bits: HSLOTS */
+static unsigned slot_of(unsigned p) { return (p * 2654435761u) >> 20; }  /* top 12 bits of 32: < HSLOTS */
 
 /* The AVX-512 path's Bloom filter of pairs: hash k of pair p is the top 10 bits of the 16-bit product
  * p * BLOOM_MUL[k]: byte (h >> 3) of table k, bit (h & 7). */
@@ -107,7 +107,7 @@ typedef struct {
     Needle *nd;
     PyObject *keep;
     /* For the AVX-512 path (built by simd_build; see the header comment). */
-    int simd_ok;                 /* 0: that path runs the scalar loop for this matcher (> 4 single bytes) */
+    int simd_ok;                 /* 0: more than 4 distinct single bytes, so scan() takes avx2 instead */
     int nsingle;
     unsigned char singles[4];    /* the distinct single-byte needles */
     uint8_t bloom[BLOOM_K][128]; /* the needles' pairs under BLOOM_K hashes of 10 bits (1024-bit tables) */
@@ -470,15 +470,15 @@ static ALWAYS_INLINE int needle_at(const unsigned char *b, Py_ssize_t n, Py_ssiz
 }
 
 /* What every loop does at an even offset i whose pair is in the table: finish the pending candidate once
- * past its line, note single-byte flags, and check the needles filed under the pair. `fast` (a constant
+ * past its line, note single-byte flags, and check the needles filed under the pair. `mode` (a constant
  * at each call site): 0 compares needles with memcmp, 1 with needle_at (the two agree), 2 also leaves
  * the flags to the caller, which finds the single bytes itself. */
-static ALWAYS_INLINE int visit(Scan *st, Py_ssize_t i, int fast) {
+static ALWAYS_INLINE int visit(Scan *st, Py_ssize_t i, int mode) {
     const Matcher *m = st->m;
     const unsigned char *b = st->b;
     Py_ssize_t n = st->n;
     if (st->c_bol >= 0 && i >= st->c_eol && finish_cand(st) < 0) return -1;
-    if (fast < 2) st->flags |= m->single[b[i]] | m->single[b[i + 1]];
+    if (mode < 2) st->flags |= m->single[b[i]] | m->single[b[i + 1]];
     unsigned p = PAIR(b[i], b[i + 1]);
     unsigned h = slot_of(p);
     while (m->slot_pair[h] && m->slot_pair[h] != p + 1) h = (h + 1) & (HSLOTS - 1);
@@ -487,7 +487,7 @@ static ALWAYS_INLINE int visit(Scan *st, Py_ssize_t i, int fast) {
         const Needle *nd = &m->nd[e];
         Py_ssize_t s = i - nd->off;
         if (s < 0 || s + nd->len > n) continue;
-        if (fast ? !needle_at(b, n, s, nd) : memcmp(b + s, nd->s, (size_t)nd->len) != 0) continue;
+        if (mode ? !needle_at(b, n, s, nd) : memcmp(b + s, nd->s, (size_t)nd->len) != 0) continue;
         if (found(st, e, s) < 0) return -1;
     }
     return 0;
@@ -691,16 +691,14 @@ static PyObject *scan_with(PyObject *args, int loop) {
     st.em.out = PyList_New(0);
     if (!st.em.out) { PyBuffer_Release(&view); return NULL; }
     int err;
+    if (loop == P_AVX512 && !m->simd_ok) loop = P_AVX2;  /* more single bytes than its compare takes */
     switch (loop) {
 #if HAVE_AVX512_PATH
     case P_AVX512:
-        if (m->simd_ok) {
-            st.em.count = count_nl_avx2;
-            st.em.fused = 1;
-            err = run_avx512(&st) < 0;
-            break;
-        }
-        /* fall through: more single bytes than the compare takes */
+        st.em.count = count_nl_avx2;
+        st.em.fused = 1;
+        err = run_avx512(&st) < 0;
+        break;
 #endif
 #if HAVE_AVX2_PATH
     case P_AVX2:
