@@ -61,8 +61,13 @@
 #define HAVE_AVX2_PATH 1
 #include <immintrin.h>
 #define TARGET_AVX2 __attribute__((target("avx2,popcnt")))
+/* the AVX-512 path wants a compiler that knows VBMI targets, intrinsics and cpu names (gcc 8, clang 7) */
+#if (defined(__clang__) && __clang_major__ >= 7) || (!defined(__clang__) && __GNUC__ >= 8)
 #define HAVE_AVX512_PATH 1
 #define TARGET_AVX512 __attribute__((target("avx2,avx512f,avx512bw,avx512vbmi,popcnt")))
+#else
+#define HAVE_AVX512_PATH 0
+#endif
 #else
 #define HAVE_AVX2_PATH 0
 #define HAVE_AVX512_PATH 0
