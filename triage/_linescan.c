@@ -42,10 +42,13 @@
  * A visit at offset i (visit(), shared by the three loops) is what the original loop did there: emit
  * the pending candidate once past its line, OR the flags of the two bytes, walk the needles filed under
  * the pair and handle each one present (found()). The SIMD loops visit in ascending order, as the scalar
- * loop does, compare needles with two 8-byte loads instead of memcmp and count newlines 64 bytes at a
- * time (compare, movemask, popcount).
+ * loop does; they work a window of WIN bytes at a time (masks first, with no branches, then the window's
+ * offsets in one loop), compare needles with two 8-byte loads instead of memcmp, and count newlines as
+ * they read (compare, movemask, popcount), so that a line index costs only the bytes between the line's
+ * start and the end of the window.
  * The SIMD functions carry __attribute__((target(...))) (the file is built without -mavx2 and the like)
- * and run only where __builtin_cpu_supports says the CPU has the instructions (checked at import).
+ * and run only where __builtin_cpu_supports says the CPU has the instructions (checked at import); they
+ * are compiled for x86-64 with gcc or clang only (the AVX-512 one with gcc >= 8 or clang >= 7).
  * `scan(...)` takes the fastest loop the CPU has (module attribute PATHS lists the SIMD ones, SIMD names
  * the one scan() takes, "" for the scalar loop); `set_simd(name)` switches it (tests), and setting the
  * environment variable TRIAGE_LINESCAN_SCALAR (to anything but "" or "0") before import makes it the
