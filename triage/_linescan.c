@@ -108,8 +108,7 @@ typedef struct {
 typedef struct {
     uint8_t bits[8192];
     /* pair -> first needle filed under it: a small open-addressing table, so it stays in cache */
-    uint32_t slot_pair[HSLOTS];  /* pair + 1; 0 = empty */
-    int32_t slot_head[HSLOTS];
+    struct { uint32_t pair; int32_t head; } slot[HSLOTS];  /* pair + 1 (0 = empty), first needle */
     uint8_t single[256];
     Py_ssize_t n;
     Needle *nd;
@@ -237,10 +236,10 @@ static PyObject *compile(PyObject *self, PyObject *args) {
         for (Py_ssize_t k = i; k <= n + i; k += n) {
             unsigned p = PAIR(nd[k].s[nd[k].off], nd[k].s[nd[k].off + 1]);
             unsigned h = slot_of(p);
-            while (m->slot_pair[h] && m->slot_pair[h] != p + 1) h = (h + 1) & (HSLOTS - 1);
-            if (!m->slot_pair[h]) { m->slot_pair[h] = p + 1; m->slot_head[h] = -1; }
-            nd[k].next = m->slot_head[h];
-            m->slot_head[h] = (int32_t)k;
+            while (m->slot[h].pair && m->slot[h].pair != p + 1) h = (h + 1) & (HSLOTS - 1);
+            if (!m->slot[h].pair) { m->slot[h].pair = p + 1; m->slot[h].head = -1; }
+            nd[k].next = m->slot[h].head;
+            m->slot[h].head = (int32_t)k;
             m->bits[p >> 3] |= (uint8_t)(1u << (p & 7));
         }
     }
@@ -489,8 +488,8 @@ static ALWAYS_INLINE int visit(Scan *st, Py_ssize_t i, int mode) {
     if (mode < 2) st->flags |= m->single[b[i]] | m->single[b[i + 1]];
     unsigned p = PAIR(b[i], b[i + 1]);
     unsigned h = slot_of(p);
-    while (m->slot_pair[h] && m->slot_pair[h] != p + 1) h = (h + 1) & (HSLOTS - 1);
-    int32_t first = m->slot_pair[h] ? m->slot_head[h] : -1;  /* no entry: a single-byte flag pair */
+    while (m->slot[h].pair && m->slot[h].pair != p + 1) h = (h + 1) & (HSLOTS - 1);
+    int32_t first = m->slot[h].pair ? m->slot[h].head : -1;  /* no entry: a single-byte flag pair */
     for (int32_t e = first; e >= 0; e = m->nd[e].next) {
         const Needle *nd = &m->nd[e];
         Py_ssize_t s = i - nd->off;
