@@ -2,16 +2,16 @@
 
     python -m bench.linescan FILE|DIR [...] [--runs 5] [--chunk 4194304] [--simd NAME] [--no-check]
 
-A directory stands for the *.log files under it (each timed alone, then a total). The needles are the
-library's, filed the way `Scanner` files them (`Scanner(load_library(None))
+A directory stands for the *.log files under it (each timed alone, then a total).
+
+The needles are the library's, filed the way `Scanner` files them (`Scanner(load_library(None))
 .needles.matcher(head)`, head = the first MiB of the file). The file is read into memory once and
 scanned in chunks of whole lines (about 4 MiB each, cut after the last newline, as fastscan does),
-carrying `next_sample` from chunk to chunk with the step fastscan uses for the file's size. Prints
-the median GB/s of --runs passes (one core: scan runs on the calling thread; the garbage collector is
-off while a pass is timed, as in timeit), and, unless
---no-check, whether every chunk's result equals the scalar path's (`_linescan.scan_scalar`). --simd
-picks the loop scan() takes (one of `_linescan.PATHS`, or "" for the scalar loop); by default the
-fastest this CPU has.
+carrying `next_sample` from chunk to chunk with the step fastscan uses for the file's size. After one
+untimed pass it prints the median GB/s of --runs passes (one core: scan runs on the calling thread;
+the garbage collector is off while a pass is timed, as in timeit) and, unless --no-check, whether every
+chunk's result equals the scalar loop's (`_linescan.scan_scalar`). --simd picks the loop scan() takes
+(one of `_linescan.PATHS`, or "" for the scalar loop); by default the fastest this CPU has.
 """
 
 from __future__ import annotations
