@@ -21,38 +21,112 @@
  * (the first one at or after `next_sample`, then one every `step` bytes), the count of stats lines
  * that were not candidates, the newline count and the flags. Nothing here decides what a line means:
  * that stays in Python (scan.py), which the results feed.
+ *
+ * Three loops make the pass, with the same result on every input:
+ *   scalar      the original loop: eight bytes (four even pairs) per step, four lookups in the bit
+ *               table, and a visit (below) at each even offset whose pair is in it. The fallback and
+ *               the reference: `scan_scalar(...)` always runs it.
+ *   avx2        64 bytes per step read as 32 little-endian 16-bit lanes (each lane is one even pair,
+ *               PAIR(b[i], b[i+1])), looked up in the same bit table with four 8-lane gathers; a shift
+ *               moves each pair's bit to its lane's sign and a movemask makes a 32-bit mask. It visits
+ *               exactly the offsets the scalar loop visits.
+ *   avx512vbmi  64 bytes per step through a Bloom filter of the needles' pairs held in six registers:
+ *               three 10-bit hashes of each 16-bit lane (a 16-bit multiply), each picking a byte of its
+ *               128-byte table (vpermi2b) and a bit of that byte. An offset that passes is tested in the
+ *               bit table and visited if there. The single bytes (\r, ESC, NUL) are left out of the
+ *               filter and found by byte compares instead, so the offsets whose pair is in the table
+ *               only because it holds such a byte are not visited: the scalar loop finds nothing there
+ *               but that byte's flag (and, at most, finishes the pending candidate line a little earlier,
+ *               which it otherwise does at the next visit: nothing is emitted in between), so skipping
+ *               them changes nothing. With more than 4 distinct single bytes a matcher uses avx2.
+ * A visit at offset i (visit(), shared by the three loops) is what the original loop did there: emit
+ * the pending candidate once past its line, OR the flags of the two bytes, walk the needles filed under
+ * the pair and handle each one present (found()). The SIMD loops visit in ascending order, as the scalar
+ * loop does; they work a window of WIN bytes at a time (masks first, with no branches, then the window's
+ * offsets in one loop), compare needles with two 8-byte loads instead of memcmp, and count newlines as
+ * they read (compare, movemask, popcount), so that a line index costs only the bytes between the line's
+ * start and the end of the window.
+ * The SIMD functions carry __attribute__((target(...))) (the file is built without -mavx2 and the like)
+ * and run only where __builtin_cpu_supports says the CPU has the instructions (checked at import); they
+ * are compiled for x86-64 with gcc or clang only (the AVX-512 one with gcc >= 8 or clang >= 7).
+ * `scan(...)` takes the fastest loop the CPU has (module attribute PATHS lists the SIMD ones, SIMD names
+ * the one scan() takes, "" for the scalar loop); `set_simd(name)` switches it (tests), and setting the
+ * environment variable TRIAGE_LINESCAN_SCALAR (to anything but "" or "0") before import makes it the
+ * scalar loop. tests/test_linescan_native.py runs every path against the scalar loop.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define HAVE_AVX2_PATH 1
+#include <immintrin.h>
+#define TARGET_AVX2 __attribute__((target("avx2,popcnt")))
+/* the AVX-512 path wants a compiler that knows VBMI targets, intrinsics and cpu names (gcc 8, clang 7) */
+#if (defined(__clang__) && __clang_major__ >= 7) || (!defined(__clang__) && __GNUC__ >= 8)
+#define HAVE_AVX512_PATH 1
+#define TARGET_AVX512 __attribute__((target("avx2,avx512f,avx512bw,avx512vbmi,popcnt")))
+#else
+#define HAVE_AVX512_PATH 0
+#endif
+#else
+#define HAVE_AVX2_PATH 0
+#define HAVE_AVX512_PATH 0
+#endif
+
+#if defined(__GNUC__) || defined(__clang__)
+#define ALWAYS_INLINE inline __attribute__((always_inline))
+#else
+#define ALWAYS_INLINE inline
+#endif
 
 enum { K_CAND = 0, K_STATS = 1, K_USAGE = 2 };
 enum { F_CR = 1, F_ESC = 2, F_NUL = 4, F_RAY = 8 };
 
 #define HSLOTS 4096  /* > 2 x the pairs two needles per anchor can use */
 
-static unsigned slot_of(unsigned p) { return (p * 40503u) >> 4 & (HSLOTS - 1); }
+static unsigned slot_of(unsigned p) { return (p * 2654435761u) >> 20; }  /* top 12 bits of 32: < HSLOTS */
+
+/* The AVX-512 path's Bloom filter of pairs: hash k of pair p is the top 10 bits of the 16-bit product
+ * p * BLOOM_MUL[k]: byte (h >> 3) of table k, bit (h & 7). */
+#define BLOOM_K 3
+static const uint16_t BLOOM_MUL[BLOOM_K] = {0x9E37, 0x85EB, 0xC2B3};  /* odd, otherwise arbitrary */
+static unsigned bloom_hash(unsigned p, int k) { return (uint16_t)(p * BLOOM_MUL[k]) >> 6; }
 
 typedef struct {
     const unsigned char *s;
     Py_ssize_t len, off;
     int kind;
     int32_t next;
+    /* for the fast compare (len >= 3): the first 8 bytes (zero-padded) with a mask of the bytes that
+       exist, and when len >= 8 also the last 8 bytes */
+    uint64_t head, head_mask, tail;
 } Needle;
 
 typedef struct {
     uint8_t bits[8192];
     /* pair -> first needle filed under it: a small open-addressing table, so it stays in cache */
-    uint32_t slot_pair[HSLOTS];  /* pair + 1; 0 = empty */
-    int32_t slot_head[HSLOTS];
+    struct { uint32_t pair; int32_t head; } slot[HSLOTS];  /* pair + 1 (0 = empty), first needle */
     uint8_t single[256];
     Py_ssize_t n;
     Needle *nd;
     PyObject *keep;
+    /* For the AVX-512 path (built by simd_build; see the header comment). */
+    int simd_ok;                 /* 0: more than 4 distinct single bytes, so scan() takes avx2 instead */
+    int nsingle;
+    unsigned char singles[4];    /* the distinct single-byte needles */
+    uint8_t bloom[BLOOM_K][128]; /* the needles' pairs under BLOOM_K hashes of 10 bits (1024-bit tables) */
 } Matcher;
 
 #define PAIR(a, b) ((unsigned)(a) | ((unsigned)(b) << 8))
+
+/* The loops scan() can take; path_ok says which this CPU runs (set at import). */
+enum { P_SCALAR = 0, P_AVX2 = 1, P_AVX512 = 2, P_COUNT = 3 };
+static const char *const PATH_NAME[P_COUNT] = {"", "avx2", "avx512vbmi"};
+static int path_ok[P_COUNT] = {1, 0, 0};
+static int path;  /* the loop scan() takes */
 
 static void matcher_free(PyObject *cap) {
     Matcher *m = (Matcher *)PyCapsule_GetPointer(cap, "triage._linescan.Matcher");
@@ -60,6 +134,42 @@ static void matcher_free(PyObject *cap) {
         Py_XDECREF(m->keep);
         PyMem_Free(m->nd);
         PyMem_Free(m);
+    }
+}
+
+/* The words the fast compare checks (memcpy keeps them in memory order on any byte order). */
+static void needle_words(Needle *nd) {
+    unsigned char buf[8] = {0}, ones[8] = {0};
+    size_t k = nd->len < 8 ? (size_t)nd->len : 8;
+    memcpy(buf, nd->s, k);
+    memset(ones, 0xff, k);
+    memcpy(&nd->head, buf, 8);
+    memcpy(&nd->head_mask, ones, 8);
+    nd->tail = 0;
+    if (nd->len >= 8) memcpy(&nd->tail, nd->s + nd->len - 8, 8);
+}
+
+/* What the AVX-512 path needs beyond the pair table: the distinct single bytes (compared directly; with
+ * more than 4 the matcher stays on the scalar loop there) and the Bloom filter of the needles' pairs. */
+static void simd_build(Matcher *m) {
+    m->simd_ok = 1;
+    for (Py_ssize_t k = 0; k < 2 * m->n; k++) {
+        const Needle *nd = &m->nd[k];
+        if (nd->len == 0) {
+            if (k >= m->n) continue;
+            unsigned char c = (unsigned char)PyBytes_AS_STRING(PyTuple_GET_ITEM(m->keep, k))[0];
+            int seen = 0;
+            for (int q = 0; q < m->nsingle; q++) seen |= m->singles[q] == c;
+            if (seen) continue;
+            if (m->nsingle == 4) m->simd_ok = 0;
+            else m->singles[m->nsingle++] = c;
+            continue;
+        }
+        unsigned p = PAIR(nd->s[nd->off], nd->s[nd->off + 1]);
+        for (int q = 0; q < BLOOM_K; q++) {
+            unsigned h = bloom_hash(p, q);
+            m->bloom[q][h >> 3] |= (uint8_t)(1u << (h & 7));
+        }
     }
 }
 
@@ -113,6 +223,7 @@ static PyObject *compile(PyObject *self, PyObject *args) {
             goto fail;
         }
         nd[i].s = s; nd[i].len = len; nd[i].off = off; nd[i].kind = kind;
+        needle_words(&nd[i]);
     }
     /* file each needle under its pairs at off and off+1 (the second copy lives at index n + i) */
     Needle *all = PyMem_Realloc(nd, (size_t)(2 * (n ? n : 1)) * sizeof(Needle));
@@ -125,15 +236,16 @@ static PyObject *compile(PyObject *self, PyObject *args) {
         for (Py_ssize_t k = i; k <= n + i; k += n) {
             unsigned p = PAIR(nd[k].s[nd[k].off], nd[k].s[nd[k].off + 1]);
             unsigned h = slot_of(p);
-            while (m->slot_pair[h] && m->slot_pair[h] != p + 1) h = (h + 1) & (HSLOTS - 1);
-            if (!m->slot_pair[h]) { m->slot_pair[h] = p + 1; m->slot_head[h] = -1; }
-            nd[k].next = m->slot_head[h];
-            m->slot_head[h] = (int32_t)k;
+            while (m->slot[h].pair && m->slot[h].pair != p + 1) h = (h + 1) & (HSLOTS - 1);
+            if (!m->slot[h].pair) { m->slot[h].pair = p + 1; m->slot[h].head = -1; }
+            nd[k].next = m->slot[h].head;
+            m->slot[h].head = (int32_t)k;
             m->bits[p >> 3] |= (uint8_t)(1u << (p & 7));
         }
     }
     Py_DECREF(fast);
     m->n = n; m->nd = nd; m->keep = keep;
+    simd_build(m);
     PyObject *cap = PyCapsule_New(m, "triage._linescan.Matcher", matcher_free);
     if (!cap) { Py_DECREF(keep); PyMem_Free(nd); PyMem_Free(m); }
     return cap;
@@ -159,6 +271,22 @@ static Py_ssize_t count_nl(const unsigned char *p, const unsigned char *q) {
     return c;
 }
 
+#if HAVE_AVX2_PATH
+/* Newlines in [p, q), 64 bytes per step: compare with '\n', movemask, popcount. Same result as count_nl. */
+TARGET_AVX2 static Py_ssize_t count_nl_avx2(const unsigned char *p, const unsigned char *q) {
+    Py_ssize_t c = 0;
+    const __m256i nl = _mm256_set1_epi8('\n');
+    while (q - p >= 64) {
+        __m256i a = _mm256_loadu_si256((const __m256i *)p), b = _mm256_loadu_si256((const __m256i *)(p + 32));
+        uint32_t ma = (uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(a, nl));
+        uint32_t mb = (uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(b, nl));
+        c += __builtin_popcount(ma) + __builtin_popcount(mb);
+        p += 64;
+    }
+    return c + count_nl(p, q);
+}
+#endif
+
 static int is_word(unsigned char c) {
     return c >= 0x80 || c == '_' || (c >= '0' && c <= '9') || ((c | 0x20) >= 'a' && (c | 0x20) <= 'z');
 }
@@ -170,7 +298,7 @@ static int digits(const unsigned char *b, Py_ssize_t n, Py_ssize_t *t) {
 }
 
 /* Does SGLang's stats shape start at s (the marker `Decode batch`/`Prefill batch` of length len)? */
-static int stats_shape(const unsigned char *b, Py_ssize_t n, Py_ssize_t s, Py_ssize_t len) {
+static ALWAYS_INLINE int stats_shape(const unsigned char *b, Py_ssize_t n, Py_ssize_t s, Py_ssize_t len) {
     static const char mixed[] = "(mixed #running-req: ";
     Py_ssize_t t = s + len, ml = (Py_ssize_t)sizeof(mixed) - 1;
     if (s > 0 && is_word(b[s - 1])) return 0;
@@ -189,16 +317,22 @@ static int stats_shape(const unsigned char *b, Py_ssize_t n, Py_ssize_t s, Py_ss
 }
 
 /* A usage value plainly below 0.9: 0.[0-8][0-9]* ending the pair (comma, blank, end of line). */
-static int low_usage(const unsigned char *b, Py_ssize_t v, Py_ssize_t n) {
+static ALWAYS_INLINE int low_usage(const unsigned char *b, Py_ssize_t v, Py_ssize_t n) {
     if (v + 3 > n || b[v] != '0' || b[v + 1] != '.' || b[v + 2] < '0' || b[v + 2] > '8') return 0;
     v += 3;
     while (v < n && b[v] >= '0' && b[v] <= '9') v++;
     return v == n || b[v] == ',' || b[v] == ' ' || b[v] == '\t' || b[v] == '\n';
 }
 
+/* Start of the line holding offset s: just after the newline before s, or 0. */
 static Py_ssize_t line_start(const unsigned char *b, Py_ssize_t s) {
+#if defined(__GLIBC__)
+    const unsigned char *e = s > 0 ? memrchr(b, '\n', (size_t)s) : NULL;
+    return e ? e - b + 1 : 0;
+#else
     while (s > 0 && b[s - 1] != '\n') s--;
     return s;
+#endif
 }
 
 static Py_ssize_t line_end(const unsigned char *b, Py_ssize_t n, Py_ssize_t s) {
@@ -210,57 +344,171 @@ typedef struct {
     const unsigned char *b;
     Py_ssize_t nl_pos, nl_cnt;
     PyObject *out;
+    Py_ssize_t (*count)(const unsigned char *, const unsigned char *);  /* count_nl or a SIMD twin */
+    /* fused: the loop counts newlines as it reads; nl_w of them lie before w (the bytes it has read),
+       n_pos before nl_pos. Counts then come from the few bytes between a line start and w. */
+    int fused;
+    Py_ssize_t w, nl_w, n_pos;
 } Emit;
 
+/* Append (kind, line_index, bol, eol, ids) to the output; ids: a new reference or NULL (None), stolen. */
 static int emit(Emit *em, int kind, Py_ssize_t bol, Py_ssize_t eol, PyObject *ids) {
-    em->nl_cnt += count_nl(em->b + em->nl_pos, em->b + bol);
+    if (em->fused) {  /* the same number: newlines in [nl_pos, bol), or 0 if bol <= nl_pos */
+        Py_ssize_t n_bol = em->nl_w - em->count(em->b + bol, em->b + em->w);
+        if (bol > em->nl_pos) em->nl_cnt += n_bol - em->n_pos;
+        em->n_pos = n_bol;
+    } else
+        em->nl_cnt += em->count(em->b + em->nl_pos, em->b + bol);
     em->nl_pos = bol;
-    PyObject *t = Py_BuildValue("(innnO)", kind, em->nl_cnt, bol, eol, ids ? ids : Py_None);
-    if (!t) return -1;
-    int r = PyList_Append(em->out, t);
+    PyObject *t = PyTuple_New(5);
+    if (!t) { Py_XDECREF(ids); return -1; }
+    if (!ids) { ids = Py_None; Py_INCREF(ids); }
+    PyTuple_SET_ITEM(t, 4, ids);
+    PyObject *v[4] = {PyLong_FromLong(kind), PyLong_FromSsize_t(em->nl_cnt), PyLong_FromSsize_t(bol),
+                      PyLong_FromSsize_t(eol)};
+    for (int k = 0; k < 4; k++) PyTuple_SET_ITEM(t, k, v[k]);
+    int r = v[0] && v[1] && v[2] && v[3] ? PyList_Append(em->out, t) : -1;
     Py_DECREF(t);
     return r;
 }
 
-/* scan(matcher, buffer, next_sample, step)
- *   -> (lines, flags, quiet_stats, next_sample, [(kind, line_index, start, end, ids), ...])
- * kind 0: candidate line, ids = tuple of the needle indices found in it; kind 1: sampled stats line.
- * line_index counts newlines before the line (0 for the buffer's first line).
- * Per stats line the cost is two needle checks (its marker and its usage value); only sampled and
- * candidate lines have their bounds looked up. */
-static PyObject *scan(PyObject *self, PyObject *args) {
-    PyObject *cap;
-    Py_buffer view;
-    Py_ssize_t next_sample, step;
-    (void)self;
-    if (!PyArg_ParseTuple(args, "Oy*nn", &cap, &view, &next_sample, &step)) return NULL;
-    Matcher *m = (Matcher *)PyCapsule_GetPointer(cap, "triage._linescan.Matcher");
-    if (!m) { PyBuffer_Release(&view); return NULL; }
-    const unsigned char *b = view.buf;
-    Py_ssize_t n = view.len, quiet = 0;
-    int flags = 0;
-    Emit em = {b, 0, 0, PyList_New(0)};
-    if (!em.out) { PyBuffer_Release(&view); return NULL; }
-    Py_ssize_t last_mark = -1, last_sample = -1;  /* newest counted marker, newest sampled line start */
-    Py_ssize_t c_bol = -1, c_eol = -1;            /* the pending candidate line */
-    PyObject *ids = NULL;
-    int err = 0;
-    const uint8_t *bits = m->bits;
+/* The state of one scan() call, shared by all loops. */
+typedef struct {
+    const Matcher *m;
+    const unsigned char *b;
+    Py_ssize_t n, quiet, next_sample, step;
+    int flags;
+    Emit em;
+    Py_ssize_t last_mark, last_sample;  /* newest counted marker, newest sampled line start */
+    Py_ssize_t c_bol, c_eol;            /* the pending candidate line (c_bol < 0: none) */
+    Py_ssize_t *ids, nids, ids_cap;     /* its needle indices (ids_local, or a larger heap array) */
+    Py_ssize_t ids_local[32];
+} Scan;
 
-#define FINISH_CAND()                                                             \
-    do {                                                                          \
-        if (c_bol >= 0) {                                                         \
-            PyObject *tup = PyList_AsTuple(ids);                                  \
-            Py_CLEAR(ids);                                                        \
-            if (!tup || emit(&em, 0, c_bol, c_eol, tup) < 0) { Py_XDECREF(tup); err = 1; goto done; } \
-            Py_DECREF(tup);                                                       \
-            c_bol = -1;                                                           \
-        }                                                                         \
-    } while (0)
-#define TEST(p) (bits[(p) >> 3] >> ((p)&7))
+/* Emit the pending candidate line, if any. */
+static int finish_cand(Scan *st) {
+    if (st->c_bol < 0) return 0;
+    PyObject *tup = PyTuple_New(st->nids);
+    if (!tup) return -1;
+    for (Py_ssize_t k = 0; k < st->nids; k++) {
+        PyObject *v = PyLong_FromSsize_t(st->ids[k]);
+        if (!v) { Py_DECREF(tup); return -1; }
+        PyTuple_SET_ITEM(tup, k, v);
+    }
+    if (emit(&st->em, 0, st->c_bol, st->c_eol, tup) < 0) return -1;
+    st->c_bol = -1;
+    return 0;
+}
 
+static int append_id(Scan *st, Py_ssize_t id) {
+    if (st->nids == st->ids_cap) {
+        Py_ssize_t cap = 2 * st->ids_cap;
+        Py_ssize_t *a = st->ids == st->ids_local ? PyMem_Malloc((size_t)cap * sizeof(Py_ssize_t))
+                                                 : PyMem_Realloc(st->ids, (size_t)cap * sizeof(Py_ssize_t));
+        if (!a) { PyErr_NoMemory(); return -1; }
+        if (st->ids == st->ids_local) memcpy(a, st->ids_local, sizeof(st->ids_local));
+        st->ids = a;
+        st->ids_cap = cap;
+    }
+    st->ids[st->nids++] = id;
+    return 0;
+}
+
+/* Needle entry e (filed under the pair at offset i) occurs at s = i - off: what it means for its line.
+ * Per stats line this is two calls (its marker and its usage value); only sampled and candidate lines
+ * have their bounds looked up. */
+static ALWAYS_INLINE int found(Scan *st, int32_t e, Py_ssize_t s) {
+    const Matcher *m = st->m;
+    const Needle *nd = &m->nd[e];
+    const unsigned char *b = st->b;
+    Py_ssize_t n = st->n;
+    Py_ssize_t id = e < m->n ? e : e - m->n;
+    if (st->c_bol >= 0 && s < st->c_eol) return append_id(st, id);  /* inside the candidate line */
+    int cand = nd->kind == K_CAND;
+    if (nd->kind == K_STATS) {
+        if (!stats_shape(b, n, s, nd->len)) cand = 1;  /* `Decode batch` in other words */
+        else {
+            st->quiet++;
+            st->last_mark = s;
+            if (s >= st->next_sample) {
+                Py_ssize_t bol = line_start(b, s);
+                if (b[bol] == '(') st->flags |= F_RAY;  /* a Ray actor prefix: the row's engine is its pid */
+                if (b[bol] == ' ' || b[bol] == '\t') cand = 1;  /* may be traceback context */
+                else {
+                    if (emit(&st->em, 1, bol, line_end(b, n, s), NULL) < 0) return -1;
+                    st->last_sample = bol;
+                    st->next_sample = bol + st->step;
+                }
+            }
+        }
+    } else if (nd->kind == K_USAGE) {
+        if (!low_usage(b, s + nd->len, n)) cand = 1;  /* Python checks it is a stats row */
+    }
+    if (!cand) return 0;
+    Py_ssize_t bol = line_start(b, s);
+    if (st->last_mark >= bol) { st->quiet--; st->last_mark = -1; }  /* counted as quiet, but Python parses it */
+    if (st->last_sample == bol) {  /* sampled a moment ago: it is a candidate instead */
+        Py_ssize_t k = PyList_GET_SIZE(st->em.out) - 1;
+        if (PyList_SetSlice(st->em.out, k, k + 1, NULL) < 0) return -1;
+        st->last_sample = -1;
+    }
+    st->c_bol = bol;
+    st->c_eol = line_end(b, n, s);
+    st->nids = 0;
+    return append_id(st, id);
+}
+
+/* Is needle nd at b + s? The caller has checked 0 <= s and s + len <= n. One or two 8-byte loads where
+ * the buffer allows them (both within [s, s + len) or, for a short needle, within the buffer). */
+static ALWAYS_INLINE int needle_at(const unsigned char *b, Py_ssize_t n, Py_ssize_t s, const Needle *nd) {
+    uint64_t w;
+    if (nd->len >= 8) {
+        memcpy(&w, b + s, 8);
+        if (w != nd->head) return 0;
+        memcpy(&w, b + s + nd->len - 8, 8);
+        if (w != nd->tail) return 0;
+        return nd->len <= 16 || !memcmp(b + s + 8, nd->s + 8, (size_t)(nd->len - 16));
+    }
+    if (s + 8 <= n) {
+        memcpy(&w, b + s, 8);
+        return (w & nd->head_mask) == nd->head;
+    }
+    return !memcmp(b + s, nd->s, (size_t)nd->len);
+}
+
+/* What every loop does at an even offset i whose pair is in the table: finish the pending candidate once
+ * past its line, note single-byte flags, and check the needles filed under the pair. `mode` (a constant
+ * at each call site): 0 compares needles with memcmp, 1 with needle_at (the two agree), 2 also leaves
+ * the flags to the caller, which finds the single bytes itself. */
+static ALWAYS_INLINE int visit(Scan *st, Py_ssize_t i, int mode) {
+    const Matcher *m = st->m;
+    const unsigned char *b = st->b;
+    Py_ssize_t n = st->n;
+    if (st->c_bol >= 0 && i >= st->c_eol && finish_cand(st) < 0) return -1;
+    if (mode < 2) st->flags |= m->single[b[i]] | m->single[b[i + 1]];
+    unsigned p = PAIR(b[i], b[i + 1]);
+    unsigned h = slot_of(p);
+    while (m->slot[h].pair && m->slot[h].pair != p + 1) h = (h + 1) & (HSLOTS - 1);
+    int32_t first = m->slot[h].pair ? m->slot[h].head : -1;  /* no entry: a single-byte flag pair */
+    for (int32_t e = first; e >= 0; e = m->nd[e].next) {
+        const Needle *nd = &m->nd[e];
+        Py_ssize_t s = i - nd->off;
+        if (s < 0 || s + nd->len > n) continue;
+        if (mode ? !needle_at(b, n, s, nd) : memcmp(b + s, nd->s, (size_t)nd->len) != 0) continue;
+        if (found(st, e, s) < 0) return -1;
+    }
+    return 0;
+}
+
+#define TEST(bits, p) ((bits)[(p) >> 3] >> ((p)&7))
+
+/* The scalar loop: even offsets, eight bytes (four pairs) per table test while nothing is found. */
+static int run_scalar(Scan *st) {
+    const unsigned char *b = st->b;
+    const uint8_t *bits = st->m->bits;
+    Py_ssize_t n = st->n;
     for (Py_ssize_t i = 0; i + 1 < n; i += 2) {
-        while (i + 8 <= n) {  /* eight bytes (four pairs) per test while nothing is found */
+        while (i + 8 <= n) {
             uint64_t w;
             memcpy(&w, b + i, 8);
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
@@ -268,75 +516,246 @@ static PyObject *scan(PyObject *self, PyObject *args) {
 #endif
             unsigned p0 = (unsigned)(w & 0xffff), p1 = (unsigned)((w >> 16) & 0xffff);
             unsigned p2 = (unsigned)((w >> 32) & 0xffff), p3 = (unsigned)(w >> 48);
-            if ((TEST(p0) | TEST(p1) | TEST(p2) | TEST(p3)) & 1) break;
+            if ((TEST(bits, p0) | TEST(bits, p1) | TEST(bits, p2) | TEST(bits, p3)) & 1) break;
             i += 8;
         }
         if (i + 1 >= n) break;
         unsigned p = PAIR(b[i], b[i + 1]);
-        if (!(bits[p >> 3] & (1u << (p & 7)))) continue;
-        if (c_bol >= 0 && i >= c_eol) FINISH_CAND();
-        flags |= m->single[b[i]] | m->single[b[i + 1]];
-        unsigned h = slot_of(p);
-        while (m->slot_pair[h] && m->slot_pair[h] != p + 1) h = (h + 1) & (HSLOTS - 1);
-        int32_t first = m->slot_pair[h] ? m->slot_head[h] : -1;  /* no entry: a single-byte flag pair */
-        for (int32_t e = first; e >= 0; e = m->nd[e].next) {
-            const Needle *nd = &m->nd[e];
-            Py_ssize_t s = i - nd->off;
-            if (s < 0 || s + nd->len > n || memcmp(b + s, nd->s, (size_t)nd->len)) continue;
-            Py_ssize_t id = e < m->n ? e : e - m->n;
-            if (c_bol >= 0 && s < c_eol) {  /* inside the candidate line: just note the needle */
-                PyObject *v = PyLong_FromSsize_t(id);
-                if (!v || PyList_Append(ids, v) < 0) { Py_XDECREF(v); err = 1; goto done; }
-                Py_DECREF(v);
-                continue;
-            }
-            int cand = nd->kind == K_CAND;
-            if (nd->kind == K_STATS) {
-                if (!stats_shape(b, n, s, nd->len)) cand = 1;  /* `Decode batch` in other words */
-                else {
-                    quiet++;
-                    last_mark = s;
-                    if (s >= next_sample) {
-                        Py_ssize_t bol = line_start(b, s);
-                        if (b[bol] == '(') flags |= F_RAY;  /* a Ray actor prefix: the row's engine is its pid */
-                        if (b[bol] == ' ' || b[bol] == '\t') cand = 1;  /* may be traceback context */
-                        else {
-                            if (emit(&em, 1, bol, line_end(b, n, s), NULL) < 0) { err = 1; goto done; }
-                            last_sample = bol;
-                            next_sample = bol + step;
-                        }
-                    }
-                }
-            } else if (nd->kind == K_USAGE) {
-                if (!low_usage(b, s + nd->len, n)) cand = 1;  /* Python checks it is a stats row */
-            }
-            if (!cand) continue;
-            Py_ssize_t bol = line_start(b, s);
-            if (last_mark >= bol) { quiet--; last_mark = -1; }  /* counted as quiet, but Python parses it */
-            if (last_sample == bol) {  /* sampled a moment ago: it is a candidate instead */
-                Py_ssize_t k = PyList_GET_SIZE(em.out) - 1;
-                if (PyList_SetSlice(em.out, k, k + 1, NULL) < 0) { err = 1; goto done; }
-                last_sample = -1;
-            }
-            c_bol = bol;
-            c_eol = line_end(b, n, s);
-            ids = PyList_New(0);
-            PyObject *v = PyLong_FromSsize_t(id);
-            if (!ids || !v || PyList_Append(ids, v) < 0) { Py_XDECREF(v); err = 1; goto done; }
-            Py_DECREF(v);
-        }
+        if (!(TEST(bits, p) & 1)) continue;
+        if (visit(st, i, 0) < 0) return -1;
     }
-    if (n > 0) flags |= m->single[b[n - 1]];  /* the last byte of an odd-length buffer */
-    FINISH_CAND();
-done:
-    Py_XDECREF(ids);
-    PyBuffer_Release(&view);
-    if (err) { Py_DECREF(em.out); return NULL; }
-    Py_ssize_t lines = em.nl_cnt + count_nl(b + em.nl_pos, b + n);
-    return Py_BuildValue("(ninnN)", lines, flags, quiet, next_sample, em.out);
+    return 0;
 }
 
-/* pair_counts(buffer) -> bytes of 65536 saturating one-byte counts of each two-byte pair (x / 16). */
+#if HAVE_AVX2_PATH
+/* ---- AVX2: the pair table itself, 32 pairs per 64 bytes through gathers ---- */
+
+/* Table bits of 8 even pairs (eight 16-bit lanes): bit k of the result is pair k's bit. The table is
+ * read as 2048 little-endian 32-bit words (x86 is little-endian): pair p is bit p & 31 of word p >> 5.
+ * A gather fetches the 8 words; a shift moves each pair's bit to its lane's sign; a movemask collects. */
+TARGET_AVX2 static ALWAYS_INLINE uint32_t pairs8(const int *words, __m128i pairs) {
+    __m256i p = _mm256_cvtepu16_epi32(pairs);
+    __m256i w = _mm256_i32gather_epi32(words, _mm256_srli_epi32(p, 5), 4);
+    __m256i up = _mm256_andnot_si256(p, _mm256_set1_epi32(31));  /* 31 - (p & 31) */
+    return (uint32_t)_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_sllv_epi32(w, up)));
+}
+
+/* Table bits of the 32 even pairs in the 64 bytes at q (bit k is the pair at q + 2k); adds the newlines
+ * among those bytes to *nls. */
+TARGET_AVX2 static ALWAYS_INLINE uint32_t pairs32(const int *words, const unsigned char *q, Py_ssize_t *nls) {
+    __m256i a = _mm256_loadu_si256((const __m256i *)q), c = _mm256_loadu_si256((const __m256i *)(q + 32));
+    const __m256i nl = _mm256_set1_epi8('\n');
+    *nls += __builtin_popcount((uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(a, nl)))
+          + __builtin_popcount((uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(c, nl)));
+    uint32_t m0 = pairs8(words, _mm256_castsi256_si128(a)), m1 = pairs8(words, _mm256_extracti128_si256(a, 1));
+    uint32_t m2 = pairs8(words, _mm256_castsi256_si128(c)), m3 = pairs8(words, _mm256_extracti128_si256(c, 1));
+    return m0 | m1 << 8 | m2 << 16 | m3 << 24;
+}
+
+#define WIN 1024  /* bytes whose masks are computed (no branches) before their offsets are visited */
+
+/* The offsets base + scale * k of the set bits k of x, in order, into out; returns how many. The first
+ * four are written whatever the count (past it they are junk): the usual 0-4 bits cost no loop and no
+ * mispredicted branch. out needs room for 4 more than the count. */
+static ALWAYS_INLINE int flatten(Py_ssize_t *out, Py_ssize_t base, uint64_t x, int scale) {
+    const uint64_t top = 1ull << 63;  /* keeps ctz defined once x is empty */
+    int cnt = __builtin_popcountll(x);
+    for (int k = 0; k < 4; k++) {
+        out[k] = base + scale * (Py_ssize_t)__builtin_ctzll(x | top);
+        x &= x - 1;
+    }
+    for (int k = 4; x; k++) {
+        out[k] = base + scale * (Py_ssize_t)__builtin_ctzll(x);
+        x &= x - 1;
+    }
+    return cnt;
+}
+
+/* The AVX2 loop: exactly the offsets run_scalar visits, in the same order. Per window of WIN bytes the
+ * masks (and the newline count) first, with no branches, then the window's offsets in one loop; the
+ * tail (< 64 bytes) pair by pair. */
+TARGET_AVX2 static int run_avx2(Scan *st) {
+    const unsigned char *b = st->b;
+    const uint8_t *bits = st->m->bits;
+    const int *words = (const int *)(const void *)bits;
+    Py_ssize_t n = st->n, blk = 0, nls = 0;  /* nls: newlines before the bytes read so far */
+    uint32_t masks[WIN / 64];
+    Py_ssize_t cand[WIN / 2 + 4];
+    while (blk + 64 <= n) {
+        Py_ssize_t nb = (n - blk) / 64;
+        if (nb > WIN / 64) nb = WIN / 64;
+        for (Py_ssize_t k = 0; k < nb; k++) masks[k] = pairs32(words, b + blk + 64 * k, &nls);
+        st->em.w = blk + 64 * nb;
+        st->em.nl_w = nls;
+        int nc = 0;
+        for (Py_ssize_t k = 0; k < nb; k++) nc += flatten(cand + nc, blk + 64 * k, masks[k], 2);
+        for (int k = 0; k < nc; k++)
+            if (visit(st, cand[k], 1) < 0) return -1;
+        blk += 64 * nb;
+    }
+    st->em.nl_w = nls + count_nl(b + blk, b + n);
+    st->em.w = n;
+    for (Py_ssize_t i = blk; i + 1 < n; i += 2) {
+        unsigned p = PAIR(b[i], b[i + 1]);
+        if ((TEST(bits, p) & 1) && visit(st, i, 1) < 0) return -1;
+    }
+    return 0;
+}
+#endif
+
+#if HAVE_AVX512_PATH
+/* ---- AVX-512 (BW + VBMI): a Bloom filter of the needles' pairs held in registers ---- */
+
+/* Which of the 32 even pairs (16-bit lanes of v) pass all BLOOM_K hashes: per hash, a 16-bit multiply,
+ * the table byte picked by the top 7 bits (vpermi2b over the 128-byte table in two registers; the byte
+ * lands in the low half of the lane) and the bit by the next 3 (a shifted one, tested). */
+TARGET_AVX512 static ALWAYS_INLINE uint32_t bloom32(__m512i v, const __m512i *tbl) {
+    __mmask32 k = (__mmask32)~0u;
+    for (int q = 0; q < BLOOM_K; q++) {
+        __m512i h = _mm512_mullo_epi16(v, _mm512_set1_epi16((short)BLOOM_MUL[q]));
+        __m512i byte = _mm512_permutex2var_epi8(tbl[2 * q], _mm512_srli_epi16(h, 9), tbl[2 * q + 1]);
+        __m512i col = _mm512_and_si512(_mm512_srli_epi16(h, 6), _mm512_set1_epi16(7));
+        k &= _mm512_test_epi16_mask(byte, _mm512_sllv_epi16(_mm512_set1_epi16(1), col));
+    }
+    return (uint32_t)k;
+}
+
+/* The AVX-512 loop. Per window of WIN bytes: the Bloom masks of 64 bytes at a time and a compare with the
+ * single-byte needles (no branches), then each offset that passes is tested in the pair table and, if
+ * there, visited. These are the offsets run_scalar visits, in the same order, less those whose pair is
+ * only in the table for a single-byte needle: the scalar loop finds nothing there but the flag byte,
+ * which the compare finds (see the header comment). The tail (< 64 bytes) goes pair by pair. */
+TARGET_AVX512 static int run_avx512(Scan *st) {
+    const Matcher *m = st->m;
+    const unsigned char *b = st->b;
+    const uint8_t *bits = m->bits;
+    Py_ssize_t n = st->n, blk = 0;
+    uint32_t masks[WIN / 64];
+    Py_ssize_t cand[WIN / 2 + 4];
+    uint64_t seen[4] = {0, 0, 0, 0};  /* where single byte q was seen (bits of some blocks) */
+    Py_ssize_t nls = 0;  /* newlines before blk + 64 * k */
+    const __m512i nl = _mm512_set1_epi8('\n');
+    __m512i tbl[2 * BLOOM_K], sg[4];
+    for (int q = 0; q < BLOOM_K; q++) {
+        tbl[2 * q] = _mm512_loadu_si512((const void *)m->bloom[q]);
+        tbl[2 * q + 1] = _mm512_loadu_si512((const void *)(m->bloom[q] + 64));
+    }
+    for (int k = 0; k < 4; k++) sg[k] = _mm512_set1_epi8((char)m->singles[k < m->nsingle ? k : 0]);
+    while (blk + 64 <= n) {
+        Py_ssize_t nb = (n - blk) / 64;
+        if (nb > WIN / 64) nb = WIN / 64;
+        for (Py_ssize_t k = 0; k < nb; k++) {
+            __m512i v = _mm512_loadu_si512((const void *)(b + blk + 64 * k));
+            masks[k] = bloom32(v, tbl);
+            nls += __builtin_popcountll(_mm512_cmpeq_epi8_mask(v, nl));
+            for (int q = 0; q < 4; q++) seen[q] |= _mm512_cmpeq_epi8_mask(v, sg[q]);
+        }
+        st->em.w = blk + 64 * nb;
+        st->em.nl_w = nls;
+        int nc = 0;  /* the offsets that passed, in order (one loop for the window: fewer mispredictions) */
+        for (Py_ssize_t k = 0; k < nb; k++) nc += flatten(cand + nc, blk + 64 * k, masks[k], 2);
+        for (int k = 0; k < nc; k++) {
+            Py_ssize_t i = cand[k];
+            unsigned p = PAIR(b[i], b[i + 1]);
+            if ((TEST(bits, p) & 1) && visit(st, i, 2) < 0) return -1;
+        }
+        blk += 64 * nb;
+    }
+    for (int q = 0; q < m->nsingle; q++)
+        if (seen[q]) st->flags |= m->single[m->singles[q]];
+    st->em.nl_w = nls + count_nl(b + blk, b + n);
+    st->em.w = n;
+    for (Py_ssize_t i = blk; i + 1 < n; i += 2) {
+        unsigned p = PAIR(b[i], b[i + 1]);
+        if ((TEST(bits, p) & 1) && visit(st, i, 1) < 0) return -1;
+    }
+    return 0;
+}
+#endif
+
+/* scan(matcher, buffer, next_sample, step)
+ *   -> (lines, flags, quiet_stats, next_sample, [(kind, line_index, start, end, ids), ...])
+ * kind 0: candidate line, ids = tuple of the needle indices found in it; kind 1: sampled stats line.
+ * line_index counts newlines before the line (0 for the buffer's first line). */
+static PyObject *scan_with(PyObject *args, int loop) {
+    PyObject *cap;
+    Py_buffer view;
+    Py_ssize_t next_sample, step;
+    if (!PyArg_ParseTuple(args, "Oy*nn", &cap, &view, &next_sample, &step)) return NULL;
+    Matcher *m = (Matcher *)PyCapsule_GetPointer(cap, "triage._linescan.Matcher");
+    if (!m) { PyBuffer_Release(&view); return NULL; }
+    Scan st = {0};
+    st.m = m;
+    st.b = view.buf;
+    st.n = view.len;
+    st.next_sample = next_sample;
+    st.step = step;
+    st.em.b = st.b;
+    st.em.count = count_nl;
+    st.last_mark = st.last_sample = st.c_bol = st.c_eol = -1;
+    st.ids = st.ids_local;
+    st.ids_cap = (Py_ssize_t)(sizeof(st.ids_local) / sizeof(st.ids_local[0]));
+    st.em.out = PyList_New(0);
+    if (!st.em.out) { PyBuffer_Release(&view); return NULL; }
+    int err;
+    if (loop == P_AVX512 && !m->simd_ok) loop = P_AVX2;  /* more single bytes than its compare takes */
+    switch (loop) {
+#if HAVE_AVX512_PATH
+    case P_AVX512:
+        st.em.count = count_nl_avx2;
+        st.em.fused = 1;
+        err = run_avx512(&st) < 0;
+        break;
+#endif
+#if HAVE_AVX2_PATH
+    case P_AVX2:
+        st.em.count = count_nl_avx2;
+        st.em.fused = 1;
+        err = run_avx2(&st) < 0;
+        break;
+#endif
+    default:
+        err = run_scalar(&st) < 0;
+    }
+    if (!err) {
+        if (st.n > 0) st.flags |= m->single[st.b[st.n - 1]];  /* the last byte of an odd-length buffer */
+        err = finish_cand(&st) < 0;
+    }
+    if (st.ids != st.ids_local) PyMem_Free(st.ids);
+    PyBuffer_Release(&view);
+    if (err) { Py_DECREF(st.em.out); return NULL; }
+    Py_ssize_t lines = st.em.nl_cnt + (st.em.fused ? st.em.nl_w - st.em.n_pos  /* w = n here */
+                                                   : st.em.count(st.b + st.em.nl_pos, st.b + st.n));
+    return Py_BuildValue("(ninnN)", lines, st.flags, st.quiet, st.next_sample, st.em.out);
+}
+
+static PyObject *scan(PyObject *self, PyObject *args) {
+    (void)self;
+    return scan_with(args, path);
+}
+
+static PyObject *scan_scalar(PyObject *self, PyObject *args) {
+    (void)self;
+    return scan_with(args, P_SCALAR);
+}
+
+/* set_simd(name) -> the previous name: the loop scan() takes from now on ("" = the scalar one). */
+static PyObject *set_simd(PyObject *self, PyObject *args) {
+    const char *name;
+    if (!PyArg_ParseTuple(args, "s", &name)) return NULL;
+    for (int k = 0; k < P_COUNT; k++) {
+        if (strcmp(name, PATH_NAME[k]) != 0) continue;
+        if (!path_ok[k]) break;
+        int old = path;
+        path = k;
+        if (PyModule_AddStringConstant(self, "SIMD", PATH_NAME[k]) < 0) return NULL;
+        return PyUnicode_FromString(PATH_NAME[old]);
+    }
+    PyErr_Format(PyExc_ValueError, "no SIMD path %R on this CPU or build", PyTuple_GET_ITEM(args, 0));
+    return NULL;
+}
+
+/* pair_counts(buffer) -> bytes of 65536 uint32 counts (native order) of each two-byte pair. */
 static PyObject *pair_counts(PyObject *self, PyObject *args) {
     (void)self;
     Py_buffer view;
@@ -355,6 +774,8 @@ static PyObject *pair_counts(PyObject *self, PyObject *args) {
 static PyMethodDef methods[] = {
     {"compile", compile, METH_VARARGS, "compile(needles) -> matcher"},
     {"scan", scan, METH_VARARGS, "scan(matcher, buffer, next_sample, step) -> (lines, flags, quiet, next_sample, hits)"},
+    {"scan_scalar", scan_scalar, METH_VARARGS, "scan() on the scalar loop, whatever the CPU (the reference)"},
+    {"set_simd", set_simd, METH_VARARGS, "set_simd(name) -> previous: the loop scan() takes (one of PATHS, or \"\")"},
     {"pair_counts", pair_counts, METH_VARARGS, "pair_counts(buffer) -> 65536 uint32 counts (native order)"},
     {NULL, NULL, 0, NULL},
 };
@@ -363,4 +784,35 @@ static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT, "_linescan", "Literal line prefilter for triage.", -1, methods, NULL, NULL, NULL, NULL,
 };
 
-PyMODINIT_FUNC PyInit__linescan(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__linescan(void) {
+    PyObject *mod = PyModule_Create(&module);
+    if (!mod) return NULL;
+#if HAVE_AVX2_PATH
+    __builtin_cpu_init();
+    path_ok[P_AVX2] = __builtin_cpu_supports("avx2");
+#endif
+#if HAVE_AVX512_PATH
+    path_ok[P_AVX512] = path_ok[P_AVX2] && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw")
+                        && __builtin_cpu_supports("avx512vbmi");
+#endif
+    PyObject *paths = PyTuple_New(0);
+    for (int k = 1; paths && k < P_COUNT; k++) {
+        if (!path_ok[k]) continue;
+        PyObject *name = PyUnicode_FromString(PATH_NAME[k]);
+        if (!name || _PyTuple_Resize(&paths, PyTuple_GET_SIZE(paths) + 1) < 0) { Py_XDECREF(name); Py_CLEAR(paths); break; }
+        PyTuple_SET_ITEM(paths, PyTuple_GET_SIZE(paths) - 1, name);
+        path = k;  /* the last one is the fastest */
+    }
+    const char *off = getenv("TRIAGE_LINESCAN_SCALAR");
+    if (off && *off && strcmp(off, "0") != 0) path = P_SCALAR;
+    if (!paths || PyModule_AddObject(mod, "PATHS", paths) < 0) {  /* steals paths only on success */
+        Py_XDECREF(paths);
+        Py_DECREF(mod);
+        return NULL;
+    }
+    if (PyModule_AddStringConstant(mod, "SIMD", PATH_NAME[path]) < 0) {
+        Py_DECREF(mod);
+        return NULL;
+    }
+    return mod;
+}
