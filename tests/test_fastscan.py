@@ -129,6 +129,39 @@ def test_a_large_coloured_log_stays_on_the_native_path_with_exact_counts(tmp_pat
     assert [(h.line.lineno, h.line.text) for h in res.hits] == [(3002, "RuntimeError: CUDA error: out of memory")]
 
 
+def driver_log(engines: int, rows: int) -> list[str]:
+    """One Ray driver log: the stats rows of `engines` engines (two DP groups each), interleaved."""
+    out = []
+    for i in range(rows):
+        e = i % engines
+        usage, queue = ("1.00", 3) if i % 997 == 0 else ("0.42", 0)
+        if i % 3:  # decode rows of DP group 0 or 1
+            row = DECODE.format(s=i % 60, u=usage, q=queue).replace(" TP0]", f" DP{i % 2} TP{i % 2}]")
+        else:  # prefill rows: untagged
+            row = PREFILL.format(s=i % 60, u=usage, q=queue)
+        out.append(f"(SGLangEngine pid={4100 + e}, ip=10.0.0.{e}) {row}")
+    return out
+
+
+@pytest.mark.parametrize("engines", [3, 70])  # 70 engines x 2 DP groups: more origins than the C side keeps
+def test_a_ray_driver_log_counts_every_engines_rows_on_the_native_path(tmp_path: Path, engines: int,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(fastscan, "SAMPLE_ALL_BELOW", 0)
+    monkeypatch.setattr(fastscan, "TIMELINE_ROWS", 300)
+    python_chunks = []
+    real = fastscan._python_chunk
+    monkeypatch.setattr(fastscan, "_python_chunk", lambda *a: (python_chunks.append(1), real(*a)))
+    log = tmp_path / "driver.log"
+    log.write_text("\n".join(["[2026-05-24 00:50:00] ray driver starting"] + driver_log(engines, 20000)) + "\n")
+    fast, slow = scan(log), scan(log, native=False)
+    assert {k: es.total for k, es in fast.engines.items()} == {k: es.total for k, es in slow.engines.items()}
+    assert sum(es.total for es in fast.engines.values()) == 20000
+    assert ("driver.log pid=4101 DP1" in fast.engines) and ("driver.log pid=4100" in fast.engines)
+    assert {k: [ln.lineno for ln, _, _ in es.pressure] for k, es in fast.engines.items()} == \
+           {k: [ln.lineno for ln, _, _ in es.pressure] for k, es in slow.engines.items()}
+    assert (python_chunks == []) == (engines == 3)
+
+
 def test_line_counts_and_a_missing_final_newline(tmp_path: Path) -> None:
     log = tmp_path / "train.log"
     log.write_text("a\nb\nRuntimeError: CUDA error: out of memory")

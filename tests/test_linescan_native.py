@@ -59,11 +59,12 @@ def restore_path():  # type: ignore[no-untyped-def]
 def same(matcher: object, buf: bytes, steps: tuple[tuple[int, int], ...] = STEPS) -> None:
     """Every SIMD path this CPU has gives what the scalar loop gives."""
     for next_sample, step in steps:
-        want = ls.scan_scalar(matcher, buf, next_sample, step)
-        for path in PATHS:
-            ls.set_simd(path)
-            got = ls.scan(matcher, buf, next_sample, step)
-            assert got == want, (path, buf[:200], next_sample, step)
+        for origins in (False, True):
+            want = ls.scan_scalar(matcher, buf, next_sample, step, origins)
+            for path in PATHS:
+                ls.set_simd(path)
+                got = ls.scan(matcher, buf, next_sample, step, origins)
+                assert got == want, (path, buf[:200], next_sample, step, origins)
 
 
 def matcher_for(needles: fastscan.Needles, buf: bytes) -> object:

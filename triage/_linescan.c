@@ -83,7 +83,7 @@
 #endif
 
 enum { K_CAND = 0, K_STATS = 1, K_USAGE = 2 };
-enum { F_CR = 1, F_ESC = 2, F_NUL = 4, F_RAY = 8 };
+enum { F_CR = 1, F_ESC = 2, F_NUL = 4, F_RAY = 8, F_MANY = 16 };
 
 #define HSLOTS 4096  /* > 2 x the pairs two needles per anchor can use */
 
@@ -372,6 +372,41 @@ static int emit(Emit *em, int kind, Py_ssize_t bol, Py_ssize_t eol, PyObject *id
     return r;
 }
 
+/* Origin mode: when one file holds the stats rows of several engines (a Ray driver log, where each line
+ * starts with `(ActorName pid=N, ip=...)`, or DP-attention groups tagged `[time DP3 TP3]`), the count of
+ * quiet rows is kept per origin: the Ray prefix of the line plus its ` DPn` tag, as bytes. Python maps
+ * each origin to its engine timeline. More than MAX_ORIGINS distinct origins in one buffer sets F_MANY. */
+#define MAX_ORIGINS 64
+typedef struct {
+    Py_ssize_t n;
+    Py_ssize_t len[MAX_ORIGINS], count[MAX_ORIGINS];
+    unsigned char buf[MAX_ORIGINS][160];  /* the key's bytes: a Ray prefix (bounded) and the DP tag */
+} Origins;
+
+/* The origin slot of the stats row whose marker is at s (line start bol), or -1 when the table is full. */
+static Py_ssize_t origin_of(Origins *o, const unsigned char *b, Py_ssize_t bol, Py_ssize_t s) {
+    unsigned char key[160];
+    Py_ssize_t k = 0, t = bol;
+    if (b[bol] == '(') {  /* the Ray prefix, up to its `)` */
+        while (t < s && b[t] != ')' && k < 120) key[k++] = b[t++];
+        if (t < s && b[t] == ')') key[k++] = b[t++];
+    }
+    for (Py_ssize_t u = t; u + 3 < s; u++) {  /* ` DP<digits>` in the SGLang rank tag before the marker */
+        if (b[u] == ']') break;
+        if (b[u] == ' ' && b[u + 1] == 'D' && b[u + 2] == 'P' && b[u + 3] >= '0' && b[u + 3] <= '9') {
+            for (u++; u < s && k < 159 && b[u] != ' ' && b[u] != ']'; u++) key[k++] = b[u];
+            break;
+        }
+    }
+    for (Py_ssize_t i = 0; i < o->n; i++)
+        if (o->len[i] == k && !memcmp(o->buf[i], key, (size_t)k)) return i;
+    if (o->n == MAX_ORIGINS) return -1;
+    memcpy(o->buf[o->n], key, (size_t)k);
+    o->len[o->n] = k;
+    o->count[o->n] = 0;
+    return o->n++;
+}
+
 /* The state of one scan() call, shared by all loops. */
 typedef struct {
     const Matcher *m;
@@ -380,6 +415,10 @@ typedef struct {
     int flags;
     Emit em;
     Py_ssize_t last_mark, last_sample;  /* newest counted marker, newest sampled line start */
+    Py_ssize_t last_mark_id;            /* its needle index */
+    int origins;                        /* count quiet rows per origin (see Origins) */
+    Py_ssize_t last_mark_origin;        /* the origin slot the newest marker was counted under */
+    Origins org;
     Py_ssize_t c_bol, c_eol;            /* the pending candidate line (c_bol < 0: none) */
     Py_ssize_t *ids, nids, ids_cap;     /* its needle indices (ids_local, or a larger heap array) */
     Py_ssize_t ids_local[32];
@@ -430,6 +469,13 @@ static ALWAYS_INLINE int found(Scan *st, int32_t e, Py_ssize_t s) {
         else {
             st->quiet++;
             st->last_mark = s;
+            st->last_mark_id = id;
+            if (st->origins) {  /* which engine's row: find its line start and origin */
+                Py_ssize_t bol = line_start(b, s), o = origin_of(&st->org, b, bol, s);
+                if (o < 0) st->flags |= F_MANY;
+                else st->org.count[o]++;
+                st->last_mark_origin = o;
+            }
             if (s >= st->next_sample) {
                 Py_ssize_t bol = line_start(b, s);
                 if (b[bol] == '(') st->flags |= F_RAY;  /* a Ray actor prefix: the row's engine is its pid */
@@ -446,7 +492,13 @@ static ALWAYS_INLINE int found(Scan *st, int32_t e, Py_ssize_t s) {
     }
     if (!cand) return 0;
     Py_ssize_t bol = line_start(b, s);
-    if (st->last_mark >= bol) { st->quiet--; st->last_mark = -1; }  /* counted as quiet, but Python parses it */
+    Py_ssize_t marker = -1;  /* the stats marker counted on this line before it became a candidate */
+    if (st->last_mark >= bol) {  /* counted as quiet, but Python parses it */
+        st->quiet--;
+        if (st->origins && st->last_mark_origin >= 0) st->org.count[st->last_mark_origin]--;
+        st->last_mark = -1;
+        marker = st->last_mark_id;
+    }
     if (st->last_sample == bol) {  /* sampled a moment ago: it is a candidate instead */
         Py_ssize_t k = PyList_GET_SIZE(st->em.out) - 1;
         if (PyList_SetSlice(st->em.out, k, k + 1, NULL) < 0) return -1;
@@ -455,6 +507,7 @@ static ALWAYS_INLINE int found(Scan *st, int32_t e, Py_ssize_t s) {
     st->c_bol = bol;
     st->c_eol = line_end(b, n, s);
     st->nids = 0;
+    if (marker >= 0 && append_id(st, marker) < 0) return -1;  /* so the candidate's needles name it too */
     return append_id(st, id);
 }
 
@@ -673,60 +726,80 @@ TARGET_AVX512 static int run_avx512(Scan *st) {
 }
 #endif
 
-/* scan(matcher, buffer, next_sample, step)
- *   -> (lines, flags, quiet_stats, next_sample, [(kind, line_index, start, end, ids), ...])
+/* scan(matcher, buffer, next_sample, step, origins=False)
+ *   -> (lines, flags, quiet_stats, next_sample, [(kind, line_index, start, end, ids), ...], per_origin)
+ * per_origin: None, or with origins=True {origin bytes: quiet stats rows} (see Origins).
  * kind 0: candidate line, ids = tuple of the needle indices found in it; kind 1: sampled stats line.
  * line_index counts newlines before the line (0 for the buffer's first line). */
 static PyObject *scan_with(PyObject *args, int loop) {
     PyObject *cap;
     Py_buffer view;
     Py_ssize_t next_sample, step;
-    if (!PyArg_ParseTuple(args, "Oy*nn", &cap, &view, &next_sample, &step)) return NULL;
+    int origins = 0;
+    if (!PyArg_ParseTuple(args, "Oy*nn|p", &cap, &view, &next_sample, &step, &origins)) return NULL;
     Matcher *m = (Matcher *)PyCapsule_GetPointer(cap, "triage._linescan.Matcher");
     if (!m) { PyBuffer_Release(&view); return NULL; }
-    Scan st = {0};
-    st.m = m;
-    st.b = view.buf;
-    st.n = view.len;
-    st.next_sample = next_sample;
-    st.step = step;
-    st.em.b = st.b;
-    st.em.count = count_nl;
-    st.last_mark = st.last_sample = st.c_bol = st.c_eol = -1;
-    st.ids = st.ids_local;
-    st.ids_cap = (Py_ssize_t)(sizeof(st.ids_local) / sizeof(st.ids_local[0]));
-    st.em.out = PyList_New(0);
-    if (!st.em.out) { PyBuffer_Release(&view); return NULL; }
+    Scan *st = PyMem_Calloc(1, sizeof(Scan));  /* the origin table makes it ~10 KB: not on the stack */
+    if (!st) { PyBuffer_Release(&view); return PyErr_NoMemory(); }
+    st->origins = origins;
+    st->m = m;
+    st->b = view.buf;
+    st->n = view.len;
+    st->next_sample = next_sample;
+    st->step = step;
+    st->em.b = st->b;
+    st->em.count = count_nl;
+    st->last_mark = st->last_sample = st->c_bol = st->c_eol = -1;
+    st->ids = st->ids_local;
+    st->ids_cap = (Py_ssize_t)(sizeof(st->ids_local) / sizeof(st->ids_local[0]));
+    st->em.out = PyList_New(0);
+    if (!st->em.out) { PyBuffer_Release(&view); PyMem_Free(st); return NULL; }
     int err;
     if (loop == P_AVX512 && !m->simd_ok) loop = P_AVX2;  /* more single bytes than its compare takes */
     switch (loop) {
 #if HAVE_AVX512_PATH
     case P_AVX512:
-        st.em.count = count_nl_avx2;
-        st.em.fused = 1;
-        err = run_avx512(&st) < 0;
+        st->em.count = count_nl_avx2;
+        st->em.fused = 1;
+        err = run_avx512(st) < 0;
         break;
 #endif
 #if HAVE_AVX2_PATH
     case P_AVX2:
-        st.em.count = count_nl_avx2;
-        st.em.fused = 1;
-        err = run_avx2(&st) < 0;
+        st->em.count = count_nl_avx2;
+        st->em.fused = 1;
+        err = run_avx2(st) < 0;
         break;
 #endif
     default:
-        err = run_scalar(&st) < 0;
+        err = run_scalar(st) < 0;
     }
     if (!err) {
-        if (st.n > 0) st.flags |= m->single[st.b[st.n - 1]];  /* the last byte of an odd-length buffer */
-        err = finish_cand(&st) < 0;
+        if (st->n > 0) st->flags |= m->single[st->b[st->n - 1]];  /* the last byte of an odd-length buffer */
+        err = finish_cand(st) < 0;
     }
-    if (st.ids != st.ids_local) PyMem_Free(st.ids);
+    if (st->ids != st->ids_local) PyMem_Free(st->ids);
+    PyObject *per_origin = Py_None;
+    Py_INCREF(per_origin);
+    if (!err && origins) {  /* {origin bytes: quiet rows} */
+        Py_DECREF(per_origin);
+        per_origin = PyDict_New();
+        for (Py_ssize_t i = 0; per_origin && i < st->org.n; i++) {
+            PyObject *k = PyBytes_FromStringAndSize((const char *)st->org.buf[i], st->org.len[i]);
+            PyObject *v = PyLong_FromSsize_t(st->org.count[i]);
+            if (!k || !v || PyDict_SetItem(per_origin, k, v) < 0) Py_CLEAR(per_origin);
+            Py_XDECREF(k);
+            Py_XDECREF(v);
+        }
+        if (!per_origin) err = 1;
+    }
     PyBuffer_Release(&view);
-    if (err) { Py_DECREF(st.em.out); return NULL; }
-    Py_ssize_t lines = st.em.nl_cnt + (st.em.fused ? st.em.nl_w - st.em.n_pos  /* w = n here */
-                                                   : st.em.count(st.b + st.em.nl_pos, st.b + st.n));
-    return Py_BuildValue("(ninnN)", lines, st.flags, st.quiet, st.next_sample, st.em.out);
+    if (err) { Py_DECREF(st->em.out); Py_XDECREF(per_origin); PyMem_Free(st); return NULL; }
+    Py_ssize_t lines = st->em.nl_cnt + (st->em.fused ? st->em.nl_w - st->em.n_pos  /* w = n here */
+                                                   : st->em.count(st->b + st->em.nl_pos, st->b + st->n));
+    PyObject *out = Py_BuildValue("(ninnNN)", lines, st->flags, st->quiet, st->next_sample, st->em.out, per_origin);
+    PyMem_Free(st);
+    return out;
 }
 
 static PyObject *scan(PyObject *self, PyObject *args) {

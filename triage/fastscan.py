@@ -9,19 +9,24 @@ compiler is available) reads each 4 MiB chunk of bytes once and returns only:
 - a sample of the other stats rows for the timelines: all of them in files up to SAMPLE_ALL_BELOW,
   otherwise about TIMELINE_ROWS rows per file, evenly spaced, and the count of those not sampled.
 
-A chunk the prefilter cannot vouch for (ANSI codes, NUL bytes, `\\r` redraws, Ray actor prefixes) is
-decoded and scanned by the pure-Python path, line for line as before, so behaviour never depends on
-which path ran. Without the C helper, `available()` is False and scan.py uses the Python path only.
+Colour codes and NUL bytes are removed from a chunk's bytes (as read.normalise would) and the chunk is
+scanned again. When one file holds the stats rows of several engines (a Ray driver log with actor
+prefixes, DP-attention groups), the C side counts the rows it skips per origin, so each engine's row
+count stays exact. A chunk the prefilter cannot vouch for (`\\r` redraws, more than 64 origins) is
+decoded and scanned by the pure-Python path, line for line, so behaviour never depends on which path ran.
+Without the C helper, `available()` is False and scan.py uses the Python path only.
 """
 
 from __future__ import annotations
 
 import os
 import re
+from collections import Counter
 from array import array
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 from .model import Line
+from .origins import RAY_PREFIX, split_ray
 from .parsers import sglang
 from .read import ANSI, CHUNK, MAX_LINE, TRUNCATED, iter_chunks, normalise
 from .stats import EngineStats, engine_key
@@ -36,7 +41,7 @@ except ImportError:  # no compiler at install time: the Python path does everyth
     _linescan = None
 
 K_CAND, K_STATS, K_USAGE = 0, 1, 2
-F_CR, F_ESC, F_NUL, F_RAY = 1, 2, 4, 8
+F_CR, F_ESC, F_NUL, F_RAY, F_MANY = 1, 2, 4, 8, 16
 STATS_MARKERS = ("Decode batch", "Prefill batch")
 ANSI_BYTES = re.compile(ANSI.pattern.encode())
 SAMPLE_ALL_BELOW = 1 << 20  # bytes: smaller files keep every stats row
@@ -56,9 +61,6 @@ class Needles:
     def __init__(self, anchors: set[str], rule_anchors: set[str]):
         self.items: list[tuple[bytes, int]] = []
         self.anchor_of: list[str | None] = []  # needle index -> the anchor it stands for
-        # Stats markers are left out of a candidate's needle list when the C side counted them before
-        # the line became a candidate (a stats row with a high usage): treat them as always possible.
-        self.unlisted = frozenset(a for a in STATS_MARKERS if a in anchors and a not in rule_anchors)
         for a in sorted(anchors):
             kind = K_STATS if a in STATS_MARKERS and a not in rule_anchors else K_CAND  # a rule must see every row
             self._add(a.encode(), kind, a)
@@ -99,6 +101,15 @@ class _Prepend:
         return self.rest.read(n)
 
 
+SEVERAL_ORIGINS = re.compile(rb"^\(|^\[[^\]\n]* DP\d", re.M)  # Ray actor prefixes, DP-attention rank tags
+
+
+def has_origins(head: bytes) -> bool:
+    """Whether a file's stats rows may come from several engines (a Ray driver log, DP-attention groups):
+    then the C side counts the rows it skips per origin."""
+    return SEVERAL_ORIGINS.search(head) is not None
+
+
 def scan_file(scanner: Scanner, lf: LogFile, stream: BinaryIO, res: FileResult, ctx: Any,
               pending: list[Any], errorish: list[Line], metrics: list[Any]) -> int:
     """Scan one file's bytes into res (hits via pending/errorish, events, engine timelines).
@@ -113,6 +124,7 @@ def scan_file(scanner: Scanner, lf: LogFile, stream: BinaryIO, res: FileResult, 
     next_sample = 0  # file offset from which the next stats row is sampled
     lines = 0
     matcher = None
+    origins = False  # count skipped stats rows per Ray prefix / DP tag (set from the file's head)
     while True:
         n = stream.readinto(mv[have:have + CHUNK]) or 0  # type: ignore[attr-defined]
         end = have + n
@@ -122,22 +134,27 @@ def scan_file(scanner: Scanner, lf: LogFile, stream: BinaryIO, res: FileResult, 
             return lines + _python_rest(scanner, lf, _Prepend(bytes(mv[:end]), stream), lines,
                                         res, ctx, pending, errorish, metrics)
         if matcher is None:
-            matcher = needles.matcher(bytes(mv[:min(cut, PAIR_SAMPLE)]))
+            head = bytes(mv[:min(cut, PAIR_SAMPLE)])
+            matcher = needles.matcher(head)
+            origins = has_origins(head)
         raw = mv[:cut]
         chunk: Any = raw
-        nl, flags, quiet, ns, hits = _linescan.scan(matcher, chunk, max(0, next_sample - offset), step)
+        at = max(0, next_sample - offset)
+        nl, flags, quiet, ns, hits, per_origin = _linescan.scan(matcher, chunk, at, step, origins)
         if flags & (F_ESC | F_NUL) and not flags & F_CR:  # colour codes (Ray colours its prefixes), NULs
             chunk = memoryview(ANSI_BYTES.sub(b"", chunk).replace(b"\x00", b""))  # what read.normalise removes
-            nl, flags, quiet, ns, hits = _linescan.scan(matcher, chunk, max(0, next_sample - offset), step)
+            nl, flags, quiet, ns, hits, per_origin = _linescan.scan(matcher, chunk, at, step, origins)
             flags &= ~(F_ESC | F_NUL)  # an ESC left over is text as the line-for-line reader sees it too
-        if flags or chunk[:1] == b"(":
+        if flags & F_RAY and not origins:  # Ray-prefixed stats rows after a head without any
+            origins = True
+            nl, flags, quiet, ns, hits, per_origin = _linescan.scan(matcher, chunk, at, step, origins)
+        if flags & ~F_RAY:  # `\r` redraws, or more engines than the C side keeps apart
             _python_chunk(scanner, lf, str(chunk, "utf-8", "replace"), lines, res, ctx, pending, errorish,
                           metrics)
         else:
             next_sample = offset + cut + ns - len(chunk)  # ns counts in the (maybe cleaned) chunk
             sampled = _fast_hits(scanner, lf, chunk, hits, lines, needles, res, ctx, pending, errorish, metrics)
-            if quiet > sampled:
-                res.engines.setdefault(lf.rel, EngineStats(lf.rel)).skip(quiet - sampled)
+            _skip_quiet(lf, res, quiet, per_origin, sampled)
         lines += nl
         if final:
             return lines + (1 if cut and buf[cut - 1:cut] != b"\n" else 0)
@@ -150,11 +167,11 @@ def scan_file(scanner: Scanner, lf: LogFile, stream: BinaryIO, res: FileResult, 
 
 
 def _fast_hits(scanner: Scanner, lf: LogFile, chunk: memoryview, hits: list[Any], base: int, needles: Needles,
-               res: FileResult, ctx: Any, pending: list[Any], errorish: list[Line], metrics: list[Any]) -> int:
-    """Feed the prefilter's lines to the scanner; returns how many were sampled stats rows."""
+               res: FileResult, ctx: Any, pending: list[Any], errorish: list[Line], metrics: list[Any]) -> Counter[str]:
+    """Feed the prefilter's lines to the scanner; returns the sampled stats rows per engine timeline."""
     anchor_of = needles.anchor_of
     plans: dict[tuple[int, ...], Any] = {}  # needle ids -> the scanner's plan for them
-    sampled = 0
+    sampled: Counter[str] = Counter()
     for kind, rel, start, end, ids in hits:
         text = str(chunk[start:end], "utf-8", "replace")
         lineno = base + rel + 1
@@ -163,21 +180,47 @@ def _fast_hits(scanner: Scanner, lf: LogFile, chunk: memoryview, hits: list[Any]
                 text = text[:MAX_LINE] + TRUNCATED
             plan = plans.get(ids)
             if plan is None:
-                plan = plans[ids] = scanner.plan(frozenset(anchor_of[i] for i in ids) | needles.unlisted)
+                plan = plans[ids] = scanner.plan(frozenset(anchor_of[i] for i in ids))
             scanner._line(lf, lineno, text, res, ctx, pending, errorish, metrics, plan)
         else:
-            sampled += 1
-            _stats_row(lf, lineno, text, res)
+            sampled[_stats_row(lf, lineno, text, res)] += 1
     return sampled
 
 
-def _stats_row(lf: LogFile, lineno: int, text: str, res: FileResult) -> None:
-    """A stats line with no anchor: only its row matters (what `_line` would do, minus the rest)."""
-    line = Line(lf.rel, lineno, text, text)
+def _stats_row(lf: LogFile, lineno: int, text: str, res: FileResult) -> str:
+    """A stats line with no anchor: only its row matters (what `_line` would do, minus the rest).
+    Returns the engine timeline it belongs to."""
+    msg, actor, pid, repeat = split_ray(text)
+    line = Line(lf.rel, lineno, text, msg, actor, pid, repeat)
+    key = engine_key(lf.rel, pid, RAY_PREFIX.sub("", text, count=1) if actor else text)
     ev = sglang.parse(line)
     if ev is not None and ev.kind == "stats":
-        key = engine_key(lf.rel, "", text)
         res.engines.setdefault(key, EngineStats(key)).add(ev)
+    return key
+
+
+def origin_key(file: str, origin: bytes) -> str:
+    """The engine timeline of a stats-row origin the C side counted: its Ray prefix and DP tag."""
+    text = origin.decode("utf-8", "replace")
+    m = RAY_PREFIX.match(text)
+    pid = (m.group("pid") or "") if m else ""
+    dp = text[m.end():].strip() if m else text.strip()
+    key = file + (f" pid={pid}" if pid else "")
+    return f"{key} {dp}" if dp.startswith("DP") else key
+
+
+def _skip_quiet(lf: LogFile, res: FileResult, quiet: int, per_origin: dict[bytes, int] | None,
+                sampled: Counter[str]) -> None:
+    """Count the stats rows seen but not kept on their engines' timelines."""
+    counts: Counter[str] = Counter()
+    if per_origin is None:
+        counts[lf.rel] = quiet
+    else:
+        for origin, n in per_origin.items():
+            counts[origin_key(lf.rel, origin)] += n
+    for key, n in counts.items():
+        if n > sampled[key]:
+            res.engines.setdefault(key, EngineStats(key)).skip(n - sampled[key])
 
 
 def _python_chunk(scanner: Scanner, lf: LogFile, text: str, base: int, res: FileResult, ctx: Any,

@@ -229,7 +229,7 @@ class Scanner:
         """One candidate line. `plan`: what to try on it, when the prefilter knows which anchors it holds."""
         msg, actor, pid, repeat = split_ray(text)
         line = Line(lf.rel, lineno, text, msg, actor, pid, repeat)
-        frame = FRAME.match(msg) is not None
+        frame = 'File "' in msg and FRAME.match(msg) is not None
         if frame:
             self._frame_at = lineno
         elif lineno == self._frame_at + 1 and msg[:1].isspace():

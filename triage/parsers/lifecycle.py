@@ -23,7 +23,8 @@ ANCHORS = ("Timer ", "phase=end ok=", "Update weights end")
 
 def parse(line: Line) -> Event | None:
     msg = line.msg
-    m = TIMER.search(msg) if "Timer " in msg else None
+    at = msg.find("Timer ")
+    m = TIMER.search(msg, at) if at >= 0 else None  # no match starts before the literal
     if m:
         fields: dict[str, object] = {"name": m["name"], "phase": m["phase"]}
         if m["seconds"]:

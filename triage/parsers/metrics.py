@@ -18,6 +18,7 @@ from ..model import Event, Line
 
 SLIME = re.compile(r"\b(?P<tag>(?:critic-)?step|rollout|perf|eval|multi_turn) (?P<step>\d+): \{")
 DICT_PAIR = re.compile(r"'(?P<k>[^']+)':\s*(?:np\.float\d*\()?(?P<v>-?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+|nan|inf)|True|False)")
+SLIME_REACH = 40  # characters a SLIME match spans before its ": {" (tag, space, step number)
 VERL_STEP = re.compile(r"\bstep:(?P<step>\d+) - ")
 VERL_PAIR = re.compile(r"(?:^| - )(?P<k>[A-Za-z_][\w/@.\-]*):(?P<v>-?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|nan|inf))(?= - |$|\s)")
 TRL = re.compile(r"\{'(?:loss|train_loss|reward|eval_loss)'")
@@ -48,7 +49,8 @@ def _values(pairs: list[tuple[str, str]]) -> dict[str, float]:
 
 def parse(line: Line) -> Event | None:
     msg = line.msg
-    m = SLIME.search(msg) if ": {" in msg else None
+    at = msg.find(": {")
+    m = SLIME.search(msg, max(0, at - SLIME_REACH)) if at >= 0 else None
     if m:
         values = _values(DICT_PAIR.findall(msg, m.end()))
         if values:
