@@ -21,6 +21,7 @@ class Run:
     _metrics: list[Event] | None = field(default=None, repr=False, compare=False)
     _series: dict[str, list[tuple[Event, float]]] = field(default_factory=dict, repr=False, compare=False)
     _timers: list[Event] | None = field(default=None, repr=False, compare=False)
+    _keys: set[str] | None = field(default=None, repr=False, compare=False)
     _memo: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     def once(self, name: str, compute: Callable[[Run], Any]) -> Any:
@@ -35,12 +36,14 @@ class Run:
         found = self._series.get(key)
         if found is None:
             found = self._series[key] = [(ev, ev.fields["values"][key]) for ev in self.metrics()
-                                         if key in ev.fields["values"]]
+                                         if key in ev.fields["values"]] if key in self.metric_keys() else []
         return found
 
     def metric_keys(self) -> set[str]:
         """Every key some metric record holds."""
-        return set().union(*(ev.fields["values"] for ev in self.metrics()))
+        if self._keys is None:
+            self._keys = set().union(*(ev.fields["values"] for ev in self.metrics()))
+        return self._keys
 
     def timers(self) -> list[Event]:
         """The trainer's timer events (stage start/end, weight publication)."""
