@@ -5,7 +5,7 @@
 For each size: generate the run dir once (cached under --out), then alternate triage and grep
 runs (grep's output goes to a file: GNU grep stops at the first match when writing to /dev/null),
 take the median wall time of each, and print their ratio. One more triage run, untimed, samples
-the resident memory of triage and every process it starts (the sum, every 20 ms) for the peak, and
+the memory of triage and every process it starts (PSS and RSS, summed, every 5 ms) for the peak, and
 its JSON report is checked against the injected failures (recall).
 """
 
@@ -37,30 +37,38 @@ def _children(pid: int) -> list[int]:
         return []
 
 
-def _rss(pid: int) -> int:
+def _memory(pid: int) -> tuple[int, int]:
+    """(RSS, PSS) of one process in bytes. PSS splits each shared page among the processes sharing it
+    (a forked worker shares the parent's loaded rule library), so PSS sums to the memory really used."""
+    rss = pss = 0
     try:
-        with open(f"/proc/{pid}/status") as fh:
+        with open(f"/proc/{pid}/smaps_rollup") as fh:
             for line in fh:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1]) * 1024
+                if line.startswith("Rss:"):
+                    rss = int(line.split()[1]) * 1024
+                elif line.startswith("Pss:"):
+                    pss = int(line.split()[1]) * 1024
     except OSError:
         pass
-    return 0
+    return rss, pss
 
 
-def tree_rss(pid: int) -> int:
-    """Resident bytes of a process and all its descendants (an upper bound: shared pages count twice)."""
-    total, todo = 0, [pid]
+def tree_memory(pid: int) -> tuple[int, int]:
+    """(RSS, PSS) summed over a process and all its descendants. The RSS sum counts shared pages once per
+    process (an upper bound); the PSS sum does not."""
+    rss = pss = 0
+    todo = [pid]
     while todo:
         p = todo.pop()
-        total += _rss(p)
+        r, q = _memory(p)
+        rss, pss = rss + r, pss + q
         todo += _children(p)
-    return total
+    return rss, pss
 
 
-def run_sampled(cmd: list[str], stdout: Path) -> tuple[float, int, int]:
-    """(seconds, peak tree RSS in bytes, exit code)."""
-    peak = 0
+def run_sampled(cmd: list[str], stdout: Path) -> tuple[float, tuple[int, int], int]:
+    """(seconds, (peak tree RSS, peak tree PSS) in bytes, exit code)."""
+    peak = (0, 0)
     with open(stdout, "wb") as out:
         t0 = time.perf_counter()
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.DEVNULL)
@@ -69,8 +77,9 @@ def run_sampled(cmd: list[str], stdout: Path) -> tuple[float, int, int]:
         def sample() -> None:
             nonlocal peak
             while not done.is_set():
-                peak = max(peak, tree_rss(proc.pid))
-                done.wait(0.02)
+                now = tree_memory(proc.pid)
+                peak = (max(peak[0], now[0]), max(peak[1], now[1]))
+                done.wait(0.005)
 
         th = threading.Thread(target=sample, daemon=True)
         th.start()
@@ -153,7 +162,8 @@ def bench(size_text: str, args: argparse.Namespace) -> dict:
     found, missing = recall(report, truth)
     tri, gre = statistics.median(tt), statistics.median(gt)
     return {"size": size_text, "mib": size / 2**20, "triage_s": tri, "grep_s": gre, "ratio": tri / gre,
-            "peak_rss_mb": peak / 1e6, "found": found, "injected": len(truth), "missing": missing,
+            "peak_rss_mb": peak[0] / 1e6, "peak_pss_mb": peak[1] / 1e6,
+            "found": found, "injected": len(truth), "missing": missing,
             "findings": sorted({f["rule"] for f in report.get("findings", [])})}
 
 
@@ -168,13 +178,15 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     rows = [bench(s.strip(), args) for s in args.sizes.split(",") if s.strip()]
-    print(f"{'size':>6} {'MiB':>6} {'triage s':>9} {'grep s':>7} {'ratio':>6} {'peak RSS MB':>11} {'recall':>7}")
+    print(f"{'size':>6} {'MiB':>6} {'triage s':>9} {'grep s':>7} {'ratio':>6} {'peak PSS MB':>11} "
+          f"{'(RSS sum)':>9} {'recall':>7}")
     for r in rows:
         print(f"{r['size']:>6} {r['mib']:>6.0f} {r['triage_s']:>9.2f} {r['grep_s']:>7.2f} {r['ratio']:>6.2f} "
-              f"{r['peak_rss_mb']:>11.0f} {r['found']:>3}/{r['injected']:<3}"
+              f"{r['peak_pss_mb']:>11.0f} {r['peak_rss_mb']:>9.0f} {r['found']:>3}/{r['injected']:<3}"
               + (f" missing: {', '.join(r['missing'])}" if r["missing"] else ""))
     if len(rows) >= 2:
-        print(f"RSS {rows[-1]['size']} / {rows[0]['size']}: {rows[-1]['peak_rss_mb'] / rows[0]['peak_rss_mb']:.2f}x; "
+        print(f"memory {rows[-1]['size']} / {rows[0]['size']}: PSS {rows[-1]['peak_pss_mb'] / rows[0]['peak_pss_mb']:.2f}x, "
+              f"RSS sum {rows[-1]['peak_rss_mb'] / rows[0]['peak_rss_mb']:.2f}x; "
               f"same findings: {'yes' if rows[-1]['findings'] == rows[0]['findings'] else 'no'}")
     return 0
 
