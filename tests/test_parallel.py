@@ -46,7 +46,7 @@ def test_two_workers_give_the_report_one_process_gives(tmp_path: Path, monkeypat
 
     monkeypatch.setattr(parallel, "share", spy)
     assert report(run, monkeypatch, "2") == report(run, monkeypatch, "1")
-    assert shared[0] == ["sglang-engine-0.log"]  # the bigger engine log went to the worker
+    assert shared[0] == ["sglang-engine-0.log", "sglang-engine-1.log"]  # one worker each
     assert shared[1] == []
 
 
@@ -60,12 +60,12 @@ def test_small_files_or_one_job_stay_in_this_process() -> None:
 
 
 def test_trainer_logs_stay_here_and_engine_logs_balance_the_load() -> None:
-    trainer = LogFile("t", "t", kind="trainer", size=40 << 20)  # ~ 400 MiB of engine-log work
-    here, away = parallel.share([trainer] + engines(4, 256 << 20), 2)
-    assert [lf.rel for lf in here] == ["t", "e2"]
-    assert [lf.rel for lf in away] == ["e0", "e1", "e3"]
+    trainer = LogFile("t", "t", kind="trainer", size=40 << 20)  # ~ 720 MiB of engine-log work
+    here, away = parallel.share([trainer] + engines(4, 256 << 20), 2)  # this process and two workers
+    assert [lf.rel for lf in here] == ["t"]
+    assert [lf.rel for lf in away] == ["e0", "e1", "e2", "e3"]
     here, away = parallel.share(engines(4, 256 << 20), 3)
-    assert [lf.rel for lf in here] == ["e0", "e3"] and [lf.rel for lf in away] == ["e1", "e2"]
+    assert [lf.rel for lf in here] == ["e0"] and [lf.rel for lf in away] == ["e1", "e2", "e3"]
 
 
 def test_engine_logs_are_guessed_cheaper_per_byte_than_trainer_logs() -> None:

@@ -1,4 +1,4 @@
-"""Scan files on both (all) cores: this process and one forked worker per further core.
+"""Scan files on both (all) cores: this process and a forked worker per core.
 
 Each file is scanned whole by one process (a file's lines depend on each other: tracebacks, `near`
 windows), so the gain comes from runs with several big logs: the engines of one run. Workers are
@@ -26,8 +26,8 @@ BIG = 16 << 20  # bytes: engine logs smaller than this are not worth a process
 ENGINE_KINDS = ("sglang", "vllm")
 # Estimated scan seconds per byte, relative to an engine log (mostly stats rows the C prefilter skips);
 # other logs have more lines that Python must parse (metric dicts, timers, tracebacks). Measured on the
-# bench run directory: a slime trainer log costs about ten times an engine log per byte.
-PYTHON_HEAVY = 10.0
+# bench run directory (bench/): a slime trainer log costs about 18 times an engine log per byte.
+PYTHON_HEAVY = 18.0
 _scanner: Scanner | None = None  # the parent's scanner, inherited by forked workers
 
 
@@ -44,16 +44,19 @@ def cost(lf: LogFile) -> float:
 
 
 def share(files: list[LogFile], n: int) -> tuple[list[LogFile], list[LogFile]]:
-    """(files this process scans, files for n - 1 workers)."""
+    """(files this process scans, files for up to n workers), for n cores."""
     if n < 2 or "fork" not in multiprocessing.get_all_start_methods():
         return list(files), []
     movable = sorted((lf for lf in files if lf.kind in ENGINE_KINDS and lf.size >= BIG), key=lambda lf: -cost(lf))
     moved = {id(lf) for lf in movable}
     here = [lf for lf in files if id(lf) not in moved]
-    loads = [sum(cost(lf) for lf in here)] + [0.0] * (n - 1)  # this process, then each worker
+    # This process and one worker per core: whole files rarely split evenly over the cores, and with one
+    # process more than cores the system shares them out, so no core idles while one side still has work.
+    # (This process does little once its own files are done: it waits.)
+    loads = [sum(cost(lf) for lf in here)] + [0.0] * n  # this process, then each worker
     away: list[LogFile] = []
     for lf in movable:  # longest first, to the least loaded side
-        i = min(range(n), key=loads.__getitem__)
+        i = min(range(len(loads)), key=loads.__getitem__)
         loads[i] += cost(lf)
         (here if i == 0 else away).append(lf)
     return here, away
@@ -73,7 +76,7 @@ def scan_files(scanner: Scanner, files: list[LogFile]) -> list[FileResult]:
     global _scanner
     _scanner = scanner
     out: dict[int, FileResult] = {}
-    with multiprocessing.get_context("fork").Pool(min(n - 1, len(away))) as pool:
+    with multiprocessing.get_context("fork").Pool(min(n, len(away))) as pool:
         pending = pool.map_async(_scan_one, away, chunksize=1)
         for lf in sorted(here, key=lambda lf: -cost(lf)):  # this process scans its share meanwhile
             out[id(lf)] = scanner.scan(lf)
