@@ -29,7 +29,7 @@ from .model import Line
 from .origins import RAY_PREFIX, split_ray
 from .parsers import sglang
 from .read import ANSI, CHUNK, MAX_LINE, TRUNCATED, iter_chunks, normalise
-from .stats import EngineStats, engine_key
+from .stats import engine, engine_key
 
 if TYPE_CHECKING:
     from .model import LogFile
@@ -195,7 +195,7 @@ def _stats_row(lf: LogFile, lineno: int, text: str, res: FileResult) -> str:
     key = engine_key(lf.rel, pid, RAY_PREFIX.sub("", text, count=1) if actor else text)
     ev = sglang.parse(line)
     if ev is not None and ev.kind == "stats":
-        res.engines.setdefault(key, EngineStats(key)).add(ev)
+        engine(res, key).add(ev)
     return key
 
 
@@ -220,7 +220,7 @@ def _skip_quiet(lf: LogFile, res: FileResult, quiet: int, per_origin: dict[bytes
             counts[origin_key(lf.rel, origin)] += n
     for key, n in counts.items():
         if n > sampled[key]:
-            res.engines.setdefault(key, EngineStats(key)).skip(n - sampled[key])
+            engine(res, key).skip(n - sampled[key])
 
 
 def _python_chunk(scanner: Scanner, lf: LogFile, text: str, base: int, res: FileResult, ctx: Any,

@@ -20,7 +20,7 @@ from .parsers import PARSERS
 from .parsers.metrics import merge_records
 from .patterns import MATCH_TIMEOUT, Library, Rule
 from .read import MAX_LINE, TRUNCATED, iter_chunks, open_stream
-from .stats import EngineStats, engine_key
+from .stats import EngineStats, engine, engine_key
 
 # Error-like text: candidates for the unclassified report and context for tracebacks.
 ERROR_ANCHORS = ("Error", "Exception", "Traceback", "FATAL", "Fatal", "Killed", "exit code", "ERROR", "failed",
@@ -244,7 +244,7 @@ class Scanner:
             if ev is not None:
                 if ev.kind == "stats":
                     key = engine_key(lf.rel, pid, RAY_PREFIX.sub("", text, count=1) if actor else text)
-                    res.engines.setdefault(key, EngineStats(key)).add(ev)
+                    engine(res, key).add(ev)
                     is_stats = True
                 elif ev.kind == "metrics":
                     metrics.append(ev)

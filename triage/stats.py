@@ -14,16 +14,31 @@ from array import array
 from typing import Any
 
 from .model import Event, Line
-from .origins import sglang_rank
 
 
 def engine_key(file: str, pid: str, text: str) -> str:
     """One timeline per engine: the file, the Ray actor pid, and the DP group (each DP-attention group logs its
-    own stats from its attention-TP rank 0, `[time DP3 TP3]`)."""
+    own stats from its attention-TP rank 0, `[time DP3 TP3]`). The DP tag is read as _linescan.c reads it
+    when it counts rows per origin: ` DP<digits>` inside the leading bracket."""
     key = file + (f" pid={pid}" if pid else "")
-    tags = sglang_rank(text) if text.startswith("[") and " DP" in text[:text.find("]")] else ""
-    dp = next((t for t in tags.split() if t.startswith("DP")), "")
-    return f"{key} {dp}" if dp else key
+    if text.startswith("["):
+        close = text.find("]")
+        at = text.find(" DP", 0, close)
+        if at >= 0 and text[at + 3:at + 4].isdigit():
+            end = at + 4
+            while end < close and text[end] != " ":
+                end += 1
+            return f"{key} {text[at + 1:end]}"
+    return key
+
+
+def engine(res: Any, key: str) -> EngineStats:
+    """The timeline `key` of a file's result, made on first use."""
+    es = res.engines.get(key)
+    if es is None:
+        es = res.engines[key] = EngineStats(key)
+    return es
+
 
 KEEP_PRESSURE_LINES = 20  # evidence lines kept of rows with a full pool and a waiting queue
 
