@@ -69,34 +69,42 @@ def figures(lib: Library, run: Run, hits: list[Hit]) -> dict[str, Any]:
     }
 
 
-def _buckets(n: int) -> list[range]:
-    size = max(1, math.ceil(n / MAX_POINTS))
-    return [range(i, min(i + size, n)) for i in range(0, n, size)]
+def _size(n: int) -> int:
+    """Rows per point, so that a timeline of n rows has at most MAX_POINTS points."""
+    return max(1, math.ceil(n / MAX_POINTS))
 
 
-def _peak(values: Any, rows: range) -> float | None:
-    vals = [values[i] for i in rows if values[i] >= 0]
-    return round(max(vals), 4) if vals else None
+def _peaks(values: Any, size: int) -> list[float | None]:
+    """Each bucket's highest value (negative = not printed), or None."""
+    out: list[float | None] = []
+    for i in range(0, len(values), size):
+        vals = [v for v in values[i:i + size] if v >= 0]
+        out.append(round(max(vals), 4) if vals else None)
+    return out
 
 
-def _mean(values: Any, rows: range, keep: Any) -> float | None:
-    vals = [values[i] for i in rows if keep[i] and values[i] >= 0]
-    return round(sum(vals) / len(vals), 2) if vals else None
+def _means(values: Any, keep: Any, size: int) -> list[float | None]:
+    """Each bucket's mean over the rows `keep` marks (negative = not printed), or None."""
+    out: list[float | None] = []
+    for i in range(0, len(values), size):
+        vals = [v for v, k in zip(values[i:i + size], keep[i:i + size]) if k and v >= 0]
+        out.append(round(sum(vals) / len(vals), 2) if vals else None)
+    return out
 
 
 def engine_timeline(stats: EngineStats, hits: list[Hit]) -> Timeline:
     file = stats.first_line.file if stats.first_line else stats.origin
     pid = stats.origin.partition(" pid=")[2]
-    buckets = _buckets(len(stats))
+    size = _size(len(stats))
     series: dict[str, list[float | None]] = {
-        "token usage": [_peak(stats.usage, b) for b in buckets],
-        "running requests": [_peak(stats.running, b) for b in buckets],
-        "queued requests": [_peak(stats.queue, b) for b in buckets],
-        "gen throughput (token/s)": [_mean(stats.throughput, b, stats.decode) for b in buckets],
+        "token usage": _peaks(stats.usage, size),
+        "running requests": _peaks(stats.running, size),
+        "queued requests": _peaks(stats.queue, size),
+        "gen throughput (token/s)": _means(stats.throughput, stats.decode, size),
     }
     marks = [{"line": h.line.lineno, "label": f"retracted {h.numbers['retracted']}"} for h in hits
              if "retracted" in h.numbers and h.line.file == file and (not pid or h.line.pid == pid)]
-    return Timeline(source=stats.origin, file=file, kind="engine", x=[stats.lineno[b[0]] for b in buckets],
+    return Timeline(source=stats.origin, file=file, kind="engine", x=list(stats.lineno[::size]),
                     series={k: v for k, v in series.items() if any(x is not None for x in v)},
                     marks=marks[:MAX_MARKS], rows=len(stats))
 
@@ -108,9 +116,10 @@ def trainer_timelines(lib: Library, run: Run) -> list[Timeline]:
         by_file.setdefault(ev.line.file, []).append((ev, v))
     out = []
     for file, rows in by_file.items():
-        buckets = _buckets(len(rows))
-        out.append(Timeline(source=file, file=file, kind="trainer", x=[rows[b[0]][0].line.lineno for b in buckets],
-                            series={f"{key} (s)": [round(max(rows[i][1] for i in b), 3) for b in buckets]},
+        size = _size(len(rows))
+        starts = range(0, len(rows), size)
+        out.append(Timeline(source=file, file=file, kind="trainer", x=[rows[i][0].line.lineno for i in starts],
+                            series={f"{key} (s)": [round(max(v for _, v in rows[i:i + size]), 3) for i in starts]},
                             rows=len(rows)))
     return out
 
