@@ -162,6 +162,18 @@ def test_a_ray_driver_log_counts_every_engines_rows_on_the_native_path(tmp_path:
     assert (python_chunks == []) == (engines == 3)
 
 
+def test_a_single_dp_group_file_counts_its_rows_on_its_own_timeline(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(fastscan, "SAMPLE_ALL_BELOW", 0)
+    monkeypatch.setattr(fastscan, "TIMELINE_ROWS", 50)
+    log = tmp_path / "sglang-engine-0.log"
+    log.write_text("\n".join(ln.replace(" TP0]", " DP0 TP0]") for ln in stats_lines(3000)
+                             if " TP0]" in ln) + "\n")
+    fast, slow = scan(log), scan(log, native=False)
+    assert {k: es.total for k, es in fast.engines.items()} == {k: es.total for k, es in slow.engines.items()} \
+        == {"sglang-engine-0.log DP0": 2000}
+
+
 def test_line_counts_and_a_missing_final_newline(tmp_path: Path) -> None:
     log = tmp_path / "train.log"
     log.write_text("a\nb\nRuntimeError: CUDA error: out of memory")

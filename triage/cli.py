@@ -271,3 +271,23 @@ def main() -> None:
         if os.environ.get("TRIAGE_DEBUG"):
             raise
         sys.exit(2)
+
+
+def run() -> None:
+    """The console entry point: main(), then leave without tearing the interpreter down. A large run leaves
+    hundreds of thousands of objects; freeing them one by one would only delay the exit."""
+    try:
+        main()
+        code: int = 0
+    except SystemExit as e:
+        if isinstance(e.code, int) or e.code is None:
+            code = e.code or 0
+        else:
+            sys.stderr.write(f"{e.code}\n")
+            code = 1
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a closed pipe (`triage ... | head`): nothing more to say
+            pass
+    os._exit(code)

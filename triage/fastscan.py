@@ -12,7 +12,7 @@ compiler is available) reads each 4 MiB chunk of bytes once and returns only:
 Colour codes and NUL bytes are removed from a chunk's bytes (as read.normalise would) and the chunk is
 scanned again. When one file holds the stats rows of several engines (a Ray driver log with actor
 prefixes, DP-attention groups), the C side counts the rows it skips per origin, so each engine's row
-count stays exact. A chunk the prefilter cannot vouch for (`\\r` redraws, more than 64 origins) is
+count stays exact (RowOwners). A chunk the prefilter cannot vouch for (`\\r` redraws, more than 64 origins) is
 decoded and scanned by the pure-Python path, line for line, so behaviour never depends on which path ran.
 Without the C helper, `available()` is False and scan.py uses the Python path only.
 """
@@ -101,13 +101,44 @@ class _Prepend:
         return self.rest.read(n)
 
 
-SEVERAL_ORIGINS = re.compile(rb"^\(|^\[[^\]\n]* DP\d", re.M)  # Ray actor prefixes, DP-attention rank tags
+RAY_PREFIXES = re.compile(rb"^(\([\w.:-]+(?: pid=\d+)?(?:, ip=[0-9a-fA-F.:]+)?\))", re.M)  # Ray actor prefixes
+DP_TAGS = re.compile(rb"^(?:\([^)\n]*\) ?)?\[[^\]\n]* (DP\d+)", re.M)  # DP-attention rank tags
 
 
-def has_origins(head: bytes) -> bool:
-    """Whether a file's stats rows may come from several engines (a Ray driver log, DP-attention groups):
-    then the C side counts the rows it skips per origin."""
-    return SEVERAL_ORIGINS.search(head) is not None
+def several_origins(head: bytes) -> bool:
+    """Whether a file's head shows stats rows of several engines (a Ray driver log, DP-attention groups)."""
+    return len(set(RAY_PREFIXES.findall(head))) > 1 or len(set(DP_TAGS.findall(head))) > 1
+
+
+class RowOwners:
+    """Which engine timelines the stats rows the C side skips (counts, does not return) belong to.
+
+    A file of one engine (the usual case) needs nothing more: they belong to the timeline its sampled rows
+    go to. When a file holds several engines, the C side counts them per origin (Ray prefix + DP tag),
+    which costs a look at each row's line start; that mode starts when the head shows several origins, or
+    when a chunk's sampled rows do (that chunk's count is split in proportion to its sampled rows)."""
+
+    def __init__(self, file: str, head: bytes):
+        self.file = file
+        self.per_origin = several_origins(head)
+        self.key = ""  # the timeline of the rows so far, while there is one
+
+    def assign(self, res: FileResult, quiet: int, per_origin: dict[bytes, int] | None, sampled: Counter[str]) -> None:
+        counts: Counter[str] = Counter()
+        if per_origin is not None:
+            for origin, n in per_origin.items():
+                counts[origin_key(self.file, origin)] += n
+        elif len(sampled) > 1 or (sampled and self.key and self.key not in sampled):
+            self.per_origin = True
+            unsampled = quiet - sum(sampled.values())
+            for key, n in sampled.items():
+                counts[key] = n + unsampled * n // sum(sampled.values())
+        else:
+            self.key = next(iter(sampled), "") or self.key or self.file
+            counts[self.key] = quiet
+        for key, n in counts.items():
+            if n > sampled[key]:
+                engine(res, key).skip(n - sampled[key])
 
 
 def scan_file(scanner: Scanner, lf: LogFile, stream: BinaryIO, res: FileResult, ctx: Any,
@@ -124,7 +155,7 @@ def scan_file(scanner: Scanner, lf: LogFile, stream: BinaryIO, res: FileResult, 
     next_sample = 0  # file offset from which the next stats row is sampled
     lines = 0
     matcher = None
-    origins = False  # count skipped stats rows per Ray prefix / DP tag (set from the file's head)
+    owners: RowOwners | None = None
     while True:
         n = stream.readinto(mv[have:have + CHUNK]) or 0  # type: ignore[attr-defined]
         end = have + n
@@ -136,25 +167,23 @@ def scan_file(scanner: Scanner, lf: LogFile, stream: BinaryIO, res: FileResult, 
         if matcher is None:
             head = bytes(mv[:min(cut, PAIR_SAMPLE)])
             matcher = needles.matcher(head)
-            origins = has_origins(head)
+            owners = RowOwners(lf.rel, head)
+        assert owners is not None
         raw = mv[:cut]
         chunk: Any = raw
         at = max(0, next_sample - offset)
-        nl, flags, quiet, ns, hits, per_origin = _linescan.scan(matcher, chunk, at, step, origins)
+        nl, flags, quiet, ns, hits, per_origin = _linescan.scan(matcher, chunk, at, step, owners.per_origin)
         if flags & (F_ESC | F_NUL) and not flags & F_CR:  # colour codes (Ray colours its prefixes), NULs
             chunk = memoryview(ANSI_BYTES.sub(b"", chunk).replace(b"\x00", b""))  # what read.normalise removes
-            nl, flags, quiet, ns, hits, per_origin = _linescan.scan(matcher, chunk, at, step, origins)
+            nl, flags, quiet, ns, hits, per_origin = _linescan.scan(matcher, chunk, at, step, owners.per_origin)
             flags &= ~(F_ESC | F_NUL)  # an ESC left over is text as the line-for-line reader sees it too
-        if flags & F_RAY and not origins:  # Ray-prefixed stats rows after a head without any
-            origins = True
-            nl, flags, quiet, ns, hits, per_origin = _linescan.scan(matcher, chunk, at, step, origins)
         if flags & ~F_RAY:  # `\r` redraws, or more engines than the C side keeps apart
             _python_chunk(scanner, lf, str(chunk, "utf-8", "replace"), lines, res, ctx, pending, errorish,
                           metrics)
         else:
             next_sample = offset + cut + ns - len(chunk)  # ns counts in the (maybe cleaned) chunk
             sampled = _fast_hits(scanner, lf, chunk, hits, lines, needles, res, ctx, pending, errorish, metrics)
-            _skip_quiet(lf, res, quiet, per_origin, sampled)
+            owners.assign(res, quiet, per_origin, sampled)
         lines += nl
         if final:
             return lines + (1 if cut and buf[cut - 1:cut] != b"\n" else 0)
@@ -207,20 +236,6 @@ def origin_key(file: str, origin: bytes) -> str:
     dp = text[m.end():].strip() if m else text.strip()
     key = file + (f" pid={pid}" if pid else "")
     return f"{key} {dp}" if dp.startswith("DP") else key
-
-
-def _skip_quiet(lf: LogFile, res: FileResult, quiet: int, per_origin: dict[bytes, int] | None,
-                sampled: Counter[str]) -> None:
-    """Count the stats rows seen but not kept on their engines' timelines."""
-    counts: Counter[str] = Counter()
-    if per_origin is None:
-        counts[lf.rel] = quiet
-    else:
-        for origin, n in per_origin.items():
-            counts[origin_key(lf.rel, origin)] += n
-    for key, n in counts.items():
-        if n > sampled[key]:
-            engine(res, key).skip(n - sampled[key])
 
 
 def _python_chunk(scanner: Scanner, lf: LogFile, text: str, base: int, res: FileResult, ctx: Any,
