@@ -10,13 +10,130 @@ import os
 import sys
 from enum import Enum
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional, get_args, get_origin
 
 import typer
+from typer.core import TyperCommand, TyperGroup
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None, pretty_exceptions_enable=False,
+try:  # typer >= 0.28 coerces every value through pydantic; these helpers of its own do not need it
+    from typer._coercion import build_runtime_param
+    from typer._param_types import coerce_cli_choice, coerce_cli_path
+except ImportError:  # an older typer: plain click coercion, nothing to avoid
+    build_runtime_param = None
+
+
+class _Slow(Exception):
+    """The value is not one the plain coercion is sure of: typer's own coercion decides (and words the error)."""
+
+
+class _PlainCoercion:
+    """Coerces one parameter's value as typer does, without importing pydantic (60-100 ms of every run).
+
+    Typer 0.29 builds a pydantic TypeAdapter for each parameter it parses, defaults and --help included
+    (`_TyperParameter.process_value` -> `get_runtime_param` -> typer/_coercion.py `build_runtime_param`, which
+    imports typer/_adapters.py and so pydantic); no setting or annotation avoids it but file types. The
+    annotations triage uses need none of it: str, int, bool, Path and str enums, alone or in a list. Their
+    values are converted here as typer converts them, with its own helpers (`coerce_cli_choice`,
+    `coerce_cli_path`: the same checks and results); a value those do not take at once (a bad choice, '1_000'
+    for an int...) goes to typer's own coercion, so errors and their wording are typer's. Any other
+    annotation keeps typer's coercion whole. tests/test_startup.py compares both, value by value."""
+
+    LEAVES = (str, int, bool, Path)
+
+    def __init__(self, param: Any):
+        desc = param.type_descriptor
+        self.info = desc.parameter_info
+        self.is_list = get_origin(desc.annotation) is list
+        self.leaf = get_args(desc.annotation)[0] if self.is_list else desc.annotation
+        self._typer: Any = None
+
+    @classmethod
+    def fits(cls, param: Any) -> bool:
+        desc = getattr(param, "type_descriptor", None)
+        if build_runtime_param is None or desc is None or not hasattr(param, "_runtime_param"):
+            return False
+        info, ann = desc.parameter_info, desc.annotation
+        if get_origin(ann) is list:
+            ann = get_args(ann)[0]
+        elif get_origin(ann) is not None:
+            return False
+        plain_enum = isinstance(ann, type) and issubclass(ann, Enum) and all(isinstance(m.value, str) for m in ann)
+        return (ann in cls.LEAVES or plain_enum) and info.parser is None and info.path_type is None and \
+            desc.file_annotation is None and info.min is None and info.max is None and not info.clamp
+
+    def coerce(self, value: Any, param: Any, ctx: Any) -> Any:
+        multi = param.multiple or param.nargs == -1
+        if value is None:
+            return () if multi else None
+        try:
+            if (multi or self.is_list) and isinstance(value, str):
+                raise _Slow
+            if self.is_list:
+                return [self._one(v, param, ctx) for v in (value if isinstance(value, (list, tuple)) else [value])]
+            return self._one(value, param, ctx)
+        except _Slow:
+            if self._typer is None:
+                self._typer = build_runtime_param(param.type_descriptor)
+            return self._typer.coerce(value, param=param, ctx=ctx)
+
+    def _one(self, value: Any, param: Any, ctx: Any) -> Any:
+        leaf = self.leaf
+        if leaf in (str, bool) and type(value) is leaf:
+            return value
+        if leaf is int:
+            if type(value) is int:
+                return value
+            digits = value[1:] if type(value) is str and value[:1] == "-" else value
+            if type(digits) is str and digits.isascii() and digits.isdigit():  # what pydantic reads as int(value)
+                return int(value)
+        elif leaf is Path:
+            if isinstance(value, str):
+                value = Path(value)
+            if isinstance(value, Path):
+                try:
+                    return coerce_cli_path(value, self.info, path_type=Path, param=param, ctx=ctx)
+                except Exception:  # noqa: BLE001 - typer words the error
+                    raise _Slow from None
+        elif isinstance(leaf, type) and issubclass(leaf, Enum):
+            try:
+                return coerce_cli_choice(value, choices=list(leaf), case_sensitive=self.info.case_sensitive, ctx=ctx)
+            except ValueError:
+                raise _Slow from None
+        raise _Slow
+
+
+def _plain(params: list[Any]) -> None:
+    for param in params:
+        if _PlainCoercion.fits(param) and param._runtime_param is None:
+            param._runtime_param = _PlainCoercion(param)  # what typer's get_runtime_param returns
+
+
+class Command(TyperCommand):
+    """Every triage command: its parameters (and --help) coerce without pydantic where `_PlainCoercion` fits."""
+
+    def __init__(self, *args: Any, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        _plain(self.params)
+
+    def get_help_option(self, ctx: Any) -> Any:
+        option = super().get_help_option(ctx)
+        _plain([option] if option is not None else [])
+        return option
+
+
+class Group(TyperGroup):
+    """The command groups (`triage`, `triage rules`): their --help coerces as in `Command`."""
+
+    def get_help_option(self, ctx: Any) -> Any:
+        option = super().get_help_option(ctx)
+        _plain([option] if option is not None else [])
+        return option
+
+
+app = typer.Typer(cls=Group, add_completion=False, no_args_is_help=True, rich_markup_mode=None,
+                  pretty_exceptions_enable=False,
                   help="Read an LLM RL run's logs: what failed, the evidence line, the knob to inspect.")
-rules_app = typer.Typer(add_completion=False, no_args_is_help=True, help="List or check rule libraries.")
+rules_app = typer.Typer(cls=Group, add_completion=False, no_args_is_help=True, help="List or check rule libraries.")
 app.add_typer(rules_app, name="rules")
 
 COMMANDS = {"scan", "explain", "rules", "budget", "diff", "--help", "-h", "--version"}
@@ -56,7 +173,7 @@ def exit_code(worst: Optional[str], fail_on: str) -> int:
 EXTRA = ("json", "markdown", "html", "sarif", "junit", "gitlab")
 
 
-@app.command()
+@app.command(cls=Command)
 def scan(
     paths: list[str] = typer.Argument(..., help="Run directories, log files, or - for standard input."),
     fmt: Format = typer.Option(Format.text, "--format", "-f", help="Output format (auto: github inside GitHub Actions, else text)."),
@@ -134,7 +251,7 @@ def _side(path: str, patterns: list[Path]) -> dict[str, object]:
     return as_dict(analyze(Settings(paths=[path], patterns=patterns)))
 
 
-@app.command()
+@app.command(cls=Command)
 def diff(
     old: str = typer.Argument(..., help="The earlier run: a run directory or a JSON report."),
     new: str = typer.Argument(..., help="The later run: a run directory or a JSON report."),
@@ -168,7 +285,7 @@ def diff(
     raise typer.Exit(1 if failing else 0)
 
 
-@app.command()
+@app.command(cls=Command)
 def explain(name: str = typer.Argument(..., help="A rule id, a category, or a knob (any alias).")) -> None:
     """Explain a rule, a category or a knob: what it means, what to check, what will not help."""
     from .explain import explain_text
@@ -184,7 +301,7 @@ def explain(name: str = typer.Argument(..., help="A rule id, a category, or a kn
     sys.stdout.write(text)
 
 
-@rules_app.command("list")
+@rules_app.command("list", cls=Command)
 def rules_list(patterns: list[Path] = typer.Option([], "--patterns", help="Extra rule directory.")) -> None:
     """Every rule: id, category, severity, title."""
     from .patterns import LibraryError, load_library
@@ -197,7 +314,7 @@ def rules_list(patterns: list[Path] = typer.Option([], "--patterns", help="Extra
         typer.echo(f"{r.id:40} {r.category:24} {r.severity:8} {r.plain_title}")
 
 
-@rules_app.command("check")
+@rules_app.command("check", cls=Command)
 def rules_check(directory: Optional[Path] = typer.Argument(None, help="A rule directory (default: built-in).")) -> None:
     """Validate a rule library and run every rule's examples; exit 1 if an example fails."""
     from .patterns import LibraryError, load_library
@@ -206,7 +323,7 @@ def rules_check(directory: Optional[Path] = typer.Argument(None, help="A rule di
     if directory is not None and not directory.is_dir():
         _fail(f"{directory}: not a directory")
     try:
-        lib = load_library([directory] if directory else [])
+        lib = load_library([directory] if directory else [], compile_all=True)
     except LibraryError as e:  # an invalid library is what this command checks for: a failure, not a usage error
         typer.echo(str(e))
         raise typer.Exit(1) from None
@@ -217,7 +334,7 @@ def rules_check(directory: Optional[Path] = typer.Argument(None, help="A rule di
     raise typer.Exit(1 if problems else 0)
 
 
-@app.command()
+@app.command(cls=Command)
 def budget(
     context: int = typer.Option(..., "--context", help="Total sequence limit (inference.max_context_length)."),
     response: int = typer.Option(..., "--response", help="Response cap (inference.max_response_length)."),

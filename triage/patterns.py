@@ -2,6 +2,12 @@
 
 A broken library is a `LibraryError` whose message names the file, the line, the rule id and the
 problem, e.g. `patterns/trainer-oom.yaml:12: rule trainer.cuda-oom: match: bad regex (...)`.
+
+Every regex of the library is a `Pattern`, compiled on its first use: a run sees few of the ~240 patterns,
+and compiling them all was most of the startup time. Everything else (keys, fragments, anchors) is checked
+on load. A library the user gives (`--patterns DIR`) is compiled on load, so its bad regex is still a
+load error; the built-in one is compiled whole by `load_library(compile_all=True)` (`triage rules check`,
+and the test suite).
 """
 
 from __future__ import annotations
@@ -29,6 +35,46 @@ class LibraryError(Exception):
     """A rule file that cannot be used; the message is one line for the user."""
 
 
+class Pattern:
+    """A regex compiled on its first use, with the file:line and key that name it if it does not compile.
+
+    It answers as the compiled pattern does: `search` (the hot path), `match`, `fullmatch`, `finditer`, ...;
+    `pattern` is the source, `compiled` says whether it has been compiled. A bad regex raises `LibraryError`
+    with the same message as on load, e.g. `x.yaml:12: rule a.b: match: bad regex (...)`."""
+
+    __slots__ = ("pattern", "where", "what", "_rx")
+    DELEGATED = frozenset({"match", "fullmatch", "finditer", "findall", "split", "sub", "subn", "scanner",
+                           "groupindex", "groups", "flags"})
+
+    def __init__(self, pattern: str, where: str, what: str):
+        self.pattern, self.where, self.what = pattern, where, what
+        self._rx: Any = None
+
+    @property
+    def compiled(self) -> bool:
+        return self._rx is not None
+
+    def compile(self) -> Any:
+        """The compiled regex (compiling it now if it is not yet)."""
+        if self._rx is None:
+            try:
+                self._rx = regex.compile(self.pattern)
+            except regex.error as e:
+                raise LibraryError(f"{self.where}: {self.what}: bad regex ({e})") from None
+        return self._rx
+
+    def search(self, text: str, *args: Any, **kwargs: Any) -> Any:
+        return (self._rx or self.compile()).search(text, *args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        if name in Pattern.DELEGATED:
+            return getattr(self.compile(), name)
+        raise AttributeError(name)
+
+    def __repr__(self) -> str:
+        return f"Pattern({self.pattern!r})"
+
+
 @dataclass
 class Rule:
     id: str
@@ -38,11 +84,11 @@ class Rule:
     knobs: list[str]
     explain: str
     anchors: list[str] = field(default_factory=list)
-    match: list[Any] = field(default_factory=list)  # compiled regexes, any may match
+    match: list[Pattern] = field(default_factory=list)  # any may match
     side: tuple[str, ...] = ()
     not_side: tuple[str, ...] = ()
-    near: Any = None
-    not_near: Any = None
+    near: Pattern | None = None
+    not_near: Pattern | None = None
     within: tuple[int, int] = (60, 25)
     when: list[dict[str, Any]] = field(default_factory=list)
     knobs_when: list[dict[str, Any]] = field(default_factory=list)
@@ -79,6 +125,9 @@ class Rule:
             return False
         return True
 
+    def patterns(self) -> list[Pattern]:
+        return self.match + [p for p in (self.near, self.not_near) if p is not None]
+
 
 @dataclass
 class Category:
@@ -103,8 +152,18 @@ class Library:
     rules: list[Rule]
     categories: dict[str, Category]
     knobs: dict[str, KnobSpec]
-    sides: dict[str, Any]  # side -> compiled regex of markers
+    sides: dict[str, Pattern]  # side -> regex of its markers
     actors: dict[str, str]  # Ray actor name -> side
+    fragments: dict[str, Pattern] = field(default_factory=dict)  # fragments.yaml, each checked as a regex alone
+
+    def patterns(self) -> list[Pattern]:
+        """Every regex of the library: fragments, side markers, the rules' match / near / not_near."""
+        return [*self.fragments.values(), *self.sides.values(), *(p for r in self.rules for p in r.patterns())]
+
+    def compile_all(self) -> None:
+        """Compile every regex now: a bad one is a `LibraryError` (fragments first, then in file order)."""
+        for p in self.patterns():
+            p.compile()
 
     def rule(self, rule_id: str) -> Rule | None:
         return next((r for r in self.rules if r.id == rule_id), None)
@@ -170,14 +229,11 @@ def _expand(pattern: str, where: str, what: str, fragments: dict[str, str]) -> s
     return FRAGMENT_REF.sub(sub, pattern)
 
 
-def _compile(pattern: Any, where: str, what: str, fragments: dict[str, str] | None = None) -> Any:
+def _pattern(pattern: Any, where: str, what: str, fragments: dict[str, str] | None = None) -> Pattern:
+    """A rule regex with its fragments expanded (an unknown fragment is an error now); compiled on first use."""
     if not isinstance(pattern, str) or not pattern:
         raise LibraryError(f"{where}: {what}: must be a non-empty string")
-    pattern = _expand(pattern, where, what, fragments or {})
-    try:
-        return regex.compile(pattern)
-    except regex.error as e:
-        raise LibraryError(f"{where}: {what}: bad regex ({e})") from None
+    return Pattern(_expand(pattern, where, what, fragments or {}), where, what)
 
 
 def _as_list(value: Any) -> list[Any]:
@@ -217,7 +273,7 @@ def _rule(raw: dict[str, Any], path: Path, categories: dict[str, Category], knob
     for k in [k for k in (raw.get("reveals") or {}) if k != "__line__"]:
         if k not in knobs:
             raise LibraryError(f"{where}: reveals knob '{k}' is not in knobs.yaml")
-    patterns = [_compile(p, where, "match", fragments) for p in _as_list(raw.get("match"))]
+    patterns = [_pattern(p, where, "match", fragments) for p in _as_list(raw.get("match"))]
     anchors = [str(a) for a in _as_list(raw.get("anchor"))]
     if patterns and not anchors:
         raise LibraryError(f"{where}: a line rule needs 'anchor': literal text every matching line contains")
@@ -246,8 +302,8 @@ def _rule(raw: dict[str, Any], path: Path, categories: dict[str, Category], knob
         match=patterns,
         side=tuple(_as_list(raw.get("side"))),
         not_side=tuple(_as_list(raw.get("not_side"))),
-        near=_compile(raw["near"], where, "near", fragments) if raw.get("near") else None,
-        not_near=_compile(raw["not_near"], where, "not_near", fragments) if raw.get("not_near") else None,
+        near=_pattern(raw["near"], where, "near", fragments) if raw.get("near") else None,
+        not_near=_pattern(raw["not_near"], where, "not_near", fragments) if raw.get("not_near") else None,
         within=(within[0], within[1]),
         when=_as_list(raw.get("when")),
         knobs_when=_as_list(raw.get("knobs_when")),
@@ -317,7 +373,7 @@ def _load_sides(path: Path) -> tuple[dict[str, Any], dict[str, str]]:
     for side, pats in (data.get("markers") or {}).items():
         if side not in SIDES:
             raise LibraryError(f"{path}: side '{side}' is not one of {', '.join(SIDES)}")
-        markers[side] = _compile("|".join(f"(?:{p})" for p in _as_list(pats)), str(path), f"markers.{side}")
+        markers[side] = _pattern("|".join(f"(?:{p})" for p in _as_list(pats)), str(path), f"markers.{side}")
     actors = {}
     for side, names in (data.get("actors") or {}).items():
         for n in _as_list(names):
@@ -330,10 +386,6 @@ def _load_fragments(path: Path) -> dict[str, str]:
     out = {}
     for name, value in (data.get("fragments") or {}).items():
         out[name] = "".join(str(v) for v in value) if isinstance(value, list) else str(value)
-        try:
-            regex.compile(out[name])
-        except regex.error as e:
-            raise LibraryError(f"{path}: fragment {name}: bad regex ({e})") from None
     return out
 
 
@@ -342,11 +394,19 @@ def _rule_files(folder: Path) -> list[Path]:
     return sorted(p for p in folder.glob("*.yaml") if p.name not in special)
 
 
-def load_library(extra_dirs: list[Path] | None = None) -> Library:
-    """The built-in library, with rules from each extra dir added or overriding by id."""
+def load_library(extra_dirs: list[Path] | None = None, compile_all: bool = False) -> Library:
+    """The built-in library, with rules from each extra dir added or overriding by id.
+
+    The regexes of the extra dirs (and the fragments they may use) are compiled now, so that a bad one is
+    an error on load; the built-in ones when first used, or all now with `compile_all`."""
     base = builtin_dir()
     knobs = _load_knobs(base / "knobs.yaml")
     fragments = _load_fragments(base / "fragments.yaml")
+    fragment_patterns = {name: Pattern(p, str(base / "fragments.yaml"), f"fragment {name}")
+                         for name, p in fragments.items()}
+    if compile_all or extra_dirs:
+        for p in fragment_patterns.values():
+            p.compile()
     categories = _load_categories(base / "categories.yaml", knobs)
     markers, actors = _load_sides(base / "sides.yaml")
     rules: dict[str, Rule] = {}
@@ -363,8 +423,15 @@ def load_library(extra_dirs: list[Path] | None = None) -> Library:
                 if not isinstance(raw, dict):
                     raise LibraryError(f"{path}: each entry under 'rules:' must be a mapping")
                 rule = _rule(raw, path, categories, knobs, fragments)
+                if folder is not base:
+                    for p in rule.patterns():
+                        p.compile()
                 if rule.id in seen_here:
                     raise LibraryError(f"{rule.origin}: rule {rule.id}: duplicate id (first at {seen_here[rule.id]})")
                 seen_here[rule.id] = rule.origin
                 rules[rule.id] = rule  # a later folder overrides the built-in rule with the same id
-    return Library(rules=list(rules.values()), categories=categories, knobs=knobs, sides=markers, actors=actors)
+    lib = Library(rules=list(rules.values()), categories=categories, knobs=knobs, sides=markers, actors=actors,
+                  fragments=fragment_patterns)
+    if compile_all:
+        lib.compile_all()
+    return lib
