@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import multiprocessing
+import os
 from pathlib import Path
 
 import pytest
@@ -48,6 +49,24 @@ def test_two_workers_give_the_report_one_process_gives(tmp_path: Path, monkeypat
     assert report(run, monkeypatch, "2") == report(run, monkeypatch, "1")
     assert shared[0] == ["sglang-engine-0.log", "sglang-engine-1.log"]  # one worker each
     assert shared[1] == []
+
+
+def die(lf: LogFile) -> None:
+    os._exit(9)  # the worker process dies at once, as when the kernel kills it
+
+
+def test_a_worker_that_dies_is_reported_not_waited_for(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    if "fork" not in multiprocessing.get_all_start_methods():
+        pytest.skip("no fork")
+    monkeypatch.setattr(parallel, "BIG", 0)
+    monkeypatch.setattr(parallel, "_scan_one", die)
+    run = make_run(tmp_path)
+    monkeypatch.setenv("TRIAGE_JOBS", "2")
+    rep = analyze(Settings(paths=[str(run)]))
+    lost = sorted(e for e in rep.errors if "not scanned" in e)
+    assert lost == ["sglang-engine-0.log: not scanned: the process scanning it died (killed or out of memory?)",
+                    "sglang-engine-1.log: not scanned: the process scanning it died (killed or out of memory?)"]
+    assert any(f.category == "trainer-oom" for f in rep.findings)  # this process's own file still counts
 
 
 def engines(n: int, size: int) -> list[LogFile]:

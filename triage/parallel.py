@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -62,6 +64,16 @@ def share(files: list[LogFile], n: int) -> tuple[list[LogFile], list[LogFile]]:
     return here, away
 
 
+def _lost(lf: LogFile, why: str) -> FileResult:
+    from .scan import FileResult
+
+    lf.status = "unreadable"
+    lf.reason = (lf.reason + "; " if lf.reason else "") + f"not scanned: {why}"
+    res = FileResult(lf)
+    res.errors.append(f"{lf.rel}: not scanned: {why}")
+    return res
+
+
 def _scan_one(lf: LogFile) -> FileResult:
     assert _scanner is not None
     return _scanner.scan(lf)
@@ -76,11 +88,16 @@ def scan_files(scanner: Scanner, files: list[LogFile]) -> list[FileResult]:
     global _scanner
     _scanner = scanner
     out: dict[int, FileResult] = {}
-    with multiprocessing.get_context("fork").Pool(min(n, len(away))) as pool:
-        pending = pool.map_async(_scan_one, away, chunksize=1)
+    with ProcessPoolExecutor(min(n, len(away)), mp_context=multiprocessing.get_context("fork")) as pool:
+        pending = [(lf, pool.submit(_scan_one, lf)) for lf in away]
         for lf in sorted(here, key=lambda lf: -cost(lf)):  # this process scans its share meanwhile
             out[id(lf)] = scanner.scan(lf)
-        for lf, res in zip(away, pending.get()):
-            out[id(lf)] = res
+        for lf, future in pending:
+            try:
+                out[id(lf)] = future.result()
+            except BrokenProcessPool:  # the worker died (killed, out of memory): say so, never hang
+                out[id(lf)] = _lost(lf, "the process scanning it died (killed or out of memory?)")
+            except Exception as e:  # noqa: BLE001 - one odd file must not end the run
+                out[id(lf)] = _lost(lf, f"{type(e).__name__}: {e}")
     _scanner = None
     return [out[id(lf)] for lf in files]
