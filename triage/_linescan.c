@@ -556,6 +556,20 @@ static ALWAYS_INLINE int visit(Scan *st, Py_ssize_t i, int mode) {
 #define TEST(bits, p) ((bits)[(p) >> 3] >> ((p)&7))
 
 /* The scalar loop: even offsets, eight bytes (four pairs) per table test while nothing is found. */
+/* The SIMD loops' last bytes (less than one block, from blk on), the scalar way; nls: newlines before blk. */
+static int scalar_tail(Scan *st, Py_ssize_t blk, Py_ssize_t nls) {
+    const unsigned char *b = st->b;
+    const uint8_t *bits = st->m->bits;
+    Py_ssize_t n = st->n;
+    st->em.nl_w = nls + count_nl(b + blk, b + n);
+    st->em.w = n;
+    for (Py_ssize_t i = blk; i + 1 < n; i += 2) {
+        unsigned p = PAIR(b[i], b[i + 1]);
+        if ((TEST(bits, p) & 1) && visit(st, i, 1) < 0) return -1;
+    }
+    return 0;
+}
+
 static int run_scalar(Scan *st) {
     const unsigned char *b = st->b;
     const uint8_t *bits = st->m->bits;
@@ -646,13 +660,7 @@ TARGET_AVX2 static int run_avx2(Scan *st) {
             if (visit(st, cand[k], 1) < 0) return -1;
         blk += 64 * nb;
     }
-    st->em.nl_w = nls + count_nl(b + blk, b + n);
-    st->em.w = n;
-    for (Py_ssize_t i = blk; i + 1 < n; i += 2) {
-        unsigned p = PAIR(b[i], b[i + 1]);
-        if ((TEST(bits, p) & 1) && visit(st, i, 1) < 0) return -1;
-    }
-    return 0;
+    return scalar_tail(st, blk, nls);
 }
 #endif
 
@@ -716,13 +724,7 @@ TARGET_AVX512 static int run_avx512(Scan *st) {
     }
     for (int q = 0; q < m->nsingle; q++)
         if (seen[q]) st->flags |= m->single[m->singles[q]];
-    st->em.nl_w = nls + count_nl(b + blk, b + n);
-    st->em.w = n;
-    for (Py_ssize_t i = blk; i + 1 < n; i += 2) {
-        unsigned p = PAIR(b[i], b[i + 1]);
-        if ((TEST(bits, p) & 1) && visit(st, i, 1) < 0) return -1;
-    }
-    return 0;
+    return scalar_tail(st, blk, nls);
 }
 #endif
 
