@@ -123,6 +123,7 @@ class Scanner:
         anchors = set(by_anchor) | parser_anchors | set(ERROR_ANCHORS) | set(ERRORISH_WORDS)
         self.prefilter = re.compile("|".join(re.escape(a) for a in sorted(anchors, key=len, reverse=True)))
         self.anchor_list = sorted(by_anchor)
+        self.anchors = tuple(sorted(anchors))
         self.broken: set[str] = set()  # rules whose regex ran away once: off for the rest of the run
         self.needles = fastscan.Needles(anchors, set(by_anchor)) if fastscan.available() else None
         self._plans: dict[Any, Plan] = {}
@@ -210,15 +211,13 @@ class Scanner:
             tail = ctx.lines[-1] if ctx.lines else None
             run = (text, tail, tail.repeat) if tail is not None and tail.lineno == lineno else None
 
-    def plan(self, found: Any) -> Plan:
-        """The parsers and rule anchors worth trying on a line holding these anchors (any iterable of
-        anchor strings; the prefilter's needle-index tuples are mapped by fastscan). Cached: a log has
-        few distinct sets."""
+    def plan(self, found: frozenset[str | None]) -> Plan:
+        """What to try on a line holding these anchors (a frozenset; fastscan maps the prefilter's needle
+        indices to it, the line-for-line path tests the message). Cached: a log has few distinct sets."""
         plan = self._plans.get(found)
         if plan is None:
-            have = set(found)
-            plan = Plan(tuple(p for p in PARSERS if have.intersection(p.ANCHORS)),
-                        tuple(a for a in self.anchor_list if a in have), not have.isdisjoint(ERRORISH_WORDS))
+            plan = Plan(tuple(p for p in PARSERS if found.intersection(p.ANCHORS)),
+                        tuple(a for a in self.anchor_list if a in found), not found.isdisjoint(ERRORISH_WORDS))
             if len(self._plans) > 4096:
                 self._plans.clear()
             self._plans[found] = plan
@@ -235,9 +234,8 @@ class Scanner:
         elif lineno == self._frame_at + 1 and msg[:1].isspace():
             ctx.add(line)  # the source line a traceback echoes under its frame: context, never a match
             return
-        if plan is None:
-            plan = Plan(tuple(p for p in PARSERS if any(a in msg for a in p.ANCHORS)),
-                        tuple(a for a in self.anchor_list if a in msg), any(w in msg for w in ERRORISH_WORDS))
+        if plan is None:  # the line-for-line path: which anchors the message holds
+            plan = self.plan(frozenset(a for a in self.anchors if a in msg))
         is_stats = False
         for parser in plan.parsers:
             ev = parser.parse(line)
