@@ -75,3 +75,18 @@ def by_rule(report: Report) -> dict[str, Finding]:
 
 def knob_names(f: Finding) -> list[str]:
     return [k.name for k in f.knobs]
+
+
+# A user rule library file: one valid rule (tests of loading, validation and lazy compiling edit it).
+USER_RULE = """rules:
+  - id: user.my-rule
+    category: other
+    severity: error
+    title: My failure
+    anchor: ["MyFailure"]
+    match: 'MyFailure: (?P<code>\\d+)'
+    knobs: []
+    explain: Something specific broke.
+    examples:
+      match: ["MyFailure: 3"]
+"""

@@ -6,18 +6,9 @@ import pytest
 
 from triage.patterns import LibraryError, load_library
 
-GOOD = """rules:
-  - id: user.my-rule
-    category: other
-    severity: error
-    title: My failure
-    anchor: ["MyFailure"]
-    match: 'MyFailure: (?P<code>\\d+)'
-    knobs: []
-    explain: Something specific broke.
-    examples:
-      match: ["MyFailure: 3"]
-"""
+from conftest import USER_RULE
+
+GOOD = USER_RULE
 
 
 def _write(tmp_path, text: str):

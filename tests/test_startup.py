@@ -18,20 +18,8 @@ from triage.patterns import LibraryError, Pattern, load_library
 from triage.read import read_text
 from triage.scan import Scanner
 
-from conftest import FIXTURES, ROOT
+from conftest import FIXTURES, ROOT, USER_RULE
 
-USER_RULE = """rules:
-  - id: user.my-rule
-    category: other
-    severity: error
-    title: My failure
-    anchor: ["MyFailure"]
-    match: 'MyFailure: (?P<code>\\d+)'
-    knobs: []
-    explain: Something specific broke.
-    examples:
-      match: ["MyFailure: 3"]
-"""
 
 
 def _compiled(lib) -> set[int]:
