@@ -78,8 +78,8 @@ def _peaks(values: Any, size: int) -> list[float | None]:
     """Each bucket's highest value (negative = not printed), or None."""
     out: list[float | None] = []
     for i in range(0, len(values), size):
-        vals = [v for v in values[i:i + size] if v >= 0]
-        out.append(round(max(vals), 4) if vals else None)
+        peak = max(values[i:i + size])  # a printed value is the peak whenever the bucket has one
+        out.append(round(peak, 4) if peak >= 0 else None)
     return out
 
 

@@ -213,9 +213,14 @@ class Config:
         return out
 
 
+CONFIG_EVENTS = frozenset(("settings", "capacity", "kv_pool", "mamba_pool", "config"))
+
+
 def build_config(lib: Library, events: list[Event], hits: list[Hit]) -> Config:
     cfg = Config(lib)
     for ev in events:
+        if ev.kind not in CONFIG_EVENTS:  # most events are metric records and timers
+            continue
         where = f"{ev.line.file}:{ev.line.lineno}"
         if ev.kind == "settings":
             kind = ev.fields.get("_source", "command line")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -19,9 +20,9 @@ class Run:
     config: Config | None = None  # the effective configuration (knob values with their provenance)
 
     _metrics: list[Event] | None = field(default=None, repr=False, compare=False)
-    _series: dict[str, list[tuple[Event, float]]] = field(default_factory=dict, repr=False, compare=False)
+    _series: dict[str, list[tuple[Event, float]]] | None = field(default=None, repr=False, compare=False)
+    _order: dict[int, int] = field(default_factory=dict, repr=False, compare=False)  # id(record) -> position
     _timers: list[Event] | None = field(default=None, repr=False, compare=False)
-    _keys: set[str] | None = field(default=None, repr=False, compare=False)
     _memo: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     def once(self, name: str, compute: Callable[[Run], Any]) -> Any:
@@ -30,20 +31,30 @@ class Run:
             self._memo[name] = compute(self)
         return self._memo[name]
 
+    def _index(self) -> dict[str, list[tuple[Event, float]]]:
+        """Every metric key's (record, value) pairs in log order, gathered in one pass over the records (checks
+        ask for a few dozen keys of thousands of records)."""
+        if self._series is None:
+            series: defaultdict[str, list[tuple[Event, float]]] = defaultdict(list)
+            for i, ev in enumerate(self.metrics()):
+                self._order[id(ev)] = i
+                for key, value in ev.fields["values"].items():
+                    series[key].append((ev, value))
+            self._series = dict(series)
+        return self._series
+
     def series(self, key: str) -> list[tuple[Event, float]]:
-        """(record, value) of every metric record holding `key`, in order (each key gathered once: checks
-        ask for a few dozen keys of records that hold hundreds)."""
-        found = self._series.get(key)
-        if found is None:
-            found = self._series[key] = [(ev, ev.fields["values"][key]) for ev in self.metrics()
-                                         if key in ev.fields["values"]] if key in self.metric_keys() else []
-        return found
+        """(record, value) of every metric record holding `key`, in log order."""
+        return self._index().get(key, [])
 
     def metric_keys(self) -> set[str]:
         """Every key some metric record holds."""
-        if self._keys is None:
-            self._keys = set().union(*(ev.fields["values"] for ev in self.metrics()))
-        return self._keys
+        return set(self._index())
+
+    def holding(self, keys: Any) -> list[Event]:
+        """The metric records holding any of `keys`, in log order."""
+        found = {id(ev): ev for key in keys for ev, _ in self.series(key)}
+        return sorted(found.values(), key=lambda ev: self._order[id(ev)])
 
     def timers(self) -> list[Event]:
         """The trainer's timer events (stage start/end, weight publication)."""

@@ -63,8 +63,7 @@ def no_policy_gradient(params: dict[str, Any], run: Run) -> list[CheckResult]:
 
     All-zero rewards are left to verifier.rewards-degenerate (same conclusion, a more specific cause)."""
     min_steps = int(params.get("min_steps", 1))
-    keys = set(_telling_keys(params))
-    records = [ev for ev in run.metrics() if not keys.isdisjoint(ev.fields["values"])]
+    records = run.holding(_telling_keys(params))
     if len(records) < min_steps:
         return []
     reasons = [_degenerate(ev.fields["values"], params) for ev in records]
@@ -97,10 +96,8 @@ def _publications(run: Run) -> tuple[list[Line], list[Line]]:
     for ev in run.timers():
         if ev.fields.get("name") == "update_weights" and ev.fields.get("phase") == "end":
             (ok if ev.fields.get("ok", True) else failed).append(ev.line)
-    publish = set(PUBLISH_KEYS)
-    for ev in run.metrics():
-        if not publish.isdisjoint(ev.fields["values"]):
-            ok.append(_line(ev, next(k for k in PUBLISH_KEYS if k in ev.fields["values"])))
+    for ev in run.holding(PUBLISH_KEYS):
+        ok.append(_line(ev, next(k for k in PUBLISH_KEYS if k in ev.fields["values"])))
     return ok, failed
 
 
@@ -161,7 +158,8 @@ def run_summary(params: dict[str, Any], run: Run) -> list[CheckResult]:
     ok, failed = publications(run)
     numbers["publications"], numbers["publications_failed"] = len(ok), len(failed)
     facts.append(f"publication seen ×{len(ok)}" if ok else "publication not seen")
-    lengths = [m for ev in records if (m := _first_value(ev.fields["values"], params.get("length_keys") or []))]
+    length_keys = list(params.get("length_keys") or [])
+    lengths = [m for ev in run.holding(length_keys) if (m := _first_value(ev.fields["values"], length_keys))]
     if lengths:
         numbers["response_length_metric"] = lengths[0][0]
         numbers["response_length_max"] = max(v for _, v in lengths)

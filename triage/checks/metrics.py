@@ -49,9 +49,8 @@ def generation_tail(params: dict[str, Any], run: Run) -> list[CheckResult]:
     min_ratio = float(params.get("min_ratio", 1.8))
     min_share = float(params.get("min_gen_share", 0.3))
     hits: list[tuple[Event, dict[str, float]]] = []
-    for ev in run.metrics():
+    for ev, slow_len in run.series("timing_s/agent_loop/slowest/response_length"):  # a record needs them all
         v = ev.fields["values"]
-        slow_len = v.get("timing_s/agent_loop/slowest/response_length")
         max_len = v.get("response_length/max")
         gmax = v.get("timing_s/agent_loop/generate_sequences/max")
         gmean = v.get("timing_s/agent_loop/generate_sequences/mean")

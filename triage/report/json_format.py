@@ -51,5 +51,25 @@ def verdict(report: Report) -> str:
     return f"{top.severity}: {top.category}: {top.title}"
 
 
+def _flat(value: Any) -> bool:
+    """A value written on one line: a scalar, or an array of scalars (a timeline's points)."""
+    if isinstance(value, (list, tuple)):
+        return all(not isinstance(v, (dict, list, tuple)) for v in value)
+    return not isinstance(value, dict) or not value
+
+
+def dumps(value: Any, level: int = 0) -> str:
+    """JSON indented by two spaces, except that arrays of scalars stay on one line: a timeline's thousand
+    points read as one row, and they are encoded by json's C encoder (an indented dump is pure Python)."""
+    if _flat(value):
+        return json.dumps(value, default=str, ensure_ascii=True)
+    pad, inner = "  " * level, "  " * (level + 1)
+    if isinstance(value, dict):
+        items = [f"{inner}{json.dumps(k if isinstance(k, str) else json.dumps(k))}: {dumps(v, level + 1)}"
+                 for k, v in value.items()]
+        return "{\n" + ",\n".join(items) + f"\n{pad}}}"
+    return "[\n" + ",\n".join(f"{inner}{dumps(v, level + 1)}" for v in value) + f"\n{pad}]"
+
+
 def render(report: Report, options: RenderOptions) -> str:
-    return json.dumps(as_dict(report, options.redact), indent=2, default=str) + "\n"
+    return dumps(as_dict(report, options.redact)) + "\n"
