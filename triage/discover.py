@@ -50,21 +50,23 @@ NAME_HINTS = [
 
 STRONG_TRAINER_NAME = re.compile(r"train|megatron|fsdp|deepspeed")
 
-# Content markers: kind -> regex; the kind with the most marker lines in the head wins.
+# Content markers: kind -> regex; the kind with the most marker lines in the head wins. They are matched
+# against "\n" + head, so `\n` marks a line start: every alternative then starts with a literal character,
+# which lets `re` skip ahead to those characters (a `^` or `\b` first would make it try every position).
 CONTENT_MARKERS = {
     "sglang": re.compile(
         r"server_args=ServerArgs|Decode batch[.,]|Prefill batch[.,]|sglang[./]|KV Cache is allocated|"
-        r"max_total_num_tokens=|^\[(?:\d{4}-\d\d-\d\d )?\d\d:\d\d:\d\d(?:\.\d+)?(?: [A-Z_]+\d+)+\] ",
-        re.M,
+        r"max_total_num_tokens=|\n\[(?:\d{4}-\d\d-\d\d )?\d\d:\d\d:\d\d(?:\.\d+)?(?: [A-Z_]+\d+)+\] "
     ),
-    "vllm": re.compile(r"vllm|^(?:INFO|WARNING|ERROR|DEBUG) \d\d-\d\d \d\d:\d\d:\d\d ", re.M),
+    "vllm": re.compile(r"vllm|\n(?:INFO|WARNING|ERROR|DEBUG) \d\d-\d\d \d\d:\d\d:\d\d "),
 }
 # Case-blind markers, matched against the lower-cased head (much faster than re.I on 64 KiB).
 LOWER_MARKERS = {
-    "trainer": re.compile(r"megatron|deepspeed|fsdp|trainrayactor|step:\d+ - |\bstep \d+: \{|grad_norm|timer train"),
+    "trainer": re.compile(r"megatron|deepspeed|fsdp|trainrayactor|step:\d+ - |step(?<!\wstep) \d+: \{|grad_norm"
+                          r"|timer train"),
     "verifier": re.compile(r"reward|judge|verif|sandbox|compute_score|remote_rm"),
 }
-RAY_ACTOR = re.compile(r"^\((\w+) pid=\d+", re.M)
+RAY_ACTOR = re.compile(r"\n\((\w+) pid=\d+")
 
 
 # Bytes a text log may hold besides printable text: tab, newline, CR (progress redraws), form feed, vertical
@@ -95,6 +97,7 @@ def _binary_reason(head: bytes, name: str) -> str:
 
 
 def content_scores(text: str) -> dict[str, int]:
+    text = "\n" + text  # a line start is a newline (see CONTENT_MARKERS)
     scores = {kind: len(rx.findall(text)) for kind, rx in CONTENT_MARKERS.items()}
     low = text.lower()
     scores.update({kind: len(rx.findall(low)) for kind, rx in LOWER_MARKERS.items()})

@@ -51,7 +51,7 @@ KIND_SIDE = {
 }
 
 
-@dataclass
+@dataclass(slots=True)
 class Line:
     """A normalised physical line (or one `\\r` fragment of it) that passed the prefilter."""
 
@@ -65,7 +65,7 @@ class Line:
     until: int = 0  # last line number of a run of identical lines folded into this one (0: none)
 
 
-@dataclass
+@dataclass(slots=True)
 class Event:
     """A typed fact parsed from one line: a decode-stats row, a server-args dump, a metric dict..."""
 
@@ -74,7 +74,7 @@ class Event:
     fields: dict[str, Any] = field(default_factory=dict)
 
 
-@dataclass
+@dataclass(slots=True)
 class Hit:
     """One line claimed by one rule, with the numbers its named groups extracted."""
 
