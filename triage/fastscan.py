@@ -45,9 +45,11 @@ F_CR, F_ESC, F_NUL, F_RAY, F_MANY = 1, 2, 4, 8, 16
 STATS_MARKERS = ("Decode batch", "Prefill batch")
 ANSI_BYTES = re.compile(ANSI.pattern.encode())
 SAMPLE_ALL_BELOW = 1 << 20  # bytes: smaller files keep every stats row
-TIMELINE_ROWS = 2048  # stats rows sampled per larger file (plus every row with usage >= 0.9); the charts
-# draw at most 2000 points per engine (figures.MAX_POINTS), so more rows would only be averaged away
+TIMELINE_ROWS = 1000  # stats rows sampled per larger file (plus every row with usage >= 0.9): one point each on
+# a chart (they draw up to figures.MAX_POINTS); a sample twice as large would only be folded two rows a point
 PAIR_SAMPLE = 1 << 20  # bytes of a file's head used to pick each needle's rarest byte pair
+ORIGIN_SAMPLE = 256 << 10  # bytes of it that tell whether the file holds several engines' stats rows (thousands of
+# lines; a file that shows only one there switches to per-origin counting when its sampled rows show more)
 
 
 def available() -> bool:
@@ -101,13 +103,15 @@ class _Prepend:
         return self.rest.read(n)
 
 
-RAY_PREFIXES = re.compile(rb"^(\([\w.:-]+(?: pid=\d+)?(?:, ip=[0-9a-fA-F.:]+)?\))", re.M)  # Ray actor prefixes
-DP_TAGS = re.compile(rb"^(?:\([^)\n]*\) ?)?\[[^\]\n]* (DP\d+)", re.M)  # DP-attention rank tags
+# At line starts, matched in b"\n" + head: a pattern that starts with a literal lets `re` skip ahead to it.
+RAY_PREFIXES = re.compile(rb"\n(\([\w.:-]+(?: pid=\d+)?(?:, ip=[0-9a-fA-F.:]+)?\))")  # Ray actor prefixes
+DP_TAGS = re.compile(rb"\n(?:\([^)\n]*\) ?)?\[[^\]\n]* (DP\d+)")  # DP-attention rank tags
 
 
 def several_origins(head: bytes) -> bool:
     """Whether a file's head shows stats rows of several engines (a Ray driver log, DP-attention groups)."""
-    return len(set(RAY_PREFIXES.findall(head))) > 1 or len(set(DP_TAGS.findall(head))) > 1
+    lines = b"\n" + head
+    return len(set(RAY_PREFIXES.findall(lines))) > 1 or len(set(DP_TAGS.findall(lines))) > 1
 
 
 class RowOwners:
@@ -120,7 +124,7 @@ class RowOwners:
 
     def __init__(self, file: str, head: bytes):
         self.file = file
-        self.per_origin = several_origins(head)
+        self.per_origin = several_origins(head[:ORIGIN_SAMPLE])
         self.key = ""  # the timeline of the rows so far, while there is one
 
     def assign(self, res: FileResult, quiet: int, per_origin: dict[bytes, int] | None, sampled: Counter[str]) -> None:

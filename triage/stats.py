@@ -4,7 +4,7 @@ One EngineStats per engine origin (file, Ray pid). Rows come from `Decode batch`
 lines; checks read the arrays (pool saturation, queue growth) and reports draw them as timelines.
 
 The arrays hold every row of a small log. Of a large one (see fastscan.py) they hold every row whose
-pool usage is 0.9 or more, plus an evenly spaced sample of the others (about 2048 per file), so
+pool usage is 0.9 or more, plus an evenly spaced sample of the others (about 1000 per file), so
 memory stays flat whatever the log's size; `total` counts every row seen, stored or not.
 """
 
