@@ -19,15 +19,15 @@ RAY_REPEAT = re.compile(r"\s*\[repeated (?P<n>\d+)x across cluster\]\s*$")
 # Prefixes that launchers, container runtimes and loggers put in front of a message; removed (repeatedly) so
 # rules, traceback detection and templates see the message itself. Evidence keeps the full line.
 LINE_PREFIX = re.compile(
-    r"^(?:"
-    r"[\w.-]+\s+\|\s"  # docker compose: `worker-longctx-1  | `
+    r"^(?:"  # the alternatives never match at the same place, so their order only sets the speed: commonest first
+    r"\[(?:\d{4}-\d\d-\d\d[ T])?\d\d:\d\d:\d\d(?:[.,]\d+)?[^\]]{0,60}\]\s?"  # [time TP0] / [time rank]
+    r"|[\w-]+\.py:\d+ - "  # slime/MILES `model.py:918 - `
+    r"|[\w.-]+\s+\|\s"  # docker compose: `worker-longctx-1  | `
     r"|\[[Rr]ank\d+\]:\s?"  # torchrun: `[rank24]: `
     r"|\d{1,4}: (?=\S|\s+File|\s+\S)"  # srun -l: `0: `
     r"|\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?\s+"  # ISO timestamp
-    r"|\[(?:\d{4}-\d\d-\d\d[ T])?\d\d:\d\d:\d\d(?:[.,]\d+)?[^\]]{0,60}\]\s?"  # [time TP0] / [time rank]
     r"|(?:INFO|WARNING|ERROR|DEBUG|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? \[?[\w.]+:\d+\] "  # vLLM logger
     r"|(?:INFO|WARNING|ERROR|DEBUG|CRITICAL):(?:[\w.]+:|\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+:)\s?"  # logging basic
-    r"|[\w-]+\.py:\d+ - "  # slime/MILES `model.py:918 - `
     r")"
 )
 LINE_PREFIXES = re.compile(f"(?:{LINE_PREFIX.pattern[1:]}){{0,4}}")  # up to four of them, in one match

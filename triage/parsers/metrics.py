@@ -18,6 +18,7 @@ from ..model import Event, Line
 
 SLIME = re.compile(r"\b(?P<tag>(?:critic-)?step|rollout|perf|eval|multi_turn) (?P<step>\d+): \{")
 DICT_PAIR = re.compile(r"'(?P<k>[^']+)':\s*(?:np\.float\d*\()?(?P<v>-?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+|nan|inf)|True|False)")
+LOOSE_PAIR = re.compile(r"'([^']+)':\s*([^,}]+)")
 SLIME_REACH = 40  # characters a SLIME match spans before its ": {" (tag, space, step number)
 VERL_STEP = re.compile(r"\bstep:(?P<step>\d+) - ")
 VERL_PAIR = re.compile(r"(?:^| - )(?P<k>[A-Za-z_][\w/@.\-]*):(?P<v>-?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|nan|inf))(?= - |$|\s)")
@@ -45,6 +46,14 @@ def _values(pairs: list[tuple[str, str]]) -> dict[str, float]:
         return {k: _float(v) for k, v in pairs}
 
 
+def _dict_values(msg: str, at: int) -> dict[str, float]:
+    """The numeric values of a dict repr from `at`. Most dicts hold plain numbers only: a loose split into
+    `'key': value` pairs, each value read by float(), is the common case; any value float() refuses (a string,
+    a list, np.float64(...), True) sends the whole dict through the exact DICT_PAIR reading."""
+    try:
+        return {k: float(v) for k, v in LOOSE_PAIR.findall(msg, at)}
+    except ValueError:
+        return _values(DICT_PAIR.findall(msg, at))
 
 
 def parse(line: Line) -> Event | None:
@@ -52,7 +61,7 @@ def parse(line: Line) -> Event | None:
     at = msg.find(": {")
     m = SLIME.search(msg, max(0, at - SLIME_REACH)) if at >= 0 else None
     if m:
-        values = _values(DICT_PAIR.findall(msg, m.end()))
+        values = _dict_values(msg, m.end())
         if values:
             return Event("metrics", line, {"framework": "slime", "tag": m["tag"], "step": int(m["step"]), "values": values})
     m = VERL_STEP.search(msg) if "step:" in msg else None
@@ -64,7 +73,7 @@ def parse(line: Line) -> Event | None:
         if len(values) >= 3:  # a fragment of a split verl step line
             return Event("metrics", line, {"framework": "verl", "tag": "continued", "step": None, "values": values})
     if "{'" in msg and TRL.search(msg):
-        values = _values(DICT_PAIR.findall(msg))
+        values = _dict_values(msg, 0)
         if values:
             return Event("metrics", line, {"framework": "trl", "tag": "log", "step": None, "values": values})
     s = msg.strip()
@@ -80,6 +89,16 @@ def parse(line: Line) -> Event | None:
     return None
 
 
+def _joined(kept: Event, ev: Event) -> None:
+    """Add the values of `ev` that `kept` lacks; fields["lines"] names the line of each value that is not on
+    kept's own line (a record's values are on its line unless they were joined from another)."""
+    values = kept.fields["values"]
+    new = {k: v for k, v in ev.fields["values"].items() if k not in values}
+    if new:
+        values.update(new)
+        kept.fields.setdefault("lines", {}).update(dict.fromkeys(new, ev.line))
+
+
 def merge_records(events: list[Event]) -> list[Event]:
     """One record per (framework, tag, step): join verl fragments, drop MILES's duplicate prints."""
     out: list[Event] = []
@@ -88,15 +107,11 @@ def merge_records(events: list[Event]) -> list[Event]:
         f = ev.fields
         if f["tag"] == "continued":
             if out and out[-1].line.file == ev.line.file and out[-1].fields["framework"] == "verl":
-                prev = out[-1].fields
-                prev.setdefault("lines", {}).update({k: ev.line for k in f["values"]})
-                for k, v in f["values"].items():
-                    prev["values"].setdefault(k, v)
+                _joined(out[-1], ev)
             continue
-        f.setdefault("lines", {}).update({k: ev.line for k in f["values"]})
         key = (ev.line.file, f["framework"], f["tag"], f["step"]) if f["step"] is not None else None
         if key is not None and key in seen:
-            seen[key].fields["values"].update({k: v for k, v in f["values"].items() if k not in seen[key].fields["values"]})
+            _joined(seen[key], ev)
             continue
         if key is not None:
             seen[key] = ev
