@@ -20,7 +20,8 @@ class Run:
     config: Config | None = None  # the effective configuration (knob values with their provenance)
 
     _metrics: list[Event] | None = field(default=None, repr=False, compare=False)
-    _series: dict[str, list[tuple[Event, float]]] | None = field(default=None, repr=False, compare=False)
+    _by_key: dict[str, list[Event]] | None = field(default=None, repr=False, compare=False)
+    _series: dict[str, list[tuple[Event, float]]] = field(default_factory=dict, repr=False, compare=False)
     _order: dict[int, int] = field(default_factory=dict, repr=False, compare=False)  # id(record) -> position
     _timers: list[Event] | None = field(default=None, repr=False, compare=False)
     _memo: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
@@ -31,21 +32,24 @@ class Run:
             self._memo[name] = compute(self)
         return self._memo[name]
 
-    def _index(self) -> dict[str, list[tuple[Event, float]]]:
-        """Every metric key's (record, value) pairs in log order, gathered in one pass over the records (checks
-        ask for a few dozen keys of thousands of records)."""
-        if self._series is None:
-            series: defaultdict[str, list[tuple[Event, float]]] = defaultdict(list)
+    def _index(self) -> dict[str, list[Event]]:
+        """The metric records holding each key, in log order, gathered in one pass over the records (checks ask
+        for a few dozen keys of thousands of records)."""
+        if self._by_key is None:
+            by_key: defaultdict[str, list[Event]] = defaultdict(list)
             for i, ev in enumerate(self.metrics()):
                 self._order[id(ev)] = i
-                for key, value in ev.fields["values"].items():
-                    series[key].append((ev, value))
-            self._series = dict(series)
-        return self._series
+                for key in ev.fields["values"]:
+                    by_key[key].append(ev)
+            self._by_key = dict(by_key)
+        return self._by_key
 
     def series(self, key: str) -> list[tuple[Event, float]]:
         """(record, value) of every metric record holding `key`, in log order."""
-        return self._index().get(key, [])
+        found = self._series.get(key)
+        if found is None:
+            found = self._series[key] = [(ev, ev.fields["values"][key]) for ev in self._index().get(key, ())]
+        return found
 
     def metric_keys(self) -> set[str]:
         """Every key some metric record holds."""
@@ -53,7 +57,8 @@ class Run:
 
     def holding(self, keys: Any) -> list[Event]:
         """The metric records holding any of `keys`, in log order."""
-        found = {id(ev): ev for key in keys for ev, _ in self.series(key)}
+        index = self._index()
+        found = {id(ev): ev for key in keys for ev in index.get(key, ())}
         return sorted(found.values(), key=lambda ev: self._order[id(ev)])
 
     def timers(self) -> list[Event]:

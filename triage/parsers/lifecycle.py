@@ -11,6 +11,7 @@ See ../shared/reference/log-formats.md §B.k.
 from __future__ import annotations
 
 import re
+from sys import intern
 
 from ..model import Event, Line
 
@@ -26,7 +27,7 @@ def parse(line: Line) -> Event | None:
     at = msg.find("Timer ")
     m = TIMER.search(msg, at) if at >= 0 else None  # no match starts before the literal
     if m:
-        fields: dict[str, object] = {"name": m["name"], "phase": m["phase"]}
+        fields: dict[str, object] = {"name": intern(m["name"]), "phase": intern(m["phase"])}  # one copy of each name
         if m["seconds"]:
             fields["seconds"] = float(m["seconds"])
         return Event("timer", line, fields)

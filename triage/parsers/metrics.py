@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+from sys import intern
 from typing import Any
 
 from ..model import Event, Line
@@ -41,9 +42,9 @@ def _float(v: str) -> float:
 
 def _values(pairs: list[tuple[str, str]]) -> dict[str, float]:
     try:
-        return {k: float(v) for k, v in pairs}
+        return {intern(k): float(v) for k, v in pairs}
     except ValueError:  # a True/False among them
-        return {k: _float(v) for k, v in pairs}
+        return {intern(k): _float(v) for k, v in pairs}
 
 
 def _dict_values(msg: str, at: int) -> dict[str, float]:
@@ -51,7 +52,7 @@ def _dict_values(msg: str, at: int) -> dict[str, float]:
     `'key': value` pairs, each value read by float(), is the common case; any value float() refuses (a string,
     a list, np.float64(...), True) sends the whole dict through the exact DICT_PAIR reading."""
     try:
-        return {k: float(v) for k, v in LOOSE_PAIR.findall(msg, at)}
+        return {intern(k): float(v) for k, v in LOOSE_PAIR.findall(msg, at)}
     except ValueError:
         return _values(DICT_PAIR.findall(msg, at))
 
@@ -63,13 +64,13 @@ def parse(line: Line) -> Event | None:
     if m:
         values = _dict_values(msg, m.end())
         if values:
-            return Event("metrics", line, {"framework": "slime", "tag": m["tag"], "step": int(m["step"]), "values": values})
+            return Event("metrics", line, {"framework": "slime", "tag": intern(m["tag"]), "step": int(m["step"]), "values": values})
     m = VERL_STEP.search(msg) if "step:" in msg else None
     if m:
-        values = {p["k"]: float(p["v"]) for p in VERL_PAIR.finditer(msg, m.end() - 3)}
+        values = {intern(p["k"]): float(p["v"]) for p in VERL_PAIR.finditer(msg, m.end() - 3)}
         return Event("metrics", line, {"framework": "verl", "tag": "step", "step": int(m["step"]), "values": values})
     if " - " in msg and ":" in msg and "/" in msg:
-        values = {p["k"]: float(p["v"]) for p in VERL_PAIR.finditer(msg)}
+        values = {intern(p["k"]): float(p["v"]) for p in VERL_PAIR.finditer(msg)}
         if len(values) >= 3:  # a fragment of a split verl step line
             return Event("metrics", line, {"framework": "verl", "tag": "continued", "step": None, "values": values})
     if "{'" in msg and TRL.search(msg):
@@ -83,7 +84,7 @@ def parse(line: Line) -> Event | None:
         except ValueError:
             return None
         if isinstance(obj, dict):
-            values = {k: float(v) for k, v in obj.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+            values = {intern(k): float(v) for k, v in obj.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
             if values:
                 return Event("metrics", line, {"framework": "jsonl", "tag": "record", "step": obj.get("step"), "values": values})
     return None
