@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import multiprocessing
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,7 @@ import pytest
 from triage import parallel
 from triage.analyze import Settings, analyze
 from triage.model import LogFile
+from triage.scan import Scanner
 from triage.report import RenderOptions, render
 
 OOM = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.11 GiB"
@@ -32,23 +34,36 @@ def report(root: Path, monkeypatch: pytest.MonkeyPatch, jobs: str) -> dict:
     return json.loads(render("json", analyze(Settings(paths=[str(root)])), RenderOptions()))
 
 
-def test_two_workers_give_the_report_one_process_gives(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_worker_gives_the_report_one_process_gives(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     if "fork" not in multiprocessing.get_all_start_methods():
         pytest.skip("no fork")
     monkeypatch.setattr(parallel, "BIG", 0)  # every engine log may go to a worker
-    run = make_run(tmp_path)
-    shared: list[list[str]] = []
-    real_share = parallel.share
+    (tmp_path / "run").mkdir()
+    run = make_run(tmp_path / "run")
+    real = parallel._scan_one
 
-    def spy(files: list[LogFile], n: int) -> tuple[list[LogFile], list[LogFile]]:
-        here, away = real_share(files, n)
-        shared.append(sorted(lf.rel for lf in away))
-        return here, away
+    def spy(lf: LogFile):  # type: ignore[no-untyped-def]
+        (tmp_path / f"worker-{lf.rel}").write_text("")  # in a worker: this process sees only the file it leaves
+        return real(lf)
 
-    monkeypatch.setattr(parallel, "share", spy)
-    assert report(run, monkeypatch, "2") == report(run, monkeypatch, "1")
-    assert shared[0] == ["sglang-engine-0.log", "sglang-engine-1.log"]  # one worker each
-    assert shared[1] == []
+    monkeypatch.setattr(parallel, "_scan_one", spy)
+    slow_here(monkeypatch)
+    assert report(run, monkeypatch, "3") == report(run, monkeypatch, "1")
+    assert sorted(p.name for p in tmp_path.glob("worker-*")) == ["worker-sglang-engine-0.log",
+                                                                 "worker-sglang-engine-1.log"]
+
+
+def slow_here(monkeypatch: pytest.MonkeyPatch, seconds: float = 0.5) -> None:
+    """This process takes a while over its own file (the trainer log), so the workers take the shared ones."""
+    real = Scanner.scan
+    parent = os.getpid()
+
+    def scan(self: Scanner, lf: LogFile, chunks: object = None):  # type: ignore[no-untyped-def]
+        if os.getpid() == parent and lf.kind == "trainer":
+            time.sleep(seconds)
+        return real(self, lf, chunks)
+
+    monkeypatch.setattr(Scanner, "scan", scan)
 
 
 def die(lf: LogFile) -> None:
@@ -60,8 +75,9 @@ def test_a_worker_that_dies_is_reported_not_waited_for(tmp_path: Path, monkeypat
         pytest.skip("no fork")
     monkeypatch.setattr(parallel, "BIG", 0)
     monkeypatch.setattr(parallel, "_scan_one", die)
+    slow_here(monkeypatch)
     run = make_run(tmp_path)
-    monkeypatch.setenv("TRIAGE_JOBS", "2")
+    monkeypatch.setenv("TRIAGE_JOBS", "3")  # two workers: each takes one engine log and dies
     rep = analyze(Settings(paths=[str(run)]))
     lost = sorted(e for e in rep.errors if "not scanned" in e)
     assert lost == ["sglang-engine-0.log: not scanned: the process scanning it died (killed or out of memory?)",
@@ -69,25 +85,36 @@ def test_a_worker_that_dies_is_reported_not_waited_for(tmp_path: Path, monkeypat
     assert any(f.category == "trainer-oom" for f in rep.findings)  # this process's own file still counts
 
 
+def test_this_process_takes_what_is_left_when_its_own_files_are_done(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    if "fork" not in multiprocessing.get_all_start_methods():
+        pytest.skip("no fork")
+    monkeypatch.setattr(parallel, "BIG", 0)
+    run = make_run(tmp_path)
+    monkeypatch.setattr(parallel, "_scan_one", lambda lf: time.sleep(0.6) or die(lf))  # a slow worker, then gone
+    slow_here(monkeypatch, 0.3)  # the worker takes the first (longest) engine log meanwhile
+    monkeypatch.setenv("TRIAGE_JOBS", "2")  # one worker; this process then takes the other engine log
+    rep = analyze(Settings(paths=[str(run)]))
+    lost = [e for e in rep.errors if "not scanned" in e]
+    assert lost == ["sglang-engine-0.log: not scanned: the process scanning it died (killed or out of memory?)"]
+    killed = [(e.file, e.line) for f in rep.findings if f.rule == "unclassified" for e in f.evidence]
+    assert killed == [("sglang-engine-1.log", 101)]  # engine-1's `Killed`: scanned here
+
+
 def engines(n: int, size: int) -> list[LogFile]:
-    return [LogFile(f"e{i}", f"e{i}", kind="sglang", size=size) for i in range(n)]
+    return [LogFile(f"e{i}", f"e{i}", kind="sglang", size=size + i) for i in range(n)]
 
 
 def test_small_files_or_one_job_stay_in_this_process() -> None:
-    assert parallel.share(engines(4, 10), 2) == (engines(4, 10), [])
-    assert parallel.share(engines(4, 1 << 30), 1) == (engines(4, 1 << 30), [])
+    assert parallel.split(engines(4, 10), 2) == (engines(4, 10), [])
+    assert parallel.split(engines(4, 1 << 30), 1) == (engines(4, 1 << 30), [])
+    assert parallel.split(engines(1, 1 << 30), 2) == (engines(1, 1 << 30), [])  # nothing to do beside it
 
 
-def test_trainer_logs_stay_here_and_engine_logs_balance_the_load() -> None:
-    trainer = LogFile("t", "t", kind="trainer", size=40 << 20)  # ~ 720 MiB of engine-log work
-    here, away = parallel.share([trainer] + engines(4, 256 << 20), 2)  # this process and two workers
+def test_trainer_logs_stay_here_and_engine_logs_are_shared_longest_first() -> None:
+    trainer = LogFile("t", "t", kind="trainer", size=40 << 20)
+    here, shared = parallel.split([trainer] + engines(4, 256 << 20), 2)
     assert [lf.rel for lf in here] == ["t"]
-    assert [lf.rel for lf in away] == ["e0", "e1", "e2", "e3"]
-    here, away = parallel.share(engines(4, 256 << 20), 3)
-    assert [lf.rel for lf in here] == ["e0"] and [lf.rel for lf in away] == ["e1", "e2", "e3"]
-
-
-def test_engine_logs_are_guessed_cheaper_per_byte_than_trainer_logs() -> None:
-    engine = LogFile("e", "e", kind="sglang", size=100)
-    trainer = LogFile("t", "t", kind="trainer", size=100)
-    assert parallel.cost(trainer) > parallel.cost(engine)
+    assert [lf.rel for lf in shared] == ["e3", "e2", "e1", "e0"]
+    here, shared = parallel.split([trainer] + engines(1, 256 << 20), 2)
+    assert ([lf.rel for lf in here], [lf.rel for lf in shared]) == (["t"], ["e0"])
