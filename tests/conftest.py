@@ -18,6 +18,16 @@ REAL = FIXTURES / "real"
 REPO = ROOT
 
 
+@pytest.fixture(scope="session", autouse=True)
+def library_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """The library's YAML cache (triage/library_cache.py) in a folder of the test session, never the user's."""
+    mp = pytest.MonkeyPatch()
+    mp.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("cache")))
+    mp.delenv("TRIAGE_NO_CACHE", raising=False)
+    yield
+    mp.undo()
+
+
 @pytest.fixture(scope="session")
 def lib() -> Library:
     return load_library()

@@ -201,7 +201,7 @@ def scan(
 
     try:
         report = analyze(Settings(paths=paths, patterns=patterns, config=config, redact=not no_redact,
-                                  baseline=baseline))
+                                  baseline=baseline, retired=_RETIRED))
     except (InputError, LibraryError) as e:
         _fail(str(e))
     main_fmt = resolve(fmt.value, os.environ)
@@ -390,9 +390,14 @@ def main() -> None:
         sys.exit(2)
 
 
+_RETIRED: list[object] | None = None  # set by run(): where the analysis leaves its objects for the exit
+
+
 def run() -> None:
     """The console entry point: main(), then leave without tearing the interpreter down. A large run leaves
     hundreds of thousands of objects; freeing them one by one would only delay the exit."""
+    global _RETIRED
+    _RETIRED = []
     try:
         main()
         code: int = 0

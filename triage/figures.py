@@ -76,6 +76,8 @@ def _size(n: int) -> int:
 
 def _peaks(values: Any, size: int) -> list[float | None]:
     """Each bucket's highest value (negative = not printed), or None."""
+    if size == 1:  # one row a point (a sampled timeline)
+        return [round(v, 4) if v >= 0 else None for v in values]
     out: list[float | None] = []
     for i in range(0, len(values), size):
         peak = max(values[i:i + size])  # a printed value is the peak whenever the bucket has one
@@ -85,6 +87,8 @@ def _peaks(values: Any, size: int) -> list[float | None]:
 
 def _means(values: Any, keep: Any, size: int) -> list[float | None]:
     """Each bucket's mean over the rows `keep` marks (negative = not printed), or None."""
+    if size == 1:
+        return [round(v, 2) if k and v >= 0 else None for v, k in zip(values, keep)]
     out: list[float | None] = []
     for i in range(0, len(values), size):
         vals = [v for v, k in zip(values[i:i + size], keep[i:i + size]) if k and v >= 0]

@@ -12,14 +12,15 @@ and the test suite).
 
 from __future__ import annotations
 
+import functools
 import importlib.resources
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import regex
-import yaml
 
+from .library_cache import YamlCache
 from .model import CATEGORIES, SEVERITIES, SIDES
 
 RULE_KEYS = {
@@ -183,18 +184,22 @@ def _norm(s: str) -> str:
     return s.strip().lower().lstrip("-").replace("-", "_")
 
 
-class _LineLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
-    """A SafeLoader (libyaml's when PyYAML has it: ten times faster) that remembers the line of every
-    mapping as `__line__`."""
+@functools.cache
+def _line_loader() -> Any:
+    """A SafeLoader (libyaml's when PyYAML has it: ten times faster) that remembers the line of every mapping as
+    `__line__`. PyYAML is imported here, when a file must be parsed (see library_cache)."""
+    import yaml
 
+    class LineLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
+        pass
 
-def _construct_mapping(loader: _LineLoader, node: yaml.MappingNode) -> dict[str, Any]:
-    mapping = loader.construct_mapping(node, deep=True)
-    mapping["__line__"] = node.start_mark.line + 1
-    return mapping
+    def mapping(loader: Any, node: Any) -> dict[str, Any]:
+        out = loader.construct_mapping(node, deep=True)
+        out["__line__"] = node.start_mark.line + 1
+        return out
 
-
-_LineLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+    LineLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, mapping)
+    return LineLoader
 
 
 def builtin_dir() -> Path:
@@ -205,13 +210,18 @@ def builtin_dir() -> Path:
     return Path(str(importlib.resources.files("triage.patterns_data")))
 
 
+Reader = Callable[[Path], Any]  # a file's parsed YAML
+
+
 def _read_yaml(path: Path) -> Any:
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as e:
         raise LibraryError(f"{path}: cannot read: {e}") from None
+    import yaml
+
     try:
-        return yaml.load(text, Loader=_LineLoader)  # noqa: S506 - a SafeLoader subclass
+        return yaml.load(text, Loader=_line_loader())  # noqa: S506 - a SafeLoader subclass
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f"{path}:{mark.line + 1}" if mark else str(path)
@@ -330,8 +340,8 @@ def _strip_lines(value: Any) -> Any:
     return value
 
 
-def _load_knobs(path: Path) -> dict[str, KnobSpec]:
-    data = _strip_lines(_read_yaml(path)) or {}
+def _load_knobs(read: Reader, path: Path) -> dict[str, KnobSpec]:
+    data = _strip_lines(read(path)) or {}
     out: dict[str, KnobSpec] = {}
     for raw in _as_list(data.get("knobs")):
         name = raw.get("name")
@@ -348,8 +358,8 @@ def _load_knobs(path: Path) -> dict[str, KnobSpec]:
     return out
 
 
-def _load_categories(path: Path, knobs: dict[str, KnobSpec]) -> dict[str, Category]:
-    data = _strip_lines(_read_yaml(path)) or {}
+def _load_categories(read: Reader, path: Path, knobs: dict[str, KnobSpec]) -> dict[str, Category]:
+    data = _strip_lines(read(path)) or {}
     out: dict[str, Category] = {}
     for cid, raw in (data.get("categories") or {}).items():
         if cid not in CATEGORIES:
@@ -367,8 +377,8 @@ def _load_categories(path: Path, knobs: dict[str, KnobSpec]) -> dict[str, Catego
     return out
 
 
-def _load_sides(path: Path) -> tuple[dict[str, Any], dict[str, str]]:
-    data = _strip_lines(_read_yaml(path)) or {}
+def _load_sides(read: Reader, path: Path) -> tuple[dict[str, Any], dict[str, str]]:
+    data = _strip_lines(read(path)) or {}
     markers = {}
     for side, pats in (data.get("markers") or {}).items():
         if side not in SIDES:
@@ -381,8 +391,8 @@ def _load_sides(path: Path) -> tuple[dict[str, Any], dict[str, str]]:
     return markers, actors
 
 
-def _load_fragments(path: Path) -> dict[str, str]:
-    data = _strip_lines(_read_yaml(path)) or {}
+def _load_fragments(read: Reader, path: Path) -> dict[str, str]:
+    data = _strip_lines(read(path)) or {}
     out = {}
     for name, value in (data.get("fragments") or {}).items():
         out[name] = "".join(str(v) for v in value) if isinstance(value, list) else str(value)
@@ -400,15 +410,20 @@ def load_library(extra_dirs: list[Path] | None = None, compile_all: bool = False
     The regexes of the extra dirs (and the fragments they may use) are compiled now, so that a bad one is
     an error on load; the built-in ones when first used, or all now with `compile_all`."""
     base = builtin_dir()
-    knobs = _load_knobs(base / "knobs.yaml")
-    fragments = _load_fragments(base / "fragments.yaml")
+    cache = YamlCache()
+
+    def read(path: Path) -> Any:
+        return cache.read(path, _read_yaml)
+
+    knobs = _load_knobs(read, base / "knobs.yaml")
+    fragments = _load_fragments(read, base / "fragments.yaml")
     fragment_patterns = {name: Pattern(p, str(base / "fragments.yaml"), f"fragment {name}")
                          for name, p in fragments.items()}
     if compile_all or extra_dirs:
         for p in fragment_patterns.values():
             p.compile()
-    categories = _load_categories(base / "categories.yaml", knobs)
-    markers, actors = _load_sides(base / "sides.yaml")
+    categories = _load_categories(read, base / "categories.yaml", knobs)
+    markers, actors = _load_sides(read, base / "sides.yaml")
     rules: dict[str, Rule] = {}
     folders = [base] + [Path(d) for d in extra_dirs or []]
     for folder in folders:
@@ -416,7 +431,7 @@ def load_library(extra_dirs: list[Path] | None = None, compile_all: bool = False
             raise LibraryError(f"{folder}: not a directory of rule files")
         seen_here: dict[str, str] = {}
         for path in _rule_files(folder):
-            data = _read_yaml(path)
+            data = read(path)
             if not isinstance(data, dict) or not isinstance(data.get("rules"), list):
                 raise LibraryError(f"{path}: expected a mapping with a 'rules:' list")
             for raw in data["rules"]:
@@ -430,6 +445,7 @@ def load_library(extra_dirs: list[Path] | None = None, compile_all: bool = False
                     raise LibraryError(f"{rule.origin}: rule {rule.id}: duplicate id (first at {seen_here[rule.id]})")
                 seen_here[rule.id] = rule.origin
                 rules[rule.id] = rule  # a later folder overrides the built-in rule with the same id
+    cache.save()  # only a library that loaded without error
     lib = Library(rules=list(rules.values()), categories=categories, knobs=knobs, sides=markers, actors=actors,
                   fragments=fragment_patterns)
     if compile_all:

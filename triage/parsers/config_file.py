@@ -8,11 +8,12 @@ both give `inference.max_context_length`. The line of each key is kept so a find
 from __future__ import annotations
 
 import re
-from typing import Any
-
-import yaml
+from typing import TYPE_CHECKING, Any
 
 from ..model import Event, Line
+
+if TYPE_CHECKING:
+    import yaml
 
 MAX_CONFIG_BYTES = 8 << 20
 
@@ -35,6 +36,8 @@ def looks_like_config(text: str) -> bool:
 
 
 def _leaves(loader: yaml.SafeLoader, node: yaml.Node, prefix: str, out: dict[str, tuple[Any, int]]) -> None:
+    import yaml
+
     if not isinstance(node, yaml.MappingNode):
         return
     for key_node, value_node in node.value:
@@ -48,6 +51,8 @@ def _leaves(loader: yaml.SafeLoader, node: yaml.Node, prefix: str, out: dict[str
 
 def parse_config(text: str, where: str) -> dict[str, tuple[Any, int]]:
     """{dotted.name: (value, line number)} of every leaf; ConfigError when it is not a mapping of settings."""
+    import yaml  # here: a run without configuration files never needs it
+
     loader = yaml.SafeLoader(text)
     try:
         node = loader.get_single_node()

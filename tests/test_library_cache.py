@@ -1,0 +1,85 @@
+"""The library's parsed YAML is cached as JSON: the same library with or without it, and never an error."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import USER_RULE
+from triage import library_cache
+from triage.patterns import load_library
+
+
+@pytest.fixture()
+def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    return tmp_path / "cache" / "triage" / "library.json"
+
+
+def rules_of(lib) -> dict[str, tuple[str, str, str]]:  # type: ignore[no-untyped-def]
+    return {r.id: (r.origin, r.title, r.severity) for r in lib.rules}
+
+
+def test_a_cached_library_is_the_library_parsed_anew(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    first = load_library()
+    assert cache.is_file()
+    monkeypatch.delitem(sys.modules, "yaml", raising=False)
+    second = load_library()
+    assert "yaml" not in sys.modules  # nothing was parsed: the YAML parser was not even imported
+    assert rules_of(second) == rules_of(first)
+    assert all(int(origin.rsplit(":", 1)[1]) > 0 for origin, _, _ in rules_of(second).values())  # with lines
+    assert second.knobs.keys() == first.knobs.keys() and second.categories.keys() == first.categories.keys()
+
+
+def test_a_changed_rule_file_is_read_again(cache: Path, tmp_path: Path) -> None:
+    user = tmp_path / "rules"
+    user.mkdir()
+    (user / "mine.yaml").write_text(USER_RULE, encoding="utf-8")
+    assert load_library([user]).rule("user.my-rule").title == "My failure"
+    (user / "mine.yaml").write_text(USER_RULE.replace("My failure", "My other failure"), encoding="utf-8")
+    assert load_library([user]).rule("user.my-rule").title == "My other failure"
+
+
+def test_a_damaged_cache_is_rebuilt(cache: Path) -> None:
+    cache.parent.mkdir(parents=True)
+    cache.write_text('{"format": 1, "files": {', encoding="utf-8")
+    expected = rules_of(load_library())
+    assert json.loads(cache.read_text(encoding="utf-8"))["format"] == library_cache.FORMAT
+    assert rules_of(load_library()) == expected
+
+
+def test_a_cache_that_cannot_be_written_is_no_error(cache: Path, tmp_path: Path) -> None:
+    (tmp_path / "cache").write_text("a file where the folder should be", encoding="utf-8")
+    assert len(load_library().rules) > 50
+    assert not cache.exists()
+    assert not [p for p in tmp_path.rglob("*.tmp")]
+
+
+def test_no_cache_when_turned_off(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TRIAGE_NO_CACHE", "1")
+    load_library()
+    assert not cache.exists()
+
+
+def test_data_json_cannot_hold_is_parsed_every_time(tmp_path: Path) -> None:
+    f, plain = tmp_path / "dated.yaml", tmp_path / "plain.yaml"
+    f.write_text("when: 2026-12-03\n1: one\n", encoding="utf-8")
+    plain.write_text("a: [1, 2.5, x]\n", encoding="utf-8")
+    calls = []
+
+    def parse(path: Path) -> object:
+        calls.append(path)
+        import yaml
+
+        return yaml.safe_load(path.read_text(encoding="utf-8"))
+
+    first = library_cache.YamlCache(tmp_path / "c.json")
+    data = first.read(f, parse)
+    assert first.read(plain, parse) == {"a": [1, 2.5, "x"]}
+    first.save()
+    second = library_cache.YamlCache(tmp_path / "c.json")
+    assert second.read(plain, parse) == {"a": [1, 2.5, "x"]} and calls == [f, plain]  # from the cache
+    assert second.read(f, parse) == data and calls == [f, plain, f]  # a date and an int key: parsed again
