@@ -24,7 +24,9 @@ STATS = ("[2026-05-24 00:53:21 TP0] Decode batch, #running-req: 40, #token: 2000
 def make_run(root: Path) -> Path:
     (root / "sglang-engine-0.log").write_text("\n".join([STATS.format(u="0.40", q=0)] * 200
                                                         + [STATS.format(u="1.00", q=5)] * 3) + "\n")
-    (root / "sglang-engine-1.log").write_text("\n".join([STATS.format(u="0.30", q=0)] * 100) + "\nKilled\n")
+    (root / "sglang-engine-1.log").write_text("\n".join([STATS.format(u="0.30", q=0)] * 100) + "\nKilled\n"
+                                              "[2026-05-24 00:53:30] timer.py:32 - Timer update_weights end "
+                                              "(elapsed: 3.2s)\n")  # its event crosses from a worker too
     (root / "train.log").write_text("step 1: {'train/loss': 0.1}\n" + OOM + "\n")
     return root
 
@@ -118,3 +120,15 @@ def test_trainer_logs_stay_here_and_engine_logs_are_shared_longest_first() -> No
     assert [lf.rel for lf in shared] == ["e3", "e2", "e1", "e0"]
     here, shared = parallel.split([trainer] + engines(1, 256 << 20), 2)
     assert ([lf.rel for lf in here], [lf.rel for lf in shared]) == (["t"], ["e0"])
+
+
+def test_a_result_that_cannot_travel_back_is_reported(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    if "fork" not in multiprocessing.get_all_start_methods():
+        pytest.skip("no fork")
+    monkeypatch.setattr(parallel, "BIG", 0)
+    monkeypatch.setattr(parallel, "_scan_one", lambda lf: (lambda: lf))  # pickle refuses a lambda
+    slow_here(monkeypatch)
+    monkeypatch.setenv("TRIAGE_JOBS", "3")
+    rep = analyze(Settings(paths=[str(make_run(tmp_path))]))
+    lost = sorted(e.split(": not scanned: ")[0] for e in rep.errors if "could not be sent back" in e)
+    assert lost == ["sglang-engine-0.log", "sglang-engine-1.log"]

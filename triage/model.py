@@ -51,18 +51,46 @@ KIND_SIDE = {
 }
 
 
-@dataclass(slots=True)
 class Line:
-    """A normalised physical line (or one `\\r` fragment of it) that passed the prefilter."""
+    """A normalised physical line (or one `\\r` fragment of it) that passed the prefilter.
 
-    file: str  # LogFile.rel
-    lineno: int
-    text: str  # ANSI stripped, full line as printed (evidence)
-    msg: str  # text without the Ray actor prefix
-    actor: str = ""  # Ray actor name from `(Name pid=N, ip=...)`, if any
-    pid: str = ""
-    repeat: int = 1  # `[repeated Nx across cluster]` folds N copies into this line
-    until: int = 0  # last line number of a run of identical lines folded into this one (0: none)
+    `msg` is `text` without the prefixes in front of the message (Ray actor, timestamp, logger); when it is the
+    end of `text`, as it is for nearly every line, only where it starts is kept, not a second copy of the text
+    (a large trainer log keeps tens of thousands of these lines)."""
+
+    __slots__ = ("file", "lineno", "text", "_msg", "_cut", "actor", "pid", "repeat", "until")
+
+    def __init__(self, file: str, lineno: int, text: str, msg: str, actor: str = "", pid: str = "",
+                 repeat: int = 1, until: int = 0) -> None:
+        self.file = file  # LogFile.rel
+        self.lineno = lineno
+        self.text = text  # ANSI stripped, full line as printed (evidence)
+        if msg and text.endswith(msg):
+            self._msg: str | None = None
+            self._cut = len(text) - len(msg)
+        else:
+            self._msg, self._cut = msg, 0
+        self.actor = actor  # Ray actor name from `(Name pid=N, ip=...)`, if any
+        self.pid = pid
+        self.repeat = repeat  # `[repeated Nx across cluster]` folds N copies into this line
+        self.until = until  # last line number of a run of identical lines folded into this one (0: none)
+
+    @property
+    def msg(self) -> str:
+        """The message: text without the Ray actor prefix and the launcher/logger prefixes."""
+        return self.text[self._cut:] if self._msg is None else self._msg
+
+    def _key(self) -> tuple[object, ...]:
+        return (self.file, self.lineno, self.text, self.msg, self.actor, self.pid, self.repeat, self.until)
+
+    def __eq__(self, other: object) -> bool:
+        return self._key() == other._key() if isinstance(other, Line) else NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]  # mutable (repeat, until), as the dataclass it replaces
+
+    def __repr__(self) -> str:
+        return (f"Line(file={self.file!r}, lineno={self.lineno!r}, text={self.text!r}, msg={self.msg!r}, "
+                f"actor={self.actor!r}, pid={self.pid!r}, repeat={self.repeat!r}, until={self.until!r})")
 
 
 @dataclass(slots=True)

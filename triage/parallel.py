@@ -16,11 +16,13 @@ Set TRIAGE_JOBS=1 to scan in this process only.
 
 from __future__ import annotations
 
+import copyreg
 import multiprocessing
 import os
 import threading
 from multiprocessing.connection import wait
 from queue import SimpleQueue
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -36,6 +38,19 @@ DIED = "the process scanning it died (killed or out of memory?)"
 _scanner: Scanner | None = None
 _shared: list[LogFile] = []
 _taken: Any = None
+
+
+def _read_only(d: dict[Any, Any]) -> MappingProxyType[Any, Any]:
+    return MappingProxyType(d)
+
+
+def _proxy(m: MappingProxyType[Any, Any]) -> tuple[Any, tuple[dict[Any, Any]]]:
+    return _read_only, (dict(m),)
+
+
+# Results come back pickled; the read-only fields that timer events share (parsers/lifecycle.py) are mapping
+# proxies, which pickle does not know by itself: they travel as a dict and come back read-only.
+copyreg.pickle(MappingProxyType, _proxy)
 
 
 def cores() -> int:
@@ -86,7 +101,12 @@ def _work(conn: Any) -> None:
 
     def send() -> None:
         while (item := outbox.get()) is not None:
-            conn.send(item)
+            try:
+                conn.send(item)
+            except (OSError, EOFError):  # this process is gone: nobody to tell
+                return
+            except Exception as e:  # noqa: BLE001 - a result pickle refuses (nothing was written yet)
+                conn.send((item[0], f"its result could not be sent back: {type(e).__name__}: {e}"))
 
     sender = threading.Thread(target=send)
     sender.start()

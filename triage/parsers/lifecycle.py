@@ -11,7 +11,7 @@ See ../shared/reference/log-formats.md §B.k.
 from __future__ import annotations
 
 import re
-from sys import intern
+from types import MappingProxyType
 
 from ..model import Event, Line
 
@@ -22,15 +22,31 @@ ENGINE_UPDATE = re.compile(r"\bUpdate weights end\.")
 ANCHORS = ("Timer ", "phase=end ok=", "Update weights end")
 
 
+# Timer lines repeat (`Timer train_wait start` once a step, the same elapsed times again and again): events of
+# the same timer text share one read-only fields mapping instead of a dict each.
+_TIMER_FIELDS: dict[str, MappingProxyType[str, object]] = {}
+TIMER_FIELDS_KEPT = 4096
+
+
+def _timer_fields(m: re.Match[str]) -> MappingProxyType[str, object]:
+    text = m.group(0)
+    found = _TIMER_FIELDS.get(text)
+    if found is None:
+        fields: dict[str, object] = {"name": m["name"], "phase": m["phase"]}
+        if m["seconds"]:
+            fields["seconds"] = float(m["seconds"])
+        if len(_TIMER_FIELDS) >= TIMER_FIELDS_KEPT:
+            _TIMER_FIELDS.clear()
+        found = _TIMER_FIELDS[text] = MappingProxyType(fields)
+    return found
+
+
 def parse(line: Line) -> Event | None:
     msg = line.msg
     at = msg.find("Timer ")
     m = TIMER.search(msg, at) if at >= 0 else None  # no match starts before the literal
     if m:
-        fields: dict[str, object] = {"name": intern(m["name"]), "phase": intern(m["phase"])}  # one copy of each name
-        if m["seconds"]:
-            fields["seconds"] = float(m["seconds"])
-        return Event("timer", line, fields)
+        return Event("timer", line, _timer_fields(m))  # type: ignore[arg-type]
     m = FT.search(msg) if "phase=end ok=" in msg else None
     if m:
         fields = {"name": m["fn"], "phase": "end", "ok": m["ok"] == "true", "actor": m["cls"]}
