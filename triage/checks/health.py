@@ -130,9 +130,12 @@ def _stage_times(run: Run, pattern: str) -> dict[str, float]:
             values = [v for _, v in run.series(k) if math.isfinite(v)]
             if values:
                 per[k] = values
+    timed: dict[str, list[float]] = {}
     for ev in run.timers():
-        if "seconds" in ev.fields:
-            per.setdefault(f"Timer {ev.fields['name']}", []).append(ev.fields["seconds"])
+        seconds = ev.fields.get("seconds")
+        if seconds is not None:
+            timed.setdefault(ev.fields["name"], []).append(seconds)
+    per.update((f"Timer {name}", vs) for name, vs in timed.items())
     return {k: round(median(vs), 3) for k, vs in sorted(per.items())}
 
 
