@@ -83,3 +83,12 @@ def test_data_json_cannot_hold_is_parsed_every_time(tmp_path: Path) -> None:
     second = library_cache.YamlCache(tmp_path / "c.json")
     assert second.read(plain, parse) == {"a": [1, 2.5, "x"]} and calls == [f, plain]  # from the cache
     assert second.read(f, parse) == data and calls == [f, plain, f]  # a date and an int key: parsed again
+
+
+def test_never_a_cache_folder_relative_to_where_triage_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", "relative/cache")
+    monkeypatch.setenv("HOME", "/home/someone")
+    assert library_cache.cache_file() == Path("/home/someone/.cache/triage/library.json")
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    monkeypatch.setattr(library_cache.os.path, "expanduser", lambda p: p)  # no home to be found
+    assert library_cache.cache_file() is None

@@ -19,9 +19,16 @@ FORMAT = 1
 
 
 def cache_file() -> Path | None:
+    """Where the cache lives, or None: turned off, or no absolute cache folder to put it in (never a folder
+    relative to where triage runs, which may be the very logs it reads)."""
     if os.environ.get("TRIAGE_NO_CACHE"):
         return None
-    root = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    root = os.environ.get("XDG_CACHE_HOME", "")
+    if not os.path.isabs(root):  # unset, or relative: the XDG spec says to ignore it
+        home = os.path.expanduser("~")
+        if not os.path.isabs(home):
+            return None
+        root = os.path.join(home, ".cache")
     return Path(root) / "triage" / "library.json"
 
 
