@@ -19,6 +19,7 @@ from __future__ import annotations
 import copyreg
 import multiprocessing
 import os
+import signal
 import threading
 from multiprocessing.connection import wait
 from queue import SimpleQueue
@@ -97,6 +98,7 @@ def _scan_one(lf: LogFile) -> FileResult:
 def _work(conn: Any) -> None:
     """A worker: scan shared files until none is left. A thread sends each result as soon as it is made, so
     the worker goes on scanning while this process, busy with its own files, has not read it yet."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is for this process's parent, which ends the workers
     outbox: SimpleQueue[Any] = SimpleQueue()
 
     def send() -> None:
