@@ -41,6 +41,8 @@ def test_a_changed_rule_file_is_read_again(cache: Path, tmp_path: Path) -> None:
     assert load_library([user]).rule("user.my-rule").title == "My failure"
     (user / "mine.yaml").write_text(USER_RULE.replace("My failure", "My other failure"), encoding="utf-8")
     assert load_library([user]).rule("user.my-rule").title == "My other failure"
+    (user / "mine.yaml").write_text(USER_RULE.replace("My failure", "My 0ther failure"), encoding="utf-8")
+    assert load_library([user]).rule("user.my-rule").title == "My 0ther failure"  # same size, same instant
 
 
 def test_a_damaged_cache_is_rebuilt(cache: Path) -> None:

@@ -2,20 +2,22 @@
 
 Importing PyYAML and parsing the library's files is most of what loading the library costs before any log is
 read (about 25 ms of a 0.15 s start). The parsed data of each file is kept in the user's cache directory
-($XDG_CACHE_HOME/triage, else ~/.cache/triage) under the file's absolute path, size and modification time; a
-file whose size or time changed is parsed again. Data that JSON cannot hold exactly (a YAML date, a number
-as a mapping key) is not cached. A cache that cannot be read or written only means the YAML is parsed: never
-an error, never a message. TRIAGE_NO_CACHE=1 turns it off.
+($XDG_CACHE_HOME/triage, else ~/.cache/triage) under the file's absolute path, size and CRC-32: reading and
+checksumming the library takes well under a millisecond, and a time stamp could miss an edit of the same
+size made within its granularity. A file whose bytes changed is parsed again. Data that JSON cannot hold
+exactly (a YAML date, a number as a mapping key) is not cached. A cache that cannot be read or written only
+means the YAML is parsed: never an error, never a message. TRIAGE_NO_CACHE=1 turns it off.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import zlib
 from pathlib import Path
 from typing import Any, Callable
 
-FORMAT = 1
+FORMAT = 2
 
 
 def cache_file() -> Path | None:
@@ -50,8 +52,7 @@ class YamlCache:
         """parse(path), or the data it gave last time if the file is unchanged."""
         key = str(path.resolve())
         try:
-            st = path.stat()
-            stamp = [st.st_size, st.st_mtime_ns]
+            stamp = [len(raw := path.read_bytes()), zlib.crc32(raw)]
         except OSError:
             return parse(path)  # let the parser report it
         entry = self.old.get(key)
