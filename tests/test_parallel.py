@@ -13,8 +13,8 @@ import pytest
 from triage import parallel
 from triage.analyze import Settings, analyze
 from triage.model import LogFile
-from triage.scan import Scanner
 from triage.report import RenderOptions, render
+from triage.scan import Scanner
 
 OOM = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.11 GiB"
 STATS = ("[2026-05-24 00:53:21 TP0] Decode batch, #running-req: 40, #token: 200000, token usage: {u}, "
@@ -36,7 +36,7 @@ def report(root: Path, monkeypatch: pytest.MonkeyPatch, jobs: str) -> dict:
     return json.loads(render("json", analyze(Settings(paths=[str(root)])), RenderOptions()))
 
 
-def test_a_worker_gives_the_report_one_process_gives(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_workers_give_the_report_one_process_gives(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     if "fork" not in multiprocessing.get_all_start_methods():
         pytest.skip("no fork")
     monkeypatch.setattr(parallel, "BIG", 0)  # every engine log may go to a worker
