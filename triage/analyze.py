@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import __version__, baseline, parallel
+from . import __version__, baseline, parallel, progress
 from .checks import Run
 from .decompress import wrap_stdin
 from .discover import discover
@@ -82,7 +82,14 @@ def _scan_all(scanner: Scanner, files: list[LogFile]) -> tuple[list[FileResult],
                 results.append(scanner.scan(lf, iter_chunks(wrap_stdin(sys.stdin.buffer))))
             else:
                 todo.append(lf)
-    by_file = {id(lf): r for lf, r in zip(todo, parallel.scan_files(scanner, todo))}
+    bar = progress.start(sum(lf.size for lf in todo))
+    scanner.progress = bar
+    try:
+        by_file = {id(lf): r for lf, r in zip(todo, parallel.scan_files(scanner, todo))}
+    finally:
+        scanner.progress = None
+        if bar is not None:
+            bar.close()
     for lf in todo:
         r = by_file[id(lf)]
         if r.file is not lf:  # scanned in a worker process: bring its notes home

@@ -162,6 +162,8 @@ def scan_file(scanner: Scanner, lf: LogFile, stream: BinaryIO, res: FileResult, 
     owners: RowOwners | None = None
     while True:
         n = stream.readinto(mv[have:have + CHUNK]) or 0  # type: ignore[attr-defined]
+        if scanner.progress is not None and not lf.compression:
+            scanner.progress.add(n)
         end = have + n
         final = n == 0
         cut = end if final else buf.rfind(b"\n", 0, end) + 1

@@ -19,6 +19,7 @@ from .origins import RAY_PREFIX, Context, SideFinder, split_ray
 from .parsers import PARSERS
 from .parsers.metrics import merge_records
 from .patterns import MATCH_TIMEOUT, Library, Rule
+from .progress import Progress
 from .read import MAX_LINE, TRUNCATED, iter_chunks, open_stream
 from .stats import EngineStats, engine, engine_key
 
@@ -128,6 +129,7 @@ class Scanner:
         self.needles = fastscan.Needles(anchors, set(by_anchor)) if fastscan.available() else None
         self._plans: dict[Any, Plan] = {}
         self.lines_seen = 0
+        self.progress: Progress | None = None  # told the bytes scanned, when a bar shows them
 
     def _timed_out(self, rule: Rule, where: str, what: str, res: FileResult) -> None:
         """A rule regex that backtracks catastrophically once will again: report it and switch it off."""
@@ -181,12 +183,15 @@ class Scanner:
         try:
             if chunks is None:
                 stream = open_stream(lf.path, lf.compression, lambda note: _note(lf, res, note))
-            if chunks is None and self.needles is not None and hasattr(stream, "readinto"):
+            fast = chunks is None and self.needles is not None and hasattr(stream, "readinto")
+            if fast:
                 lf.lines = fastscan.scan_file(self, lf, stream, res, ctx, pending, errorish, metrics)
             else:
                 self._scan_lines(lf, chunks if chunks is not None else iter_chunks(stream), res, ctx, pending,
                                  errorish, metrics)
                 lf.lines = max(lf.lines, self.lines_seen)
+            if self.progress is not None and (lf.compression or not fast):
+                self.progress.add(lf.size)  # counted when done: the chunks were not the file's own bytes
         except (OSError, EOFError, ValueError) as e:
             _note(lf, res, f"read stopped early: {e}")
         except Exception as e:  # noqa: BLE001 - one odd file must not end the run
