@@ -132,3 +132,23 @@ def test_a_result_that_cannot_travel_back_is_reported(tmp_path: Path, monkeypatc
     rep = analyze(Settings(paths=[str(make_run(tmp_path))]))
     lost = sorted(e.split(": not scanned: ")[0] for e in rep.errors if "could not be sent back" in e)
     assert lost == ["sglang-engine-0.log", "sglang-engine-1.log"]
+
+
+def test_no_process_to_be_had_means_this_process_scans_everything(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    if "fork" not in multiprocessing.get_all_start_methods():
+        pytest.skip("no fork")
+    monkeypatch.setattr(parallel, "BIG", 0)
+    run = make_run(tmp_path)
+
+    refused = []
+
+    def refuse(self: object) -> None:
+        refused.append(self)
+        raise BlockingIOError(11, "Resource temporarily unavailable")  # fork() failing with EAGAIN
+
+    monkeypatch.setattr(multiprocessing.get_context("fork").Process, "start", refuse)
+    alone = report(run, monkeypatch, "3")
+    monkeypatch.undo()
+    assert len(refused) == 1  # the first worker could not start: no second was tried
+    assert alone == report(run, monkeypatch, "1") and alone["errors"] == []

@@ -136,7 +136,12 @@ def scan_files(scanner: Scanner, files: list[LogFile]) -> list[FileResult]:
         for _ in range(min(n - 1, len(shared))):
             reader, writer = ctx.Pipe(duplex=False)
             w = ctx.Process(target=_work, args=(writer,), daemon=True)
-            w.start()
+            try:
+                w.start()
+            except OSError:  # no process to be had (EAGAIN, ENOMEM): fewer workers, or this process alone
+                reader.close()
+                writer.close()
+                break
             writer.close()  # the worker holds the only write end: its exit, however it ends, is an end of file here
             workers.append(w)
             conns.append(reader)
