@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from triage import parallel
+from triage import fastscan, parallel
 from triage.analyze import Settings, analyze
 from triage.model import LogFile
 from triage.report import RenderOptions, render
@@ -152,3 +152,73 @@ def test_no_process_to_be_had_means_this_process_scans_everything(tmp_path: Path
     monkeypatch.undo()
     assert len(refused) == 1  # the first worker could not start: no second was tried
     assert alone == report(run, monkeypatch, "1") and alone["errors"] == []
+
+
+RAY_STATS = ("({actor} pid={pid}, ip=10.0.0.{pid}) [2026-05-24 00:53:{s:02d} DP0 TP0] Decode batch, #running-req: 40, "
+             "#token: 200000, token usage: {u}, cuda graph: True, gen throughput (token/s): 2210.45, #queue-req: {q}")
+
+
+def driver_log(root: Path, long_line: bool = False) -> Path:
+    """One Ray driver log with every process's lines: two engines' stats rows (some at a full pool), colour
+    codes, a progress bar's `\\r` redraws, a traceback from the trainer actor; optionally a line longer than a
+    chunk."""
+    lines = []
+    for i in range(6000):
+        pid = 1 + i % 2
+        full = i % 997 == 0
+        row = RAY_STATS.format(actor="SGLangEngine", pid=pid, s=i % 60, u="0.99" if full else "0.41", q=3 if full else 0)
+        lines.append(row if i % 5 else "\x1b[36m" + row.replace(") ", ")\x1b[0m ", 1))
+        if i == 3000:
+            lines.append("(MegatronTrainRayActor pid=9, ip=10.0.0.9) Traceback (most recent call last):")
+            lines.append('(MegatronTrainRayActor pid=9, ip=10.0.0.9)   File "train.py", line 3, in step')
+            lines.append("(MegatronTrainRayActor pid=9, ip=10.0.0.9) " + OOM)
+        if i == 4500:
+            lines.append("(main pid=7) rollout:  10%|█         | 1/10\rrollout:  20%|██        | 2/10\rrollout: 100%")
+        if long_line and i == 2000:
+            lines.append("x" * (300 << 10))
+    (root / "driver.log").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return root
+
+
+@pytest.mark.parametrize("long_line", [False, True])
+def test_one_big_file_read_by_a_worker_while_this_process_parses(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                 long_line: bool) -> None:
+    if "fork" not in multiprocessing.get_all_start_methods():
+        pytest.skip("no fork")
+    monkeypatch.setattr(parallel, "STAGED_ABOVE", 0)
+    monkeypatch.setattr(fastscan, "CHUNK", 64 << 10)  # many chunks, and a long line longer than one
+    monkeypatch.setattr(parallel, "CHUNK", 64 << 10)
+    (tmp_path / "run").mkdir()
+    run = driver_log(tmp_path / "run", long_line)
+    real = fastscan.read_chunks
+
+    def spy(*args):  # type: ignore[no-untyped-def]
+        (tmp_path / "read-in-a-worker").write_text(str(os.getpid()))
+        return real(*args)
+
+    monkeypatch.setattr(fastscan, "read_chunks", spy)
+    staged = report(run, monkeypatch, "2")
+    assert int((tmp_path / "read-in-a-worker").read_text()) != os.getpid()
+    assert staged == report(run, monkeypatch, "1")
+    rules = {f["rule"] for f in staged["findings"]}
+    assert {"trainer.cuda-oom", "serving.kv-pool-saturated"} <= rules
+    assert staged["files"][0]["lines"] == 6000 + 4 + long_line
+
+
+def test_a_reading_worker_that_dies_is_reported(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    if "fork" not in multiprocessing.get_all_start_methods():
+        pytest.skip("no fork")
+    monkeypatch.setattr(parallel, "STAGED_ABOVE", 0)
+    monkeypatch.setattr(fastscan, "CHUNK", 64 << 10)
+    real = fastscan.read_chunks
+
+    def die_after_one(*args):  # type: ignore[no-untyped-def]
+        for n, item in enumerate(real(*args)):
+            if n == 1:
+                os._exit(9)
+            yield item
+
+    monkeypatch.setattr(fastscan, "read_chunks", die_after_one)
+    rep = report(driver_log(tmp_path), monkeypatch, "2")
+    assert rep["errors"] == ["driver.log: read stopped early: the process reading it died (killed or out of memory?)"]
+    assert rep["files"][0]["status"] == "read"

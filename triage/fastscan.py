@@ -23,7 +23,7 @@ import os
 import re
 from collections import Counter
 from array import array
-from typing import TYPE_CHECKING, Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO, Callable, Iterable, Iterator, NamedTuple
 
 from .model import Line
 from .origins import RAY_PREFIX, split_ray
@@ -127,7 +127,8 @@ class RowOwners:
         self.per_origin = several_origins(head[:ORIGIN_SAMPLE])
         self.key = ""  # the timeline of the rows so far, while there is one
 
-    def assign(self, res: FileResult, quiet: int, per_origin: dict[bytes, int] | None, sampled: Counter[str]) -> None:
+    def skips(self, quiet: int, per_origin: dict[bytes, int] | None, sampled: Counter[str]) -> dict[str, int]:
+        """The rows of a chunk the C side counted but did not return, per engine timeline."""
         counts: Counter[str] = Counter()
         if per_origin is not None:
             for origin, n in per_origin.items():
@@ -140,16 +141,50 @@ class RowOwners:
         else:
             self.key = next(iter(sampled), "") or self.key or self.file
             counts[self.key] = quiet
-        for key, n in counts.items():
-            if n > sampled[key]:
-                engine(res, key).skip(n - sampled[key])
+        return {key: n - sampled[key] for key, n in counts.items() if n > sampled[key]}
+
+
+class Chunk(NamedTuple):
+    """What reading a chunk (stage 1: the C prefilter) hands to parsing it (stage 2: Python)."""
+
+    base: int  # lines before it
+    data: Any  # the chunk's bytes (a view of the read buffer, valid until the next chunk is read)
+    hits: list[tuple[int, int, int, int, Any]]  # (kind, line index, start, end in data, needle ids | row timeline)
+    python: bool  # the whole chunk goes through the line-for-line path (`\r` redraws, too many engines)
+    skips: dict[str, int]  # rows counted but not returned, per engine timeline
+
+    def packed(self) -> Chunk:
+        """The chunk with only the bytes of its lines, in bytes of its own (to send to another process)."""
+        if self.python:
+            return self._replace(data=bytes(self.data))
+        parts, hits, at = [], [], 0
+        for kind, rel, start, end, tag in self.hits:
+            parts.append(self.data[start:end])
+            hits.append((kind, rel, at, at + end - start, tag))
+            at += end - start
+        return self._replace(data=b"".join(parts), hits=hits)
+
+
+class Rest(NamedTuple):
+    """From `offset` on, the file goes through the line-for-line reader (a line longer than a chunk)."""
+
+    base: int
+    offset: int
+    head: bytes  # the bytes from offset that stage 1 already read
 
 
 def scan_file(scanner: Scanner, lf: LogFile, stream: BinaryIO, res: FileResult, ctx: Any,
               pending: list[Any], errorish: list[Line], metrics: list[Any]) -> int:
-    """Scan one file's bytes into res (hits via pending/errorish, events, engine timelines).
+    """Scan one file's bytes into res (hits via pending/errorish, events, engine timelines): both stages here.
 
     Returns the number of lines read."""
+    return parse_chunks(scanner, lf, read_chunks(scanner, lf, stream), res, ctx, pending, errorish, metrics,
+                        lambda rest: _Prepend(rest.head, stream))
+
+
+def read_chunks(scanner: Scanner, lf: LogFile, stream: BinaryIO) -> Iterator[Chunk | Rest | int]:
+    """Stage 1: each chunk's candidate lines, sampled rows and skipped-row counts; then a Rest, or the line
+    count of the file. Python never sees the other lines."""
     needles: Needles = scanner.needles
     step = 0 if lf.size <= SAMPLE_ALL_BELOW else lf.size // TIMELINE_ROWS
     buf = bytearray(CHUNK + MAX_LINE + 1)
@@ -168,12 +203,13 @@ def scan_file(scanner: Scanner, lf: LogFile, stream: BinaryIO, res: FileResult, 
         final = n == 0
         cut = end if final else buf.rfind(b"\n", 0, end) + 1
         if cut == 0:  # no newline in a whole chunk: let the line-for-line reader bound this line
-            return lines + _python_rest(scanner, lf, _Prepend(bytes(mv[:end]), stream), lines,
-                                        res, ctx, pending, errorish, metrics)
+            yield Rest(lines, offset, bytes(mv[:end]))
+            return
         if matcher is None:
             head = bytes(mv[:min(cut, PAIR_SAMPLE)])
             matcher = needles.matcher(head)
             owners = RowOwners(lf.rel, head)
+            del head
         assert owners is not None
         raw = mv[:cut]
         chunk: Any = raw
@@ -184,15 +220,17 @@ def scan_file(scanner: Scanner, lf: LogFile, stream: BinaryIO, res: FileResult, 
             nl, flags, quiet, ns, hits, per_origin = _linescan.scan(matcher, chunk, at, step, owners.per_origin)
             flags &= ~(F_ESC | F_NUL)  # an ESC left over is text as the line-for-line reader sees it too
         if flags & ~F_RAY:  # `\r` redraws, or more engines than the C side keeps apart
-            _python_chunk(scanner, lf, str(chunk, "utf-8", "replace"), lines, res, ctx, pending, errorish,
-                          metrics)
+            yield Chunk(lines, chunk, [], True, {})
         else:
             next_sample = offset + cut + ns - len(chunk)  # ns counts in the (maybe cleaned) chunk
-            sampled = _fast_hits(scanner, lf, chunk, hits, lines, needles, res, ctx, pending, errorish, metrics)
-            owners.assign(res, quiet, per_origin, sampled)
+            hits = [(1, rel, start, stop, row_key(lf.rel, chunk[start:stop])) if kind else (kind, rel, start, stop, ids)
+                    for kind, rel, start, stop, ids in hits]  # a sampled row's timeline, for RowOwners
+            sampled = Counter(tag for kind, _, _, _, tag in hits if kind)
+            yield Chunk(lines, chunk, hits, False, owners.skips(quiet, per_origin, sampled))
         lines += nl
         if final:
-            return lines + (1 if cut and buf[cut - 1:cut] != b"\n" else 0)
+            yield lines + (1 if cut and buf[cut - 1:cut] != b"\n" else 0)
+            return
         chunk.release()
         raw.release()
         rest = end - cut
@@ -201,37 +239,61 @@ def scan_file(scanner: Scanner, lf: LogFile, stream: BinaryIO, res: FileResult, 
         offset += cut
 
 
-def _fast_hits(scanner: Scanner, lf: LogFile, chunk: memoryview, hits: list[Any], base: int, needles: Needles,
-               res: FileResult, ctx: Any, pending: list[Any], errorish: list[Line], metrics: list[Any]) -> Counter[str]:
-    """Feed the prefilter's lines to the scanner; returns the sampled stats rows per engine timeline."""
+def parse_chunks(scanner: Scanner, lf: LogFile, chunks: Iterable[Chunk | Rest | int], res: FileResult, ctx: Any,
+                 pending: list[Any], errorish: list[Line], metrics: list[Any],
+                 reopen: Callable[[Rest], Any]) -> int:
+    """Stage 2: the lines stage 1 returned, into res. `reopen(rest)` gives the stream of the file from
+    rest.offset on (its head first). Returns the number of lines read."""
+    for item in chunks:
+        if isinstance(item, int):
+            return item
+        if isinstance(item, Rest):
+            return item.base + _python_rest(scanner, lf, reopen(item), item.base, res, ctx, pending, errorish,
+                                            metrics)
+        if item.python:
+            _python_chunk(scanner, lf, str(item.data, "utf-8", "replace"), item.base, res, ctx, pending, errorish,
+                          metrics)
+        else:
+            _fast_hits(scanner, lf, item.data, item.hits, item.base, scanner.needles, res, ctx, pending, errorish,
+                       metrics)
+            for key, n in item.skips.items():
+                engine(res, key).skip(n)
+    raise EOFError("the reading stage ended without the file's line count")
+
+
+def row_key(file: str, text: Any) -> str:
+    """The engine timeline of a sampled stats row (its bytes)."""
+    line = str(text, "utf-8", "replace")
+    _, actor, pid, _ = split_ray(line)
+    return engine_key(file, pid, RAY_PREFIX.sub("", line, count=1) if actor else line)
+
+
+def _fast_hits(scanner: Scanner, lf: LogFile, data: Any, hits: list[Any], base: int, needles: Needles,
+               res: FileResult, ctx: Any, pending: list[Any], errorish: list[Line], metrics: list[Any]) -> None:
+    """Feed the prefilter's lines to the scanner."""
     anchor_of = needles.anchor_of
     plans: dict[tuple[int, ...], Any] = {}  # needle ids -> the scanner's plan for them
-    sampled: Counter[str] = Counter()
-    for kind, rel, start, end, ids in hits:
-        text = str(chunk[start:end], "utf-8", "replace")
+    for kind, rel, start, end, tag in hits:
+        text = str(data[start:end], "utf-8", "replace")
         lineno = base + rel + 1
         if kind == 0:
             if len(text) > MAX_LINE:
                 text = text[:MAX_LINE] + TRUNCATED
-            plan = plans.get(ids)
+            plan = plans.get(tag)
             if plan is None:
-                plan = plans[ids] = scanner.plan(frozenset(anchor_of[i] for i in ids))
+                plan = plans[tag] = scanner.plan(frozenset(anchor_of[i] for i in tag))
             scanner._line(lf, lineno, text, res, ctx, pending, errorish, metrics, plan)
         else:
-            sampled[_stats_row(lf, lineno, text, res)] += 1
-    return sampled
+            _stats_row(lf, lineno, text, tag, res)
 
 
-def _stats_row(lf: LogFile, lineno: int, text: str, res: FileResult) -> str:
-    """A stats line with no anchor: only its row matters (what `_line` would do, minus the rest).
-    Returns the engine timeline it belongs to."""
+def _stats_row(lf: LogFile, lineno: int, text: str, key: str, res: FileResult) -> None:
+    """A stats line with no anchor, of timeline `key`: only its row matters (what `_line` would do, minus the
+    rest)."""
     msg, actor, pid, repeat = split_ray(text)
-    line = Line(lf.rel, lineno, text, msg, actor, pid, repeat)
-    key = engine_key(lf.rel, pid, RAY_PREFIX.sub("", text, count=1) if actor else text)
-    ev = sglang.parse(line)
+    ev = sglang.parse(Line(lf.rel, lineno, text, msg, actor, pid, repeat))
     if ev is not None and ev.kind == "stats":
         engine(res, key).add(ev)
-    return key
 
 
 def origin_key(file: str, origin: bytes) -> str:

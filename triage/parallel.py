@@ -11,6 +11,10 @@ So this process scans every file that is not a big engine log, first; the big en
 queue, longest first, and each process takes the next one whenever it is free: the workers from the start,
 this process once its own files are done. No estimate of each file's cost is needed to balance the load,
 and with one process per core none of them shares a core with another.
+
+A run with no such logs to share but one big plain file of its own (a Ray driver log that holds every
+process's lines) splits that file's scan in two stages instead: a worker reads it and runs the C prefilter,
+sending each chunk's candidate lines as it goes, and this process parses them meanwhile (Staged).
 Set TRIAGE_JOBS=1 to scan in this process only.
 """
 
@@ -22,18 +26,24 @@ import os
 import signal
 import threading
 from multiprocessing.connection import wait
-from queue import SimpleQueue
+from queue import Queue, SimpleQueue
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable, Iterator
+
+from . import fastscan
+from .read import CHUNK, open_stream
 
 if TYPE_CHECKING:
     from .model import LogFile
     from .scan import FileResult, Scanner
 
 BIG = 16 << 20  # bytes: engine logs smaller than this are not worth a process
+STAGED_ABOVE = 128 << 20  # bytes: a file of this process's own this big is read by a worker while it parses
+AHEAD = 4  # chunks a reading stage may run ahead of the parsing (bounds the memory they take meanwhile)
 ENGINE_KINDS = ("sglang", "vllm")
 POLL = 0.05  # seconds given a worker to exit once its pipe is closed
 DIED = "the process scanning it died (killed or out of memory?)"
+DIED_READING = "the process reading it died (killed or out of memory?)"
 
 # What forked workers inherit from the parent: the scanner, the shared files, the counter of files taken.
 _scanner: Scanner | None = None
@@ -95,23 +105,31 @@ def _scan_one(lf: LogFile) -> FileResult:
     return _scanner.scan(lf)
 
 
-def _work(conn: Any) -> None:
-    """A worker: scan shared files until none is left. A thread sends each result as soon as it is made, so
-    the worker goes on scanning while this process, busy with its own files, has not read it yet."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is for this process's parent, which ends the workers
-    outbox: SimpleQueue[Any] = SimpleQueue()
+def _sender(conn: Any, outbox: Any, refused: Callable[[Any, str], Any]) -> threading.Thread:
+    """A thread of a worker that sends what is put in outbox, until None: the worker goes on with its work while
+    its parent, busy with its own, has not read yet. An item pickle refuses is replaced by refused(item, why)
+    (nothing of it was written yet). Once the parent is gone there is nobody to work for: the worker ends."""
 
     def send() -> None:
         while (item := outbox.get()) is not None:
             try:
                 conn.send(item)
-            except (OSError, EOFError):  # this process is gone: nobody to tell
-                return
-            except Exception as e:  # noqa: BLE001 - a result pickle refuses (nothing was written yet)
-                conn.send((item[0], f"its result could not be sent back: {type(e).__name__}: {e}"))
+            except (OSError, EOFError):
+                os._exit(0)
+            except Exception as e:  # noqa: BLE001
+                conn.send(refused(item, f"{type(e).__name__}: {e}"))
 
-    sender = threading.Thread(target=send)
-    sender.start()
+    thread = threading.Thread(target=send, daemon=True)
+    thread.start()
+    return thread
+
+
+def _work(conn: Any) -> None:
+    """A worker: scan shared files until none is left. A thread sends each result as soon as it is made, so
+    the worker goes on scanning while this process, busy with its own files, has not read it yet."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is for this process's parent, which ends the workers
+    outbox: SimpleQueue[Any] = SimpleQueue()
+    sender = _sender(conn, outbox, lambda item, why: (item[0], f"its result could not be sent back: {why}"))
     while (i := _take()) < len(_shared):
         try:
             outbox.put((i, _scan_one(_shared[i])))
@@ -127,7 +145,8 @@ def scan_files(scanner: Scanner, files: list[LogFile]) -> list[FileResult]:
     n = cores()
     here, shared = split(files, n)
     if not shared:
-        return [scanner.scan(lf) for lf in files]
+        staged = n >= 2 and "fork" in multiprocessing.get_all_start_methods()
+        return [_staged_scan(scanner, lf) if staged and _stageable(lf) else scanner.scan(lf) for lf in files]
     global _scanner, _shared, _taken
     ctx = multiprocessing.get_context("fork")
     _scanner, _shared, _taken = scanner, shared, ctx.Value("l", 0)
@@ -178,3 +197,93 @@ def _collect(conns: list[Any]) -> dict[int, Any]:
             except (EOFError, OSError):  # the worker is done, or died (maybe in the middle of a result)
                 live.remove(c)
     return got
+
+
+def _stageable(lf: LogFile) -> bool:
+    return lf.size >= STAGED_ABOVE and not lf.compression and lf.path != "-"
+
+
+class Staged:
+    """The chunks of one file as a worker reads and prefilters them (fastscan.read_chunks), for Scanner.scan."""
+
+    def __init__(self, conn: Any) -> None:
+        self.conn = conn
+
+    def _recv(self) -> Any:
+        try:
+            return self.conn.recv()
+        except (EOFError, OSError):  # the worker died, maybe in the middle of a message
+            raise EOFError(DIED_READING) from None
+
+    def items(self, note: Any) -> Iterator[Any]:
+        """Chunk, ..., then a Rest or the line count; the reader's notes go to note(text) on the way."""
+        while True:
+            msg = self._recv()
+            if type(msg) is tuple and msg[0] == "note":
+                note(msg[1])
+            elif type(msg) is tuple and msg[0] == "error":
+                raise OSError(msg[1])
+            else:
+                yield msg
+                if not isinstance(msg, fastscan.Chunk):
+                    return
+
+    def reopen(self, rest: Any) -> Any:
+        """The file from rest.offset on: its head, then the bytes the worker goes on sending."""
+        return fastscan._Prepend(rest.head, self)
+
+    def read(self, n: int = -1) -> bytes:
+        msg = self._recv()
+        if type(msg) is tuple and msg[0] == "bytes":
+            return msg[1]
+        if type(msg) is tuple and msg[0] == "error":
+            raise OSError(msg[1])
+        return b""
+
+
+def _read_stage(lf: LogFile, conn: Any) -> None:
+    """A worker: read one file and prefilter it (stage 1), sending each chunk as soon as it is done; a thread
+    sends, so reading goes on while this process's parent parses, at most AHEAD chunks ahead."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    outbox: Queue[Any] = Queue(AHEAD)
+    sender = _sender(conn, outbox, lambda item, why: ("error", f"a chunk could not be sent: {why}"))
+    assert _scanner is not None
+    try:
+        with open_stream(lf.path, lf.compression, lambda text: outbox.put(("note", text))) as stream:
+            for item in fastscan.read_chunks(_scanner, lf, stream):
+                outbox.put(item.packed() if isinstance(item, fastscan.Chunk) else item)
+                if isinstance(item, fastscan.Rest):  # the rest goes to the line-for-line reader, as bytes
+                    while data := stream.read(CHUNK):
+                        outbox.put(("bytes", data))
+                    outbox.put(("bytes", b""))
+    except Exception as e:  # noqa: BLE001 - reported as Scanner.scan reports its own read errors
+        outbox.put(("error", str(e) if isinstance(e, (OSError, EOFError, ValueError)) else f"{type(e).__name__}: {e}"))
+    outbox.put(None)
+    sender.join()
+    conn.close()
+
+
+def _staged_scan(scanner: Scanner, lf: LogFile) -> FileResult:
+    """Scan one big file in two stages: a worker reads and prefilters, this process parses."""
+    global _scanner
+    ctx = multiprocessing.get_context("fork")
+    reader, writer = ctx.Pipe(duplex=False)
+    _scanner = scanner
+    w = ctx.Process(target=_read_stage, args=(lf, writer), daemon=True)
+    try:
+        w.start()
+    except OSError:  # no process to be had: this one does both stages
+        reader.close()
+        writer.close()
+        _scanner = None
+        return scanner.scan(lf)
+    writer.close()  # the worker holds the only write end: its exit, however it ends, is an end of file here
+    try:
+        return scanner.scan(lf, staged=Staged(reader))
+    finally:
+        reader.close()
+        w.join(timeout=POLL)
+        if w.is_alive():
+            w.kill()
+            w.join()
+        _scanner = None

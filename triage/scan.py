@@ -172,7 +172,9 @@ class Scanner:
             partial = bool(chunk) and not chunk.endswith("\n")
         self.lines_seen = nl_before + partial
 
-    def scan(self, lf: LogFile, chunks: Any = None) -> FileResult:
+    def scan(self, lf: LogFile, chunks: Any = None, staged: Any = None) -> FileResult:
+        """One file's result. `chunks`: its text, when it is not read from lf.path (stdin); `staged`: its
+        chunks as another process reads and prefilters them (parallel.Staged), for this one to parse."""
         res = FileResult(lf)
         ctx = Context()
         self._frame_at = -2
@@ -181,16 +183,21 @@ class Scanner:
         metrics: list[Event] = []
         stream = None
         try:
-            if chunks is None:
-                stream = open_stream(lf.path, lf.compression, lambda note: _note(lf, res, note))
-            fast = chunks is None and self.needles is not None and hasattr(stream, "readinto")
-            if fast:
-                lf.lines = fastscan.scan_file(self, lf, stream, res, ctx, pending, errorish, metrics)
+            if staged is not None:
+                lf.lines = fastscan.parse_chunks(self, lf, staged.items(lambda note: _note(lf, res, note)), res, ctx,
+                                                 pending, errorish, metrics, staged.reopen)
+                counted = True  # by the process that read it
             else:
-                self._scan_lines(lf, chunks if chunks is not None else iter_chunks(stream), res, ctx, pending,
-                                 errorish, metrics)
-                lf.lines = max(lf.lines, self.lines_seen)
-            if self.progress is not None and (lf.compression or not fast):
+                if chunks is None:
+                    stream = open_stream(lf.path, lf.compression, lambda note: _note(lf, res, note))
+                counted = chunks is None and self.needles is not None and hasattr(stream, "readinto")
+                if counted:
+                    lf.lines = fastscan.scan_file(self, lf, stream, res, ctx, pending, errorish, metrics)
+                else:
+                    self._scan_lines(lf, chunks if chunks is not None else iter_chunks(stream), res, ctx, pending,
+                                     errorish, metrics)
+                    lf.lines = max(lf.lines, self.lines_seen)
+            if self.progress is not None and (lf.compression or not counted):
                 self.progress.add(lf.size)  # counted when done: the chunks were not the file's own bytes
         except (OSError, EOFError, ValueError) as e:
             _note(lf, res, f"read stopped early: {e}")
