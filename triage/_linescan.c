@@ -378,7 +378,7 @@ static int emit(Emit *em, int kind, Py_ssize_t bol, Py_ssize_t eol, PyObject *id
  * each origin to its engine timeline. More than MAX_ORIGINS distinct origins in one buffer sets F_MANY. */
 #define MAX_ORIGINS 64
 typedef struct {
-    Py_ssize_t n;
+    Py_ssize_t n, last;  /* last: the slot found last time (rows of one engine come in runs) */
     Py_ssize_t len[MAX_ORIGINS], count[MAX_ORIGINS];
     unsigned char buf[MAX_ORIGINS][160];  /* the key's bytes: a Ray prefix (bounded) and the DP tag */
 } Origins;
@@ -387,8 +387,12 @@ typedef struct {
 static Py_ssize_t origin_of(Origins *o, const unsigned char *b, Py_ssize_t bol, Py_ssize_t s) {
     unsigned char key[160];
     Py_ssize_t k = 0, t = bol;
-    if (b[bol] == '(') {  /* the Ray prefix, up to its `)` */
-        while (t < s && b[t] != ')' && k < 120) key[k++] = b[t++];
+    if (b[bol] == '(') {  /* the Ray prefix: up to 120 bytes before its `)`, and the `)` */
+        Py_ssize_t lim = s - bol < 120 ? s - bol : 120;
+        const unsigned char *e = memchr(b + bol, ')', (size_t)lim);
+        k = e ? e - (b + bol) : lim;
+        memcpy(key, b + bol, (size_t)k);
+        t = bol + k;
         if (t < s && b[t] == ')') key[k++] = b[t++];
     }
     for (Py_ssize_t u = t; u + 3 < s; u++) {  /* ` DP<digits>` in the SGLang rank tag before the marker */
@@ -398,13 +402,15 @@ static Py_ssize_t origin_of(Origins *o, const unsigned char *b, Py_ssize_t bol, 
             break;
         }
     }
+    Py_ssize_t l = o->last;
+    if (l < o->n && o->len[l] == k && !memcmp(o->buf[l], key, (size_t)k)) return l;
     for (Py_ssize_t i = 0; i < o->n; i++)
-        if (o->len[i] == k && !memcmp(o->buf[i], key, (size_t)k)) return i;
+        if (o->len[i] == k && !memcmp(o->buf[i], key, (size_t)k)) return o->last = i;
     if (o->n == MAX_ORIGINS) return -1;
     memcpy(o->buf[o->n], key, (size_t)k);
     o->len[o->n] = k;
     o->count[o->n] = 0;
-    return o->n++;
+    return o->last = o->n++;
 }
 
 /* The state of one scan() call, shared by all loops. */
