@@ -1,12 +1,13 @@
 """Build a realistic large run directory: SGLang engine logs, a trainer log, real failures injected.
 
-    python -m bench.gen OUT_DIR --size 1G [--engines 4] [--seed 0] [--corpus ../shared/corpus]
+    python -m bench.gen OUT_DIR --size 1G [--engines 4] [--seed 0] [--corpus ../shared/corpus] [--ray]
 
 The engine logs are dominated by SGLang's 2026-format stat lines (log-formats.md §A.d: D6
 `Decode batch, …` and P9 `Prefill batch, …`, with uvicorn request lines in between), after a real
 startup block. The trainer log holds slime/MILES step, perf and Timer lines. Real failure cases,
 copied line for line from the corpus, are spliced in at known places; `truth.json` (next to, not
 inside, OUT_DIR) lists each with its file, line range, expected category and evidence strings.
+With --ray, the same run is written as one Ray driver log holding every process's lines (merge_ray).
 """
 
 from __future__ import annotations
@@ -229,6 +230,46 @@ def generate(out: Path, size: int, engines: int = 4, seed: int = 0, corpus: Path
     return truth
 
 
+RAY_ACTORS = {"train.log": "(MegatronTrainRayActor pid=3900, ip=10.0.0.9) "}
+RAY_BLOCK = 16  # lines a process writes before the next one's turn
+
+
+def merge_ray(run: Path, truth: list[Injected], out: Path) -> list[Injected]:
+    """The same run as one Ray driver log, `out/driver.log`: every line behind its process's actor prefix
+    (`(SGLangEngine pid=N, ip=…)`, `(MegatronTrainRayActor …)`), the processes' lines interleaved in blocks,
+    each file at its own pace, as Ray forwards them. Returns the truth with line ranges in the merged log."""
+    out.mkdir(parents=True, exist_ok=True)
+    files = sorted(p for p in run.iterdir() if p.suffix == ".log")
+    sizes = {p.name: p.stat().st_size for p in files}
+    prefix = {p.name: RAY_ACTORS.get(p.name, f"(SGLangEngine pid={4100 + i}, ip=10.0.0.{i + 1}) ")
+              for i, p in enumerate(files)}
+    wanted = {(t.file, n) for t in truth for n in (t.start, t.end)}
+    moved: dict[tuple[str, int], int] = {}
+    readers = {p.name: open(p, encoding="utf-8") for p in files}
+    done = {name: 0 for name in readers}  # bytes read of each
+    seen = {name: 0 for name in readers}  # lines read of each
+    line_no = 0
+    with open(out / "driver.log", "w", encoding="utf-8") as fh:
+        while readers:
+            name = min(readers, key=lambda n: done[n] / sizes[n])  # the file furthest behind goes next
+            for _ in range(RAY_BLOCK):
+                line = readers[name].readline()
+                if not line:
+                    readers.pop(name).close()
+                    break
+                done[name] += len(line)
+                seen[name] += 1
+                line_no += 1
+                if (name, seen[name]) in wanted:
+                    moved[(name, seen[name])] = line_no
+                fh.write(prefix[name] + line)
+    merged = [Injected(t.case, "driver.log", moved[(t.file, t.start)], moved[(t.file, t.end)], t.category,
+                       t.evidence) for t in truth]
+    truth_path = out.with_name(out.name + ".truth.json")
+    truth_path.write_text(json.dumps([asdict(t) for t in merged], indent=1), encoding="utf-8")
+    return merged
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("out", type=Path)
@@ -236,8 +277,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--engines", type=int, default=4)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
+    ap.add_argument("--ray", action="store_true", help="one Ray driver log instead of a file per process")
     args = ap.parse_args(argv)
-    truth = generate(args.out, parse_size(args.size), args.engines, args.seed, args.corpus)
+    if args.ray:
+        files = args.out.with_name(args.out.name + "-files")
+        truth = merge_ray(files, generate(files, parse_size(args.size), args.engines, args.seed, args.corpus),
+                          args.out)
+    else:
+        truth = generate(args.out, parse_size(args.size), args.engines, args.seed, args.corpus)
     size = sum(p.stat().st_size for p in args.out.iterdir())
     print(f"{args.out}: {size / 2**20:.0f} MiB, {len(truth)} injected failures ({args.out.name}.truth.json)",
           file=sys.stderr)

@@ -1,6 +1,6 @@
 """Time triage against `grep -E -c` over the same generated run directory, side by side.
 
-    python -m bench.run [--sizes 100M,1G] [--runs 5] [--triage .venv/bin/triage] [--out bench/out]
+    python -m bench.run [--sizes 100M,1G] [--runs 5] [--triage .venv/bin/triage] [--out bench/out] [--ray]
 
 For each size: generate the run dir once (cached under --out), then alternate triage and grep
 runs (grep's output goes to a file: GNU grep stops at the first match when writing to /dev/null),
@@ -22,7 +22,7 @@ import threading
 import time
 from pathlib import Path
 
-from .gen import DEFAULT_CORPUS, generate, parse_size
+from .gen import DEFAULT_CORPUS, Injected, generate, merge_ray, parse_size
 
 # Ten literal anchors of the rule library: the grep a user would write by hand for these failures.
 GREP_ALTERNATION = ("out of memory|Traceback|Error|KV cache pool is full|Retract requests|longer than the model"
@@ -115,13 +115,21 @@ def recall(report: dict, truth: list[dict]) -> tuple[int, list[str]]:
     return found, missing
 
 
-def run_dir(out: Path, size_text: str, engines: int, corpus: Path) -> tuple[Path, list[dict]]:
+def run_dir(out: Path, size_text: str, engines: int, corpus: Path, ray: bool = False) -> tuple[Path, list[dict]]:
     d = out / f"run-{size_text}-{engines}e"
     truth_path = d.with_name(d.name + ".truth.json")
     if not truth_path.is_file():
         if d.exists():
             shutil.rmtree(d)
         generate(d, parse_size(size_text), engines, corpus=corpus, progress=_progress(parse_size(size_text)))
+    if ray:  # the same run as one Ray driver log
+        r = d.with_name(d.name + "-ray")
+        ray_truth = r.with_name(r.name + ".truth.json")
+        if not ray_truth.is_file():
+            if r.exists():
+                shutil.rmtree(r)
+            merge_ray(d, [Injected(**t) for t in json.loads(truth_path.read_text())], r)
+        d, truth_path = r, ray_truth
     return d, json.loads(truth_path.read_text())
 
 
@@ -146,7 +154,7 @@ def _progress(total: int):  # type: ignore[no-untyped-def]
 
 
 def bench(size_text: str, args: argparse.Namespace) -> dict:
-    d, truth = run_dir(args.out, size_text, args.engines, args.corpus)
+    d, truth = run_dir(args.out, size_text, args.engines, args.corpus, args.ray)
     files = sorted(str(p) for p in d.iterdir())
     size = sum(os.path.getsize(f) for f in files)
     triage_cmd = args.triage.split() + [str(d), "--format", "json", "--fail-on", "never"]
@@ -186,6 +194,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--triage", default=str(Path(sys.executable).with_name("triage")))
     ap.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "out")
     ap.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
+    ap.add_argument("--ray", action="store_true", help="the same runs as one Ray driver log each")
     args = ap.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     compile_package()
