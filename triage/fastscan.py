@@ -15,6 +15,11 @@ prefixes, DP-attention groups), the C side counts the rows it skips per origin, 
 count stays exact (RowOwners). A chunk the prefilter cannot vouch for (`\\r` redraws, more than 64 origins) is
 decoded and scanned by the pure-Python path, line for line, so behaviour never depends on which path ran.
 Without the C helper, `available()` is False and scan.py uses the Python path only.
+
+Two stages, which one process runs one after the other (scan_file) or two processes side by side
+(parallel.Staged, for one big file): read_chunks reads and prefilters, yielding a Chunk per chunk (its
+candidate lines and sampled rows, the rows it counted per timeline); parse_chunks turns those lines into
+the file's result. Both stages see the same chunks, so the result is the same either way.
 """
 
 from __future__ import annotations
