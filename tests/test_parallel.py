@@ -16,6 +16,7 @@ from triage.model import LogFile
 from triage.report import RenderOptions, render
 from triage.scan import Scanner
 
+needs_fork = pytest.mark.skipif("fork" not in multiprocessing.get_all_start_methods(), reason="no fork")
 OOM = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.11 GiB"
 STATS = ("[2026-05-24 00:53:21 TP0] Decode batch, #running-req: 40, #token: 200000, token usage: {u}, "
          "cuda graph: True, gen throughput (token/s): 2210.45, #queue-req: {q}")
@@ -36,9 +37,8 @@ def report(root: Path, monkeypatch: pytest.MonkeyPatch, jobs: str) -> dict:
     return json.loads(render("json", analyze(Settings(paths=[str(root)])), RenderOptions()))
 
 
+@needs_fork
 def test_workers_give_the_report_one_process_gives(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    if "fork" not in multiprocessing.get_all_start_methods():
-        pytest.skip("no fork")
     monkeypatch.setattr(parallel, "BIG", 0)  # every engine log may go to a worker
     (tmp_path / "run").mkdir()
     run = make_run(tmp_path / "run")
@@ -72,9 +72,8 @@ def die(lf: LogFile) -> None:
     os._exit(9)  # the worker process dies at once, as when the kernel kills it
 
 
+@needs_fork
 def test_a_worker_that_dies_is_reported_not_waited_for(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    if "fork" not in multiprocessing.get_all_start_methods():
-        pytest.skip("no fork")
     monkeypatch.setattr(parallel, "BIG", 0)
     monkeypatch.setattr(parallel, "_scan_one", die)
     slow_here(monkeypatch)
@@ -87,10 +86,9 @@ def test_a_worker_that_dies_is_reported_not_waited_for(tmp_path: Path, monkeypat
     assert any(f.category == "trainer-oom" for f in rep.findings)  # this process's own file still counts
 
 
+@needs_fork
 def test_this_process_takes_what_is_left_when_its_own_files_are_done(tmp_path: Path,
                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    if "fork" not in multiprocessing.get_all_start_methods():
-        pytest.skip("no fork")
     monkeypatch.setattr(parallel, "BIG", 0)
     run = make_run(tmp_path)
     monkeypatch.setattr(parallel, "_scan_one", lambda lf: time.sleep(0.6) or die(lf))  # a slow worker, then gone
@@ -122,9 +120,8 @@ def test_trainer_logs_stay_here_and_engine_logs_are_shared_longest_first() -> No
     assert ([lf.rel for lf in here], [lf.rel for lf in shared]) == (["t"], ["e0"])
 
 
+@needs_fork
 def test_a_result_that_cannot_travel_back_is_reported(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    if "fork" not in multiprocessing.get_all_start_methods():
-        pytest.skip("no fork")
     monkeypatch.setattr(parallel, "BIG", 0)
     monkeypatch.setattr(parallel, "_scan_one", lambda lf: (lambda: lf))  # pickle refuses a lambda
     slow_here(monkeypatch)
@@ -134,10 +131,9 @@ def test_a_result_that_cannot_travel_back_is_reported(tmp_path: Path, monkeypatc
     assert lost == ["sglang-engine-0.log", "sglang-engine-1.log"]
 
 
+@needs_fork
 def test_no_process_to_be_had_means_this_process_scans_everything(tmp_path: Path,
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    if "fork" not in multiprocessing.get_all_start_methods():
-        pytest.skip("no fork")
     monkeypatch.setattr(parallel, "BIG", 0)
     run = make_run(tmp_path)
 
@@ -180,11 +176,10 @@ def driver_log(root: Path, long_line: bool = False) -> Path:
     return root
 
 
+@needs_fork
 @pytest.mark.parametrize("long_line", [False, True])
 def test_one_big_file_read_by_a_worker_while_this_process_parses(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                                  long_line: bool) -> None:
-    if "fork" not in multiprocessing.get_all_start_methods():
-        pytest.skip("no fork")
     monkeypatch.setattr(parallel, "STAGED_ABOVE", 0)
     monkeypatch.setattr(fastscan, "CHUNK", 64 << 10)  # many chunks, and a long line longer than one
     monkeypatch.setattr(parallel, "CHUNK", 64 << 10)
@@ -205,9 +200,8 @@ def test_one_big_file_read_by_a_worker_while_this_process_parses(tmp_path: Path,
     assert staged["files"][0]["lines"] == 6000 + 4 + long_line
 
 
+@needs_fork
 def test_a_reading_worker_that_dies_is_reported(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    if "fork" not in multiprocessing.get_all_start_methods():
-        pytest.skip("no fork")
     monkeypatch.setattr(parallel, "STAGED_ABOVE", 0)
     monkeypatch.setattr(fastscan, "CHUNK", 64 << 10)
     real = fastscan.read_chunks

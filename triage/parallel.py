@@ -148,22 +148,15 @@ def scan_files(scanner: Scanner, files: list[LogFile]) -> list[FileResult]:
         staged = n >= 2 and "fork" in multiprocessing.get_all_start_methods()
         return [_staged_scan(scanner, lf) if staged and _stageable(lf) else scanner.scan(lf) for lf in files]
     global _scanner, _shared, _taken
-    ctx = multiprocessing.get_context("fork")
-    _scanner, _shared, _taken = scanner, shared, ctx.Value("l", 0)
+    _scanner, _shared, _taken = scanner, shared, multiprocessing.get_context("fork").Value("l", 0)
     workers, conns = [], []
     try:
         for _ in range(min(n - 1, len(shared))):
-            reader, writer = ctx.Pipe(duplex=False)
-            w = ctx.Process(target=_work, args=(writer,), daemon=True)
-            try:
-                w.start()
-            except OSError:  # no process to be had (EAGAIN, ENOMEM): fewer workers, or this process alone
-                reader.close()
-                writer.close()
+            started = _start(_work)
+            if started is None:  # fewer workers, or this process alone
                 break
-            writer.close()  # the worker holds the only write end: its exit, however it ends, is an end of file here
-            workers.append(w)
-            conns.append(reader)
+            workers.append(started[0])
+            conns.append(started[1])
         out = {id(lf): scanner.scan(lf) for lf in here}
         mine = {}
         while (i := _take()) < len(shared):  # then take shared files like any worker
@@ -173,14 +166,34 @@ def scan_files(scanner: Scanner, files: list[LogFile]) -> list[FileResult]:
             r = mine[i] if i in mine else got.get(i, DIED)
             out[id(lf)] = _lost(lf, r) if isinstance(r, str) else r
     finally:
-        for c in conns:
-            c.close()
-        for w in workers:
-            w.join(timeout=POLL)
-            if w.is_alive():
-                w.kill()
+        for w, c in zip(workers, conns):
+            _end(w, c)
         _scanner, _shared, _taken = None, [], None
     return [out[id(lf)] for lf in files]
+
+
+def _start(target: Callable[..., None], *args: Any) -> tuple[Any, Any] | None:
+    """(a forked worker running target(*args, conn), the end of its pipe this process reads), or None when no
+    process is to be had (fork refused: EAGAIN, ENOMEM)."""
+    reader, writer = multiprocessing.get_context("fork").Pipe(duplex=False)
+    w = multiprocessing.get_context("fork").Process(target=target, args=(*args, writer), daemon=True)
+    try:
+        w.start()
+    except OSError:
+        reader.close()
+        writer.close()
+        return None
+    writer.close()  # the worker holds the only write end: its exit, however it ends, is an end of file here
+    return w, reader
+
+
+def _end(w: Any, reader: Any) -> None:
+    """Close a worker's pipe (a worker still sending then ends) and give it POLL seconds to exit, else kill it."""
+    reader.close()
+    w.join(timeout=POLL)
+    if w.is_alive():
+        w.kill()
+        w.join()
 
 
 def _collect(conns: list[Any]) -> dict[int, Any]:
@@ -266,24 +279,14 @@ def _read_stage(lf: LogFile, conn: Any) -> None:
 def _staged_scan(scanner: Scanner, lf: LogFile) -> FileResult:
     """Scan one big file in two stages: a worker reads and prefilters, this process parses."""
     global _scanner
-    ctx = multiprocessing.get_context("fork")
-    reader, writer = ctx.Pipe(duplex=False)
     _scanner = scanner
-    w = ctx.Process(target=_read_stage, args=(lf, writer), daemon=True)
     try:
-        w.start()
-    except OSError:  # no process to be had: this one does both stages
-        reader.close()
-        writer.close()
-        _scanner = None
-        return scanner.scan(lf)
-    writer.close()  # the worker holds the only write end: its exit, however it ends, is an end of file here
-    try:
-        return scanner.scan(lf, staged=Staged(reader))
+        started = _start(_read_stage, lf)
+        if started is None:  # no process to be had: this one does both stages
+            return scanner.scan(lf)
+        try:
+            return scanner.scan(lf, staged=Staged(started[1]))
+        finally:
+            _end(*started)
     finally:
-        reader.close()
-        w.join(timeout=POLL)
-        if w.is_alive():
-            w.kill()
-            w.join()
         _scanner = None
