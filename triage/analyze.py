@@ -18,6 +18,7 @@ from .figures import figures, timelines
 from .findings import build
 from .knobs import build_config
 from .model import Event, LogFile, Report
+from .parsers import results as results_file
 from .parsers.config_file import ConfigError, read_config_file
 from .patterns import Library, load_library
 from .read import iter_chunks
@@ -70,6 +71,15 @@ def _scan_all(scanner: Scanner, files: list[LogFile]) -> tuple[list[FileResult],
     for lf in files:
         if lf.status != "read":
             continue
+        if lf.kind == "results":  # per-sample verifier output: read as a table, never as log lines
+            table_ev = results_file.read(lf)
+            if table_ev is not None:
+                config_events.append(table_ev)
+                continue
+            if results_file.is_parquet(lf.path):
+                lf.kind, lf.status, lf.reason = "binary", "skipped", "parquet data, not readable as a results table"
+                continue
+            lf.kind, lf.reason = "metrics", "not readable as a results table"
         if lf.kind == "config":
             ev, why = read_config(lf)
             if ev is not None:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from .model import LogFile
 from .decompress import safe_open, special_kind
+from .parsers import results as results_file
 from .parsers.config_file import looks_like_config
 from .read import compression_of, open_stream
 
@@ -34,7 +35,8 @@ BINARY_MAGIC = {
     b"PAR1": "parquet data",
     b"ARROW1": "arrow data",
 }
-BINARY_SUFFIXES = {".safetensors", ".pt", ".pth", ".bin", ".ckpt", ".npy", ".npz", ".so", ".pkl", ".parquet", ".arrow"}
+BINARY_SUFFIXES = {".safetensors", ".pt", ".pth", ".bin", ".ckpt", ".npy", ".npz", ".so", ".pkl", ".parquet", ".arrow",
+                   ".wandb"}
 CONFIG_SUFFIXES = {".yaml", ".yml", ".toml"}
 
 # Name hints: (regex on the lower-cased file name, kind).
@@ -67,7 +69,20 @@ LOWER_MARKERS = {
     "verifier": re.compile(r"reward|judge|verif|sandbox|compute_score|remote_rm"),
 }
 RAY_ACTOR = re.compile(r"\n\((\w+) pid=\d+")
-
+# vLLM (V1, 0.10+) prefixes its own processes as Ray prefixes its actors: `(APIServer pid=1) INFO 08-01 ...`,
+# `(EngineCore_DP0 pid=2)`, `(VllmWorker rank=0 pid=3)`, `(Worker_TP1 pid=4)`. Several of them in one file make
+# a vLLM server log, not a Ray driver's combined log.
+VLLM_PROCESS = re.compile(r"(?:APIServer|EngineCore(?:_DP)?\d*|VllmWorker\w*|Worker(?:_TP\d+|_PP\d+)*|"
+                          r"ApiServer_\d+|EngineCoreProc\w*)$")
+# verl's driver log: the TaskRunner and WorkerDict actors, `main_ppo`/`ray_trainer` frames, the trainer's
+# `step:N - key:value` console lines (verl/trainer/main_ppo.py, verl/utils/tracking.py).
+VERL_MARKERS = re.compile(r"\((?:TaskRunner|WorkerDict|AgentLoopWorker|RewardLoopWorker) pid=|verl\.trainer|"
+                          r"verl/trainer/|main_ppo|ray_trainer\.py|\bstep:\d+ - ")
+# A wandb run directory (`wandb/run-<date>-<id>/` or `offline-run-...`): output.log is the script's console,
+# wandb-summary.json the last value of every metric, config.yaml the run's config; debug.log and
+# debug-internal.log are the wandb client's own logs (uploads, retries), not the run's.
+WANDB_RUN = re.compile(r"(?:^|/)(?:wandb/)?(?:offline-)?run-[\w.-]+/(?:files|logs)/(?P<name>[^/]+)$")
+WANDB_OWN = {"debug.log", "debug-internal.log", "debug-core.log", "debug-cli.log"}
 
 # Bytes a text log may hold besides printable text: tab, newline, CR (progress redraws), form feed, vertical
 # tab, backspace, ESC (colour codes). Anything else below 0x20, or DEL, marks binary data.
@@ -101,9 +116,37 @@ def content_scores(text: str) -> dict[str, int]:
     scores = {kind: len(rx.findall(text)) for kind, rx in CONTENT_MARKERS.items()}
     low = text.lower()
     scores.update({kind: len(rx.findall(low)) for kind, rx in LOWER_MARKERS.items()})
-    if len(set(RAY_ACTOR.findall(text))) >= 2:
+    actors = set(RAY_ACTOR.findall(text))
+    vllm_procs = {a for a in actors if VLLM_PROCESS.match(a)}
+    if vllm_procs:
+        scores["vllm"] += 3 * len(vllm_procs)
+    if len(actors - vllm_procs) >= 2:
         scores["driver"] = 1_000  # several Ray actors in one file: the driver's combined log
+    elif len(VERL_MARKERS.findall(text)) >= 3:
+        scores["driver"] = 500  # verl's driver log (TaskRunner, step lines), even with one actor name in it
     return scores
+
+
+def wandb_kind(name: str) -> str:
+    """The kind of a file in a wandb run directory by its name alone, or "" (output.log: from its content)."""
+    m = WANDB_RUN.search(name.replace("\\", "/"))
+    if not m:
+        return "" if os.path.basename(name) != "wandb-summary.json" else "metrics"
+    base = m["name"]
+    if base in WANDB_OWN:
+        return "wandb-internal"
+    if base == "wandb-summary.json":
+        return "metrics"
+    if base in ("config.yaml", "wandb-metadata.json"):
+        return "config"
+    if base in ("requirements.txt", "conda-environment.yaml", "diff.patch") or base.endswith(".patch"):
+        return "text"
+    return ""
+
+
+def results_kind(name: str, text: str) -> bool:
+    """A per-sample verifier or judge results table (JSON lines, JSON, CSV/TSV), recognised by its columns."""
+    return results_file.is_results(results_file.head_columns(name, text))
 
 
 def kind_from_name(name: str) -> str:
@@ -118,9 +161,16 @@ def decide_kind(name: str, text: str) -> str:
     """Name and content together. Engine markers are distinctive, so clear engine content wins over
     a generic name (a Ray `worker-*.err` holding SGLang lines); otherwise the name decides."""
     suffixes = [s.lower() for s in Path(name).suffixes]
+    wandb = wandb_kind(name)
+    if wandb and wandb != "text":
+        return wandb
+    if suffixes and suffixes[-1] in (".jsonl", ".ndjson", ".json", ".csv", ".tsv") and results_kind(name, text):
+        return "results"
+    if wandb:
+        return wandb
     if suffixes and suffixes[-1] in CONFIG_SUFFIXES:
         return "config"
-    if suffixes and suffixes[-1] == ".jsonl":
+    if suffixes and suffixes[-1] in (".jsonl", ".ndjson"):
         return "verifier" if LOWER_MARKERS["verifier"].search(text[:4096].lower()) else "metrics"
     if suffixes and suffixes[-1] == ".json":
         return "config"
@@ -129,7 +179,7 @@ def decide_kind(name: str, text: str) -> str:
     if suffixes and suffixes[-1] in (".md", ".rst", ".txt") and not kind_from_name(name):
         return "text"  # notes left beside the logs: scanned, but never taken for a verifier or trainer log
     scores = content_scores(text)
-    by_name = kind_from_name(name)
+    by_name = "driver" if WANDB_RUN.search(name.replace("\\", "/")) else kind_from_name(name)
     if scores.get("driver"):
         return "driver"
     if by_name == "verifier":
@@ -165,6 +215,9 @@ def sniff(logfile: LogFile) -> None:
             logfile.status, logfile.reason = "unreadable", notes[0]
             return
     why = _binary_reason(head, logfile.rel)
+    if head.startswith(b"PAR1") and results_file.is_results(results_file.parquet_columns(logfile.path)):
+        logfile.kind = "results"  # a Parquet table of per-sample verifier results (lighteval details, verl dumps)
+        return
     if why:
         logfile.kind, logfile.status, logfile.reason = "binary", "skipped", why
         return
@@ -177,6 +230,8 @@ def sniff(logfile: LogFile) -> None:
     name = re.sub(r"\.\d+$", "", name)  # rotated: train.log.1
     if logfile.kind != "empty":
         logfile.kind = decide_kind(name, head.decode("utf-8", "replace"))
+    if logfile.kind == "wandb-internal":
+        logfile.status, logfile.reason = "skipped", "wandb client's own log (sync, uploads): not the run's output"
 
 
 _UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f-\x9f]")

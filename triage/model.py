@@ -29,7 +29,8 @@ class LogFile:
 
     path: str  # as opened
     rel: str  # relative to the root the user gave; what reports print
-    kind: str = "text"  # sglang, vllm, trainer, driver, rollout, verifier, config, metrics, text, binary, ...
+    kind: str = "text"  # sglang, vllm, trainer, driver, rollout, verifier, results, config, metrics, text, binary,
+    # wandb-internal, ...
     status: str = "read"  # read | skipped | unreadable
     reason: str = ""
     size: int = 0
@@ -48,6 +49,7 @@ KIND_SIDE = {
     "driver": "driver",
     "rollout": "rollout",
     "verifier": "verifier",
+    "results": "verifier",  # per-sample verifier/judge output read as a table (triage/parsers/results.py)
 }
 
 

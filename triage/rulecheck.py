@@ -11,6 +11,7 @@ from pathlib import Path
 from .checks import CHECKS, Run
 from .knobs import build_config
 from .model import LogFile
+from .parsers import results
 from .patterns import Library, Rule
 from .read import read_text
 from .scan import Scanner, number, thresholds_hold
@@ -21,7 +22,8 @@ def check_fires(lib: Library, rule: Rule, lines: list[str]) -> bool:
     lf = LogFile(path="<example>", rel="<example>", kind="text")
     res = scanner.scan(lf, read_text(("\n".join(lines) + "\n").encode()))
     cfg = build_config(lib, res.events, res.hits)
-    return bool(CHECKS[rule.check](rule.params, Run(engines=res.engines, events=res.events, config=cfg)))
+    events = res.events + results.example_events(lines)  # a per-sample results table, for its checks
+    return bool(CHECKS[rule.check](rule.params, Run(engines=res.engines, events=events, config=cfg)))
 
 
 def line_matches(rule: Rule, line: str) -> bool:

@@ -12,6 +12,7 @@ from . import health
 from .base import CheckResult, Run
 from .metrics import first_step_slow, generation_tail, metric_threshold, rewards_degenerate
 from .serving import pool_saturation
+from . import verifier_results as vr
 
 CHECKS: dict[str, Callable[..., list[CheckResult]]] = {
     "pool_saturation": pool_saturation,
@@ -35,6 +36,12 @@ CHECKS: dict[str, Callable[..., list[CheckResult]]] = {
     "mem_fraction_colocated": cc.mem_fraction_colocated,
     "long_context_training": cc.long_context_training,
     "log_probs_chunk_unset": cc.log_probs_chunk_unset,
+    "results_timeouts": vr.results_timeouts,
+    "results_errors": vr.results_errors,
+    "results_rewards": vr.results_rewards,
+    "results_latency_tail": vr.results_latency_tail,
+    "results_judge_overflow": vr.results_judge_overflow,
+    "results_summary": vr.results_summary,
 }
 
 __all__ = ["CHECKS", "CheckResult", "Run"]
