@@ -171,14 +171,22 @@ def decide_kind(name: str, text: str) -> str:
     if suffixes and suffixes[-1] in CONFIG_SUFFIXES:
         return "config"
     if suffixes and suffixes[-1] in (".jsonl", ".ndjson"):
+        if results_file.roles_of(results_file.jsonl_head_columns(text)).metric:
+            return "metrics"  # per-step records ({"step": 3, "loss": ..., "reward": ...}), whatever words they hold
         return "verifier" if LOWER_MARKERS["verifier"].search(text[:4096].lower()) else "metrics"
     if suffixes and suffixes[-1] == ".json":
         return "config"
     if looks_like_config(text):  # a run configuration whatever its name (run.cfg, args, experiment.txt)
         return "config"
-    if suffixes and suffixes[-1] in (".md", ".rst", ".txt") and not kind_from_name(name):
-        return "text"  # notes left beside the logs: scanned, but never taken for a verifier or trainer log
     scores = content_scores(text)
+    if suffixes and suffixes[-1] in (".md", ".rst", ".txt") and not kind_from_name(name):
+        # notes left beside the logs: scanned, but never taken for a verifier or trainer log; a console log tee'd
+        # to a .txt (a verl driver's `... | tee log.txt`, a vLLM server's) is still known by its content
+        if scores.get("driver"):
+            return "driver"
+        if scores["vllm"] >= 3 and scores["vllm"] > scores["sglang"]:
+            return "vllm"
+        return "text"
     by_name = "driver" if WANDB_RUN.search(name.replace("\\", "/")) else kind_from_name(name)
     if scores.get("driver"):
         return "driver"
