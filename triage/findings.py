@@ -202,9 +202,15 @@ def unclassified(lib: Library, lines: list[Line], redact_on: bool) -> list[Findi
     The template is taken of the redacted text: masking digits first would break a token into pieces the
     secret patterns no longer recognise, and the template is printed as the finding's title."""
     clusters: dict[str, list[Line]] = {}
+    keys: dict[str, str] = {}  # the same message again (a crash loop repeats one line) is keyed once
     for ln in lines:
         msg = ln.msg[: 2 * MAX_TEXT]
-        clusters.setdefault(family(redact(msg) if redact_on else msg), []).append(ln)
+        key = keys.get(msg)
+        if key is None:
+            key = keys[msg] = family(redact(msg) if redact_on else msg)
+            if len(keys) > 100_000:
+                keys.clear()
+        clusters.setdefault(key, []).append(ln)
     cat = lib.categories.get("unclassified")
     counted = [(tmpl, lns, sum(ln.repeat for ln in lns)) for tmpl, lns in clusters.items()]
     # final exception lines (`ValueError: ...`) first: they name the failure; then the most frequent
