@@ -10,14 +10,15 @@ from collections.abc import Callable
 from . import config as cc
 from . import health
 from .base import CheckResult, Run
-from .metrics import first_step_slow, generation_tail, metric_threshold, rewards_degenerate
+from . import startup
+from .metrics import generation_tail, metric_threshold, rewards_degenerate
 from .serving import pool_saturation
 
 CHECKS: dict[str, Callable[..., list[CheckResult]]] = {
     "pool_saturation": pool_saturation,
     "metric_threshold": metric_threshold,
     "generation_tail": generation_tail,
-    "first_step_slow": first_step_slow,
+    "first_step_slow": startup.first_step_slow,
     "rewards_degenerate": rewards_degenerate,
     "metric_non_finite": health.metric_non_finite,
     "no_policy_gradient": health.no_policy_gradient,
@@ -35,6 +36,9 @@ CHECKS: dict[str, Callable[..., list[CheckResult]]] = {
     "mem_fraction_colocated": cc.mem_fraction_colocated,
     "long_context_training": cc.long_context_training,
     "log_probs_chunk_unset": cc.log_probs_chunk_unset,
+    "startup_phase_slow": startup.startup_phase_slow,
+    "startup_not_ready": startup.startup_not_ready,
+    "startup_summary": startup.startup_summary,
 }
 
 __all__ = ["CHECKS", "CheckResult", "Run"]
