@@ -32,6 +32,7 @@ class Span:
     line: Line
     lines: int = 1
     cached: bool = False
+    line_ts: float | None = None  # wall-clock time of the line (parsers/startup.timestamp)
 
     @property
     def key(self) -> str:
@@ -60,13 +61,34 @@ class Engine:
     timeouts: list[Event] = field(default_factory=list)
     ready: list[Event] = field(default_factory=list)
     cache_hit: Line | None = None
+    last_end: Event | None = None  # the last line that finished a phase (or said ready)
 
     def phases(self) -> dict[str, float]:
         return {k: s.seconds for k, s in self.spans.items()}
 
+    def span_ts(self, events: list[Event]) -> float | None:
+        """Wall-clock seconds from the first to the last of `events` that carry a time (None: fewer than two)."""
+        ts = [ev.fields["ts"] for ev in events if "ts" in ev.fields]
+        return round(ts[-1] - ts[0], 3) if len(ts) >= 2 and ts[-1] >= ts[0] else None
+
+    def to_ready(self) -> float | None:
+        """Seconds from this file's first startup line to its first ready line (SGLang prints no total)."""
+        if not self.ready or "ts" not in self.ready[0].fields:
+            return None
+        firsts = [ev.fields["ts"] for ev in self.begun if "ts" in ev.fields]
+        firsts += [s.line_ts for s in self.spans.values() if s.line_ts is not None]
+        if not firsts:
+            return None
+        d = self.ready[0].fields["ts"] - min(firsts)
+        return round(d, 3) if d >= 0 else None
+
     def unfinished(self) -> Event | None:
-        """The last phase begun and never ended (the engine was in it when the log stops)."""
+        """The last phase begun and never ended, when nothing finished after it (the engine was in it when the log
+        stops). Lines of one file are in log order, so a later end or ready line means the engine moved on."""
+        after = (self.last_end.line.lineno, self.last_end.line.file) if self.last_end is not None else None
         for ev in reversed(self.begun):
+            if after is not None and ev.line.file == after[1] and ev.line.lineno < after[0]:
+                return None
             if ev.fields["phase"] not in self.ended:
                 return ev
         return None
@@ -81,13 +103,18 @@ def _add(eng: Engine, ev: Event) -> None:
         eng.waits.append(ev)
     elif phase == "ready":
         eng.ready.append(ev)
+        eng.last_end = ev
     elif f.get("cached"):
         eng.cache_hit = eng.cache_hit or ev.line
+    elif f.get("mark") == "end":
+        eng.ended.add(phase)
+        eng.last_end = ev
     elif f.get("mark") == "begin" or seconds is None:
         eng.begun.append(ev)
     else:
+        eng.last_end = ev
         eng.ended.add(phase)
-        span = Span(phase, f.get("what") or "", round(float(seconds), 2), ev.line)
+        span = Span(phase, f.get("what") or "", round(float(seconds), 2), ev.line, line_ts=f.get("ts"))
         old = eng.spans.get(span.key)
         if old is None:
             eng.spans[span.key] = span
@@ -197,8 +224,8 @@ def startup_summary(params: dict[str, Any], run: Run) -> list[CheckResult]:
     best: tuple[float, Engine] | None = None
     waits = [ev for e in engines(run) for ev in e.waits]
     for eng in engines(run):
-        total = total_seconds(eng.phases())
-        if eng.spans and (best is None or total > best[0]):
+        total = max(total_seconds(eng.phases()), eng.to_ready() or 0.0)
+        if (eng.spans or eng.ready) and total > 0 and (best is None or total > best[0]):
             best = (total, eng)
     if not waits and (best is None or best[0] < low):
         return []
@@ -206,15 +233,28 @@ def startup_summary(params: dict[str, Any], run: Run) -> list[CheckResult]:
     evidence: list[Line] = []
     parts = []
     if best is not None:
-        total, eng = best
-        parts.append(f"{total:g} s of timed startup: {_describe(eng.spans)}")
-        parts_only = {k: s for k, s in eng.spans.items() if k != "engine_init"} or eng.spans
-        top = max(parts_only.values(), key=lambda s: s.seconds)
-        numbers.update({"startup_seconds": total, "startup_phases": eng.phases(), f"dominant_{top.phase}": 1})
-        evidence += [top.line] + [s.line for s in eng.spans.values() if s is not top][:2]
+        _, eng = best
+        numbers["startup_phases"] = eng.phases()
+        if eng.spans:
+            total = total_seconds(eng.phases())
+            parts.append(f"{total:g} s of timed startup: {_describe(eng.spans)}")
+            parts_only = {k: s for k, s in eng.spans.items() if k != "engine_init"} or eng.spans
+            top = max(parts_only.values(), key=lambda s: s.seconds)
+            numbers.update({"startup_seconds": total, f"dominant_{top.phase}": 1})
+            evidence += [top.line] + [s.line for s in eng.spans.values() if s is not top][:2]
+        ready = eng.to_ready()
+        if ready is not None:
+            evidence.append(eng.ready[0].line)
+        if ready is not None:
+            numbers["to_ready_seconds"] = ready
+            parts.append(f"{ready:g} s from the first startup line to ready")
     if waits:
         numbers["waits"] = sum(ev.line.repeat for ev in waits)
-        parts.append(f"launcher waited on the engine's health {numbers['waits']}×")
+        waited = max((w for e in engines(run) if (w := e.span_ts(e.waits)) is not None), default=None)
+        if waited is not None:
+            numbers["waited_seconds"] = waited
+        parts.append(f"launcher polled the engine's health {numbers['waits']}×"
+                     + (f" over {waited:g} s" if waited is not None else ""))
         evidence.append(waits[0].line)
     numbers["arithmetic"] = "; ".join(parts)
     return [CheckResult(evidence=evidence, count=1, numbers=numbers)]
