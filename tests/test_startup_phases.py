@@ -87,6 +87,10 @@ PHASE_LINES = [
     ("2025-03-18 10:24:40,134 - __main__ - WARNING - Attempt 56: Please wait for sglang server to become ready...",
      "wait", "", None),
     ("INFO - trl.extras.vllm_client - Server is not up yet. Retrying in 2.0 seconds...", "wait", "", None),
+    # launcher scripts (code index: shell and Python wrappers around `vllm serve`)
+    ("Waiting for vLLM server to start...", "wait", "", None),
+    ("⏳ Waiting for vLLM server to be ready...", "wait", "", None),
+    ("Waiting for vLLM server to be available on port 8000...", "wait", "", None),
     ("  Warning  Unhealthy  3s (x9 over 43s)  kubelet  Readiness probe failed: Get \"http://10.244.0.45:8000/\": dial tcp 10.244.0.45:8000: connect: connection refused",
      "wait", "", None),
 ]
@@ -109,6 +113,8 @@ def test_each_wording_is_one_phase_with_its_duration(text: str, phase: str, what
     ("TimeoutError: Timed out after 240s waiting for vLLM server at http://localhost:8000. Make sure the vLLM server is running and reachable.", 240.0),
     ("ConnectionError: The vLLM server can't be reached at 0.0.0.0:8000 after 240 seconds. Make sure the server is running by running `trl vllm-serve`.", 240.0),
     ("unable to start process: health check failed after 15s", 15.0),  # llama-swap
+    ("RuntimeError: vLLM server failed to start within timeout", None),
+    ("Error: Timed out waiting for vLLM server to boot (600000ms)", None),
     ("  Warning  Unhealthy  kubelet  Container vllm-openai failed startup probe, will be restarted", None),
 ])
 def test_readiness_deadlines(text: str, deadline: float | None) -> None:
@@ -262,3 +268,20 @@ def test_fast_steps_of_a_collapsed_policy_are_not_a_cold_start(tmp_path: Path, l
     text = _steps([900.0, 100.0, 110.0, 105.0], [3000.0, 400.0, 120.0, 35.0])  # responses collapsing
     report = run(write_run(tmp_path / "run", None, logs={"train.log": text}), lib)
     assert "cold.first-step-slow" not in by_rule(report)
+
+
+def _scanned(lib, text: str) -> list:
+    from triage.model import LogFile
+    from triage.read import read_text
+    from triage.scan import Scanner
+    res = Scanner(lib).scan(LogFile(path="<t>", rel="<t>", kind="text"), read_text((text + "\n").encode()))
+    return [ev for ev in res.events if ev.kind == "startup"]
+
+
+@pytest.mark.parametrize("text", [t for t, *_ in PHASE_LINES] + [
+    "TimeoutError: SGLang server not ready within 300 seconds", "TimeoutError: Timeout waiting for vLLM server healthy",
+    "TimeoutError: Timed out after 240s waiting for vLLM server at http://localhost:8000.",
+    "RuntimeError: vLLM server failed to start within timeout", "Error: Timed out waiting for vLLM server to boot (600000ms)"])
+def test_the_prefilter_lets_every_wording_through(lib, text: str) -> None:
+    """The parser's anchors are literal and case-sensitive: each wording must hold one, or it never reaches the parser."""
+    assert len(_scanned(lib, text)) == 1

@@ -80,7 +80,7 @@ class Engine:
         if not firsts:
             return None
         d = self.ready[0].fields["ts"] - min(firsts)
-        return round(d, 3) if d >= 0 else None
+        return round(d, 3) if d > 0 else None
 
     def unfinished(self) -> Event | None:
         """The last phase begun and never ended, when nothing finished after it (the engine was in it when the log

@@ -63,12 +63,12 @@ DEEPGEMM = re.compile(r"Entering DeepGEMM JIT Pre-Compile session")
 READY = re.compile(r"fired up and ready to roll|Starting vLLM API server")
 WAIT = re.compile(r"health check is pending|Please wait for \w+ server to become ready|Server is not up yet\. Retrying"
                   r"|Still waiting for (?:the )?\w+ server|Readiness probe failed|Startup probe failed"
-                  r"|[Ww]aiting for (?:the )?(?:\w+ )?server to (?:be ready|start|become ready|come up)")
+                  r"|[Ww]aiting for (?:the )?(?:\w+ )?server to (?:be ready|start|become ready|come up|be available)")
 TIMEOUT = re.compile(
     r"(?i)(?:server|engine|worker)s? (?:is )?not (?:ready|healthy) (?:with)?in (?P<deadline>[\d.]+) ?s"
     r"|(?:server|engine|worker)s? (?:did not|didn't|failed to|never) (?:become|became) (?:ready|healthy)"
     r"|timed? ?out (?:after (?P<after>[\d.]+) ?s )?waiting for (?:the )?(?:\w+ )?(?:server|engine)"
-    r"|(?:server|engine) (?:failed to start|did not start) within (?P<within>[\d.]+)"
+    r"|(?:server|engine) (?:failed to start|did not start) within (?:(?P<within>[\d.]+)|(?:the )?timeout)"
     r"|server can't be reached at \S+ after (?P<reach>[\d.]+) seconds"
     r"|health check failed after (?P<hc>[\d.]+) ?s"
     r"|failed startup probe")
@@ -82,7 +82,7 @@ ANCHORS = ("Load weight end", "Load weight begin", "graph end", "graph begin", "
            "Readiness probe failed", "Startup probe failed", "failed startup probe", "aiting for the server",
            "aiting for server", "not ready within", "not ready in", "did not become ready", "didn't become ready",
            "never became ready", "failed to become ready", "imed out waiting for", "imeout waiting for",
-           "waiting for vLLM server", "failed to start within", "did not start within", "can't be reached at",
+           "aiting for vLLM server", "failed to start within", "did not start within", "can't be reached at",
            "health check failed after")
 
 # Wall-clock prefixes: SGLang `[2025-09-05 20:48:29`, Python logging `2025-03-18 10:24:40,134`, vLLM `INFO 06-02 11:03:11`.
