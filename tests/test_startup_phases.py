@@ -215,7 +215,7 @@ def test_deadline_names_the_phase_the_engine_was_still_in(tmp_path: Path, lib) -
     assert (f.rule, f.severity, f.numbers["phase"], f.numbers["deadline"]) == ("cold.startup-not-ready", "error", "graph_capture", 300.0)
     assert knob_names(f) == ["engine.startup_timeout", "inference.sglang_cuda_graph_max_bs_decode"]
     assert [(e.file, e.line) for e in f.evidence][:2] == [("launcher.log", 1), ("sglang-engine.log", 2)]
-    assert "engine still in CUDA-graph capture (begun, never ended)" in f.title
+    assert "engine still in CUDA-graph capture (begun and never ended)" in f.title
     # the launcher's own line is one finding with it, not a second error
     assert "cold.engine-not-ready" not in by_rule(report)
     assert not [x for x in report.findings if x.category == "unclassified"]

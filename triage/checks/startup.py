@@ -69,7 +69,7 @@ class Engine:
     def span_ts(self, events: list[Event]) -> float | None:
         """Wall-clock seconds from the first to the last of `events` that carry a time (None: fewer than two)."""
         ts = [ev.fields["ts"] for ev in events if "ts" in ev.fields]
-        return round(ts[-1] - ts[0], 3) if len(ts) >= 2 and ts[-1] >= ts[0] else None
+        return round(ts[-1] - ts[0], 3) if len(ts) >= 2 and ts[-1] > ts[0] else None
 
     def to_ready(self) -> float | None:
         """Seconds from this file's first startup line to its first ready line (SGLang prints no total)."""
@@ -192,7 +192,7 @@ def startup_not_ready(params: dict[str, Any], run: Run) -> list[CheckResult]:
         _, ev = stuck[-1]
         phase = ev.fields["phase"]
         what = ev.fields.get("what") or ""
-        parts.append(f"engine still in {LABELS.get(phase, phase)}{' (' + what + ')' if what else ''} (begun, never ended)")
+        parts.append(f"engine still in {LABELS.get(phase, phase)}{' (' + what + ')' if what else ''} (begun and never ended)")
         evidence.append(ev.line)
     elif spans:
         worst = max(spans, key=lambda s: s.seconds)
