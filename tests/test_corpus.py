@@ -41,7 +41,7 @@ EXPECTED = {
     "059-verl-sglang-build-rollout-nccl-watchdog-mesh-tp": ("other.nccl-watchdog-timeout", "train.log:8", {"seq": 3}),
     "063-sglang-rocm-negative-profiled-kv-tokens-dp8": ("serving.kv-pool-profiled-negative", "sglang-engine-0.log:2",
                                                         {"requested": 131072, "profiled": -561981}),
-    "067-olmocr-sglang-server-never-ready": ("cold.engine-not-ready", "launcher.log:19", {}),
+    "067-olmocr-sglang-server-never-ready": ("cold.startup-not-ready", "launcher.log:19", {"phase": "unknown"}),
     "069-deepspeed-chat-step3-rlhf-oom-v100": ("trainer.cuda-oom", "train.log:1",
                                                {"tried": 2.72, "capacity": 31.75, "allocated": 23.68, "free": 2.36}),
     "070-verl-prime-reward-task-failed-cant-pickle": ("verifier.reward-task-failed", "train.log:1", {}),

@@ -66,9 +66,7 @@ def test_server_args_dump() -> None:
 @pytest.mark.parametrize("text, field, value", [
     ("KV Cache is allocated. #tokens: 46611, K size: 1.42 GB, V size: 1.42 GB", "tokens", 46611),
     ("KV Cache is allocated. dtype: torch.bfloat16, #tokens: 1707904, K size: 117.28 GB, V size: 117.28 GB", "tokens", 1707904),
-    ("Capture cuda graph end. Time elapsed: 7.23 s. avail mem=0.53 GB. mem usage=0.93 GB.", "seconds", 7.23),
-    ("Capture target decode CUDA graph end. elapsed=16.40 s, mem usage=0.60 GB, avail mem=23.56 GB.", "seconds", 16.40),
-    ("Load weight end. type=Qwen2ForCausalLM, dtype=torch.bfloat16, avail mem=6.09 GB, mem usage=15.54 GB.", "usage", 15.54),
+    # the startup-phase lines (weight load, graph capture) moved to parsers/startup.py: tests/test_startup_phases.py
 ])
 def test_startup_lines(text: str, field: str, value: float) -> None:
     ev = sglang.parse(_line(text))

@@ -10,7 +10,8 @@ from collections.abc import Callable
 from . import config as cc
 from . import health
 from .base import CheckResult, Run
-from .metrics import first_step_slow, generation_tail, metric_threshold, rewards_degenerate
+from . import startup
+from .metrics import generation_tail, metric_threshold, rewards_degenerate
 from .serving import pool_saturation
 from . import verifier_results as vr
 
@@ -18,7 +19,7 @@ CHECKS: dict[str, Callable[..., list[CheckResult]]] = {
     "pool_saturation": pool_saturation,
     "metric_threshold": metric_threshold,
     "generation_tail": generation_tail,
-    "first_step_slow": first_step_slow,
+    "first_step_slow": startup.first_step_slow,
     "rewards_degenerate": rewards_degenerate,
     "metric_non_finite": health.metric_non_finite,
     "no_policy_gradient": health.no_policy_gradient,
@@ -42,6 +43,9 @@ CHECKS: dict[str, Callable[..., list[CheckResult]]] = {
     "results_latency_tail": vr.results_latency_tail,
     "results_judge_overflow": vr.results_judge_overflow,
     "results_summary": vr.results_summary,
+    "startup_phase_slow": startup.startup_phase_slow,
+    "startup_not_ready": startup.startup_not_ready,
+    "startup_summary": startup.startup_summary,
 }
 
 __all__ = ["CHECKS", "CheckResult", "Run"]

@@ -71,51 +71,6 @@ def generation_tail(params: dict[str, Any], run: Run) -> list[CheckResult]:
     return [CheckResult(evidence=evidence, count=len(hits), numbers=numbers)]
 
 
-def startup_phases(run: Run) -> dict[str, float]:
-    """Seconds of each startup phase the logs time: weight load, graph capture, compile/JIT timers."""
-    phases: dict[str, float] = {}
-    for ev in run.events:
-        if ev.kind == "weights_loaded" and "elapsed" in ev.fields:
-            phases["weight_load"] = max(phases.get("weight_load", 0.0), ev.fields["elapsed"])
-        elif ev.kind == "graph_captured":
-            name = f"graph_capture{'_' + ev.fields['what'].replace(' ', '_') if ev.fields.get('what') else ''}"
-            phases[name] = max(phases.get(name, 0.0), ev.fields["seconds"])
-        elif ev.kind == "timer" and "seconds" in ev.fields and any(
-                w in ev.fields["name"] for w in ("compile", "jit", "warmup", "capture")):
-            phases[ev.fields["name"]] = max(phases.get(ev.fields["name"], 0.0), ev.fields["seconds"])
-    return phases
-
-
-def first_step_slow(params: dict[str, Any], run: Run) -> list[CheckResult]:
-    """The first step's time is `min_ratio` x the warm median (and at least `min_seconds`), with the startup
-    phases the logs time (weight load, graph capture, compile/JIT) set apart from it."""
-    min_ratio = float(params.get("min_ratio", 3.0))
-    min_seconds = float(params.get("min_seconds", 120))
-    min_steps = int(params.get("min_steps", 3))
-    for key in params.get("keys") or []:
-        series = [(ev, v) for ev, v in run.series(key) if math.isfinite(v)]
-        if len(series) < min_steps:
-            continue
-        first_ev, first = series[0]
-        warm = median(v for _, v in series[1:])
-        if first >= min_seconds and warm > 0 and first >= min_ratio * warm:
-            phases = startup_phases(run)
-            startup = round(sum(phases.values()), 3)
-            excess = first - warm
-            numbers = {"metric": key, "first": first, "warm_median": warm, "ratio": round(first / warm, 2),
-                       "startup_seconds": startup, "startup_phases": phases,
-                       "arithmetic": f"first {first:g} s = {first / warm:.1f} × warm median {warm:g} s"}
-            title = ""
-            if phases:
-                share = min(startup / excess, 1.0) if excess > 0 else 0.0
-                numbers["startup_share_of_excess"] = round(share, 2)
-                numbers["arithmetic"] += f"; startup phases {startup:g} s of the {excess:g} s excess"
-                if share >= float(params.get("dominated_share", 0.5)):
-                    title = f"First step dominated by startup phases ({numbers['arithmetic']})"
-            return [CheckResult(evidence=[_line(first_ev, key)], count=1, numbers=numbers, title=title)]
-    return []
-
-
 def rewards_degenerate(params: dict[str, Any], run: Run) -> list[CheckResult]:
     """Rewards NaN/inf (error), or exactly zero in every record (warning: no policy gradient)."""
     min_steps = int(params.get("min_steps", 3))

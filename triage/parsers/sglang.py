@@ -1,4 +1,4 @@
-"""SGLang engine lines: batch stats, startup memory/pool/graph lines, the server-args dump.
+"""SGLang engine lines: batch stats, startup memory/pool lines, the server-args dump (startup phases: startup.py).
 
 Formats are those of sglang/srt (managers/scheduler*.py, model_executor/model_runner.py,
 mem_cache/memory_pool.py, entrypoints/engine.py) from v0.3 (2024) to the 2026 main branch; see
@@ -27,15 +27,10 @@ CAPACITY = re.compile(r"\b(max_total_num_tokens|chunked_prefill_size|max_prefill
 KV_ALLOC = re.compile(r"KV Cache is allocated\..*?#tokens: (\d+)")
 MAMBA_ALLOC = re.compile(r"Mamba Cache is allocated\. max_mamba_cache_size: (\d+)")
 SWA_POOL = re.compile(r"[Ss]liding window memory pool.*?full_layer_tokens=(\d+), swa_layer_tokens=(\d+)")
-LOAD_END = re.compile(r"Load weight end\.(?: elapsed=(?P<elapsed>[\d.]+) s,)?.*?avail mem=(?P<avail>[\d.]+) GB"
-                      r"(?:, mem usage=(?P<usage>[\d.]+) GB)?")
-CAPTURE_END = re.compile(r"Capture (?P<what>[\w ]*?)(?:cuda|CUDA|cpu|npu) graph end\. "
-                         r"(?:Time elapsed: |elapsed=)(?P<seconds>[\d.]+) s")
 REDUCED = re.compile(r"max_running_requests was reduced from the requested (\d+) to (\d+)")
 
 ANCHORS = ("Decode batch", "Prefill batch", "server_args=", "max_total_num_tokens=", "KV Cache is allocated",
-           "Mamba Cache is allocated", "memory pool", "Load weight end", "graph end", "fired up and ready",
-           "max_running_requests was reduced")
+           "Mamba Cache is allocated", "memory pool", "max_running_requests was reduced")
 
 
 def _num(v: str) -> Any:
@@ -88,15 +83,7 @@ def parse(line: Line) -> Event | None:
     m = SWA_POOL.search(msg) if "memory pool" in msg else None
     if m:
         return Event("swa_pool", line, {"full_layer_tokens": int(m.group(1)), "swa_layer_tokens": int(m.group(2))})
-    m = LOAD_END.search(msg) if "Load weight end" in msg else None
-    if m:
-        return Event("weights_loaded", line, {k: float(v) for k, v in m.groupdict().items() if v})
-    m = CAPTURE_END.search(msg) if "graph end" in msg else None
-    if m:
-        return Event("graph_captured", line, {"seconds": float(m.group("seconds")), "what": m.group("what").strip()})
     m = REDUCED.search(msg) if "max_running_requests was reduced" in msg else None
     if m:
         return Event("settings", line, {"max_running_requests": int(m.group(2)), "_source": "engine"})
-    if "fired up and ready to roll" in msg:
-        return Event("ready", line, {})
     return None

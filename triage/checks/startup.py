@@ -1,0 +1,333 @@
+"""Cold-start checks over the StartupPhase signal (parsers/startup.py) and the first step against warm steps.
+
+- `startup_phase_slow`: one phase (weight load, compile, graph capture, engine init) over an absolute threshold.
+- `startup_not_ready`: a launcher's readiness deadline fired; names the phase the engine was in or spent longest on.
+- `startup_summary`: the startup durations per phase, as information (healthy runs included).
+- `first_step_slow`: the first step several times the warm median, with the timed startup phases set apart; not
+  when the warm steps are fast because the responses collapsed (that is a run-health finding, not a cold start).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from statistics import median
+from typing import Any
+
+from ..model import Event, Line
+from .base import CheckResult, Run
+
+LABELS = {"weight_load": "weight load", "compile": "compile/JIT", "graph_capture": "CUDA-graph capture",
+          "engine_init": "engine init", "profile": "memory profiling/warmup"}
+SUMMED = {"autotune"}  # one line per GEMM shape, run one after the other: their times add up
+
+
+@dataclass
+class Span:
+    """One phase of one engine: its longest (or, for per-shape autotune lines, summed) time and the line."""
+
+    phase: str
+    what: str
+    seconds: float
+    line: Line
+    lines: int = 1
+    cached: bool = False
+    line_ts: float | None = None  # wall-clock time of the line (parsers/startup.timestamp)
+
+    @property
+    def key(self) -> str:
+        """The name in `startup_phases`: weight_load, graph_capture, graph_capture_draft, compile_autotune..."""
+        if self.phase == "graph_capture" and self.what:
+            return "graph_capture_" + self.what.replace(" ", "_")
+        if self.phase == "compile" and self.what in SUMMED:
+            return "compile_" + self.what
+        return self.phase
+
+    @property
+    def label(self) -> str:
+        what = f" ({self.what})" if self.what and self.what not in ("weights", "model") else ""
+        return LABELS.get(self.phase, self.phase) + what
+
+
+@dataclass
+class Engine:
+    """The startup of the engines writing one file (TP ranks and workers of one engine run their phases at once)."""
+
+    file: str
+    spans: dict[str, Span] = field(default_factory=dict)
+    begun: list[Event] = field(default_factory=list)  # begin lines, in order
+    ended: set[str] = field(default_factory=set)  # phases with an end line
+    waits: list[Event] = field(default_factory=list)
+    timeouts: list[Event] = field(default_factory=list)
+    ready: list[Event] = field(default_factory=list)
+    cache_hit: Line | None = None
+    last_end: Event | None = None  # the last line that finished a phase (or said ready)
+
+    def phases(self) -> dict[str, float]:
+        return {k: s.seconds for k, s in self.spans.items()}
+
+    def span_ts(self, events: list[Event]) -> float | None:
+        """Wall-clock seconds from the first to the last of `events` that carry a time (None: fewer than two)."""
+        ts = [ev.fields["ts"] for ev in events if "ts" in ev.fields]
+        return round(ts[-1] - ts[0], 3) if len(ts) >= 2 and ts[-1] > ts[0] else None
+
+    def to_ready(self) -> float | None:
+        """Seconds from this file's first startup line to its first ready line (SGLang prints no total)."""
+        if not self.ready or "ts" not in self.ready[0].fields:
+            return None
+        firsts = [ev.fields["ts"] for ev in self.begun if "ts" in ev.fields]
+        firsts += [s.line_ts for s in self.spans.values() if s.line_ts is not None]
+        if not firsts:
+            return None
+        d = self.ready[0].fields["ts"] - min(firsts)
+        return round(d, 3) if d > 0 else None
+
+    def unfinished(self) -> Event | None:
+        """The last phase begun and never ended, when nothing finished after it (the engine was in it when the log
+        stops). Lines of one file are in log order, so a later end or ready line means the engine moved on."""
+        after = (self.last_end.line.lineno, self.last_end.line.file) if self.last_end is not None else None
+        for ev in reversed(self.begun):
+            if after is not None and ev.line.file == after[1] and ev.line.lineno < after[0]:
+                return None
+            if ev.fields["phase"] not in self.ended:
+                return ev
+        return None
+
+
+def _add(eng: Engine, ev: Event) -> None:
+    f = ev.fields
+    phase, seconds = f["phase"], f.get("seconds")
+    if phase == "timeout":
+        eng.timeouts.append(ev)
+    elif phase == "wait":
+        eng.waits.append(ev)
+    elif phase == "ready":
+        eng.ready.append(ev)
+        eng.last_end = ev
+    elif f.get("cached"):
+        eng.cache_hit = eng.cache_hit or ev.line
+    elif f.get("mark") == "end":
+        eng.ended.add(phase)
+        eng.last_end = ev
+    elif f.get("mark") == "begin" or seconds is None:
+        eng.begun.append(ev)
+    else:
+        eng.last_end = ev
+        eng.ended.add(phase)
+        span = Span(phase, f.get("what") or "", round(float(seconds), 2), ev.line, line_ts=f.get("ts"))
+        old = eng.spans.get(span.key)
+        if old is None:
+            eng.spans[span.key] = span
+        elif span.what in SUMMED:
+            old.seconds = round(old.seconds + span.seconds, 2)
+            old.lines += 1
+        elif span.seconds > old.seconds:
+            span.lines = old.lines + 1
+            eng.spans[span.key] = span
+        else:
+            old.lines += 1
+
+
+def engines(run: Run) -> list[Engine]:
+    """The StartupPhase signal: one Engine per file that printed startup lines, in the order first seen."""
+    def build(r: Run) -> list[Engine]:
+        out: dict[str, Engine] = {}
+        for ev in r.events:
+            if ev.kind == "startup":
+                eng = out.get(ev.line.file)
+                if eng is None:
+                    eng = out[ev.line.file] = Engine(ev.line.file)
+                _add(eng, ev)
+        for eng in out.values():
+            if eng.cache_hit is not None and "compile" in eng.spans:
+                eng.spans["compile"].cached = True
+        return list(out.values())
+    return run.once("startup_engines", build)  # type: ignore[no-any-return]
+
+
+def total_seconds(phases: dict[str, float]) -> float:
+    """Startup seconds without double counting: vLLM's engine init already holds its compile, capture and profiling."""
+    load = phases.get("weight_load", 0.0)
+    rest = sum(v for k, v in phases.items() if k not in ("weight_load", "engine_init"))
+    return round(load + max(phases.get("engine_init", 0.0), rest), 3)
+
+
+def _describe(phases: dict[str, Span]) -> str:
+    return ", ".join(f"{s.label} {s.seconds:g} s" + (" (compile cache hit)" if s.cached else "")
+                     for s in sorted(phases.values(), key=lambda s: -s.seconds))
+
+
+def startup_phase_slow(params: dict[str, Any], run: Run) -> list[CheckResult]:
+    """The slowest span of one of `phases` at or over `min_seconds`, across engines (one finding)."""
+    wanted = set(params.get("phases") or [])
+    low = float(params.get("min_seconds", 30))
+    hits = [(eng, s) for eng in engines(run) for s in eng.spans.values() if s.phase in wanted and s.seconds >= low]
+    if not hits:
+        return []
+    eng, worst = max(hits, key=lambda es: es[1].seconds)
+    evidence = [worst.line] + [s.line for e, s in hits if s is not worst and e is eng][:2]
+    arithmetic = f"{worst.label} {worst.seconds:g} s ≥ {low:g} s"
+    if worst.lines > 1 and worst.what in SUMMED:
+        arithmetic = f"{worst.label} {worst.seconds:g} s over {worst.lines} lines ≥ {low:g} s"
+    return [CheckResult(evidence=evidence, count=len(hits),
+                        numbers={"phase": worst.key, "seconds": worst.seconds, "threshold": low,
+                                 "engines_over": len({id(e) for e, _ in hits}), "startup_phases": eng.phases(),
+                                 "arithmetic": arithmetic})]
+
+
+def startup_not_ready(params: dict[str, Any], run: Run) -> list[CheckResult]:
+    """A readiness deadline fired. The phase that took the time: the one begun and never ended (the engine was in
+    it), else the longest timed phase; each named as a 0/1 number (`phase_compile`...) the rule's knobs_when reads."""
+    engs = engines(run)
+    timeouts = [ev for e in engs for ev in e.timeouts]
+    if not timeouts:
+        return []
+    stuck = [(e, ev) for e in engs if (ev := e.unfinished()) is not None]
+    spans = [s for e in engs for s in e.spans.values()]
+    numbers: dict[str, Any] = {"timeouts": len(timeouts)}
+    deadline = next((ev.fields["deadline"] for ev in timeouts if "deadline" in ev.fields), None)
+    parts = [f"deadline {deadline:g} s" if deadline else "readiness deadline fired"]
+    evidence = [timeouts[0].line]
+    if stuck:
+        _, ev = stuck[-1]
+        phase = ev.fields["phase"]
+        what = ev.fields.get("what") or ""
+        parts.append(f"engine still in {LABELS.get(phase, phase)}{' (' + what + ')' if what else ''} (begun and never ended)")
+        evidence.append(ev.line)
+    elif spans:
+        worst = max(spans, key=lambda s: s.seconds)
+        phase = worst.phase
+        parts.append(f"longest startup phase: {worst.label} {worst.seconds:g} s")
+        evidence.append(worst.line)
+    else:
+        phase = "unknown"
+        parts.append("no engine startup phase in these logs")
+    if phase == "profile":
+        phase = "engine_init"
+    numbers["phase"] = phase
+    numbers[f"phase_{phase}"] = 1
+    if deadline:
+        numbers["deadline"] = deadline
+    waits = [ev for e in engs for ev in e.waits]
+    if waits:
+        numbers["waits"] = len(waits)
+    numbers["arithmetic"] = "; ".join(parts)
+    if timeouts[-1] is not timeouts[0]:
+        evidence.append(timeouts[-1].line)
+    return [CheckResult(evidence=evidence, count=len(timeouts), numbers=numbers)]
+
+
+def startup_summary(params: dict[str, Any], run: Run) -> list[CheckResult]:
+    """Startup durations per phase (info), for the engine whose startup took longest; `min_seconds` of startup or a
+    launcher waiting on health checks makes it worth a line. `dominant_<phase>` (0/1) names the largest part."""
+    low = float(params.get("min_seconds", 10))
+    best: tuple[float, Engine] | None = None
+    waits = [ev for e in engines(run) for ev in e.waits]
+    for eng in engines(run):
+        total = max(total_seconds(eng.phases()), eng.to_ready() or 0.0)
+        if (eng.spans or eng.ready) and total > 0 and (best is None or total > best[0]):
+            best = (total, eng)
+    if not waits and (best is None or best[0] < low):
+        return []
+    numbers: dict[str, Any] = {}
+    evidence: list[Line] = []
+    parts = []
+    if best is not None:
+        _, eng = best
+        numbers["startup_phases"] = eng.phases()
+        if eng.spans:
+            total = total_seconds(eng.phases())
+            parts.append(f"{total:g} s of timed startup: {_describe(eng.spans)}")
+            parts_only = {k: s for k, s in eng.spans.items() if k != "engine_init"} or eng.spans
+            top = max(parts_only.values(), key=lambda s: s.seconds)
+            numbers.update({"startup_seconds": total, f"dominant_{top.phase}": 1})
+            evidence += [top.line] + [s.line for s in eng.spans.values() if s is not top][:2]
+        ready = eng.to_ready()
+        if ready is not None:
+            evidence.append(eng.ready[0].line)
+        if ready is not None:
+            numbers["to_ready_seconds"] = ready
+            parts.append(f"{ready:g} s from the first startup line to ready")
+    if waits:
+        numbers["waits"] = sum(ev.line.repeat for ev in waits)
+        waited = max((w for e in engines(run) if (w := e.span_ts(e.waits)) is not None), default=None)
+        if waited is not None:
+            numbers["waited_seconds"] = waited
+        parts.append(f"launcher polled the engine's health {numbers['waits']}×"
+                     + (f" over {waited:g} s" if waited is not None else ""))
+        evidence.append(waits[0].line)
+    numbers["arithmetic"] = "; ".join(parts)
+    return [CheckResult(evidence=evidence, count=1, numbers=numbers)]
+
+
+# -- first step against warm steps ------------------------------------------------------------------------------
+
+def _line(ev: Event, key: str) -> Line:
+    lines: dict[str, Line] = ev.fields.get("lines") or {}
+    return lines.get(key, ev.line)
+
+
+def startup_phases(run: Run) -> dict[str, float]:
+    """Seconds of each startup phase the logs time (the longest engine's of each), and the trainer's compile/JIT
+    timers: weight_load, graph_capture[_draft...], compile, engine_init, ..."""
+    phases: dict[str, float] = {}
+    for eng in engines(run):
+        for k, v in eng.phases().items():
+            phases[k] = max(phases.get(k, 0.0), v)
+    for ev in run.timers():
+        name = ev.fields.get("name", "")
+        if "seconds" in ev.fields and any(w in name for w in ("compile", "jit", "warmup", "capture")):
+            phases[name] = max(phases.get(name, 0.0), ev.fields["seconds"])
+    return phases
+
+
+LENGTH_KEYS = ("response_length/mean", "rollout/response_length/mean", "rollout/response_len/mean",
+               "response_len/mean", "completions/mean_length", "completion_length", "perf/response_length",
+               "rollout/response_length", "response_length")
+
+
+def _collapsed(params: dict[str, Any], run: Run) -> tuple[str, float, float] | None:
+    """(key, first, warm median) when the response length of the warm steps fell to a fraction of the first's:
+    those steps are fast because the policy stopped generating, not because the first one was cold."""
+    ratio = float(params.get("collapse_length_ratio", 2.0))
+    for key in params.get("length_keys") or LENGTH_KEYS:
+        series = [v for _, v in run.series(key) if math.isfinite(v)]
+        if len(series) < 3:
+            continue
+        first, warm = series[0], median(series[1:])
+        if first > 0 and (warm <= 0 or first / warm >= ratio):
+            return key, first, warm
+        return None
+    return None
+
+
+def first_step_slow(params: dict[str, Any], run: Run) -> list[CheckResult]:
+    """The first step's time is `min_ratio` x the warm median (and at least `min_seconds`), with the startup
+    phases the logs time (weight load, graph capture, compile/JIT) set apart from it."""
+    min_ratio = float(params.get("min_ratio", 3.0))
+    min_seconds = float(params.get("min_seconds", 120))
+    min_steps = int(params.get("min_steps", 3))
+    for key in params.get("keys") or []:
+        series = [(ev, v) for ev, v in run.series(key) if math.isfinite(v)]
+        if len(series) < min_steps:
+            continue
+        first_ev, first = series[0]
+        warm = median(v for _, v in series[1:])
+        if first >= min_seconds and warm > 0 and first >= min_ratio * warm:
+            if _collapsed(params, run) is not None:
+                return []  # fast warm steps of a collapsed policy: not a cold start
+            phases = startup_phases(run)
+            startup = total_seconds(phases)
+            excess = first - warm
+            numbers = {"metric": key, "first": first, "warm_median": warm, "ratio": round(first / warm, 2),
+                       "startup_seconds": startup, "startup_phases": phases,
+                       "arithmetic": f"first {first:g} s = {first / warm:.1f} × warm median {warm:g} s"}
+            title = ""
+            if phases:
+                share = min(startup / excess, 1.0) if excess > 0 else 0.0
+                numbers["startup_share_of_excess"] = round(share, 2)
+                numbers["arithmetic"] += f"; startup phases {startup:g} s of the {excess:g} s excess"
+                if share >= float(params.get("dominated_share", 0.5)):
+                    title = f"First step dominated by startup phases ({numbers['arithmetic']})"
+            return [CheckResult(evidence=[_line(first_ev, key)], count=1, numbers=numbers, title=title)]
+    return []

@@ -1,0 +1,159 @@
+"""Engine startup phases as one signal: `Event("startup", line, {phase, seconds?, what, engine, ...})`.
+
+Every engine and launcher prints its startup in its own words; this parser turns them into one vocabulary of
+phases, each with its duration when the line gives one:
+
+- `weight_load`   SGLang `Load weight end. elapsed=X s` (2026-01-26 ->; earlier ones carry no time) and
+                  `Load weight begin`; vLLM `Loading weights took X seconds` (V0/V1 loader, `default_loader.py`),
+                  `Model loading took X GiB [memory ]and Y seconds` (V1 `gpu_model_runner.py`).
+- `compile`       vLLM `torch.compile takes|took X s in total` (`monitor.py`), `Compiling a graph for ... takes X s`,
+                  `Dynamo bytecode transform time: X s` (parts of the total), `Directly load the compiled graph ...
+                  from the cache` (a cache hit); PyTorch inductor `SingleProcess AUTOTUNE [benchmarking ]takes X
+                  seconds[ and Y seconds precompiling]` (one line per GEMM shape under max-autotune); SGLang
+                  `Entering DeepGEMM JIT Pre-Compile session` (a begin: no time).
+- `graph_capture` SGLang `Capture [draft |piecewise |target decode ]cuda|CUDA graph end. Time elapsed: X s` /
+                  `... end. elapsed=X s` (2024-12 -> now; log-formats.md A.c) and their `begin` lines; vLLM
+                  `Graph capturing finished in X secs[, took Y GiB]` (V0 `model_runner.py`, V1 `gpu_model_runner.py`).
+- `engine_init`   vLLM `init engine (profile, create kv cache, warmup model) took X seconds` (V0 `llm_engine.py`,
+                  V1 `core.py`): the whole engine init after the weights.
+- `profile`       vLLM `Memory profiling takes X seconds` (V0 `worker.py`, V1 `gpu_worker.py`), `Initial
+                  profiling/warmup run took X s` (V1 `monitor.py`, 2026).
+- `ready`         SGLang `The server is fired up and ready to roll!`; vLLM `Starting vLLM API server`.
+- `wait`          a launcher polling an engine that is not up yet: sgl-router `Worker ... health check is pending`,
+                  olmOCR `Please wait for sglang server to become ready`, TRL `Server is not up yet. Retrying`,
+                  TRL async GRPO `Still waiting for vLLM server`, kubelet `Readiness probe failed: ...`.
+- `timeout`       the launcher gave up: `server not ready within N seconds` (Modal examples), `did not become
+                  ready` (olmOCR), `Timed out [after Ns ]waiting for [the ]server|vLLM server` (TRL, generic),
+                  `Timeout waiting for vLLM server healthy` (slime/vime vLLM backend), `can't be reached at ... after
+                  N seconds` (TRL/verifiers client), `failed to start within N`, `health check failed after Ns`
+                  (llama-swap), kubelet `failed startup probe`.
+
+`ts` is the line's wall-clock time in seconds when its prefix has one (SGLang `[YYYY-MM-DD HH:MM:SS`, vLLM
+`LEVEL MM-DD HH:MM:SS`, Python logging `YYYY-MM-DD HH:MM:SS,mmm`); the year is ignored (a startup does not span
+a year). Sources and real lines: fixtures/lines/startup-*.log and fixtures/lines/SOURCES.md.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ..model import Event, Line
+
+# SGLang model_runner: "Load weight end. [elapsed=X s, ]type=..., avail mem=X GB[, mem usage=X GB]."
+LOAD_END = re.compile(r"Load weight end\.(?: elapsed=(?P<elapsed>[\d.]+) s,)?.*?avail mem=(?P<avail>[\d.]+) GB"
+                      r"(?:, mem usage=(?P<usage>[\d.]+) GB)?")
+# SGLang cuda_graph_runner / cuda_graph_setup: end and begin of a capture, every variant of log-formats.md A.c.
+CAPTURE_END = re.compile(r"Capture (?P<what>[\w ]*?)(?:cuda|CUDA|cpu|npu) graph end\. "
+                         r"(?:Time elapsed: |elapsed=)(?P<seconds>[\d.]+) s")
+CAPTURE_BEGIN = re.compile(r"Capture (?P<what>[\w ]*?)(?:cuda|CUDA|cpu|npu) graph begin\b")
+VLLM = (
+    ("weight_load", "weights", re.compile(r"Loading weights took (?P<seconds>[\d.]+) ?s")),
+    ("weight_load", "model", re.compile(r"Model loading took [\d.]+ ?[GM]i?B(?: memory)? and (?P<seconds>[\d.]+) ?s")),
+    ("compile", "torch.compile", re.compile(r"torch\.compile t(?:akes|ook) (?P<seconds>[\d.]+) s in total")),
+    ("compile", "graph compile", re.compile(r"Compiling a graph for .{0,80}? takes (?P<seconds>[\d.]+) s")),
+    ("compile", "dynamo", re.compile(r"Dynamo bytecode transform time: (?P<seconds>[\d.]+) s")),
+    ("graph_capture", "", re.compile(r"Graph capturing finished in (?P<seconds>[\d.]+) secs?")),
+    ("engine_init", "", re.compile(r"init engine \(profile, create kv cache, warmup model\) took (?P<seconds>[\d.]+) s")),
+    ("profile", "memory profiling", re.compile(r"Memory profiling takes (?P<seconds>[\d.]+) s")),
+    ("profile", "profiling/warmup", re.compile(r"Initial profiling/warmup run took (?P<seconds>[\d.]+) s")),
+)
+CACHE_HIT = re.compile(r"Directly load the compiled graph")
+AUTOTUNE = re.compile(r"\bAUTOTUNE (?:benchmarking )?takes (?P<a>[\d.]+) seconds(?: and (?P<b>[\d.]+) seconds precompiling)?")
+DEEPGEMM = re.compile(r"Entering DeepGEMM JIT Pre-Compile session")
+READY = re.compile(r"fired up and ready to roll|Starting vLLM API server")
+WAIT = re.compile(r"health check is pending|Please wait for \w+ server to become ready|Server is not up yet\. Retrying"
+                  r"|Still waiting for (?:the )?\w+ server|Readiness probe failed|Startup probe failed"
+                  r"|[Ww]aiting for (?:the )?(?:\w+ )?server to (?:be ready|start|become ready|come up|be available)")
+TIMEOUT = re.compile(
+    r"(?i)(?:server|engine|worker)s? (?:is )?not (?:ready|healthy) (?:with)?in (?P<deadline>[\d.]+) ?s"
+    r"|(?:server|engine|worker)s? (?:did not|didn't|failed to|never) (?:become|became) (?:ready|healthy)"
+    r"|timed? ?out (?:after (?P<after>[\d.]+) ?s )?waiting for (?:the )?(?:\w+ )?(?:server|engine)"
+    r"|(?:server|engine) (?:failed to start|did not start) within (?:(?P<within>[\d.]+)|(?:the )?timeout)"
+    r"|server can't be reached at \S+ after (?P<reach>[\d.]+) seconds"
+    r"|health check failed after (?P<hc>[\d.]+) ?s"
+    r"|failed startup probe")
+
+ANCHORS = ("Load weight end", "Load weight begin", "graph end", "graph begin", "fired up and ready",
+           "Starting vLLM API server", "Loading weights took", "Model loading took", "torch.compile takes",
+           "torch.compile took", "Compiling a graph for", "Dynamo bytecode transform", "Directly load the compiled",
+           "Graph capturing finished", "init engine (profile", "Memory profiling takes", "profiling/warmup run took",
+           "AUTOTUNE benchmarking takes", "AUTOTUNE takes", "DeepGEMM JIT Pre-Compile",
+           "health check is pending", "to become ready", "Server is not up yet", "Still waiting for",
+           "Readiness probe failed", "Startup probe failed", "failed startup probe", "aiting for the server",
+           "aiting for server", "not ready within", "not ready in", "did not become ready", "didn't become ready",
+           "never became ready", "failed to become ready", "imed out waiting for", "imeout waiting for",
+           "aiting for vLLM server", "failed to start within", "did not start within", "can't be reached at",
+           "health check failed after")
+
+# Wall-clock prefixes: SGLang `[2025-09-05 20:48:29`, Python logging `2025-03-18 10:24:40,134`, vLLM `INFO 06-02 11:03:11`.
+TS = re.compile(r"(?:\d{4}-)?(?P<mo>\d\d)-(?P<d>\d\d)[ T](?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d)")
+
+
+def timestamp(text: str) -> float | None:
+    """Seconds since the start of the year (31-day months: only differences within a startup matter)."""
+    m = TS.search(text, 0, 80)
+    if not m:
+        return None
+    return ((((int(m["mo"]) * 31 + int(m["d"])) * 24 + int(m["h"])) * 60 + int(m["mi"])) * 60) + int(m["s"])
+
+
+def _event(line: Line, phase: str, engine: str, what: str = "", seconds: float | None = None,
+           **extra: object) -> Event:
+    fields: dict[str, object] = {"phase": phase, "engine": engine, "what": what}
+    if seconds is not None:
+        fields["seconds"] = seconds
+    ts = timestamp(line.text)
+    if ts is not None:
+        fields["ts"] = ts
+    fields.update(extra)
+    return Event("startup", line, fields)
+
+
+def _parse(line: Line, msg: str) -> Event | None:
+    if "Load weight " in msg:
+        m = LOAD_END.search(msg)
+        if m:
+            extra = {k: float(v) for k, v in (("avail", m["avail"]), ("usage", m["usage"])) if v}
+            if not m["elapsed"]:  # before 2026-01-26 the end line carries no time: an end mark
+                extra["mark"] = "end"
+            return _event(line, "weight_load", "sglang", "", float(m["elapsed"]) if m["elapsed"] else None,
+                          **extra)
+        if "Load weight begin" in msg:
+            return _event(line, "weight_load", "sglang", "", None, mark="begin")
+    if "graph end" in msg:
+        m = CAPTURE_END.search(msg)
+        if m:
+            return _event(line, "graph_capture", "sglang", m["what"].strip(), float(m["seconds"]))
+    if "graph begin" in msg:
+        m = CAPTURE_BEGIN.search(msg)
+        if m:
+            return _event(line, "graph_capture", "sglang", m["what"].strip(), None, mark="begin")
+    if "took" in msg or "take" in msg or "transform time" in msg or "finished in" in msg:
+        for phase, what, rx in VLLM:
+            m = rx.search(msg)
+            if m:
+                return _event(line, phase, "vllm", what, float(m["seconds"]))
+    if "Directly load the compiled" in msg and CACHE_HIT.search(msg):
+        return _event(line, "compile", "vllm", "cache hit", None, cached=True)
+    if "AUTOTUNE" in msg:
+        m = AUTOTUNE.search(msg)
+        if m:
+            return _event(line, "compile", "inductor", "autotune", float(m["a"]) + float(m["b"] or 0.0))
+    if "DeepGEMM JIT Pre-Compile" in msg and DEEPGEMM.search(msg):
+        return _event(line, "compile", "sglang", "deepgemm", None, mark="begin")
+    m = TIMEOUT.search(msg)
+    if m:
+        deadline = next((float(v) for v in (m["deadline"], m["after"], m["within"], m["reach"], m["hc"]) if v), None)
+        return _event(line, "timeout", "launcher", "", None, **({"deadline": deadline} if deadline else {}))
+    if WAIT.search(msg):
+        return _event(line, "wait", "launcher")
+    if READY.search(msg):
+        return _event(line, "ready", "vllm" if "vLLM" in msg else "sglang")
+    return None
+
+
+def parse(line: Line) -> Event | None:
+    try:
+        return _parse(line, line.msg)
+    except (ValueError, OverflowError):  # a number the regex took that float() refuses: no event, no traceback
+        return None
