@@ -11,7 +11,7 @@ from . import config as cc
 from . import health
 from .base import CheckResult, Run
 from .metrics import first_step_slow, generation_tail, metric_threshold, rewards_degenerate
-from .serving import pool_saturation
+from .serving import kv_pressure, lone_decode, pool_saturation
 
 CHECKS: dict[str, Callable[..., list[CheckResult]]] = {
     "pool_saturation": pool_saturation,
@@ -35,6 +35,10 @@ CHECKS: dict[str, Callable[..., list[CheckResult]]] = {
     "mem_fraction_colocated": cc.mem_fraction_colocated,
     "long_context_training": cc.long_context_training,
     "log_probs_chunk_unset": cc.log_probs_chunk_unset,
+    "kv_pressure": kv_pressure,
+    "lone_decode": lone_decode,
+    "pool_below_context": cc.pool_below_context,
+    "pool_is_input_limit": cc.pool_is_input_limit,
 }
 
 __all__ = ["CHECKS", "CheckResult", "Run"]
