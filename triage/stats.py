@@ -104,12 +104,14 @@ class Episodes:
         self.cur: Episode | None = None
         self.dropped = 0
 
-    def row(self, on: bool, line: Line, t: float, usage: float, queue: float, running: float) -> None:
+    def row(self, on: bool, line: Line, t: float, usage: float, queue: float, running: float,
+            fresh: bool = False) -> None:
+        """One stored row; `fresh`: it starts a new episode even if the previous row was in one."""
         cur = self.cur
         if not on:
             self.cur = None
             return
-        if cur is not None and line.lineno - cur.last.lineno <= ROW_GAP:
+        if cur is not None and not fresh and line.lineno - cur.last.lineno <= ROW_GAP:
             cur.last, cur.t1 = line, t
             cur.rows += 1
         else:
@@ -182,8 +184,10 @@ class EngineStats:
                 self.pressure.append(row)
             self.last_pressure = row
         self.pressure_episodes.row(pressed, ev.line, t, usage, queue, running)
-        if decode:  # a prefill row in between does not end a decode straggler's episode
-            self.lone_episodes.row(0 < running <= LONE_RUNNING and queue == 0, ev.line, t, usage, queue, running)
+        # A straggler decodes alone: no request waits and none is admitted (an SGLang prefill row, a vLLM interval
+        # with prompt throughput, starts over: one request after another is not one request taking minutes).
+        self.lone_episodes.row(decode and 0 < running <= LONE_RUNNING and queue == 0, ev.line, t, usage, queue,
+                               running, fresh=bool(f.get("prompt throughput (token/s)")))
 
     def __len__(self) -> int:
         return len(self.lineno)
