@@ -46,18 +46,19 @@ def kv_pressure(params: dict[str, Any], run: Run) -> list[CheckResult]:
         rows = sum(e.rows for e in eps)
         share = rows / es.total if es.total else 1.0
         longest = max(eps, key=lambda e: (e.seconds, e.rows))
-        peak = max(eps, key=lambda e: (e.peak_usage, e.peak_queue))
+        peak_usage = max(e.peak_usage for e in eps)
+        peak_queue = max(e.peak_queue for e in eps)
         under = sum(e.seconds for e in eps)
         sustained = share >= min_share or longest.seconds >= min_seconds
         first, last = eps[0], eps[-1]
         lines = [first.first, last.last]
         numbers = {"engine": es.origin, "program": es.engine or "sglang", "pressure_rows": rows, "rows": es.total,
                    "share": round(100 * share, 1), "episodes": len(eps) + es.pressure_episodes.dropped,
-                   "peak_usage": round(peak.peak_usage, 4), "peak_queue": peak.peak_queue,
+                   "peak_usage": round(peak_usage, 4), "peak_queue": peak_queue,
                    "seconds_under_pressure": round(under, 1), "longest_episode_s": round(longest.seconds, 1),
                    "saturated_rows": rows, "retractions": retracted.get(_file(es), 0) + es.preempted,
-                   "summary": (f"{rows} of {es.total} rows ({100 * share:.0f}%), peak usage {peak.peak_usage:.2f}, up to "
-                               f"{peak.peak_queue:.0f} waiting" + (f", {_minutes(under)} under pressure" if under else ""))}
+                   "summary": (f"{rows} of {es.total} rows ({100 * share:.0f}%), peak usage {peak_usage:.2f}, up to "
+                               f"{peak_queue:.0f} waiting" + (f", {_minutes(under)} under pressure" if under else ""))}
         out.append((sustained, share, CheckResult(evidence=lines if last.last is not first.first else lines[:1],
                                                   count=rows, numbers=numbers,
                                                   severity="" if sustained else "info")))
