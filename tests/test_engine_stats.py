@@ -72,6 +72,17 @@ def test_v1_row_with_mm_cache_and_first_v1_row_without_usage() -> None:
     assert "usage" not in first.fields
 
 
+def test_newest_v1_row_with_deferred_and_preemptions() -> None:
+    # vllm/v1/metrics/loggers.py after PR 28522 (late 2025): `Deferred: %d reqs` and `Preemptions: %d` appear when
+    # non-zero, between Waiting and the cache usage (line built from that format string)
+    ev = _parse("(APIServer pid=7) INFO 01-20 10:00:00 [loggers.py:257] Engine 000: Avg prompt throughput: 0.0 tokens/s, "
+                "Avg generation throughput: 812.4 tokens/s, Running: 64 reqs, Waiting: 30 reqs, Deferred: 2 reqs, "
+                "Preemptions: 5, GPU KV cache usage: 99.1%, Prefix cache hit rate: 12.0%")
+    assert ev is not None
+    f = ev.fields
+    assert (f["#running-req"], f["#queue-req"], f["preempted"], f["usage"]) == (64, 30, 5, pytest.approx(0.991))
+
+
 @pytest.mark.parametrize("text,seconds", [
     ("[2025-12-12 08:43:59 TP0] Decode batch, #running-req: 6", "2025-12-12 08:43:59"),
     ("INFO 12-13 10:31:12 engine.py:280] Added request", "2001-12-13 10:31:12"),
