@@ -83,6 +83,7 @@ class Episode:
 
     first: Line
     last: Line
+    peak: Line | None = None  # the row of the highest usage (the most waiting among equals)
     rows: int = 1
     peak_usage: float = -1.0
     peak_queue: float = 0.0
@@ -121,6 +122,8 @@ class Episodes:
                 self.items.pop(shortest)
                 self.dropped += 1
             self.items.append(cur)
+        if usage > cur.peak_usage or (usage == cur.peak_usage and queue > cur.peak_queue):
+            cur.peak = line
         cur.peak_usage = max(cur.peak_usage, usage)
         cur.peak_queue = max(cur.peak_queue, queue)
         cur.peak_running = max(cur.peak_running, running)

@@ -51,7 +51,9 @@ def kv_pressure(params: dict[str, Any], run: Run) -> list[CheckResult]:
         under = sum(e.seconds for e in eps)
         sustained = share >= min_share or longest.seconds >= min_seconds
         first, last = eps[0], eps[-1]
-        lines = [first.first, last.last]
+        top = max(eps, key=lambda e: (e.peak_usage, e.peak_queue))
+        lines = [first.first] + [ln for ln in (top.peak, last.last) if ln is not None]
+        lines = [ln for i, ln in enumerate(lines) if all(ln is not o for o in lines[:i])]
         numbers = {"engine": es.origin, "program": es.engine or "sglang", "pressure_rows": rows, "rows": es.total,
                    "share": round(100 * share, 1), "episodes": len(eps) + es.pressure_episodes.dropped,
                    "peak_usage": round(peak_usage, 4), "peak_queue": peak_queue,
@@ -59,8 +61,8 @@ def kv_pressure(params: dict[str, Any], run: Run) -> list[CheckResult]:
                    "saturated_rows": rows, "retractions": retracted.get(_file(es), 0) + es.preempted,
                    "summary": (f"{rows} of {es.total} rows ({100 * share:.0f}%), peak usage {peak_usage:.2f}, up to "
                                f"{peak_queue:.0f} waiting" + (f", {_minutes(under)} under pressure" if under else ""))}
-        out.append((sustained, share, CheckResult(evidence=lines if last.last is not first.first else lines[:1],
-                                                  count=rows, numbers=numbers,
+        out.append((sustained, share, CheckResult(evidence=sorted(lines, key=lambda ln: ln.lineno), count=rows,
+                                                  numbers=numbers,
                                                   severity="" if sustained else "info")))
     out.sort(key=lambda r: (not r[0], -r[1]))
     return [r for _, _, r in out]
