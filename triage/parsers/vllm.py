@@ -107,8 +107,7 @@ def parse(line: Line) -> Event | None:
         m = CONCURRENCY.search(msg)
         if m:
             context, times = _whole(m.group(1)), float(m.group(2))
-            return Event("capacity", line, {"max_model_len": context, "max_concurrency": times,
-                                            "pool_tokens_estimate": int(context * times), "_engine": "vllm"})
+            return Event("capacity", line, {"max_model_len": context, "max_concurrency": times, "_engine": "vllm"})
         return None
     if "# GPU blocks:" in msg:
         m = GPU_BLOCKS.search(msg)
