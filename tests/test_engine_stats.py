@@ -157,6 +157,19 @@ def test_pd_decode_preallocation_queue_counts_as_waiting() -> None:
     assert ev is not None and (ev.fields["#queue-req"], ev.fields["usage"]) == (12, 0.97)
 
 
+def test_preemptions_counted_in_v1_rows_are_a_finding_even_below_090(tmp_path: Path) -> None:
+    # rows built from the format of vllm/v1/metrics/loggers.py (late 2025 ->): `Preemptions: N` per interval
+    row = ("(APIServer pid=7) INFO 01-20 10:00:{s} [loggers.py:257] Engine 000: Avg prompt throughput: 0.0 tokens/s, "
+           "Avg generation throughput: 812.4 tokens/s, Running: 64 reqs, Waiting: 0 reqs, Preemptions: {p}, "
+           "GPU KV cache usage: 84.0%, Prefix cache hit rate: 12.0%")
+    rep = triage_files(tmp_path, {"vllm.log": "\n".join(row.format(s=f"{10 * i:02d}", p=p) for i, p in
+                                                         enumerate((3, 4))) + "\n"})
+    f = top(rep)
+    assert (f.rule, f.severity, f.count, [e.line for e in f.evidence]) == ("serving.kv-pool-saturated", "warning", 7,
+                                                                          [1, 2])
+    assert rep.figures["retractions"] == 7
+
+
 # -- retractions and preemptions as counted signals
 def test_retractions_are_counted_per_file() -> None:
     from triage.checks.serving import pressure_seen

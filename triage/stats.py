@@ -145,6 +145,7 @@ class EngineStats:
         self.mamba_usage = array("f")
         self.time = array("d")  # the row's time stamp in seconds, -1 when it has none
         self.preempted = 0  # preemptions the rows themselves report (vLLM V1 `Preemptions: N` per interval)
+        self.preempt_rows: tuple[Line | None, Line | None] = (None, None)  # first and last row reporting some
         # rows with usage >= 0.9 and a waiting queue, for evidence: (line, usage, queue); first few and the last
         self.pressure: list[tuple[Line, float, float]] = []
         self.last_pressure: tuple[Line, float, float] | None = None
@@ -175,7 +176,10 @@ class EngineStats:
         self.throughput.append(float(f.get("gen throughput (token/s)", f.get("input throughput (token/s)", -1.0))))
         self.mamba_usage.append(float(f.get("mamba usage", -1.0)))
         self.time.append(t)
-        self.preempted += int(f.get("preempted", 0) or 0)
+        preempted = int(f.get("preempted", 0) or 0)
+        if preempted:
+            self.preempted += preempted
+            self.preempt_rows = (self.preempt_rows[0] or ev.line, ev.line)
         if not self.engine:
             self.engine = f.get("engine", "sglang")
         if self.first_line is None:

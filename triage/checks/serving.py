@@ -42,6 +42,8 @@ def kv_pressure(params: dict[str, Any], run: Run) -> list[CheckResult]:
     for es in run.engines.values():
         eps = [e for e in es.pressure_episodes.items if e.peak_usage >= min_usage and e.peak_queue >= min_queue]
         if not eps:
+            if es.preempted:  # vLLM V1 rows counting preemptions, the pool never printed as full with a queue
+                out.append((es.preempted > 1, 0.0, _preemptions(es)))
             continue
         rows = sum(e.rows for e in eps)
         share = rows / es.total if es.total else 1.0
@@ -66,6 +68,19 @@ def kv_pressure(params: dict[str, Any], run: Run) -> list[CheckResult]:
                                                   severity="" if sustained else "info")))
     out.sort(key=lambda r: (not r[0], -r[1]))
     return [r for _, _, r in out]
+
+
+def _preemptions(es: EngineStats) -> CheckResult:
+    first, last = es.preempt_rows
+    lines = [ln for ln in (first, last) if ln is not None]
+    if len(lines) == 2 and lines[0] is lines[1]:
+        lines = lines[:1]
+    peak = max(es.usage) if len(es.usage) else -1.0
+    return CheckResult(evidence=lines, count=es.preempted, severity="" if es.preempted > 1 else "info",
+                       title="The engine preempted running requests to free KV-cache space ({summary})",
+                       numbers={"engine": es.origin, "program": es.engine, "retractions": es.preempted,
+                                "pressure_rows": 0, "rows": es.total, "peak_usage": round(peak, 4),
+                                "summary": f"{es.preempted} requests preempted, peak usage {peak:.2f}"})
 
 
 def pool_saturation(params: dict[str, Any], run: Run) -> list[CheckResult]:
