@@ -260,3 +260,16 @@ def test_the_pool_is_the_input_limit(tmp_path: Path) -> None:
     assert (f.rule, f.category, f.evidence[0].line) == ("config.pool-is-input-limit", "prompt-budget", 2)
     assert [k.name for k in f.knobs][:2] == ["inference.sglang_mem_fraction_static", "inference.sglang_max_total_tokens"]
     assert (f.numbers["max_allowed"], f.numbers["pool_tokens"], f.numbers["context_length"]) == (59862, 59863, 163840)
+
+
+@pytest.mark.parametrize("native", ["", "1"])
+def test_pressure_counts_stay_exact_in_a_large_log_on_both_paths(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                  native: str) -> None:
+    # 3.6 MB of real V1 rows (over fastscan's sample-everything size), 4 of every 5 under pressure
+    rows = (STATS / "vllm-v1-mtp-pressure.log").read_text().splitlines()
+    monkeypatch.setenv("TRIAGE_NO_NATIVE", native)
+    monkeypatch.setenv("TRIAGE_JOBS", "1")
+    rep = triage_files(tmp_path, {"vllm.log": "\n".join(rows * 3000) + "\n"})
+    f = next(f for f in rep.findings if f.rule == "serving.kv-pool-saturated")
+    assert (f.numbers["pressure_rows"], f.numbers["rows"], f.numbers["episodes"]) == (12000, 15000, 3001)
+    assert (f.evidence[0].line, f.evidence[-1].line) == (1, 15000)

@@ -101,9 +101,15 @@ class Episodes:
     """Episodes of one condition, built as rows arrive (no second pass, no line kept but their ends)."""
 
     def __init__(self) -> None:
-        self.items: list[Episode] = []
+        self.items: list[Episode] = []  # the longest KEEP_EPISODES episodes
         self.cur: Episode | None = None
         self.dropped = 0
+        # over every episode, kept or not
+        self.count = 0
+        self.total_rows = 0
+        self.total_seconds = 0.0
+        self.peak_usage = -1.0
+        self.peak_queue = 0.0
 
     def row(self, on: bool, line: Line, t: float, usage: float, queue: float, running: float,
             fresh: bool = False) -> None:
@@ -113,15 +119,21 @@ class Episodes:
             self.cur = None
             return
         if cur is not None and not fresh and line.lineno - cur.last.lineno <= ROW_GAP:
+            before = cur.seconds
             cur.last, cur.t1 = line, t
             cur.rows += 1
+            self.total_seconds += cur.seconds - before
         else:
+            self.count += 1
             cur = self.cur = Episode(line, line, t0=t, t1=t)
             if len(self.items) >= KEEP_EPISODES:  # keep the longest ones
                 shortest = min(range(len(self.items)), key=lambda i: (self.items[i].seconds, self.items[i].rows))
                 self.items.pop(shortest)
                 self.dropped += 1
             self.items.append(cur)
+        self.total_rows += 1
+        self.peak_usage = max(self.peak_usage, usage)
+        self.peak_queue = max(self.peak_queue, queue)
         if usage > cur.peak_usage or (usage == cur.peak_usage and queue > cur.peak_queue):
             cur.peak = line
         cur.peak_usage = max(cur.peak_usage, usage)
@@ -129,7 +141,7 @@ class Episodes:
         cur.peak_running = max(cur.peak_running, running)
 
     def rows(self) -> int:
-        return sum(e.rows for e in self.items)
+        return self.total_rows
 
 
 class EngineStats:

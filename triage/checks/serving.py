@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..stats import EngineStats
+from ..stats import PRESSURE_USAGE, EngineStats
 from .base import CheckResult, Run
 
 
@@ -45,19 +45,22 @@ def kv_pressure(params: dict[str, Any], run: Run) -> list[CheckResult]:
             if es.preempted:  # vLLM V1 rows counting preemptions, the pool never printed as full with a queue
                 out.append((es.preempted > 1, 0.0, _preemptions(es)))
             continue
-        rows = sum(e.rows for e in eps)
+        tracked = es.pressure_episodes
+        if min_usage <= PRESSURE_USAGE and min_queue <= 1:  # every episode counts: the totals over all of them
+            rows, n_eps, under = tracked.total_rows, tracked.count, tracked.total_seconds
+            peak_usage, peak_queue = tracked.peak_usage, tracked.peak_queue
+        else:  # a stricter threshold: the episodes kept (the longest) that reach it
+            rows, n_eps, under = sum(e.rows for e in eps), len(eps), sum(e.seconds for e in eps)
+            peak_usage, peak_queue = max(e.peak_usage for e in eps), max(e.peak_queue for e in eps)
         share = rows / es.total if es.total else 1.0
         longest = max(eps, key=lambda e: (e.seconds, e.rows))
-        peak_usage = max(e.peak_usage for e in eps)
-        peak_queue = max(e.peak_queue for e in eps)
-        under = sum(e.seconds for e in eps)
         sustained = share >= min_share or longest.seconds >= min_seconds
         first, last = eps[0], eps[-1]
         top = max(eps, key=lambda e: (e.peak_usage, e.peak_queue))
         lines = [first.first] + [ln for ln in (top.peak, last.last) if ln is not None]
         lines = [ln for i, ln in enumerate(lines) if all(ln is not o for o in lines[:i])]
         numbers = {"engine": es.origin, "program": es.engine or "sglang", "pressure_rows": rows, "rows": es.total,
-                   "share": round(100 * share, 1), "episodes": len(eps) + es.pressure_episodes.dropped,
+                   "share": round(100 * share, 1), "episodes": n_eps,
                    "peak_usage": round(peak_usage, 4), "peak_queue": peak_queue,
                    "seconds_under_pressure": round(under, 1), "longest_episode_s": round(longest.seconds, 1),
                    "saturated_rows": rows, "retractions": retracted.get(_file(es), 0) + es.preempted,
