@@ -233,6 +233,17 @@ def test_a_vllm_finding_names_vllm_flags_and_their_values(tmp_path: Path) -> Non
     assert (running.aliases[0], running.current) == ("--max-num-seqs", 2)
 
 
+def test_vllm_serve_command_line_with_underscore_flags() -> None:
+    # vllm-project/vllm issue 28228 (2025-11): underscores and dashes mixed on one `vllm serve` line
+    ev = _parse("      vllm serve cyankiwi/Kimi-Linear-48B-A3B-Instruct-AWQ-4bit --port 8111 --gpu-memory-utilization 0.95 "
+                "--max_model_len 120000 --tensor_parallel 2 --enable_prefix_caching --max_num_batched_tokens 64000 "
+                "--max-num-seqs 8 --trust-remote-code")
+    assert ev is not None and ev.kind == "settings"
+    f = ev.fields
+    assert (f["--gpu-memory-utilization"], f["--max-model-len"], f["--max-num-batched-tokens"], f["--max-num-seqs"]) == (
+        0.95, 120000, 64000, 8)
+
+
 # -- the pool as the knob
 def test_pool_below_context_from_vllm_v0_capacity_lines() -> None:
     rep = triage_dir(FIXTURES / "lines" / "vllm-kv-too-small.log")

@@ -117,7 +117,8 @@ def parse(line: Line) -> Event | None:
                                             "_engine": "vllm"})
         return None
     if "vllm serve " in msg or "vllm.entrypoints.openai.api_server" in msg:
-        fields = {k: literal(v) for k, v in COMMAND.findall(msg)}
+        # vLLM takes `--max_model_len` as well as `--max-model-len`
+        fields = {k.replace("_", "-"): literal(v) for k, v in COMMAND.findall(msg)}
         return Event("settings", line, fields | {"_source": "command line", "_engine": "vllm"}) if fields else None
     return None
 
