@@ -90,9 +90,9 @@ def test_newest_v1_row_with_deferred_and_preemptions() -> None:
     ("2024-12-23 18:28:10 - vllm.engine.metrics - INFO - Avg prompt", "2024-12-23 18:28:10"),
 ])
 def test_row_times(text: str, seconds: str) -> None:
-    from datetime import datetime
+    from datetime import datetime, timezone
 
-    assert row_time(text) == datetime.fromisoformat(seconds).timestamp()
+    assert row_time(text) == datetime.fromisoformat(seconds).replace(tzinfo=timezone.utc).timestamp()
 
 
 def test_row_time_of_the_old_sglang_stamp_and_of_no_stamp() -> None:

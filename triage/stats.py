@@ -14,6 +14,7 @@ memory stays flat whatever the log's size; `total` counts every row seen, stored
 
 from __future__ import annotations
 
+import calendar
 import re
 from array import array
 from dataclasses import dataclass
@@ -30,18 +31,34 @@ STAMP = re.compile(r"(?:(?P<Y>\d{4})-)?(?P<m>\d\d)-(?P<d>\d\d)[ T](?P<H>\d\d):(?
                    r"|\[(?P<h2>\d\d):(?P<M2>\d\d):(?P<S2>\d\d)[\].,\s]")
 
 
+_LAST_STAMP: list[Any] = ["", -1.0]  # the last stamp read and its seconds: rows of one second share it
+_DAYS: dict[tuple[int, int, int], float] = {}  # midnight of each date seen, in seconds (UTC arithmetic)
+
+
 def row_time(text: str) -> float:
     """Seconds of the first time stamp in the line's first 80 characters (a year-less stamp is put in 2001), or -1."""
     m = STAMP.search(text, 0, 80)
     if m is None:
         return -1.0
+    stamp = m.group(0)
+    if stamp == _LAST_STAMP[0]:
+        return _LAST_STAMP[1]
     if m.group("h2") is not None:
-        return int(m.group("h2")) * 3600 + int(m.group("M2")) * 60 + int(m.group("S2")) * 1.0
-    try:
-        return datetime(int(m.group("Y") or 2001), int(m.group("m")), int(m.group("d")), int(m.group("H")),
-                        int(m.group("M")), int(m.group("S"))).timestamp()
-    except ValueError:  # 13-45 is not a date
-        return -1.0
+        t = int(m.group("h2")) * 3600 + int(m.group("M2")) * 60 + int(m.group("S2")) * 1.0
+    else:
+        day = (int(m.group("Y") or 2001), int(m.group("m")), int(m.group("d")))
+        midnight = _DAYS.get(day)
+        if midnight is None:
+            try:
+                midnight = _DAYS[day] = float(calendar.timegm((*day, 0, 0, 0)))
+                datetime(*day)  # a real date (13-45 is not one)
+            except (ValueError, OverflowError):
+                midnight = _DAYS[day] = -1.0
+        if midnight < 0:
+            return -1.0
+        t = midnight + int(m.group("H")) * 3600 + int(m.group("M")) * 60 + int(m.group("S"))
+    _LAST_STAMP[0], _LAST_STAMP[1] = stamp, t
+    return t
 
 
 def engine_key(file: str, pid: str, text: str) -> str:
@@ -126,10 +143,8 @@ class Episodes:
         else:
             self.count += 1
             cur = self.cur = Episode(line, line, t0=t, t1=t)
-            if len(self.items) >= KEEP_EPISODES:  # keep the longest ones
-                shortest = min(range(len(self.items)), key=lambda i: (self.items[i].seconds, self.items[i].rows))
-                self.items.pop(shortest)
-                self.dropped += 1
+            if len(self.items) >= 2 * KEEP_EPISODES:
+                self._prune()
             self.items.append(cur)
         self.total_rows += 1
         self.peak_usage = max(self.peak_usage, usage)
@@ -139,6 +154,15 @@ class Episodes:
         cur.peak_usage = max(cur.peak_usage, usage)
         cur.peak_queue = max(cur.peak_queue, queue)
         cur.peak_running = max(cur.peak_running, running)
+
+    def _prune(self) -> None:
+        """Keep the first episode and the KEEP_EPISODES - 1 longest others, in log order (one sort per
+        KEEP_EPISODES new episodes, so a log that flips in and out of the condition stays linear)."""
+        items = self.items
+        longest = sorted(items[1:], key=lambda e: (e.seconds, e.rows), reverse=True)[:KEEP_EPISODES - 1]
+        keep = {id(e) for e in longest} | {id(items[0])}
+        self.items = [e for e in items if id(e) in keep]
+        self.dropped += len(items) - len(self.items)
 
     def rows(self) -> int:
         return self.total_rows
@@ -188,9 +212,9 @@ class EngineStats:
         self.throughput.append(float(f.get("gen throughput (token/s)", f.get("input throughput (token/s)", -1.0))))
         self.mamba_usage.append(float(f.get("mamba usage", -1.0)))
         self.time.append(t)
-        preempted = int(f.get("preempted", 0) or 0)
+        preempted = f.get("preempted")
         if preempted:
-            self.preempted += preempted
+            self.preempted += int(preempted)
             self.preempt_rows = (self.preempt_rows[0] or ev.line, ev.line)
         if not self.engine:
             self.engine = f.get("engine", "sglang")
@@ -202,11 +226,15 @@ class EngineStats:
             if len(self.pressure) < KEEP_PRESSURE_LINES:
                 self.pressure.append(row)
             self.last_pressure = row
-        self.pressure_episodes.row(pressed, ev.line, t, usage, queue, running)
+        episodes = self.pressure_episodes
+        if pressed or episodes.cur is not None:
+            episodes.row(pressed, ev.line, t, usage, queue, running)
         # A straggler decodes alone: no request waits and none is admitted (an SGLang prefill row, a vLLM interval
         # with prompt throughput, starts over: one request after another is not one request taking minutes).
-        self.lone_episodes.row(decode and 0 < running <= LONE_RUNNING and queue == 0, ev.line, t, usage, queue,
-                               running, fresh=bool(f.get("prompt throughput (token/s)")))
+        lone = decode and 0 < running <= LONE_RUNNING and queue == 0
+        episodes = self.lone_episodes
+        if lone or episodes.cur is not None:
+            episodes.row(lone, ev.line, t, usage, queue, running, fresh=bool(f.get("prompt throughput (token/s)")))
 
     def __len__(self) -> int:
         return len(self.lineno)
