@@ -66,7 +66,8 @@ def test_page_is_self_contained_and_forbids_fetches() -> None:
 
 def test_page_holds_the_markdown_summary_then_timelines_then_coverage() -> None:
     text = page([str(case("036"))])
-    assert "<h2>triage: warning: serving-oom-retraction: KV-cache pool full while requests wait in the queue</h2>" in text
+    assert ("<h2>triage: warning: serving-oom-retraction: KV-cache pool under pressure while requests wait "
+            "(2 of 2 rows (100%), peak usage 1.00, up to 3 waiting)</h2>") in text
     assert text.index("<table>") < text.index('id="timelines"') < text.index("<h2>Coverage</h2>")
     assert text.count('<figure class="timeline" data-kind="engine"') == 1
 

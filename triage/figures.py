@@ -51,6 +51,19 @@ def _retracted(h: Hit) -> int:
     return int(v) * h.line.repeat if isinstance(v, (int, float)) else 0
 
 
+def _retractions(run: Run, retracting: list[Hit]) -> int | None:
+    """Requests retracted (SGLang) or preempted (vLLM): the engines' own retraction and preemption lines, and the
+    preemptions vLLM V1 counts in its stats rows; the rules' numbers when no parser event holds them."""
+    events = [e for e in run.events if e.kind == "retraction"]
+    counted = sum(int(e.fields.get("count", 1)) * e.line.repeat for e in events)
+    counted += sum(es.preempted for es in run.engines.values())
+    if not events and retracting:
+        counted += sum(_retracted(h) for h in retracting)
+    if counted or events or retracting:
+        return counted
+    return 0 if run.engines else None
+
+
 def figures(lib: Library, run: Run, hits: list[Hit]) -> dict[str, Any]:
     engines = run.engines
     retracting = [h for h in hits if "retracted" in h.numbers]
@@ -60,7 +73,7 @@ def figures(lib: Library, run: Run, hits: list[Hit]) -> dict[str, Any]:
     _, steps = step_series(lib, run)
     trunc = [v for key in _keys(lib, TRUNCATION_RULE) for _, v in _values(run, key)]
     return {
-        "retractions": sum(_retracted(h) for h in retracting) if retracting else (0 if engines else None),
+        "retractions": _retractions(run, retracting),
         "peak_token_usage": round(max(usage), 4) if usage else None,
         "peak_queue": max(queue) if queue else None,
         "first_step_time": steps[0][1] if steps and (steps[0][0].fields.get("step") or 0) <= 1 else None,

@@ -66,6 +66,7 @@ class Setting:
     strength: int
     origin: str = REQUESTED
     line: Line | None = None
+    via: str = ""  # the field or flag name the value was printed under (a vLLM flag names a canonical knob)
 
 
 def coerce(name: str, value: Any) -> tuple[Any, str]:
@@ -127,7 +128,7 @@ class Config:
         self.fact_index = {alias: fact for fact, aliases in FACTS.items() for alias in aliases}
 
     def put(self, knob: str, value: Any, source: str, strength: int, origin: str = REQUESTED,
-            line: Line | None = None) -> None:
+            line: Line | None = None, via: str = "") -> None:
         value, problem = coerce(knob, value)
         if problem:
             if source.startswith("config "):  # log lines quoting a flag are not configuration input
@@ -135,7 +136,7 @@ class Config:
             return
         if value is None:
             return
-        new = Setting(value, source, strength, origin, line)
+        new = Setting(value, source, strength, origin, line, via)
         if line is not None:
             here = self.by_file.get((knob, line.file))
             if here is None or strength > here.strength:
@@ -178,16 +179,22 @@ class Config:
                 if target:
                     ln = (lines or {}).get(name, line)
                     src = f"{source}:{ln.lineno}" if lines and ln is not None else source
-                    self.put(target, value, src, strength, RESOLVED if name in resolved_fields else origin, ln)
+                    self.put(target, value, src, strength, RESOLVED if name in resolved_fields else origin, ln,
+                             via=name)
 
     def get(self, knob: str, file: str | None = None) -> tuple[Any, str] | None:
         """The knob's value; with `file`, the value that file itself shows when it is as strong as the best one
         (each engine logs its own resolved settings; a config file's request does not beat an engine's)."""
+        v = self.current(knob, file)
+        return (v.value, v.source) if v else None
+
+    def current(self, knob: str, file: str | None = None) -> Setting | None:
+        """The Setting `get` reads the value of."""
         v = self.values.get(knob)
         here = self.by_file.get((knob, file)) if file else None
         if here is not None and (v is None or here.strength >= v.strength):
             v = here
-        return (v.value, v.source) if v else None
+        return v
 
     def setting(self, knob: str) -> Setting | None:
         return self.values.get(knob) or self.facts.get(knob)
@@ -250,6 +257,22 @@ def build_config(lib: Library, events: list[Event], hits: list[Hit]) -> Config:
 
 def knob(lib: Library, name: str, cfg: Config | None, file: str | None = None) -> Knob:
     spec = lib.knobs[name]
-    current = cfg.get(name, file) if cfg else None
-    return Knob(name=name, aliases=list(spec.aliases), current=current[0] if current else None,
-                source=current[1] if current else "", meaning=spec.meaning)
+    current = cfg.current(name, file) if cfg else None
+    aliases = list(spec.aliases)
+    if current is not None and _engine_flag(current):
+        # the run's engine printed the value under its own name (vLLM's max_num_seqs, gpu_memory_utilization…):
+        # name that first, as a flag, so the finding reads in the engine's terms
+        flag = current.via if current.via.startswith("--") else "--" + current.via.replace("_", "-")
+        aliases = [flag] + [a for a in aliases if a not in (flag, current.via)] + [current.via]
+    return Knob(name=name, aliases=aliases, current=current.value if current else None,
+                source=current.source if current else "", meaning=spec.meaning)
+
+
+# vLLM's own names for canonical knobs (EngineArgs fields; the flags are the same with dashes).
+VLLM_NAMES = {"max_num_seqs", "gpu_memory_utilization", "max_model_len", "max_num_batched_tokens",
+              "num_gpu_blocks_override", "max_seq_len_to_capture", "kv_cache_memory_bytes"}
+
+
+def _engine_flag(s: Setting) -> bool:
+    """A value printed under vLLM's name for the knob (its args dump, command line, engine config)."""
+    return s.via.lstrip("-").replace("-", "_") in VLLM_NAMES

@@ -1,7 +1,11 @@
-"""Per-engine timelines of SGLang batch stats, kept as compact arrays (not one object per line).
+"""Per-engine timelines of engine batch stats (SGLang and vLLM), kept as compact arrays (not one object per line).
 
-One EngineStats per engine origin (file, Ray pid). Rows come from `Decode batch`/`Prefill batch`
-lines; checks read the arrays (pool saturation, queue growth) and reports draw them as timelines.
+One EngineStats per engine origin (file, Ray pid, DP group or vLLM engine index). Rows come from SGLang
+`Decode batch`/`Prefill batch` lines and vLLM's periodic stats lines (V0 `metrics.py`, V1 `loggers.py`); every
+parser gives the same normalized fields: `usage` (0..1, the KV pool's share in use), `#running-req`,
+`#queue-req` (requests waiting, swapped ones included), a throughput and the row's time (`t`, seconds; vLLM and
+old SGLang stamps have no year, so times only compare within one log). Checks read the arrays (pressure
+episodes, lone stragglers) and reports draw them as timelines.
 
 The arrays hold every row of a small log. Of a large one (see fastscan.py) they hold every row whose
 pool usage is 0.9 or more, plus an evenly spaced sample of the others (about 1000 per file), so
@@ -10,10 +14,51 @@ memory stays flat whatever the log's size; `total` counts every row seen, stored
 
 from __future__ import annotations
 
+import calendar
+import re
 from array import array
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from .model import Event, Line
+
+PRESSURE_USAGE = 0.9  # a pool this full with requests waiting: admission is bound by the KV pool
+
+# Row stamps, whatever the program: ISO (container runtimes, SGLang `[2025-12-12 08:43:59 TP0]`),
+# vLLM `INFO 12-13 10:31:12` / `(APIServer pid=1) INFO 06-02 11:03:11 [loggers.py:…]`, old SGLang `[17:15:07 TP0]`.
+STAMP = re.compile(r"(?:(?P<Y>\d{4})-)?(?P<m>\d\d)-(?P<d>\d\d)[ T](?P<H>\d\d):(?P<M>\d\d):(?P<S>\d\d)"
+                   r"|\[(?P<h2>\d\d):(?P<M2>\d\d):(?P<S2>\d\d)[\].,\s]")
+
+
+_LAST_STAMP: list[Any] = ["", -1.0]  # the last stamp read and its seconds: rows of one second share it
+_DAYS: dict[tuple[int, int, int], float] = {}  # midnight of each date seen, in seconds (UTC arithmetic)
+
+
+def row_time(text: str) -> float:
+    """Seconds of the first time stamp in the line's first 80 characters (a year-less stamp is put in 2001), or -1."""
+    m = STAMP.search(text, 0, 80)
+    if m is None:
+        return -1.0
+    stamp = m.group(0)
+    if stamp == _LAST_STAMP[0]:
+        return _LAST_STAMP[1]
+    if m.group("h2") is not None:
+        t = int(m.group("h2")) * 3600 + int(m.group("M2")) * 60 + int(m.group("S2")) * 1.0
+    else:
+        day = (int(m.group("Y") or 2001), int(m.group("m")), int(m.group("d")))
+        midnight = _DAYS.get(day)
+        if midnight is None:
+            try:
+                midnight = _DAYS[day] = float(calendar.timegm((*day, 0, 0, 0)))
+                datetime(*day)  # a real date (13-45 is not one)
+            except (ValueError, OverflowError):
+                midnight = _DAYS[day] = -1.0
+        if midnight < 0:
+            return -1.0
+        t = midnight + int(m.group("H")) * 3600 + int(m.group("M")) * 60 + int(m.group("S"))
+    _LAST_STAMP[0], _LAST_STAMP[1] = stamp, t
+    return t
 
 
 def engine_key(file: str, pid: str, text: str) -> str:
@@ -21,6 +66,9 @@ def engine_key(file: str, pid: str, text: str) -> str:
     own stats from its attention-TP rank 0, `[time DP3 TP3]`). The DP tag is read as _linescan.c reads it
     when it counts rows per origin: ` DP<digits>` inside the leading bracket."""
     key = file + (f" pid={pid}" if pid else "")
+    at = text.find("Engine ", 0, 120)  # vLLM V1: one API server logs the rows of each data-parallel engine
+    if at >= 0 and text[at + 7:at + 10].isdigit() and text[at + 10:at + 11] == ":":
+        return f"{key} Engine {text[at + 7:at + 10]}"
     if text.startswith("["):
         close = text.find("]")
         at = text.find(" DP", 0, close)
@@ -41,21 +89,104 @@ def engine(res: Any, key: str) -> EngineStats:
 
 
 KEEP_PRESSURE_LINES = 20  # evidence lines kept of rows with a full pool and a waiting queue
+KEEP_EPISODES = 256  # episodes kept per engine and kind (the longest are what checks report)
+ROW_GAP = 500  # lines: two stored rows further apart than this are not consecutive (rows between were not kept)
+LONE_RUNNING = 2  # "one or a few requests decoding alone": at most this many running, none waiting
+
+
+@dataclass
+class Episode:
+    """Consecutive rows of one engine that share a condition (pool pressure, a lone straggler)."""
+
+    first: Line
+    last: Line
+    peak: Line | None = None  # the row of the highest usage (the most waiting among equals)
+    rows: int = 1
+    peak_usage: float = -1.0
+    peak_queue: float = 0.0
+    peak_running: float = 0.0
+    t0: float = -1.0
+    t1: float = -1.0
+
+    @property
+    def seconds(self) -> float:
+        """From the first row's time to the last's (0 when the rows have no time stamps)."""
+        return self.t1 - self.t0 if self.t0 >= 0 and self.t1 >= self.t0 else 0.0
+
+
+class Episodes:
+    """Episodes of one condition, built as rows arrive (no second pass, no line kept but their ends)."""
+
+    def __init__(self) -> None:
+        self.items: list[Episode] = []  # the longest KEEP_EPISODES episodes
+        self.cur: Episode | None = None
+        self.dropped = 0
+        # over every episode, kept or not
+        self.count = 0
+        self.total_rows = 0
+        self.total_seconds = 0.0
+        self.peak_usage = -1.0
+        self.peak_queue = 0.0
+
+    def row(self, on: bool, line: Line, t: float, usage: float, queue: float, running: float,
+            fresh: bool = False) -> None:
+        """One stored row; `fresh`: it starts a new episode even if the previous row was in one."""
+        cur = self.cur
+        if not on:
+            self.cur = None
+            return
+        if cur is not None and not fresh and line.lineno - cur.last.lineno <= ROW_GAP:
+            before = cur.seconds
+            cur.last, cur.t1 = line, t
+            cur.rows += 1
+            self.total_seconds += cur.seconds - before
+        else:
+            self.count += 1
+            cur = self.cur = Episode(line, line, t0=t, t1=t)
+            if len(self.items) >= 2 * KEEP_EPISODES:
+                self._prune()
+            self.items.append(cur)
+        self.total_rows += 1
+        self.peak_usage = max(self.peak_usage, usage)
+        self.peak_queue = max(self.peak_queue, queue)
+        if usage > cur.peak_usage or (usage == cur.peak_usage and queue > cur.peak_queue):
+            cur.peak = line
+        cur.peak_usage = max(cur.peak_usage, usage)
+        cur.peak_queue = max(cur.peak_queue, queue)
+        cur.peak_running = max(cur.peak_running, running)
+
+    def _prune(self) -> None:
+        """Keep the first episode and the KEEP_EPISODES - 1 longest others, in log order (one sort per
+        KEEP_EPISODES new episodes, so a log that flips in and out of the condition stays linear)."""
+        items = self.items
+        longest = sorted(items[1:], key=lambda e: (e.seconds, e.rows), reverse=True)[:KEEP_EPISODES - 1]
+        keep = {id(e) for e in longest} | {id(items[0])}
+        self.items = [e for e in items if id(e) in keep]
+        self.dropped += len(items) - len(self.items)
+
+    def rows(self) -> int:
+        return self.total_rows
 
 
 class EngineStats:
     def __init__(self, origin: str):
         self.origin = origin
+        self.engine = ""  # which program printed the rows: sglang, vllm
         self.lineno = array("l")
-        self.decode = array("b")  # 1 decode, 0 prefill
+        self.decode = array("b")  # 1 decode (or a vLLM row), 0 prefill
         self.usage = array("f")
         self.running = array("f")
         self.queue = array("f")
         self.throughput = array("f")  # gen (decode) or input (prefill) tokens/s
         self.mamba_usage = array("f")
+        self.time = array("d")  # the row's time stamp in seconds, -1 when it has none
+        self.preempted = 0  # preemptions the rows themselves report (vLLM V1 `Preemptions: N` per interval)
+        self.preempt_rows: tuple[Line | None, Line | None] = (None, None)  # first and last row reporting some
         # rows with usage >= 0.9 and a waiting queue, for evidence: (line, usage, queue); first few and the last
         self.pressure: list[tuple[Line, float, float]] = []
         self.last_pressure: tuple[Line, float, float] | None = None
+        self.pressure_episodes = Episodes()  # usage >= 0.9 while requests wait
+        self.lone_episodes = Episodes()  # 1..LONE_RUNNING requests decoding, nothing waiting
         self.first_line: Line | None = None
         self.total = 0  # rows seen, including those not kept in the arrays
 
@@ -67,21 +198,50 @@ class EngineStats:
         f: dict[str, Any] = ev.fields
         usage = float(f.get("usage", -1.0))
         queue = float(f.get("#queue-req", 0))
+        running = float(f.get("#running-req", 0))
+        decode = f["phase"] != "prefill"
+        t = f.get("t")
+        if t is None:
+            t = row_time(ev.line.text)
         self.total += 1
         self.lineno.append(ev.line.lineno)
-        self.decode.append(1 if f["phase"] == "decode" else 0)
+        self.decode.append(1 if decode else 0)
         self.usage.append(usage)
-        self.running.append(float(f.get("#running-req", 0)))
+        self.running.append(running)
         self.queue.append(queue)
         self.throughput.append(float(f.get("gen throughput (token/s)", f.get("input throughput (token/s)", -1.0))))
         self.mamba_usage.append(float(f.get("mamba usage", -1.0)))
+        self.time.append(t)
+        preempted = f.get("preempted")
+        if preempted:
+            self.preempted += int(preempted)
+            self.preempt_rows = (self.preempt_rows[0] or ev.line, ev.line)
+        if not self.engine:
+            self.engine = f.get("engine", "sglang")
         if self.first_line is None:
             self.first_line = ev.line
-        if usage >= 0.9 and queue > 0:
+        pressed = usage >= PRESSURE_USAGE and queue > 0
+        if pressed:
             row = (ev.line, usage, queue)
             if len(self.pressure) < KEEP_PRESSURE_LINES:
                 self.pressure.append(row)
             self.last_pressure = row
+        episodes = self.pressure_episodes
+        if pressed or episodes.cur is not None:
+            episodes.row(pressed, ev.line, t, usage, queue, running)
+        # A straggler decodes alone: no request waits and none is admitted (an SGLang prefill row, a vLLM interval
+        # with prompt throughput, starts over: one request after another is not one request taking minutes).
+        lone = decode and 0 < running <= LONE_RUNNING and queue == 0
+        episodes = self.lone_episodes
+        if lone or episodes.cur is not None:
+            episodes.row(lone, ev.line, t, usage, queue, running, fresh=bool(f.get("prompt throughput (token/s)")))
 
     def __len__(self) -> int:
         return len(self.lineno)
+
+    def seconds(self) -> float:
+        """Time the stored rows span (0 without time stamps)."""
+        if not len(self.time):
+            return 0.0
+        t0, t1 = self.time[0], self.time[-1]
+        return t1 - t0 if 0 <= t0 <= t1 else 0.0

@@ -12,7 +12,7 @@ from . import health
 from .base import CheckResult, Run
 from . import startup
 from .metrics import generation_tail, metric_threshold, rewards_degenerate
-from .serving import pool_saturation
+from .serving import kv_pressure, lone_decode, pool_saturation
 from . import verifier_results as vr
 
 CHECKS: dict[str, Callable[..., list[CheckResult]]] = {
@@ -46,6 +46,10 @@ CHECKS: dict[str, Callable[..., list[CheckResult]]] = {
     "startup_phase_slow": startup.startup_phase_slow,
     "startup_not_ready": startup.startup_not_ready,
     "startup_summary": startup.startup_summary,
+    "kv_pressure": kv_pressure,
+    "lone_decode": lone_decode,
+    "pool_below_context": cc.pool_below_context,
+    "pool_is_input_limit": cc.pool_is_input_limit,
 }
 
 __all__ = ["CHECKS", "CheckResult", "Run"]

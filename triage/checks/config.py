@@ -13,6 +13,7 @@ from typing import Any
 from ..knobs import RESOLVED, Config, Setting
 from ..model import Line
 from .base import CheckResult, Run
+from .serving import pressure_seen
 
 CONTEXT = "inference.max_context_length"
 RESPONSE = "inference.max_response_length"
@@ -164,9 +165,9 @@ def pool_full_sequences(params: dict[str, Any], run: Run) -> list[CheckResult]:
     numbers = {"pool_tokens": pool.value, "sequence_budget": longest, "full_sequences": capacity,
                "admitted": adm.value, "admission_knob": knob, "pool_source": pool.origin}
     if capacity == 0:
-        return _result(arithmetic, numbers, pool, adm, *sources, severity="error",
-                       title=f"The KV pool cannot hold one full sequence ({arithmetic})")
-    return _result(arithmetic, numbers, pool, adm, *sources)
+        return _calm(_result(arithmetic, numbers, pool, adm, *sources, severity="error",
+                             title=f"The KV pool cannot hold one full sequence ({arithmetic})"), params, run, pool)
+    return _calm(_result(arithmetic, numbers, pool, adm, *sources), params, run, pool)
 
 
 def pool_below_requested(params: dict[str, Any], run: Run) -> list[CheckResult]:
@@ -179,9 +180,9 @@ def pool_below_requested(params: dict[str, Any], run: Run) -> list[CheckResult]:
     if req is None or alloc is None or alloc.value >= req.value * (1 - tolerance):
         return []
     share = round(100 * alloc.value / req.value, 1) if req.value else 0.0
-    return _result(f"allocated {alloc.value} < requested {req.value} ({share}%)",
-                   {"requested_tokens": req.value, "allocated_tokens": alloc.value, "allocated_share": share,
-                    "shortfall": req.value - alloc.value}, alloc, req)
+    return _calm(_result(f"allocated {alloc.value} < requested {req.value} ({share}%)",
+                         {"requested_tokens": req.value, "allocated_tokens": alloc.value, "allocated_share": share,
+                          "shortfall": req.value - alloc.value}, alloc, req), params, run, alloc)
 
 
 def mamba_slots_vs_running(params: dict[str, Any], run: Run) -> list[CheckResult]:
@@ -267,3 +268,81 @@ def log_probs_chunk_unset(params: dict[str, Any], run: Run) -> list[CheckResult]
     return _result(f"response cap {response.value} ≥ {min_response}, log_probs_chunk_size {state}",
                    {"response_limit": response.value, "log_probs_chunk_size": chunk.value if chunk else None},
                    response, chunk)
+
+
+QUIET_PEAK = 0.8  # a pool never fuller than this, with no retraction, never limited the run
+
+
+def _quiet(params: dict[str, Any], run: Run, *settings: Setting | None) -> str:
+    """Why a static pool risk did not materialise in this run ('' when it may have): the engines' own stats show
+    the pool never fuller than `quiet_peak` and no request retracted or preempted."""
+    files = {s.line.file for s in settings if s is not None and s.line is not None}
+    peak, rows, retracted = pressure_seen(run, next(iter(files)) if len(files) == 1 else None)
+    if peak < 0 and len(files) == 1:  # the setting's file has no stats rows: the run's engines as a whole
+        peak, rows, retracted = pressure_seen(run)
+    limit = float(params.get("quiet_peak", QUIET_PEAK))
+    if 0 <= peak < limit and not rows and not retracted:
+        return f"the engine's stats peak at {peak:.2f} usage with no retraction"
+    return ""
+
+
+def _calm(result: list[CheckResult], params: dict[str, Any], run: Run, *settings: Setting | None) -> list[CheckResult]:
+    """A static pool risk the run's own stats show never materialised is info, not a warning."""
+    why = _quiet(params, run, *settings)
+    if why and result:
+        for r in result:
+            r.severity = "info"
+            r.numbers["not_materialised"] = why
+            r.numbers["arithmetic"] += f"; not seen in this run: {why}"
+    return result
+
+
+def pool_below_context(params: dict[str, Any], run: Run) -> list[CheckResult]:
+    """Check 12: the KV pool the engine allocated is smaller than the context one request may use, so a full-length
+    request cannot fit at all (SGLang caps the allowed input at the pool; vLLM refuses to start)."""
+    cfg = run.config
+    if cfg is None:
+        return []
+    pool = cfg.resolved(POOL)
+    found = [s for s in (cfg.resolved(CONTEXT), cfg.requested(CONTEXT)) if s is not None]
+    if pool is None or not found:
+        return []
+    ctx = min(found, key=lambda s: s.value)
+    if pool.value >= ctx.value:
+        return []
+    arithmetic = f"pool {pool.value} < context {ctx.value}"
+    return _calm(_result(arithmetic, {"pool_tokens": pool.value, "context_length": ctx.value,
+                                      "short_by": ctx.value - pool.value, "pool_source": pool.source},
+                         pool, ctx), params, run, pool)
+
+
+INPUT_SLACK = 64  # tokens: the engine's allowed input is the pool minus a small reserve (SGLang: one token)
+
+
+def pool_is_input_limit(params: dict[str, Any], run: Run) -> list[CheckResult]:
+    """Check 13: the engine's allowed input (or truncation) length is its KV pool, not the context: prompts are
+    rejected or cut because the pool is small, so the pool (memory fraction, explicit pool size) is the knob."""
+    cfg = run.config
+    if cfg is None:
+        return []
+    limits = [e for e in run.events if e.kind == "input_limit"]
+    if not limits:
+        return []
+    pool = cfg.resolved(POOL)
+    if pool is None:
+        return []
+    out = []
+    for ev in limits:
+        allowed = int(ev.fields["max_allowed"])
+        if not pool.value - INPUT_SLACK <= allowed <= pool.value:
+            continue
+        ctx = cfg.resolved(CONTEXT) or cfg.requested(CONTEXT)
+        if ctx is not None and ctx.value <= allowed + 1:
+            continue  # the context is as tight as the pool: the context is the limit
+        tail = f" < context {ctx.value}" if ctx is not None else ""
+        numbers = {"max_allowed": allowed, "pool_tokens": pool.value, "input_tokens": ev.fields.get("input_tokens"),
+                   "context_length": ctx.value if ctx is not None else None}
+        out.append(CheckResult(evidence=[ev.line] + _lines(pool, ctx), count=1,
+                               numbers=numbers | {"arithmetic": f"allowed input {allowed} ≈ pool {pool.value}{tail}"}))
+        break
+    return out

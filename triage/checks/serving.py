@@ -1,27 +1,134 @@
-"""Checks over SGLang batch-stats timelines."""
+"""Checks over engine batch-stats timelines (SGLang and vLLM rows alike, see stats.py)."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from ..stats import PRESSURE_USAGE, EngineStats
 from .base import CheckResult, Run
 
 
-def pool_saturation(params: dict[str, Any], run: Run) -> list[CheckResult]:
-    """KV pool usage at (or near) 1.00 while requests wait: concurrency bound by the pool."""
-    min_usage = float(params.get("min_usage", 0.99))
+def _minutes(seconds: float) -> str:
+    return f"{seconds / 60:.1f} min" if seconds >= 90 else f"{seconds:.0f} s"
+
+
+def retractions(run: Run) -> dict[str, int]:
+    """Retracted (SGLang) or preempted (vLLM) requests per file, from the engines' own lines."""
+    def count(r: Run) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for ev in r.events:
+            if ev.kind == "retraction":
+                out[ev.line.file] = out.get(ev.line.file, 0) + int(ev.fields.get("count", 1)) * ev.line.repeat
+        return out
+    return run.once("retractions", count)
+
+
+def _file(es: EngineStats) -> str:
+    return es.first_line.file if es.first_line else es.origin.split(" ")[0]
+
+
+def kv_pressure(params: dict[str, Any], run: Run) -> list[CheckResult]:
+    """KV pool at least `min_usage` full while requests wait: concurrency bound by the pool.
+
+    One result per engine with pressure episodes (first/last/peak/count, the rows as evidence). Severity follows how
+    much of the engine's run was under pressure: at least `min_share` of its rows, or one episode lasting
+    `min_seconds`, is the rule's severity; less (a lone row in a long healthy log) is info."""
+    min_usage = float(params.get("min_usage", 0.9))
     min_queue = float(params.get("min_queue", 1))
-    min_rows = int(params.get("min_rows", 1))
+    min_share = float(params.get("min_share", 0.1))
+    min_seconds = float(params.get("min_seconds", 120))
+    retracted = retractions(run)
     out = []
     for es in run.engines.values():
-        rows = sum(1 for u, q in zip(es.usage, es.queue) if u >= min_usage and q >= min_queue)
-        if rows < min_rows:
+        eps = [e for e in es.pressure_episodes.items if e.peak_usage >= min_usage and e.peak_queue >= min_queue]
+        if not eps:
+            if es.preempted:  # vLLM V1 rows counting preemptions, the pool never printed as full with a queue
+                out.append((es.preempted > 1, 0.0, _preemptions(es)))
             continue
-        lines = [ln for ln, u, q in es.pressure if u >= min_usage and q >= min_queue]
-        if es.last_pressure and es.last_pressure[1] >= min_usage and es.last_pressure[0] not in lines:
-            lines.append(es.last_pressure[0])
-        peak_queue = max(q for u, q in zip(es.usage, es.queue) if u >= min_usage)
-        out.append(CheckResult(evidence=lines[:1] + lines[-1:] if len(lines) > 1 else lines, count=rows,
-                               numbers={"saturated_rows": rows, "rows": es.total, "peak_queue": peak_queue,
-                                        "engine": es.origin}))
-    return out
+        tracked = es.pressure_episodes
+        if min_usage <= PRESSURE_USAGE and min_queue <= 1:  # every episode counts: the totals over all of them
+            rows, n_eps, under = tracked.total_rows, tracked.count, tracked.total_seconds
+            peak_usage, peak_queue = tracked.peak_usage, tracked.peak_queue
+        else:  # a stricter threshold: the episodes kept (the longest) that reach it
+            rows, n_eps, under = sum(e.rows for e in eps), len(eps), sum(e.seconds for e in eps)
+            peak_usage, peak_queue = max(e.peak_usage for e in eps), max(e.peak_queue for e in eps)
+        share = rows / es.total if es.total else 1.0
+        longest = max(eps, key=lambda e: (e.seconds, e.rows))
+        sustained = share >= min_share or longest.seconds >= min_seconds
+        first, last = eps[0], eps[-1]
+        top = max(eps, key=lambda e: (e.peak_usage, e.peak_queue))
+        lines = [first.first] + [ln for ln in (top.peak, last.last) if ln is not None]
+        lines = [ln for i, ln in enumerate(lines) if all(ln is not o for o in lines[:i])]
+        numbers = {"engine": es.origin, "program": es.engine or "sglang", "pressure_rows": rows, "rows": es.total,
+                   "share": round(100 * share, 1), "episodes": n_eps,
+                   "peak_usage": round(peak_usage, 4), "peak_queue": peak_queue,
+                   "seconds_under_pressure": round(under, 1), "longest_episode_s": round(longest.seconds, 1),
+                   "saturated_rows": rows, "retractions": retracted.get(_file(es), 0) + es.preempted,
+                   "summary": (f"{rows} of {es.total} rows ({100 * share:.0f}%), peak usage {peak_usage:.2f}, up to "
+                               f"{peak_queue:.0f} waiting" + (f", {_minutes(under)} under pressure" if under else ""))}
+        out.append((sustained, share, CheckResult(evidence=sorted(lines, key=lambda ln: ln.lineno), count=rows,
+                                                  numbers=numbers,
+                                                  severity="" if sustained else "info")))
+    out.sort(key=lambda r: (not r[0], -r[1]))
+    return [r for _, _, r in out]
+
+
+def _preemptions(es: EngineStats) -> CheckResult:
+    first, last = es.preempt_rows
+    lines = [ln for ln in (first, last) if ln is not None]
+    if len(lines) == 2 and lines[0] is lines[1]:
+        lines = lines[:1]
+    peak = max(es.usage) if len(es.usage) else -1.0
+    return CheckResult(evidence=lines, count=es.preempted, severity="" if es.preempted > 1 else "info",
+                       title="The engine preempted running requests to free KV-cache space ({summary})",
+                       numbers={"engine": es.origin, "program": es.engine, "retractions": es.preempted,
+                                "pressure_rows": 0, "rows": es.total, "peak_usage": round(peak, 4),
+                                "summary": f"{es.preempted} requests preempted, peak usage {peak:.2f}"})
+
+
+def pool_saturation(params: dict[str, Any], run: Run) -> list[CheckResult]:
+    """The earlier name of kv_pressure (user rule libraries may still name it)."""
+    return kv_pressure({"min_usage": 0.99} | params, run)
+
+
+def lone_decode(params: dict[str, Any], run: Run) -> list[CheckResult]:
+    """One or a few requests decoding alone, nothing waiting, for at least `min_seconds`: a generation straggler.
+
+    The engine's own rows show it (vLLM `Running: 1 reqs … Pending: 0 reqs` for minutes, SGLang `#running-req: 1 …
+    #queue-req: 0`): the batch is finished but for a runaway or very long response, and the rollout step waits on
+    it. Rows must have time stamps; an episode spans consecutive rows of one engine."""
+    min_seconds = float(params.get("min_seconds", 300))
+    max_running = float(params.get("max_running", 2))
+    out = []
+    for es in run.engines.values():
+        eps = [e for e in es.lone_episodes.items if e.seconds >= min_seconds and e.peak_running <= max_running]
+        if not eps:
+            continue
+        longest = max(eps, key=lambda e: e.seconds)
+        total = es.seconds()
+        numbers = {"engine": es.origin, "program": es.engine or "sglang", "episodes": len(eps),
+                   "longest_s": round(longest.seconds, 1), "running": longest.peak_running, "rows": longest.rows,
+                   "run_s": round(total, 1), "peak_usage": round(longest.peak_usage, 4),
+                   "summary": (f"{longest.peak_running:.0f} request(s) alone for {_minutes(longest.seconds)}"
+                               + (f" in {len(eps)} episodes" if len(eps) > 1 else ""))}
+        ev = [longest.first] + ([longest.last] if longest.last is not longest.first else [])
+        out.append((longest.seconds, CheckResult(evidence=ev, count=len(eps), numbers=numbers)))
+    out.sort(key=lambda r: -r[0])
+    return [r for _, r in out]
+
+
+def pressure_seen(run: Run, file: str | None = None) -> tuple[float, int, int]:
+    """(peak usage, pressure rows, retractions) over the run's engines (of `file` when given): whether the stats
+    show a pool risk materialising. Peak is -1 when no row printed a usage."""
+    retracted = retractions(run)
+    peak, rows, n = -1.0, 0, 0
+    for es in run.engines.values():
+        if file is not None and _file(es) != file:
+            continue
+        if len(es.usage):
+            peak = max(peak, max(es.usage))
+        rows += es.pressure_episodes.rows()
+        n += es.preempted
+    n += sum(v for f, v in retracted.items() if file is None or f == file)
+    return peak, rows, n
+

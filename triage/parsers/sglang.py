@@ -28,9 +28,16 @@ KV_ALLOC = re.compile(r"KV Cache is allocated\..*?#tokens: (\d+)")
 MAMBA_ALLOC = re.compile(r"Mamba Cache is allocated\. max_mamba_cache_size: (\d+)")
 SWA_POOL = re.compile(r"[Ss]liding window memory pool.*?full_layer_tokens=(\d+), swa_layer_tokens=(\d+)")
 REDUCED = re.compile(r"max_running_requests was reduced from the requested (\d+) to (\d+)")
+RETRACTED = re.compile(r"(?:[Dd]ecode out of memory happened[.,]|Retract requests\.) #retracted_reqs: (\d+)")
+# The largest input the scheduler accepts, in its rejection (2024-10 ->) and auto-truncation (2025-08 ->) messages.
+INPUT_LIMIT = re.compile(r"Input length \((?P<input_tokens>\d+) tokens\) exceeds the maximum allowed length \((?P<max_allowed>\d+) tokens\)"
+                         r"|max_req_input_len=(?P<truncated_at>\d+)")
+# Requests waiting for KV room besides the queue: PD decode's pre-allocation queue, requests retracted there.
+WAITING_TOO = ("#prealloc-req", "#retracted-req")
 
 ANCHORS = ("Decode batch", "Prefill batch", "server_args=", "max_total_num_tokens=", "KV Cache is allocated",
-           "Mamba Cache is allocated", "memory pool", "max_running_requests was reduced")
+           "Mamba Cache is allocated", "memory pool", "max_running_requests was reduced", "Retract requests",
+           "out of memory happened", "exceeds the maximum allowed length", "max_req_input_len=")
 
 
 def _num(v: str) -> Any:
@@ -60,6 +67,9 @@ def parse_stats(msg: str) -> dict[str, Any] | None:
     usage = fields.get("token usage", fields.get("full token usage"))
     if usage is not None:
         fields["usage"] = usage
+    extra = [fields[k] for k in WAITING_TOO if isinstance(fields.get(k), (int, float))]
+    if extra:
+        fields["#queue-req"] = fields.get("#queue-req", 0) + sum(extra)
     return fields
 
 
@@ -86,4 +96,13 @@ def parse(line: Line) -> Event | None:
     m = REDUCED.search(msg) if "max_running_requests was reduced" in msg else None
     if m:
         return Event("settings", line, {"max_running_requests": int(m.group(2)), "_source": "engine"})
+    m = INPUT_LIMIT.search(msg) if "max" in msg else None
+    if m:
+        allowed = m.group("max_allowed") or m.group("truncated_at")
+        fields = {"max_allowed": int(allowed)} | ({"input_tokens": int(m.group("input_tokens"))}
+                                                  if m.group("input_tokens") else {})
+        return Event("input_limit", line, fields)
+    m = RETRACTED.search(msg) if "#retracted_reqs" in msg else None
+    if m:
+        return Event("retraction", line, {"engine": "sglang", "count": int(m.group(1))})
     return None
