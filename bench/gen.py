@@ -180,8 +180,9 @@ def _write(path: Path, blocks: list[list[str]]) -> None:
 
 
 def generate(out: Path, size: int, engines: int = 4, seed: int = 0, corpus: Path = DEFAULT_CORPUS,
-             progress: object = None) -> list[Injected]:
-    """Write the run directory; returns (and writes beside it as <out>.truth.json) the injected failures."""
+             progress: object = None, healthy: bool = False) -> list[Injected]:
+    """Write the run directory; returns (and writes beside it as <out>.truth.json) the injected failures.
+    `healthy`: inject nothing (a run triage must raise no warning on)."""
     out.mkdir(parents=True, exist_ok=True)
     rng = random.Random(seed)
     train_share = 0.04
@@ -189,7 +190,7 @@ def generate(out: Path, size: int, engines: int = 4, seed: int = 0, corpus: Path
     targets = {f"engine:{i}": per_engine for i in range(engines)} | {"train": int(size * train_share)}
     names = {f"engine:{i}": f"sglang-engine-{i}.log" for i in range(engines)} | {"train": "train.log"}
     plan: dict[str, list[tuple[float, str, str]]] = {k: [] for k in targets}
-    for case, fname, where, frac in INJECT:
+    for case, fname, where, frac in ([] if healthy else INJECT):
         if where.startswith("engine:") and int(where.split(":")[1]) < 0:
             where = f"engine:{engines + int(where.split(':')[1])}"
         plan[where].append((frac, case, fname))
@@ -278,13 +279,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
     ap.add_argument("--ray", action="store_true", help="one Ray driver log instead of a file per process")
+    ap.add_argument("--healthy", action="store_true", help="inject no failure: the healthy profile")
     args = ap.parse_args(argv)
     if args.ray:
         files = args.out.with_name(args.out.name + "-files")
-        truth = merge_ray(files, generate(files, parse_size(args.size), args.engines, args.seed, args.corpus),
-                          args.out)
+        truth = merge_ray(files, generate(files, parse_size(args.size), args.engines, args.seed, args.corpus,
+                                          healthy=args.healthy), args.out)
     else:
-        truth = generate(args.out, parse_size(args.size), args.engines, args.seed, args.corpus)
+        truth = generate(args.out, parse_size(args.size), args.engines, args.seed, args.corpus, healthy=args.healthy)
     size = sum(p.stat().st_size for p in args.out.iterdir())
     print(f"{args.out}: {size / 2**20:.0f} MiB, {len(truth)} injected failures ({args.out.name}.truth.json)",
           file=sys.stderr)

@@ -270,7 +270,7 @@ def log_probs_chunk_unset(params: dict[str, Any], run: Run) -> list[CheckResult]
                    response, chunk)
 
 
-QUIET_PEAK = 0.8  # a pool never fuller than this, with no retraction, never limited the run
+QUIET_PEAK = 0.9  # a pool never at the pressure threshold (usage >= 0.9), with no retraction, never limited the run
 
 
 def _quiet(params: dict[str, Any], run: Run, *settings: Setting | None) -> str:
