@@ -9,6 +9,7 @@ from collections.abc import Callable
 
 from . import config as cc
 from . import health
+from . import series as ts
 from .base import CheckResult, Run
 from .metrics import first_step_slow, generation_tail, metric_threshold, rewards_degenerate
 from .serving import pool_saturation
@@ -35,6 +36,12 @@ CHECKS: dict[str, Callable[..., list[CheckResult]]] = {
     "mem_fraction_colocated": cc.mem_fraction_colocated,
     "long_context_training": cc.long_context_training,
     "log_probs_chunk_unset": cc.log_probs_chunk_unset,
+    "rewards_all_zero": ts.rewards_all_zero,
+    "policy_collapse": ts.policy_collapse,
+    "no_eos": ts.no_eos,
+    "mean_length_at_cap": ts.mean_length_at_cap,
+    "step_time_trend": ts.step_time_trend,
+    "slow_generation": ts.slow_generation,
 }
 
 __all__ = ["CHECKS", "CheckResult", "Run"]
