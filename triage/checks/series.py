@@ -177,7 +177,7 @@ def _groups(series: list[Point]) -> dict[tuple[Any, ...], list[Point]]:
 
 
 def step_time_trend(params: dict[str, Any], run: Run) -> list[CheckResult]:
-    """Step time growing (the last third's median at least `growth` x the first third's) or one warm step
+    """Step time growing (every step of the last third at least `growth` x every one of the first third) or one warm step
     stalled (at least `stall` x the median of the other warm steps), and at least `min_seconds` either way."""
     growth = float(params.get("growth", 5.0))
     stall = float(params.get("stall", 8.0))
@@ -187,16 +187,17 @@ def step_time_trend(params: dict[str, Any], run: Run) -> list[CheckResult]:
         if len(points) < min_points:
             continue
         values = [v for _, v, _ in points]
-        k = max(1, len(values) // 3)
+        k = max(2, len(values) // 3)
         early, late = median(values[:k]), median(values[-k:])
+        sustained = min(values[-k:]) >= growth * max(values[:k])  # a single late spike is a stall, not growth
         key = points[0][2]
         f = points[0][0].fields
         label = f"'{f['tag']}' seconds per iteration" if f["framework"] == "tqdm" else key
-        if late >= min_seconds and late >= growth * early:
+        if late >= min_seconds and sustained:
             arithmetic = f"{label} {early:g} s -> {late:g} s ({late / early:.1f}x) over {len(values)} records"
             peak = max(range(len(values)), key=values.__getitem__)
             return [CheckResult(evidence=_ev(points, 0, peak), count=len(values),
-                                numbers={"metric": key, "early_median": early, "late_median": late,
+                                numbers={"metric": key, "early_median": round(early, 3), "late_median": round(late, 3),
                                          "ratio": round(late / early, 2), "records": len(values),
                                          "arithmetic": arithmetic},
                                 title=f"Step time grew {late / early:.0f}x during the run ({arithmetic})")]

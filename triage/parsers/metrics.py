@@ -13,7 +13,8 @@
 - tqdm bars slower than one iteration a second (`698/125000 [103:28:02<47135:04:52, 1365.11s/it]`), with their
   postfix (OpenRLHF `policy_loss=..., reward=...`; vLLM `est. speed input: 0.69 toks/s, output: ...`).
 - NeMo-RL result bullets (`  • Avg Reward: 0.3486`, `  • Total step time: 66.55s`): one record per block.
-- `Key:value, Key:value` step lines (minimind `Epoch:[1/1](1/19994), Reward:-1.87, KL:..., AvgLen:230.12`).
+- `Key:value, Key:value` step lines (minimind `Epoch:[1/1](1/19994), Reward:-1.87, KL:..., AvgLen:230.12`) and
+  `key: value | key: value` ones (LMOps MiniLLM `train | epoch 4 | ... | reward: -1.2725 | ... | step time: 0.366`).
 The canonical names of these series are in vocabulary.py.
 """
 
@@ -38,15 +39,17 @@ TRL = re.compile(r"\{'[^']{1,80}': ")
 WANDB = re.compile(r"^wandb:\s+(?P<k>[A-Za-z_][\w/@.\-]*)\s+(?P<v>-?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|nan|inf|NaN))\s*$")
 MLX = re.compile(r"\bIter (?P<step>\d+): (?=Train loss |Val loss )")
 MLX_PAIR = re.compile(r"(?P<k>[A-Za-z][\w /.-]*?) (?P<v>-?\d+\.?\d*(?:[eE][-+]?\d+)?|nan)(?: ?(?:GB|s))?(?:, |\s*$)")
-TQDM = re.compile(r"(?P<desc>[^|\r]*?)\s*\d{1,3}%\|[^|\r]*\|\s*(?P<n>\d+)/(?P<total>\d+)\s*"
-                  r"\[(?P<elapsed>[\d:]+)<[\d:?]+,\s*(?P<rate>\d+\.?\d*)s/it(?P<post>[^\]\r]*)\]")
+# A bar whose description and percentage a terminal redraw or a copy cut off still counts (`| 5971/9263 [...]`);
+# so does one whose postfix is cut before its closing bracket.
+TQDM = re.compile(r"(?:(?P<desc>[^|\r]*?)\s*\d{1,3}%\|[^|\r]*)?\|\s*(?P<n>\d+)/(?P<total>\d+)\s*"
+                  r"\[(?P<elapsed>[\d:]+)<[\d:?]+,\s*(?P<rate>\d+\.?\d*)s/it(?P<post>[^\]\r|]*)")
 TQDM_POST = re.compile(r"(?P<k>[A-Za-z_][\w/.]*)=(?P<v>-?\d+\.?\d*(?:[eE][-+]?\d+)?|nan)")
 VLLM_SPEED = re.compile(r"input: (?P<i>[\d.]+) toks/s, output: (?P<o>[\d.]+) toks/s")
 BULLET = re.compile(r"^\s*• (?P<k>[A-Za-z][\w /()-]*?): (?P<v>-?\d+\.?\d*(?:[eE][-+]?\d+)?)s?(?: \(|\s*$)")
-KV_PAIR = re.compile(r"(?:^|,\s*)(?P<k>[A-Za-z][A-Za-z_]*):\s?(?P<v>-?\d+\.?\d*(?:[eE][-+]?\d+)?|nan)(?=,|\s*$)")
+KV_PAIR = re.compile(r"(?:^|[,|]\s*)(?P<k>[A-Za-z][A-Za-z_ ]{0,40}?):\s*(?P<v>-?\d+\.?\d*(?:[eE][-+]?\d+)?|nan)(?=\s*[,|]|\s*$)")
 KV_STEP = re.compile(r"^\s*(?:Epoch|Step|Iter)\s*:?\s*\[?\d+/\d+\]?\s*\((?P<step>\d+)/\d+\)")
 BLOCKS = ("wandb", "nemo-rl")  # frameworks that print one value a line
-BLOCK_GAP = 3  # lines a wandb summary or NeMo-RL block may skip (a heading, a blank) and stay one record
+BLOCK_GAP = 8  # lines a wandb summary or NeMo-RL block may skip (headings, unanchored bullets) and stay one record
 
 # The dict anchors name the key families slime/MILES log (train/, rollout/, perf/, eval/, ...), not a bare
 # ": {'", which would also pick up every per-rank `Memory-Usage ...: {'gpu': ...}` line of a trainer log.
@@ -58,7 +61,7 @@ TRL_ANCHORS = ("'epoch': ", "'objective/", "'rewards/", "'reward': ", "'completi
 ANCHORS = DICT_ANCHORS + TRL_ANCHORS + (
     "step:", " - timing_s/", " - actor/", " - critic/", " - response_length/", "{'loss'", '"reward"', '"score"',
     '"loss": ', "wandb: ", ": Train loss ", ": Val loss ", "s/it]", "s/it,", "• Avg Reward:", "• Total step time:",
-    "• Mean Generation Length:", ", Reward:", ", reward:")
+    "• Mean Generation Length:", ", Reward:", ", reward:", "| reward: ")
 
 
 def _float(v: str) -> float:
@@ -108,8 +111,8 @@ def _tqdm(line: Line, msg: str) -> Event | None:
         pass
     if m is None:
         return None
-    desc = m["desc"].strip().rstrip(":").strip()
-    if any(w in desc for w in STARTUP_BARS):
+    desc = (m["desc"] or "").strip().rstrip(":").strip()
+    if any(w in msg[:m.start("n")] for w in STARTUP_BARS):
         return None  # startup progress (weights, graph capture): the startup parsers' lines, not steps
     values = {"s_per_it": float(m["rate"]), "n": float(m["n"]), "total": float(m["total"]),
               "elapsed_s": _clock(m["elapsed"])}
@@ -219,7 +222,8 @@ def merge_records(events: list[Event]) -> list[Event]:
         if f["framework"] in BLOCKS:
             prev = out[-1] if out else None
             if (prev is not None and prev.fields["framework"] == f["framework"] and prev.line.file == ev.line.file
-                    and 0 < ev.line.lineno - last_line <= BLOCK_GAP):
+                    and 0 < ev.line.lineno - last_line <= BLOCK_GAP
+                    and not any(k in prev.fields["values"] for k in f["values"])):  # a key again: the next block
                 _joined(prev, ev)
             else:
                 out.append(ev)

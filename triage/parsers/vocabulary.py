@@ -20,7 +20,7 @@ SERIES: dict[str, tuple[str, ...]] = {
     # the step's mean reward over every reward function (verl score = raw verifier output, before KL)
     "reward": ("critic/score/mean", "critic/rewards/mean", "rollout/raw_reward", "rollout/rewards", "reward",
                "rewards/mean", "train/reward", "score", "reward_mean", "objective/scores", "Total rewards mean",
-               "Avg Reward", "Reward", "reward/avg_raw_reward", "rewards"),
+               "Avg Reward", "Reward", "reward/avg_raw_reward", "rewards"),  # minimind Reward:, MiniLLM reward:
     "reward_max": ("critic/score/max", "critic/rewards/max", "reward_max", "rewards/max"),
     "reward_min": ("critic/score/min", "critic/rewards/min", "reward_min", "rewards/min"),
     "reward_std": ("critic/score/std", "reward_std", "rewards/std", "train/reward_std", "Total rewards std",
@@ -47,8 +47,8 @@ SERIES: dict[str, tuple[str, ...]] = {
                 "rollout/entropy"),
     "grad_norm": ("actor/grad_norm", "train/grad_norm", "grad_norm", "critic/grad_norm"),
     # seconds per training step
-    "step_time": ("timing_s/step", "step_time", "perf/step_time", "Total step time", "time/step", "s_per_it",
-                  "sec_per_iter"),
+    "step_time": ("timing_s/step", "step_time", "perf/step_time", "Total step time", "time/step", "step time",
+                  "s_per_it", "sec_per_iter"),
 }
 
 # A reward function's mean: TRL `rewards/<fn>/mean` (>= 0.15) and `rewards/<fn>` (0.14), MLX-LM `<fn> mean`.
