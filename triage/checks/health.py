@@ -164,6 +164,7 @@ def run_summary(params: dict[str, Any], run: Run) -> list[CheckResult]:
     numbers: dict[str, Any] = {"records": len(records)}
     facts: list[str] = []
     for label, keys in (("reward", params.get("reward_keys") or []), ("grad_norm", params.get("grad_keys") or [])):
+        keys = list(keys) + [k for k in run.aliases(label) if k not in keys]  # every framework's name for it
         found = [(k, run.series(k)) for k in keys]
         found = [(k, s) for k, s in found if s]
         if found:
@@ -179,6 +180,7 @@ def run_summary(params: dict[str, Any], run: Run) -> list[CheckResult]:
     numbers["publications"], numbers["publications_failed"] = len(ok), len(failed)
     facts.append(f"publication seen ×{len(ok)}" if ok else "publication not seen")
     length_keys = list(params.get("length_keys") or [])
+    length_keys += [k for k in run.aliases("response_length_max") if k not in length_keys]
     lengths = [m for ev in run.holding(length_keys) if (m := _first_value(ev.fields["values"], length_keys))]
     if lengths:
         numbers["response_length_metric"] = lengths[0][0]

@@ -183,7 +183,9 @@ def step_time_trend(params: dict[str, Any], run: Run) -> list[CheckResult]:
     stall = float(params.get("stall", 8.0))
     min_seconds = float(params.get("min_seconds", 60.0))
     min_points = int(params.get("min_points", 4))
-    for points in _groups(run.canon("step_time")).values():
+    words = tuple(params.get("generation_bars") or GENERATION_BARS)
+    steps = [p for p in run.canon("step_time") if not _generation_bar(p[0], words)]  # slow_generation's
+    for points in _groups(steps).values():
         if len(points) < min_points:
             continue
         values = [v for _, v, _ in points]
@@ -214,28 +216,43 @@ def step_time_trend(params: dict[str, Any], run: Run) -> list[CheckResult]:
     return []
 
 
+def _generation_bar(ev: Event, words: tuple[str, ...]) -> bool:
+    """A progress bar over prompts being generated (vLLM's carries token speeds), not over training steps."""
+    f = ev.fields
+    return f["framework"] == "tqdm" and ("output_toks_s" in f["values"] or any(w in f["tag"] for w in words))
+
+
+GENERATION_BARS = ("Processed prompts", "Generat", "generat", "rollout", "Rollout", "Sampling", "sampling")
+
+
 def slow_generation(params: dict[str, Any], run: Run) -> list[CheckResult]:
-    """A generation progress bar (vLLM `Processed prompts`, with its token speeds) at `min_seconds` or more per
-    prompt: responses run for minutes; output speed far above input speed says they are long."""
+    """A generation progress bar (vLLM `Processed prompts`, with its token speeds) that has run at least
+    `min_elapsed` seconds and averages `min_seconds` or more per finished prompt (elapsed / done: the bar's own
+    s/it is smoothed and its first redraws wait on a whole batch): responses run for minutes; output speed far
+    above input speed says they are long."""
     min_seconds = float(params.get("min_seconds", 60.0))
-    words = tuple(params.get("bars") or ("Processed prompts", "Generat", "generat", "rollout", "Rollout"))
-    worst: Point | None = None
+    min_elapsed = float(params.get("min_elapsed", 600.0))
+    words = tuple(params.get("bars") or GENERATION_BARS)
+    worst: tuple[float, Point] | None = None
     count = 0
     for p in run.canon("step_time"):
-        ev, v, key = p
-        f = ev.fields
-        if f["framework"] != "tqdm" or not ("output_toks_s" in f["values"] or any(w in f["tag"] for w in words)):
+        ev = p[0]
+        if not _generation_bar(ev, words):
             continue
-        if math.isfinite(v) and v >= min_seconds:
+        values = ev.fields["values"]
+        elapsed, done = values.get("elapsed_s", 0.0), values.get("n", 0.0)
+        if done > 0 and elapsed >= min_elapsed and elapsed / done >= min_seconds:
             count += 1
-            if worst is None or v > worst[1]:
-                worst = p
+            if worst is None or elapsed / done > worst[0]:
+                worst = (elapsed / done, p)
     if worst is None:
         return []
-    ev, v, key = worst
+    per, (ev, v, key) = worst
     values = ev.fields["values"]
-    arithmetic = f"{v:g} s per prompt in '{ev.fields['tag']}' ({values['n']:g}/{values['total']:g} done)"
-    numbers: dict[str, Any] = {"seconds_per_prompt": v, "done": values["n"], "total": values["total"]}
+    arithmetic = (f"{values['n']:g} of {values['total']:g} prompts done in {values['elapsed_s']:g} s = {per:.0f} s per "
+                  f"prompt in '{ev.fields['tag']}' (bar rate {v:g} s/it)")
+    numbers: dict[str, Any] = {"seconds_per_prompt": round(per, 2), "bar_seconds_per_it": v, "done": values["n"],
+                               "total": values["total"], "elapsed_s": values["elapsed_s"]}
     i, o = values.get("input_toks_s"), values.get("output_toks_s")
     if i and o:
         numbers["input_toks_s"], numbers["output_toks_s"] = i, o

@@ -38,11 +38,13 @@ VERL_PAIR = re.compile(r"(?:^| - )(?P<k>[A-Za-z_][\w/@.\-]*):(?:np\.float\d*\(|t
 TRL = re.compile(r"\{'[^']{1,80}': ")
 WANDB = re.compile(r"^wandb:\s+(?P<k>[A-Za-z_][\w/@.\-]*)\s+(?P<v>-?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|nan|inf|NaN))\s*$")
 MLX = re.compile(r"\bIter (?P<step>\d+): (?=Train loss |Val loss )")
-MLX_PAIR = re.compile(r"(?P<k>[A-Za-z][\w /.-]*?) (?P<v>-?\d+\.?\d*(?:[eE][-+]?\d+)?|nan)(?: ?(?:GB|s))?(?:, |\s*$)")
+MLX_REACH = 4096  # an `Iter N:` line's pairs are read from its first characters only (bounded regex work)
+MLX_PAIR = re.compile(r"(?P<k>[A-Za-z][\w /.-]{0,60}?) (?P<v>-?\d+\.?\d*(?:[eE][-+]?\d+)?|nan)(?: ?(?:GB|s))?(?:, |\s*$)")
 # A bar whose description and percentage a terminal redraw or a copy cut off still counts (`| 5971/9263 [...]`);
 # so does one whose postfix is cut before its closing bracket.
 TQDM = re.compile(r"(?:(?P<desc>[^|\r]*?)\s*\d{1,3}%\|[^|\r]*)?\|\s*(?P<n>\d+)/(?P<total>\d+)\s*"
                   r"\[(?P<elapsed>[\d:]+)<[\d:?]+,\s*(?P<rate>\d+\.?\d*)s/it(?P<post>[^\]\r|]*)")
+TQDM_REACH = 480  # characters a bar spans before its rate (description, percentage, bar, counts, times)
 TQDM_POST = re.compile(r"(?P<k>[A-Za-z_][\w/.]*)=(?P<v>-?\d+\.?\d*(?:[eE][-+]?\d+)?|nan)")
 VLLM_SPEED = re.compile(r"input: (?P<i>[\d.]+) toks/s, output: (?P<o>[\d.]+) toks/s")
 BULLET = re.compile(r"^\s*• (?P<k>[A-Za-z][\w /()-]*?): (?P<v>-?\d+\.?\d*(?:[eE][-+]?\d+)?)s?(?: \(|\s*$)")
@@ -105,12 +107,16 @@ def _clock(text: str) -> float:
 
 
 def _tqdm(line: Line, msg: str) -> Event | None:
-    """The last redraw on the line of a tqdm bar slower than one iteration a second."""
+    """The last redraw on the line of a tqdm bar slower than one iteration a second. Searched in a window
+    around the line's last `s/it` only: a long line holding no bar must not cost a scan per position."""
+    at = msg.rfind("s/it")
+    start = max(0, at - TQDM_REACH)
     m = None
-    for m in TQDM.finditer(msg):
+    for m in TQDM.finditer(msg[start:at + TQDM_REACH]):
         pass
     if m is None:
         return None
+    msg = msg[start:]
     desc = (m["desc"] or "").strip().rstrip(":").strip()
     if any(w in msg[:m.start("n")] for w in STARTUP_BARS):
         return None  # startup progress (weights, graph capture): the startup parsers' lines, not steps
@@ -127,7 +133,7 @@ def _tqdm(line: Line, msg: str) -> Event | None:
 
 
 def _mlx(line: Line, msg: str, m: re.Match[str]) -> Event | None:
-    values = {intern(p["k"].strip()): float(p["v"]) for p in MLX_PAIR.finditer(msg, m.end())}
+    values = {intern(p["k"].strip()): float(p["v"]) for p in MLX_PAIR.finditer(msg[:MLX_REACH], m.end())}
     if not values:
         return None
     tag = "val" if msg.startswith("Val ", m.end()) else "iter"
