@@ -74,13 +74,16 @@ def test_wandb_summary_block_is_one_record() -> None:
 
 
 def test_mlx_iter_lines_train_and_val() -> None:
-    recs = records(LINES / "mlx-grpo-iter-val-and-train.log")
-    assert [(r.fields["tag"], r.fields["step"]) for r in recs] == [("val", 1), ("iter", 1), ("iter", 2)]
+    recs = records(LINES / "mlx-lm-lora-iter-cuda.log")
+    assert [(r.fields["tag"], r.fields["step"]) for r in recs] == [("val", 1), ("iter", 10), ("iter", 20), ("iter", 30),
+                                                                  ("iter", 40), ("iter", 50)]
+    assert recs[0].fields["values"] == {"Val loss": 2.936, "Val took": 5.265}
     train = recs[1].fields["values"]
-    assert train["Total rewards mean"] == 0.0 and train["r1_count_xml mean"] == 0.0 and train["Peak mem"] == 32.94
-    assert train["sec_per_iter"] == round(1 / 0.049, 6)
-    assert recs[0].fields["values"]["Val took"] == 37.389
-    assert recs[2].fields["values"]["Total rewards mean"] == 0.25  # the line is cut in the source
+    assert (train["Train loss"], train["Peak mem"], train["Trained Tokens"]) == (2.662, 9.707, 3290.0)
+    assert train["sec_per_iter"] == round(1 / 0.49, 6)
+    # the GRPO variant: one `<fn> mean` per reward function
+    (grpo,) = metrics.merge_records([metrics.parse(Line("t", 1, "", MLX_ZERO.format(i=7).strip()))])
+    assert grpo.fields["values"]["r1_soft_format_reward_func mean"] == 0.0
     assert reward_function("r1_accuracy_reward_func mean") == "r1_accuracy_reward_func"
 
 
@@ -122,7 +125,7 @@ def test_startup_bars_are_not_steps() -> None:
 
 @pytest.mark.parametrize("name", ["trl-grpo-open-r1-healthy.log", "trl-grpo-loss-zero-rewards-vary.log", "trl-grpo-rl-swarm-some-reward-funcs-zero.log",
                                   "trl-grpo-tinylora-healthy.log", "verl-dapo-step-healthy.log",
-                                  "wandb-run-history-agent-r1.log", "mlx-grpo-iter-val-and-train.log",
+                                  "wandb-run-history-agent-r1.log", "mlx-lm-lora-iter-cuda.log",
                                   "nemo-rl-training-results.log", "vllm-processed-prompts-lighteval.log",
                                   "minillm-pipe-key-values.log"])
 def test_healthy_real_metrics_raise_nothing(name: str, lib) -> None:
@@ -130,10 +133,14 @@ def test_healthy_real_metrics_raise_nothing(name: str, lib) -> None:
 
 
 def test_summary_names_each_framework_s_reward(lib) -> None:
-    f = by_rule(run(LINES / "mlx-grpo-iter-val-and-train.log", lib))["health.summary"]
-    assert (f.numbers["reward_metric"], f.numbers["reward_max"]) == ("Total rewards mean", 0.25)
     f = by_rule(run(LINES / "nemo-rl-training-results.log", lib))["health.summary"]
-    assert f.numbers["reward_metric"] == "Avg Reward"
+    assert (f.numbers["reward_metric"], f.numbers["reward_max"]) == ("Avg Reward", 0.3486)
+    f = by_rule(run(LINES / "trl-grpo-tinylora-healthy.log", lib))["health.summary"]
+    assert (f.numbers["grad_norm_metric"], f.numbers["response_length_max"]) == ("grad_norm", 796.0)
+
+
+def test_a_slow_first_report_then_fast_steps_is_not_growth(lib) -> None:
+    assert "gen.step-time-growth" not in by_rule(run(LINES / "mlx-lm-lora-iter-cuda.log", lib))
 
 
 def test_some_reward_functions_at_zero_are_not_all(lib) -> None:
