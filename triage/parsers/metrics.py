@@ -91,8 +91,9 @@ def _dict_values(msg: str, at: int) -> dict[str, float]:
         return _values(DICT_PAIR.findall(msg, at))
 
 
+# bars that are not steps: startup (weights, graphs, kernels) and data or file chores
 STARTUP_BARS = ("Loading", "loading", "checkpoint shards", "Capturing", "Compiling", "Downloading", "Fetching",
-                "Autotun", "Map", "Tokeniz")
+                "Autotun", "Map", "Tokeniz", "Filter", "Saving", "Upload", "Writing")
 
 
 def _num(v: str) -> float:
