@@ -99,19 +99,36 @@ def test_all_zero_rewards_are_a_lifecycle_pass(tmp_path, lib):
 
 def test_constant_nonzero_rewards_exercise_no_policy_gradient(tmp_path, lib):
     text = "".join(f"step:{i} - critic/score/mean:1.000 - critic/score/max:1.000 - critic/score/min:1.000 - "
-                   f"critic/advantages/max:0.000 - critic/advantages/min:0.000\n" for i in (1, 2))
+                   f"critic/advantages/max:0.000 - critic/advantages/min:0.000\n" for i in (1, 2, 3))
     found = logs(tmp_path, lib, text)
     f = found["health.no-policy-gradient"]
     assert (f.category, f.severity) == ("verifier", "warning")
     assert f.title == ("Lifecycle pass: no policy gradient exercised "
-                       "(critic/advantages/max = critic/advantages/min = 0.0 in 2 of 2 records)")
+                       "(critic/advantages/max = critic/advantages/min = 0.0 in 3 of 3 records: every sample scored 1)")
     assert "verifier.rewards-degenerate" not in found
 
 
+def test_zero_advantages_must_persist(tmp_path, lib):
+    # two steps are not yet a pattern (a batch whose groups all saturated is normal)
+    text = "".join(f"step:{i} - critic/score/mean:1.000 - critic/score/max:1.000 - critic/score/min:1.000 - "
+                   f"critic/advantages/max:0.000 - critic/advantages/min:0.000\n" for i in (1, 2))
+    assert "health.no-policy-gradient" not in logs(tmp_path, lib, text)
+
+
+def test_saturated_groups_are_explained_as_such(tmp_path, lib):
+    # scores differ across samples (0..1) while every advantage is 0: each group all solved or all failed
+    text = "".join(f"step:{i} - critic/score/mean:0.906 - critic/score/max:1.000 - critic/score/min:0.000 - "
+                   f"critic/advantages/max:0.000 - critic/advantages/min:0.000\n" for i in (1, 2, 3))
+    f = logs(tmp_path, lib, text)["health.no-policy-gradient"]
+    assert f.numbers["why"].startswith("sample rewards ranged 0..1, yet each group's samples scored alike")
+
+
 def test_trl_zero_reward_std_exercises_no_policy_gradient(tmp_path, lib):
-    text = "{'loss': 0.0, 'grad_norm': 0.0, 'reward': 0.25, 'reward_std': 0.0, 'epoch': 0.1}\n"
+    text = "".join(f"{{'loss': 0.0, 'grad_norm': 0.0, 'reward': 0.25, 'reward_std': 0.0, 'epoch': 0.{i}}}\n"
+                   for i in (1, 2, 3))
     f = logs(tmp_path, lib, text)["health.no-policy-gradient"]
     assert f.numbers["reason"] == "reward_std = 0"
+    assert f.numbers["records"] == 3
 
 
 def test_one_step_with_reward_variance_is_enough_to_clear_it(tmp_path, lib):

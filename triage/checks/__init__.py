@@ -9,6 +9,7 @@ from collections.abc import Callable
 
 from . import config as cc
 from . import health
+from . import series as ts
 from .base import CheckResult, Run
 from . import startup
 from .metrics import generation_tail, metric_threshold, rewards_degenerate
@@ -50,6 +51,12 @@ CHECKS: dict[str, Callable[..., list[CheckResult]]] = {
     "lone_decode": lone_decode,
     "pool_below_context": cc.pool_below_context,
     "pool_is_input_limit": cc.pool_is_input_limit,
+    "rewards_all_zero": ts.rewards_all_zero,
+    "policy_collapse": ts.policy_collapse,
+    "no_eos": ts.no_eos,
+    "mean_length_at_cap": ts.mean_length_at_cap,
+    "step_time_trend": ts.step_time_trend,
+    "slow_generation": ts.slow_generation,
 }
 
 __all__ = ["CHECKS", "CheckResult", "Run"]

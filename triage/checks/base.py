@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
 
 from ..model import Event, Line
+from ..parsers.vocabulary import canonical, reward_function
 from ..stats import EngineStats
 
 if TYPE_CHECKING:
@@ -50,6 +51,42 @@ class Run:
         if found is None:
             found = self._series[key] = [(ev, ev.fields["values"][key]) for ev in self._index().get(key, ())]
         return found
+
+    def aliases(self, name: str) -> list[str]:
+        """The raw keys of this run that hold canonical series `name` (parsers/vocabulary.py), preferred first."""
+        found = self._memo.get(f"aliases:{name}")
+        if found is None:
+            ranked = sorted((c[1], k) for k in self._index() if (c := canonical(k)) is not None and c[0] == name)
+            found = self._memo[f"aliases:{name}"] = [k for _, k in ranked]
+        return found  # type: ignore[no-any-return]
+
+    def canon(self, name: str) -> list[tuple[Event, float, str]]:
+        """(record, value, raw key) of canonical series `name` in log order: in each record that holds one of
+        its aliases, the preferred one (a verl record's critic/score/mean before its critic/rewards/mean)."""
+        found = self._memo.get(f"canon:{name}")
+        if found is None:
+            keys = self.aliases(name)
+            found = []
+            for ev in self.holding(keys):
+                values = ev.fields["values"]
+                key = next(k for k in keys if k in values)
+                found.append((ev, values[key], key))
+            self._memo[f"canon:{name}"] = found
+        return found  # type: ignore[no-any-return]
+
+    def reward_functions(self) -> dict[str, list[tuple[Event, float, str]]]:
+        """Per reward function (TRL rewards/<fn>/mean, MLX-LM `<fn> mean`): (record, value, raw key) in log order."""
+        found = self._memo.get("reward_functions")
+        if found is None:
+            found = {}
+            for k in sorted(self._index()):
+                fn = reward_function(k)
+                if fn is not None:
+                    found.setdefault(fn, []).extend((ev, v, k) for ev, v in self.series(k))
+            for fn, s in found.items():
+                s.sort(key=lambda t: self._order[id(t[0])])
+            self._memo["reward_functions"] = found
+        return found  # type: ignore[no-any-return]
 
     def metric_keys(self) -> set[str]:
         """Every key some metric record holds."""

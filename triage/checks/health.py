@@ -14,7 +14,7 @@ from typing import Any
 
 from ..model import Event, Line
 from .base import CheckResult, Run
-from .metrics import _line, _series, over_threshold, threshold_result
+from .metrics import _line, over_threshold, threshold_result
 
 PUBLISH_KEYS = ("timing_s/update_weights", "perf/update_weights_time", "perf/update_weights_implementation_time")
 TRAIN_TAGS = ("step", "continued", "log", "record")
@@ -58,27 +58,44 @@ def _telling_keys(params: dict[str, Any]) -> list[str]:
     return keys + list(params.get("zero_keys") or []) + list(params.get("one_keys") or [])
 
 
+def _spread(run: Run, ev: Event) -> tuple[float, float] | None:
+    """(min, max) of the step's sample rewards, when the record holds them."""
+    lo = next((v for e, v, _ in run.canon("reward_min") if e is ev), None)
+    hi = next((v for e, v, _ in run.canon("reward_max") if e is ev), None)
+    return (lo, hi) if lo is not None and hi is not None else None
+
+
 def no_policy_gradient(params: dict[str, Any], run: Run) -> list[CheckResult]:
-    """Every record shows zero advantages or zero reward variance: a lifecycle pass, not training.
+    """Zero advantages or zero reward spread in every record, over at least `min_steps` records: a lifecycle
+    pass, not training. One such step is healthy (a batch whose groups all saturated); it must persist.
 
     All-zero rewards are left to verifier.rewards-degenerate (same conclusion, a more specific cause)."""
-    min_steps = int(params.get("min_steps", 1))
+    min_steps = int(params.get("min_steps", 3))
     records = run.holding(_telling_keys(params))
     if len(records) < min_steps:
         return []
     reasons = [_degenerate(ev.fields["values"], params) for ev in records]
     if any(r is None for r in reasons):
         return []
-    for key in params.get("reward_keys") or []:
-        rewards = [v for _, v in _series(records, key)]
-        if rewards and all(v == 0 for v in rewards):
-            return []
+    rewards = [v for _, v, _ in run.canon("reward")]
+    if rewards and all(v == 0 for v in rewards):
+        return []
     first, last = records[0], records[-1]
     key = next(iter(first.fields["values"]))
     evidence = [_line(first, key)] + ([_line(last, key)] if last is not first else [])
+    spreads = [s for ev in records if (s := _spread(run, ev)) is not None]
+    reason = reasons[0]
+    if spreads and any(hi > lo for lo, hi in spreads):
+        lo, hi = min(s[0] for s in spreads), max(s[1] for s in spreads)
+        why = (f"sample rewards ranged {lo:g}..{hi:g}, yet each group's samples scored alike (every group all "
+               f"solved or all failed), so the group-relative advantages are zero")
+    elif spreads:
+        why = f"every sample scored {spreads[0][1]:g}"
+    else:
+        why = "the rewards within each group never differ"
     return [CheckResult(evidence=evidence, count=len(records),
-                        numbers={"records": len(records), "reason": reasons[0],
-                                 "arithmetic": f"{reasons[0]} in {len(records)} of {len(records)} records"})]
+                        numbers={"records": len(records), "reason": reason, "why": why,
+                                 "arithmetic": f"{reason} in {len(records)} of {len(records)} records: {why}"})]
 
 
 def _train_records(run: Run) -> list[Event]:
@@ -147,6 +164,7 @@ def run_summary(params: dict[str, Any], run: Run) -> list[CheckResult]:
     numbers: dict[str, Any] = {"records": len(records)}
     facts: list[str] = []
     for label, keys in (("reward", params.get("reward_keys") or []), ("grad_norm", params.get("grad_keys") or [])):
+        keys = list(keys) + [k for k in run.aliases(label) if k not in keys]  # every framework's name for it
         found = [(k, run.series(k)) for k in keys]
         found = [(k, s) for k, s in found if s]
         if found:
@@ -162,6 +180,7 @@ def run_summary(params: dict[str, Any], run: Run) -> list[CheckResult]:
     numbers["publications"], numbers["publications_failed"] = len(ok), len(failed)
     facts.append(f"publication seen ×{len(ok)}" if ok else "publication not seen")
     length_keys = list(params.get("length_keys") or [])
+    length_keys += [k for k in run.aliases("response_length_max") if k not in length_keys]
     lengths = [m for ev in run.holding(length_keys) if (m := _first_value(ev.fields["values"], length_keys))]
     if lengths:
         numbers["response_length_metric"] = lengths[0][0]

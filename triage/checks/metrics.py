@@ -22,7 +22,10 @@ def _series(records: list[Event], key: str) -> list[tuple[Event, float]]:
 def over_threshold(params: dict[str, Any], run: Run) -> tuple[str, list[tuple[Event, float]]] | None:
     """(key, records where it is at least `min`) for the first of `keys` that shows the problem."""
     low = float(params.get("min", 0.0))
-    for key in params.get("keys") or []:
+    keys = list(params.get("keys") or [])
+    if params.get("series"):  # a canonical series (parsers/vocabulary.py): every alias this run holds
+        keys += [k for k in run.aliases(str(params["series"])) if k not in keys]
+    for key in keys:
         over = [(ev, v) for ev, v in run.series(key) if math.isfinite(v) and v >= low]
         if over:
             return key, over

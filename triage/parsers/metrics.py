@@ -5,12 +5,23 @@
 - verl: `step:5 - key:value - key:value ...` (`verl/utils/tracking.py` console logger), often one very
   long line that copy-paste or excerpting splits; a fragment without `step:` continues the previous one.
 - TRL/transformers Trainer: `{'loss': 0.0, 'grad_norm': ..., 'reward': ..., 'epoch': 0.1}`.
-- JSON lines (`{"reward": ...}`) from metrics or verifier files.
+- TRL/transformers dicts with any keys (GRPO `{'loss': ..., 'rewards/<fn>/mean': ...}`, PPO `{'eps': 1,
+  'objective/kl': ..., 'val/num_eos_tokens': 0}`); values may be written `np.float64(x)` or `tensor(x)`.
+- JSON lines (`{"reward": ...}`) from metrics or verifier files (ms-swift prints its logs this way too).
+- wandb's closing `Run summary:` block (`wandb:   critic/score/mean 0`, one key per line): one record.
+- MLX-LM `Iter N: Train loss 0.1, Total rewards mean 0.0, <fn> mean 0.0, It/sec 1.7, ...` (GRPO and SFT).
+- tqdm bars slower than one iteration a second (`698/125000 [103:28:02<47135:04:52, 1365.11s/it]`), with their
+  postfix (OpenRLHF `policy_loss=..., reward=...`; vLLM `est. speed input: 0.69 toks/s, output: ...`).
+- NeMo-RL result bullets (`  • Avg Reward: 0.3486`, `  • Total step time: 66.55s`): one record per block.
+- `Key:value, Key:value` step lines (minimind `Epoch:[1/1](1/19994), Reward:-1.87, KL:..., AvgLen:230.12`) and
+  `key: value | key: value` ones (LMOps MiniLLM `train | epoch 4 | ... | reward: -1.2725 | ... | step time: 0.366`).
+The canonical names of these series are in vocabulary.py.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import re
 from sys import intern
 from typing import Any
@@ -18,18 +29,41 @@ from typing import Any
 from ..model import Event, Line
 
 SLIME = re.compile(r"\b(?P<tag>(?:critic-)?step|rollout|perf|eval|multi_turn) (?P<step>\d+): \{")
-DICT_PAIR = re.compile(r"'(?P<k>[^']+)':\s*(?:np\.float\d*\()?(?P<v>-?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+|nan|inf)|True|False)")
+DICT_PAIR = re.compile(r"'(?P<k>[^']+)':\s*(?:np\.float\d*\(|tensor\()?(?P<v>-?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+|nan|inf)|True|False)")
 LOOSE_PAIR = re.compile(r"'([^']+)':\s*([^,}]+)")
 SLIME_REACH = 40  # characters a SLIME match spans before its ": {" (tag, space, step number)
 VERL_STEP = re.compile(r"\bstep:(?P<step>\d+) - ")
-VERL_PAIR = re.compile(r"(?:^| - )(?P<k>[A-Za-z_][\w/@.\-]*):(?P<v>-?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|nan|inf))(?= - |$|\s)")
-TRL = re.compile(r"\{'(?:loss|train_loss|reward|eval_loss)'")
+VERL_PAIR = re.compile(r"(?:^| - )(?P<k>[A-Za-z_][\w/@.\-]*):(?:np\.float\d*\(|tensor\()?"
+                       r"(?P<v>-?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|nan|inf))\)?(?= - |$|\s)")
+TRL = re.compile(r"\{'[^']{1,80}': ")
+WANDB = re.compile(r"^wandb:\s+(?P<k>[A-Za-z_][\w/@.\-]*)\s+(?P<v>-?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|nan|inf|NaN))\s*$")
+MLX = re.compile(r"\bIter (?P<step>\d+): (?=Train loss |Val loss )")
+MLX_REACH = 4096  # an `Iter N:` line's pairs are read from its first characters only (bounded regex work)
+MLX_PAIR = re.compile(r"(?P<k>[A-Za-z][\w /.-]{0,60}?) (?P<v>-?\d+\.?\d*(?:[eE][-+]?\d+)?|nan)(?: ?(?:GB|s))?(?:, |\s*$)")
+# A bar whose description and percentage a terminal redraw or a copy cut off still counts (`| 5971/9263 [...]`);
+# so does one whose postfix is cut before its closing bracket.
+TQDM = re.compile(r"(?:(?P<desc>[^|\r]*?)\s*\d{1,3}%\|[^|\r]*)?\|\s*(?P<n>\d+)/(?P<total>\d+)\s*"
+                  r"\[(?P<elapsed>[\d:]+)<[\d:?]+,\s*(?P<rate>\d+\.?\d*)s/it(?P<post>[^\]\r|]*)")
+TQDM_REACH = 480  # characters a bar spans before its rate (description, percentage, bar, counts, times)
+TQDM_POST = re.compile(r"(?P<k>[A-Za-z_][\w/.]*)=(?P<v>-?\d+\.?\d*(?:[eE][-+]?\d+)?|nan)")
+VLLM_SPEED = re.compile(r"input: (?P<i>[\d.]+) toks/s, output: (?P<o>[\d.]+) toks/s")
+BULLET = re.compile(r"^\s*• (?P<k>[A-Za-z][\w /()-]*?): (?P<v>-?\d+\.?\d*(?:[eE][-+]?\d+)?)s?(?: \(|\s*$)")
+KV_PAIR = re.compile(r"(?:^|[,|]\s*)(?P<k>[A-Za-z][A-Za-z_ ]{0,40}?):\s*(?P<v>-?\d+\.?\d*(?:[eE][-+]?\d+)?|nan)(?=\s*[,|]|\s*$)")
+KV_STEP = re.compile(r"^\s*(?:Epoch|Step|Iter)\s*:?\s*\[?\d+/\d+\]?\s*\((?P<step>\d+)/\d+\)")
+BLOCKS = ("wandb", "nemo-rl")  # frameworks that print one value a line
+BLOCK_GAP = 8  # lines a wandb summary or NeMo-RL block may skip (headings, unanchored bullets) and stay one record
 
 # The dict anchors name the key families slime/MILES log (train/, rollout/, perf/, eval/, ...), not a bare
 # ": {'", which would also pick up every per-rank `Memory-Usage ...: {'gpu': ...}` line of a trainer log.
 DICT_ANCHORS = tuple(f": {{'{family}" for family in ("train/", "rollout/", "perf/", "eval/", "multi_turn/", "critic",
                                                       "passrate/", "timing/", "reward", "loss"))
-ANCHORS = DICT_ANCHORS + ("step:", " - timing_s/", " - actor/", " - critic/", " - response_length/", "{'loss'", '"reward"', '"score"')
+# TRL/transformers dict lines hold one of these keys (the Trainer adds 'epoch' to every log).
+TRL_ANCHORS = ("'epoch': ", "'objective/", "'rewards/", "'reward': ", "'completions/", "'grad_norm': ",
+               "'learning_rate': ", "'train_runtime'", "{'eval_")
+ANCHORS = DICT_ANCHORS + TRL_ANCHORS + (
+    "step:", " - timing_s/", " - actor/", " - critic/", " - response_length/", "{'loss'", '"reward"', '"score"',
+    '"loss": ', "wandb: ", ": Train loss ", ": Val loss ", "s/it]", "s/it,", "• Avg Reward:", "• Total step time:",
+    "• Mean Generation Length:", ", Reward:", ", reward:", "| reward: ")
 
 
 def _float(v: str) -> float:
@@ -57,6 +91,58 @@ def _dict_values(msg: str, at: int) -> dict[str, float]:
         return _values(DICT_PAIR.findall(msg, at))
 
 
+# bars that are not steps: startup (weights, graphs, kernels) and data or file chores
+STARTUP_BARS = ("Loading", "loading", "checkpoint shards", "Capturing", "Compiling", "Downloading", "Fetching",
+                "Autotun", "Map", "Tokeniz", "Filter", "Saving", "Upload", "Writing")
+
+
+def _num(v: str) -> float:
+    return float(v) if v != "NaN" else math.nan
+
+
+def _clock(text: str) -> float:
+    seconds = 0.0
+    for part in text.split(":"):
+        seconds = seconds * 60 + int(part)
+    return seconds
+
+
+def _tqdm(line: Line, msg: str) -> Event | None:
+    """The last redraw on the line of a tqdm bar slower than one iteration a second. Searched in a window
+    around the line's last `s/it` only: a long line holding no bar must not cost a scan per position."""
+    at = msg.rfind("s/it")
+    start = max(0, at - TQDM_REACH)
+    m = None
+    for m in TQDM.finditer(msg[start:at + TQDM_REACH]):
+        pass
+    if m is None:
+        return None
+    msg = msg[start:]
+    desc = (m["desc"] or "").strip().rstrip(":").strip()
+    if any(w in msg[:m.start("n")] for w in STARTUP_BARS):
+        return None  # startup progress (weights, graph capture): the startup parsers' lines, not steps
+    values = {"s_per_it": float(m["rate"]), "n": float(m["n"]), "total": float(m["total"]),
+              "elapsed_s": _clock(m["elapsed"])}
+    post = m["post"]
+    if post:
+        speed = VLLM_SPEED.search(post)
+        if speed:
+            values["input_toks_s"], values["output_toks_s"] = float(speed["i"]), float(speed["o"])
+        values.update((intern(p["k"]), float(p["v"])) for p in TQDM_POST.finditer(post))
+    return Event("metrics", line, {"framework": "tqdm", "tag": intern(desc[-60:] or "tqdm"), "step": int(m["n"]),
+                                   "values": values})
+
+
+def _mlx(line: Line, msg: str, m: re.Match[str]) -> Event | None:
+    values = {intern(p["k"].strip()): float(p["v"]) for p in MLX_PAIR.finditer(msg[:MLX_REACH], m.end())}
+    if not values:
+        return None
+    tag = "val" if msg.startswith("Val ", m.end()) else "iter"
+    if "It/sec" in values and values["It/sec"] > 0:
+        values["sec_per_iter"] = round(1.0 / values["It/sec"], 6)
+    return Event("metrics", line, {"framework": "mlx", "tag": tag, "step": int(m["step"]), "values": values})
+
+
 def parse(line: Line) -> Event | None:
     msg = line.msg
     at = msg.find(": {")
@@ -69,14 +155,43 @@ def parse(line: Line) -> Event | None:
     if m:
         values = {intern(p["k"]): float(p["v"]) for p in VERL_PAIR.finditer(msg, m.end() - 3)}
         return Event("metrics", line, {"framework": "verl", "tag": "step", "step": int(m["step"]), "values": values})
+    if msg.startswith("wandb:"):
+        w = WANDB.match(msg)
+        if w:
+            return Event("metrics", line, {"framework": "wandb", "tag": "summary", "step": None,
+                                           "values": {intern(w["k"]): _num(w["v"])}})
+        return None
     if " - " in msg and ":" in msg and "/" in msg:
         values = {intern(p["k"]): float(p["v"]) for p in VERL_PAIR.finditer(msg)}
         if len(values) >= 3:  # a fragment of a split verl step line
             return Event("metrics", line, {"framework": "verl", "tag": "continued", "step": None, "values": values})
-    if "{'" in msg and TRL.search(msg):
-        values = _dict_values(msg, 0)
-        if values:
-            return Event("metrics", line, {"framework": "trl", "tag": "log", "step": None, "values": values})
+    if "{'" in msg:
+        t = TRL.search(msg)
+        if t:
+            values = _dict_values(msg, t.start())
+            if len(values) >= 2:
+                tag = "eval" if t.group().startswith("{'eval_") else "log"
+                return Event("metrics", line, {"framework": "trl", "tag": tag, "step": None, "values": values})
+    if "Iter " in msg:
+        m = MLX.search(msg)
+        ev = _mlx(line, msg, m) if m else None
+        if ev is not None:
+            return ev
+    if "s/it" in msg:
+        ev = _tqdm(line, msg)
+        if ev is not None:
+            return ev
+    if "• " in msg:
+        b = BULLET.match(msg)
+        if b:
+            return Event("metrics", line, {"framework": "nemo-rl", "tag": "results", "step": None,
+                                           "values": {intern(b["k"].strip()): float(b["v"])}})
+    if "eward:" in msg:
+        values = {intern(p["k"]): float(p["v"]) for p in KV_PAIR.finditer(msg)}
+        if len(values) >= 3:
+            k = KV_STEP.match(msg)
+            return Event("metrics", line, {"framework": "kv", "tag": "step", "step": int(k["step"]) if k else None,
+                                           "values": values})
     s = msg.strip()
     if s.startswith("{") and s.endswith("}") and '"' in s:
         try:
@@ -104,11 +219,22 @@ def merge_records(events: list[Event]) -> list[Event]:
     """One record per (framework, tag, step): join verl fragments, drop MILES's duplicate prints."""
     out: list[Event] = []
     seen: dict[tuple[Any, ...], Event] = {}
+    last_line = 0  # the line of the last value joined into a block record (wandb summary, NeMo-RL results)
     for ev in events:
         f = ev.fields
         if f["tag"] == "continued":
             if out and out[-1].line.file == ev.line.file and out[-1].fields["framework"] == "verl":
                 _joined(out[-1], ev)
+            continue
+        if f["framework"] in BLOCKS:
+            prev = out[-1] if out else None
+            if (prev is not None and prev.fields["framework"] == f["framework"] and prev.line.file == ev.line.file
+                    and 0 < ev.line.lineno - last_line <= BLOCK_GAP
+                    and not any(k in prev.fields["values"] for k in f["values"])):  # a key again: the next block
+                _joined(prev, ev)
+            else:
+                out.append(ev)
+            last_line = ev.line.lineno
             continue
         key = (ev.line.file, f["framework"], f["tag"], f["step"]) if f["step"] is not None else None
         if key is not None and key in seen:

@@ -1,0 +1,261 @@
+"""Run-health checks on the canonical trainer series (parsers/vocabulary.py), whatever framework printed them:
+all rewards zero, policy collapse, responses that never end (no EOS, mean length at the cap), step time that
+grows or stalls, a generation bar minutes per prompt.
+"""
+
+from __future__ import annotations
+
+import math
+from statistics import median
+from typing import Any
+
+from ..model import Event, Line
+from .base import CheckResult, Run
+from .metrics import _line
+
+Point = tuple[Event, float, str]  # (record, value, raw key)
+
+
+def _ev(points: list[Point], *which: int) -> list[Line]:
+    """Evidence lines of the points at these positions (each line once)."""
+    out: list[Line] = []
+    for i in which:
+        ev, _, key = points[i]
+        line = _line(ev, key)
+        if all(line is not o for o in out):
+            out.append(line)
+    return out
+
+
+def _cap(run: Run) -> tuple[Any, str] | None:
+    setting = run.config.setting("inference.max_response_length") if run.config else None
+    return (setting.value, setting.source) if setting is not None and isinstance(setting.value, (int, float)) else None
+
+
+def _at(points: list[Point], ev: Event) -> float | None:
+    for e, v, _ in points:
+        if e is ev:
+            return v
+    return None
+
+
+# -- rewards ------------------------------------------------------------------------------------------------
+
+def rewards_all_zero(params: dict[str, Any], run: Run) -> list[CheckResult]:
+    """Rewards NaN/inf in any series (error), or exactly zero in every record of every reward series: the step
+    total and each reward function (warning: no policy gradient). Zero must persist: `min_steps` records, or
+    two records in which two or more reward functions are all zero, or a closing run summary (wandb) whose
+    reward max is zero (every sample of the last step scored 0)."""
+    min_steps = int(params.get("min_steps", 3))
+    total = run.canon("reward")
+    fns = run.reward_functions()
+    groups = ([("reward", total)] if total else []) + sorted(fns.items())
+    for _, series in groups:
+        bad = [i for i, (_, v, _) in enumerate(series) if not math.isfinite(v)]
+        if bad:
+            key = series[bad[0]][2]
+            arithmetic = f"{key} = {series[bad[0]][1]} in {len(bad)} of {len(series)} records"
+            return [CheckResult(evidence=_ev(series, bad[0]), count=len(bad), severity="error",
+                                numbers={"metric": key, "non_finite": len(bad), "records": len(series),
+                                         "arithmetic": arithmetic},
+                                title=f"Rewards are not finite ({arithmetic})")]
+    if not groups or any(v != 0 for _, s in groups for _, v, _ in s):
+        return []
+    records = {id(ev): ev for _, s in groups for ev, _, _ in s}
+    n = len(records)
+    maxima = run.canon("reward_max")
+    summary_zero = any(ev.fields.get("tag") == "summary" and _at(maxima, ev) == 0 for ev in records.values())
+    if not (n >= min_steps or (n >= 2 and len(fns) >= 2) or summary_zero):
+        return []
+    first = groups[0][1]
+    key = first[0][2]
+    names = [fn for fn, _ in sorted(fns.items())]
+    arithmetic = f"{key} = 0 in {len(first)} of {len(first)} records"
+    if names:
+        arithmetic += f"; {len(names)} reward function{'s' if len(names) > 1 else ''} all 0 ({', '.join(names[:6])})"
+    if summary_zero and n < min_steps:
+        arithmetic += "; the run summary's reward max is 0: every sample of the last step scored 0"
+    numbers: dict[str, Any] = {"metric": key, "records": n, "all": 0.0, "reward_functions": names,
+                               "arithmetic": arithmetic}
+    evidence = _ev(first, 0, -1)
+    for ev, v, k in maxima:
+        if summary_zero and id(ev) in records and v == 0 and all(_line(ev, k) is not e for e in evidence):
+            evidence.append(_line(ev, k))  # the summary's max: every sample of the last step scored 0
+            break
+    return [CheckResult(evidence=evidence, count=n, numbers=numbers,
+                        title=f"Every reward is zero: lifecycle pass, no policy gradient exercised ({arithmetic})")]
+
+
+# -- collapse -----------------------------------------------------------------------------------------------
+
+def policy_collapse(params: dict[str, Any], run: Run) -> list[CheckResult]:
+    """The last `min_steps` records: reward constant, and the response length and the entropy each collapsed
+    (at most `ratio` of their median over the earlier records, or constant length / near-zero entropy)."""
+    min_steps = int(params.get("min_steps", 5))
+    ratio = float(params.get("ratio", 0.25))
+    rewards = run.canon("reward")
+    if len(rewards) < 2 * min_steps:
+        return []
+    tail = rewards[-min_steps:]
+    values = [v for _, v, _ in tail]
+    if not all(math.isfinite(v) for v in values) or max(values) - min(values) > 1e-9 or values[0] == 0:
+        return []  # all-zero rewards are rewards_all_zero's
+    start = tail[0][0]
+    facts = [f"{tail[0][2]} = {values[0]:g} for the last {min_steps} records"]
+    collapsed = 0
+    for name, floor in (("response_length", 1.0), ("entropy", float(params.get("entropy_floor", 0.01)))):
+        series = run.canon(name)
+        i = next((j for j, p in enumerate(series) if p[0] is start), None)
+        if i is None or i < 2:
+            continue
+        early = median(v for _, v, _ in series[:i] if math.isfinite(v))
+        late = [v for _, v, _ in series[i:]]
+        if early > 0 and (max(late) <= ratio * early or (name == "entropy" and max(late) <= floor)):
+            collapsed += 1
+            facts.append(f"{series[i][2]} {early:g} -> {late[-1]:g}")
+        else:
+            return []
+    if collapsed < int(params.get("min_collapsed", 1)):
+        return []
+    arithmetic = "; ".join(facts)
+    return [CheckResult(evidence=_ev(tail, 0, -1), count=min_steps,
+                        numbers={"records": min_steps, "reward": values[0], "arithmetic": arithmetic})]
+
+
+# -- the response cap -----------------------------------------------------------------------------------------
+
+def no_eos(params: dict[str, Any], run: Run) -> list[CheckResult]:
+    """Not one response ended with EOS in any of at least `min_steps` records: every response ran to the cap."""
+    series = run.canon("num_eos")
+    if len(series) < int(params.get("min_steps", 2)) or any(v != 0 for _, v, _ in series):
+        return []
+    key = series[0][2]
+    arithmetic = f"{key} = 0 in {len(series)} of {len(series)} records"
+    numbers: dict[str, Any] = {"metric": key, "records": len(series), "arithmetic": arithmetic}
+    cap = _cap(run)
+    if cap:
+        numbers["response_cap"], numbers["cap_source"] = cap
+        numbers["arithmetic"] += f": every response ran to the cap of {cap[0]} tokens"
+    else:
+        numbers["arithmetic"] += ": every response ran to the response cap"
+    return [CheckResult(evidence=_ev(series, 0, -1), count=len(series), numbers=numbers)]
+
+
+def mean_length_at_cap(params: dict[str, Any], run: Run) -> list[CheckResult]:
+    """The mean response length is at least `min_share` of the cap in at least `min_steps` records (the cap as
+    configured, else the step's longest response): nearly every response was cut."""
+    share = float(params.get("min_share", 0.95))
+    cap = _cap(run)
+    longest = run.canon("response_length_max")
+    hits: list[tuple[Point, float, str]] = []
+    for p in run.canon("response_length"):
+        limit, source = (float(cap[0]), cap[1]) if cap else (_at(longest, p[0]) or 0.0, "the longest response")
+        if limit > 0 and math.isfinite(p[1]) and p[1] >= share * limit:
+            hits.append((p, limit, source))
+    if len(hits) < int(params.get("min_steps", 2)):
+        return []
+    points = [h[0] for h in hits]
+    (ev, mean, key), limit, source = hits[-1]
+    arithmetic = (f"mean {key} {mean:g} = {100 * mean / limit:.0f}% of the cap {limit:g} ({source}) "
+                  f"in {len(hits)} records")
+    return [CheckResult(evidence=_ev(points, 0, -1), count=len(hits),
+                        numbers={"metric": key, "mean": mean, "response_cap": limit, "cap_source": source,
+                                 "records": len(hits), "arithmetic": arithmetic})]
+
+
+# -- step time ------------------------------------------------------------------------------------------------
+
+def _groups(series: list[Point]) -> dict[tuple[Any, ...], list[Point]]:
+    """One series per printer: a tqdm bar is its own (its description), a framework's step records another."""
+    out: dict[tuple[Any, ...], list[Point]] = {}
+    for p in series:
+        f = p[0].fields
+        key = (p[0].line.file, f["framework"], f["tag"] if f["framework"] == "tqdm" else "", p[2])
+        if math.isfinite(p[1]) and p[1] > 0:
+            out.setdefault(key, []).append(p)
+    return out
+
+
+def step_time_trend(params: dict[str, Any], run: Run) -> list[CheckResult]:
+    """Step time growing (every step of the last third at least `growth` x every one of the first third) or one warm step
+    stalled (at least `stall` x the median of the other warm steps), and at least `min_seconds` either way."""
+    growth = float(params.get("growth", 5.0))
+    stall = float(params.get("stall", 8.0))
+    min_seconds = float(params.get("min_seconds", 60.0))
+    min_points = int(params.get("min_points", 4))
+    words = tuple(params.get("generation_bars") or GENERATION_BARS)
+    steps = [p for p in run.canon("step_time") if not _generation_bar(p[0], words)]  # slow_generation's
+    for points in _groups(steps).values():
+        if len(points) < min_points:
+            continue
+        values = [v for _, v, _ in points]
+        k = max(2, len(values) // 3)
+        early, late = median(values[:k]), median(values[-k:])
+        sustained = min(values[-k:]) >= growth * max(values[:k])  # a single late spike is a stall, not growth
+        key = points[0][2]
+        f = points[0][0].fields
+        label = f"'{f['tag']}' seconds per iteration" if f["framework"] == "tqdm" else key
+        if late >= min_seconds and sustained:
+            arithmetic = f"{label} {early:g} s -> {late:g} s ({late / early:.1f}x) over {len(values)} records"
+            peak = max(range(len(values)), key=values.__getitem__)
+            return [CheckResult(evidence=_ev(points, 0, peak), count=len(values),
+                                numbers={"metric": key, "early_median": round(early, 3), "late_median": round(late, 3),
+                                         "ratio": round(late / early, 2), "records": len(values),
+                                         "arithmetic": arithmetic},
+                                title=f"Step time grew {late / early:.0f}x during the run ({arithmetic})")]
+        warm = values[1:]
+        worst = max(range(len(warm)), key=warm.__getitem__)
+        rest = warm[:worst] + warm[worst + 1:]
+        base = median(rest) if rest else 0.0
+        if base > 0 and warm[worst] >= max(min_seconds, stall * base):
+            arithmetic = f"{label} {warm[worst]:g} s against a median of {base:g} s ({warm[worst] / base:.1f}x)"
+            return [CheckResult(evidence=_ev(points, worst + 1), count=1,
+                                numbers={"metric": key, "seconds": warm[worst], "median": base,
+                                         "ratio": round(warm[worst] / base, 2), "arithmetic": arithmetic},
+                                title=f"One step stalled far beyond the others ({arithmetic})")]
+    return []
+
+
+def _generation_bar(ev: Event, words: tuple[str, ...]) -> bool:
+    """A progress bar over prompts being generated (vLLM's carries token speeds), not over training steps."""
+    f = ev.fields
+    return f["framework"] == "tqdm" and ("output_toks_s" in f["values"] or any(w in f["tag"] for w in words))
+
+
+GENERATION_BARS = ("Processed prompts", "Generat", "generat", "rollout", "Rollout", "Sampling", "sampling")
+
+
+def slow_generation(params: dict[str, Any], run: Run) -> list[CheckResult]:
+    """A generation progress bar (vLLM `Processed prompts`, with its token speeds) that has run at least
+    `min_elapsed` seconds and averages `min_seconds` or more per finished prompt (elapsed / done: the bar's own
+    s/it is smoothed and its first redraws wait on a whole batch): responses run for minutes; output speed far
+    above input speed says they are long."""
+    min_seconds = float(params.get("min_seconds", 60.0))
+    min_elapsed = float(params.get("min_elapsed", 600.0))
+    words = tuple(params.get("bars") or GENERATION_BARS)
+    worst: tuple[float, Point] | None = None
+    count = 0
+    for p in run.canon("step_time"):
+        ev = p[0]
+        if not _generation_bar(ev, words):
+            continue
+        values = ev.fields["values"]
+        elapsed, done = values.get("elapsed_s", 0.0), values.get("n", 0.0)
+        if done > 0 and elapsed >= min_elapsed and elapsed / done >= min_seconds:
+            count += 1
+            if worst is None or elapsed / done > worst[0]:
+                worst = (elapsed / done, p)
+    if worst is None:
+        return []
+    per, (ev, v, key) = worst
+    values = ev.fields["values"]
+    arithmetic = (f"{values['n']:g} of {values['total']:g} prompts done in {values['elapsed_s']:g} s = {per:.0f} s per "
+                  f"prompt in '{ev.fields['tag']}' (bar rate {v:g} s/it)")
+    numbers: dict[str, Any] = {"seconds_per_prompt": round(per, 2), "bar_seconds_per_it": v, "done": values["n"],
+                               "total": values["total"], "elapsed_s": values["elapsed_s"]}
+    i, o = values.get("input_toks_s"), values.get("output_toks_s")
+    if i and o:
+        numbers["input_toks_s"], numbers["output_toks_s"] = i, o
+        arithmetic += f"; output {o:g} tok/s against input {i:g} tok/s: responses ~{o / i:.0f}x the prompt length"
+    numbers["arithmetic"] = arithmetic
+    return [CheckResult(evidence=[_line(ev, key)], count=count, numbers=numbers)]
