@@ -17,7 +17,7 @@ from typing import Any
 
 from .checks import CHECKS, Run
 from .knobs import Config, knob
-from .model import SEVERITY_RANK, Evidence, Finding, Hit, Line
+from .model import SEVERITY_RANK, SIX, Evidence, Finding, Hit, Line
 from .patterns import Library, Rule
 from .redact import redact
 from .scan import FINAL_EXC, FileResult, thresholds_hold
@@ -213,14 +213,41 @@ def rank_key(f: Finding) -> tuple[int, int, int]:
     return (SEVERITY_RANK[f.severity], -f.priority, 0)
 
 
+UNEXPLAINED_END = "other.fatal-exit"
+
+
 def rank(findings: list[Finding]) -> list[Finding]:
+    """Severity, then priority, then first seen. A process end no rule explains gates at error severity but ranks
+    with the warnings when a finding in the six categories is there: that finding is the better guess at the
+    cause; with none, the unexplained end leads."""
     order = {id(f): i for i, f in enumerate(findings)}
-    return sorted(findings, key=lambda f: (SEVERITY_RANK[f.severity], -f.priority, order[id(f)]))
+    known = any(f.category in SIX and SEVERITY_RANK[f.severity] <= SEVERITY_RANK["warning"] for f in findings)
+
+    def level(f: Finding) -> int:
+        if known and f.rule == UNEXPLAINED_END:
+            return SEVERITY_RANK["warning"]
+        return SEVERITY_RANK[f.severity]
+
+    return sorted(findings, key=lambda f: (level(f), -f.priority, order[id(f)]))
+
+
+def gate_fatal(findings: list[Finding], run: Run) -> None:
+    """A finding whose line ended a process (a `fatal` event claimed by its rule) gates at error severity, however
+    mild its rule: a verifier timeout that escaped and killed the trainer is not a warning any more."""
+    ended = {ev.fields["rule"]: ev for ev in run.events if ev.kind == "fatal" and ev.fields.get("rule")}
+    for f in findings:
+        ev = ended.get(f.rule)
+        if ev is None:
+            continue
+        f.numbers.setdefault("ended_process", f"{ev.line.file}:{ev.line.lineno}")
+        if SEVERITY_RANK[f.severity] > SEVERITY_RANK["error"]:
+            f.severity = "error"
 
 
 def build(lib: Library, results: list[FileResult], run: Run, cfg: Config, redact_on: bool = True) -> list[Finding]:
     hits = [h for r in results for h in r.hits]
     findings = from_hits(lib, hits, cfg, redact_on) + from_checks(lib, run, cfg, redact_on)
+    gate_fatal(findings, run)
     findings = merge_symptoms(lib, findings)
     findings += unclassified(lib, [ln for r in results for ln in r.unclaimed], redact_on)
     findings = rank(findings)

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from . import config as cc
 from . import health
 from .base import CheckResult, Run
+from .exits import fatal_exit, orderly_shutdown
 from .metrics import first_step_slow, generation_tail, metric_threshold, rewards_degenerate
 from .serving import pool_saturation
 
@@ -35,6 +36,8 @@ CHECKS: dict[str, Callable[..., list[CheckResult]]] = {
     "mem_fraction_colocated": cc.mem_fraction_colocated,
     "long_context_training": cc.long_context_training,
     "log_probs_chunk_unset": cc.log_probs_chunk_unset,
+    "fatal_exit": fatal_exit,
+    "orderly_shutdown": orderly_shutdown,
 }
 
 __all__ = ["CHECKS", "CheckResult", "Run"]
