@@ -98,6 +98,9 @@ def thresholds_hold(conds: list[dict[str, Any]], numbers: dict[str, Any]) -> boo
     return True
 
 
+REWARD_RULE = "verifier.reward-exception"  # what a traceback through reward code ends in (signals.REWARD_FRAME)
+
+
 class Plan(NamedTuple):
     parsers: tuple[Any, ...]  # parser modules whose anchors the line holds, in PARSERS order
     anchors: tuple[str, ...]  # rule anchors it holds, in a fixed order
@@ -359,6 +362,25 @@ class Scanner:
         rule = self.lib.rule(rid)
         return (rule.severity, rule.category) if rule is not None else ("", "")
 
+    def _reward_frames(self, found: list[signals.Chain], res: FileResult, claimed: dict[int, str]) -> None:
+        """A traceback whose frames run through reward code ends in a reward-function failure: its final line goes to
+        verifier.reward-exception unless a rule at least as specific claimed it (a timeout, an OOM)."""
+        rule = self.lib.rule(REWARD_RULE)
+        if rule is None:
+            return
+        for chain in signals.reward_chains(found):
+            final = chain.final
+            assert final is not None
+            owner = self.lib.rule(claimed.get(id(final), ""))
+            if owner is not None and (owner.category != "other" or owner.priority >= rule.priority):
+                continue
+            if owner is not None:
+                res.hits = [h for h in res.hits if h.line is not final]
+            res.hits.append(Hit(rule.id, final, {}, "verifier"))
+            res.hits.sort(key=lambda h: h.line.lineno)
+            claimed[id(final)] = rule.id
+            res.unclaimed = [ln for ln in res.unclaimed if ln is not final]
+
     def _exits(self, lf: LogFile, res: FileResult, ctx: Context, claimed: dict[int, str]) -> None:
         """The file's orderly shutdown and the exception that ended its process, as events (signals.judge); the
         teardown noise after a shutdown leaves the hits and the unclaimed lines."""
@@ -368,7 +390,9 @@ class Scanner:
         def progress_after(line: Line) -> bool:
             return last > (line.until or line.lineno)
 
-        ex = signals.judge(ctx.lines, res.marks, res.hits, res.unclaimed, lf.lines, progress_after, self._rule_kind)
+        found = signals.chains(ctx.lines)
+        self._reward_frames(found, res, claimed)
+        ex = signals.judge(found, res.marks, res.hits, res.unclaimed, lf.lines, progress_after, self._rule_kind)
         if ex.fatal is not None:
             ex.fatal_rule = ex.fatal_rule or claimed.get(id(ex.fatal), "")
             if not ex.fatal_rule:  # reported as the process's end, not again as an unexplained line

@@ -114,7 +114,7 @@ class Chain:
     head: Line
     final: Line | None = None
     before: str = ""  # the messages of the candidate lines just before the chain (its logger's header)
-    frames: list[str] = field(default_factory=list)  # the frames' file paths, innermost last (at most 40)
+    frames: list[str] = field(default_factory=list)  # the frame lines (`File "...", line N, in f`), innermost last
 
 
 def chains(lines: list[Line]) -> list[Chain]:
@@ -128,26 +128,25 @@ def chains(lines: list[Line]) -> list[Chain]:
         return "\n".join(r.msg for r in recent if at - r.lineno <= 4)
 
     for ln in lines:
-        prev = header(ln.lineno)
         msg = ln.msg
         if TRACEBACK in msg[:80]:
             if cur is None or cur.final is None and ln.lineno - last_frame > CHAIN or (
                     cur.final is not None and ln.lineno - (cur.final.until or cur.final.lineno) > CHAIN):
-                cur = Chain(ln, before=prev)
+                cur = Chain(ln, before=header(ln.lineno))
                 out.append(cur)
             last_frame = ln.lineno
         elif 'File "' in msg and FRAME.match(msg):
             if cur is None or ln.lineno - last_frame > CHAIN and (
                     cur.final is None or ln.lineno - cur.final.lineno > CHAIN):
-                cur = Chain(ln, before=prev)
+                cur = Chain(ln, before=header(ln.lineno))
                 out.append(cur)
             last_frame = ln.lineno
             if len(cur.frames) < 40:
-                cur.frames.append(msg.strip()[6:].split('"', 1)[0])
+                cur.frames.append(msg.strip()[:300])
         elif cur is not None and 0 < ln.lineno - last_frame <= CHAIN and EXC_LINE.match(msg):
             cur.final = ln
         elif "RayTaskError" in msg and EXC_LINE.match(msg):
-            cur = Chain(ln, final=ln, before=prev)
+            cur = Chain(ln, final=ln, before=header(ln.lineno))
             out.append(cur)
             last_frame = ln.lineno
         recent.append(ln)
@@ -178,17 +177,16 @@ class Exits:
     chain: Chain | None = None
 
 
-def judge(lines: list[Line], marks: list[Line], hits: list[Hit], unclaimed: list[Line], file_lines: int,
+def judge(found: list[Chain], marks: list[Line], hits: list[Hit], unclaimed: list[Line], file_lines: int,
           progress_after: Callable[[Line], bool], severity_of: Callable[[str], tuple[str, str]]) -> Exits:
     """Decide, for one file, the orderly shutdown (if any) and the exception that ended its process (if any).
 
-    `marks`: lines holding a shutdown or signal-exit marker; `hits`: the rule claims (pruned here of teardown
+    `found`: the file's traceback chains (`chains`); `marks`: lines holding a shutdown or signal-exit marker; `hits`: the rule claims (pruned here of teardown
     noise); `unclaimed`: error-like lines no rule claimed (pruned likewise); `progress_after(line)`: whether the
     process that printed `line` showed progress later; `severity_of(rule_id)`: (severity, category) of a rule."""
     ex = Exits()
     signal_exits = {id(ln) for ln in marks if SIGNAL_EXIT.search(ln.msg)}
     first_error = min((h.line.lineno for h in hits if severity_of(h.rule)[0] == "error"), default=1 << 62)
-    found = chains(lines)
     for ln in marks:
         if id(ln) in signal_exits or not SHUTDOWN.search(ln.msg):
             continue
@@ -202,7 +200,7 @@ def judge(lines: list[Line], marks: list[Line], hits: list[Hit], unclaimed: list
     at = ex.shutdown.lineno if ex.shutdown is not None else 1 << 62
 
     def teardown(line: Line, rule: str = "") -> bool:
-        if id(line) in signal_exits or SIGNAL_EXIT.search(line.msg):
+        if id(line) in signal_exits:  # every signal-exit line holds a SIGNAL_ANCHOR, so it is among the marks
             return True
         if line.lineno < at:
             return False
@@ -225,6 +223,23 @@ def judge(lines: list[Line], marks: list[Line], hits: list[Hit], unclaimed: list
             ex.fatal, ex.chain = final, last
             ex.fatal_rule = next((h.rule for h in hits if h.line is final), "")
     return ex
+
+
+# Frames of reward code: verl utils/reward_score/ and reward managers (compute_score, default_compute_score),
+# custom reward files (custom_reward_function.path, --custom-rm-path), TRL/open-r1 reward functions (reward_funcs,
+# accuracy_reward), OpenRLHF remote_rm_fn, Math-Verify's grader, sandboxes and judges.
+REWARD_FRAME = re.compile(
+    r'File "[^"]*(?:/reward_score/|/reward_manager/|/rewards?/|/reward_func\w*|reward\w*\.py|/verifiers?/|math_verify/'
+    r'|/sandbox\w*/|/judges?/|compute_score\w*\.py)'
+    r'|, in (?:compute_score|default_compute_score|reward_fn|\w+_reward|reward_func\w*|compute_reward\w*|get_reward\w*'
+    r'|remote_rm_fn|verify|grade\w*)\s*$'
+)
+
+
+def reward_chains(found: list[Chain]) -> list[Chain]:
+    """The chains whose frames run through reward code: their final exception is a reward-function failure,
+    whichever process printed it."""
+    return [c for c in found if c.final is not None and any(REWARD_FRAME.search(f) for f in c.frames)]
 
 
 def _benign(c: Chain) -> bool:
@@ -283,10 +298,20 @@ def events_of(run_events: list[Event], kind: str) -> list[Event]:
     return [e for e in run_events if e.kind == kind]
 
 
+FRAME_PARTS = re.compile(r'File "(?P<path>[^"]*)", line (?P<line>\d+)(?:, in (?P<func>\S+))?')
+
+
 def describe_frames(frames: list[str]) -> str:
-    """The innermost frames of a chain, shortened to their last two path parts."""
-    return " <- ".join("/".join(f.rsplit("/", 2)[-2:]) for f in reversed(frames[-3:]))
+    """The innermost frames of a chain, innermost first, as `dir/file.py:N in func`."""
+    out = []
+    for f in reversed(frames[-3:]):
+        m = FRAME_PARTS.search(f)
+        if m:
+            where = "/".join(m.group("path").rsplit("/", 2)[-2:]) + ":" + m.group("line")
+            out.append(where + (f" in {m.group('func')}" if m.group("func") else ""))
+    return " <- ".join(out)
 
 
-__all__ = ["Chain", "Exits", "LEVELS", "SIGNAL_ANCHORS", "LEVEL_ANCHORS", "callee_of", "chains", "describe_frames",
-           "events_of", "exception_name", "fatal_event", "is_error_level", "judge", "level_of", "shutdown_event"]
+__all__ = ["Chain", "Exits", "LEVELS", "SIGNAL_ANCHORS", "LEVEL_ANCHORS", "REWARD_FRAME", "callee_of", "chains",
+           "describe_frames", "events_of", "exception_name", "fatal_event", "is_error_level", "judge", "level_of",
+           "reward_chains", "shutdown_event"]
