@@ -24,6 +24,7 @@ from .scan import FINAL_EXC, FileResult, thresholds_hold
 
 MAX_EVIDENCE = 4
 MAX_UNCLASSIFIED = 20
+UNEXPLAINED_END = "other.fatal-exit"  # a process end no rule explains (checks/exits.py)
 MAX_TEXT = 2000  # characters of one evidence line in any report (the scanner keeps up to read.MAX_LINE)
 
 MASKS = [
@@ -188,18 +189,23 @@ def unclassified(lib: Library, lines: list[Line], redact_on: bool) -> list[Findi
 
 
 def merge_symptoms(lib: Library, findings: list[Finding]) -> list[Finding]:
-    """Fold a symptom (actor death, crash header) into the root-cause finding it belongs to."""
+    """Fold a symptom (actor death, crash header) into the root-cause finding it belongs to.
+
+    An unexplained process end (other.fatal-exit) is a symptom of any root cause there is; when there is none it
+    is the root itself, and the actor deaths and exit codes that followed it fold into it."""
     roots = [f for f in findings if not f.symptom and f.category != "unclassified"]
     out = [f for f in findings if not f.symptom]
-    for f in findings:
-        if not f.symptom:
-            continue
+    ends = [f for f in findings if f.symptom and f.rule == UNEXPLAINED_END]
+    rest = [f for f in findings if f.symptom and f.rule != UNEXPLAINED_END]
+    for f in ends + rest:
         rule = lib.rule(f.rule)
         wanted = rule.symptom_of if rule else []
         candidates = [r for r in roots if ("any" in wanted or r.category in wanted)
                       and SEVERITY_RANK[r.severity] <= SEVERITY_RANK[f.severity]]
         if not candidates:
             out.append(f)
+            if f.rule == UNEXPLAINED_END:
+                roots.append(f)
             continue
         root = min(candidates, key=rank_key)
         for e in f.evidence:
@@ -211,9 +217,6 @@ def merge_symptoms(lib: Library, findings: list[Finding]) -> list[Finding]:
 
 def rank_key(f: Finding) -> tuple[int, int, int]:
     return (SEVERITY_RANK[f.severity], -f.priority, 0)
-
-
-UNEXPLAINED_END = "other.fatal-exit"
 
 
 def rank(findings: list[Finding]) -> list[Finding]:

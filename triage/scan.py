@@ -137,7 +137,7 @@ class Scanner:
         self.by_anchor = by_anchor
         parser_anchors = {a for p in PARSERS for a in p.ANCHORS}
         anchors = (set(by_anchor) | parser_anchors | set(ERROR_ANCHORS) | set(ERRORISH_WORDS)
-                   | set(signals.SIGNAL_ANCHORS) | set(signals.LEVEL_ANCHORS))
+                   | set(signals.SIGNAL_ANCHORS) | set(signals.LEVEL_ANCHORS) | set(signals.BENIGN_ANCHORS))
         self.prefilter = re.compile("|".join(re.escape(a) for a in sorted(anchors, key=len, reverse=True)))
         self.anchor_list = sorted(by_anchor)
         self.anchors = tuple(sorted(anchors))
@@ -371,6 +371,8 @@ class Scanner:
         for chain in signals.reward_chains(found):
             final = chain.final
             assert final is not None
+            # one failure, one count: the chain's wrapper lines (a RayTaskError header) are not a second one
+            res.hits = [h for h in res.hits if not (h.rule == rule.id and chain.head.lineno <= h.line.lineno < final.lineno)]
             owner = self.lib.rule(claimed.get(id(final), ""))
             if owner is not None and (owner.category != "other" or owner.priority >= rule.priority):
                 continue

@@ -36,7 +36,11 @@ _LEVEL_WORD = {"FATAL": "fatal", "CRITICAL": "critical", "ERROR": "error", "F": 
                "fatal": "fatal", "critical": "critical", "error": "error", "Fatal": "fatal", "Critical": "critical",
                "Error": "error"}
 # In the prefix a launcher or logger put in front of the message (split off by origins.LINE_PREFIX).
-PREFIX_LEVEL = re.compile(r"(?:^|[\s\[(|:,])(?P<w>ERROR|CRITICAL|FATAL)(?=[\s\]):|,]|$)")
+PREFIX_LEVEL = re.compile(
+    r"(?:^|[\s\[(|:,])(?P<w>ERROR|CRITICAL|FATAL)(?=[\s\]):|,]|$)"
+    r"|[\d,.] (?P<ray>[EF]) \d+ \d+\]"  # Ray C++ components: `[2022-04-25 18:24:10,728 E 4497 4497]`
+    r"|\[(?P<glog>[EF])\d{4} \d\d:\d\d:\d\d"  # torch c10: `[rank0]:[E1206 10:00:00.123 ...]`
+)
 # In the message's head, for formats whose prefix is not split off.
 HEAD_LEVEL = re.compile(
     r"^(?:\([^)]{1,80}\) )?(?:\[[^\]]{0,60}\]:?)?\s?(?P<w>ERROR|CRITICAL|FATAL)(?=[\s\]):|])"  # `(Worker rank=0 pid=1) ERROR ...`
@@ -57,7 +61,7 @@ def level_of(line: Line) -> str:
     if cut:
         m = PREFIX_LEVEL.search(text, 0, cut)
         if m:
-            return _LEVEL_WORD[m.group("w")]
+            return _LEVEL_WORD[next(g for g in m.groups() if g)]
     m = HEAD_LEVEL.search(msg[:160])
     if m:
         word = next(g for g in m.groups() if g)
@@ -98,6 +102,7 @@ SIGNAL_EXIT = re.compile(
     r"exit(?:ed with)? (?:code|status) (?:-(?:15|2)|143|130)\b|exitcode\s*:\s*-(?:15|2)\b"
     r"|<Signals\.SIG(?:TERM|INT): (?:15|2)>|Signal (?:15|2) \(SIG(?:TERM|INT)\) received"
 )
+BENIGN_ANCHORS = ("exception was never retrieved",)  # NOT_FATAL_HEAD lines without another anchor
 SIGNAL_ANCHORS = ("SIGTERM", "SIGINT", "SIGHUP", "got signal", "death signal", "[shutdown]", "received signal",
                   "KeyboardInterrupt", "Caught signal", "code -15", "code -2", "exitcode: -", "code 143", "code 130",
                   "status 143", "status 130", "Signals.SIG")
@@ -127,15 +132,18 @@ def chains(lines: list[Line]) -> list[Chain]:
     def header(at: int) -> str:
         return "\n".join(r.msg for r in recent if at - r.lineno <= 4)
 
+    awaiting = False  # frames seen since the last final line: the next exception line ends them
     for ln in lines:
         msg = ln.msg
         if TRACEBACK in msg[:80]:
+            awaiting = True
             if cur is None or cur.final is None and ln.lineno - last_frame > CHAIN or (
                     cur.final is not None and ln.lineno - (cur.final.until or cur.final.lineno) > CHAIN):
                 cur = Chain(ln, before=header(ln.lineno))
                 out.append(cur)
             last_frame = ln.lineno
         elif 'File "' in msg and FRAME.match(msg):
+            awaiting = True
             if cur is None or ln.lineno - last_frame > CHAIN and (
                     cur.final is None or ln.lineno - cur.final.lineno > CHAIN):
                 cur = Chain(ln, before=header(ln.lineno))
@@ -143,12 +151,14 @@ def chains(lines: list[Line]) -> list[Chain]:
             last_frame = ln.lineno
             if len(cur.frames) < 40:
                 cur.frames.append(msg.strip()[:300])
-        elif cur is not None and 0 < ln.lineno - last_frame <= CHAIN and EXC_LINE.match(msg):
+        elif cur is not None and awaiting and 0 < ln.lineno - last_frame <= CHAIN and EXC_LINE.match(msg):
             cur.final = ln
+            awaiting = False
         elif "RayTaskError" in msg and EXC_LINE.match(msg):
             cur = Chain(ln, final=ln, before=header(ln.lineno))
             out.append(cur)
             last_frame = ln.lineno
+            awaiting = True  # the remote traceback that follows ends in the remote exception
         recent.append(ln)
         if len(recent) > 3:
             del recent[0]
@@ -278,18 +288,37 @@ def shutdown_event(ex: Exits) -> Event | None:
 
 
 # -- callees --------------------------------------------------------------------------------------------------
-VERIFIER_CALLEE = re.compile(
-    r"(?i)/(?:get_reward|reward\w*|rm|judge\w*|verify\w*|verifier\w*|grade\w*|sandbox\w*|run_code|execute|"
-    r"score\w*|evaluate)\b|\b(?:judge|reward[_ -]?model|remote_rm|rm_server|sandbox(?:fusion)?|verifier|grader)\b"
+# A failed call: HTTP status errors (client exceptions, JSON error bodies, access-log lines), timeouts, refused
+# connections, exhausted retries.
+CALL_ERROR = re.compile(
+    r"HTTPConnectionPool|HTTPSConnectionPool|Max retries|[Rr]etries exhausted|ClientResponseError|HTTPStatusError"
+    r"|HTTPError|ConnectError|ConnectionError|Connection refused|ConnectTimeout|ReadTimeout|[Tt]imed? ?out"
+    r"|Error code: \d{3}|status(?:_code)?[=:]\s*[45]\d\d|\"code\":\s*[45]\d\d|'code': [45]\d\d|retrying"
+    r"|Internal Server Error|Service Unavailable|Bad Gateway|Gateway Time-?out|Too Many Requests"
 )
-ENGINE_CALLEE = re.compile(r"/(?:generate|v1/(?:chat/)?completions|v1/responses)\b|\bsglang\b|\bvllm\b")
+# Where the call went, from its URL (or urllib3's `with url: /path`): a judge, reward model or sandbox is the
+# verifier; the policy engine's generate/completions endpoints are the engine.
+VERIFIER_URL = re.compile(
+    r"(?:https?://[^\s'\",)]*?|with url: ?|url=\S*?|endpoint[=:] ?\S*?)"
+    r"/(?:get_reward|rewards?|reward_model|rm|judge\w*|verify\w*|verifier\w*|grade\w*|grader|sandbox\w*|run_code"
+    r"|execute|run_tests?|score\w*|evaluate)(?:[/?'\"\s,)]|$)"
+    r"|\b(?:remote_rm|rm_server|reward[_ ]model|reward[_ ]server|reward[_ ]api|sandbox[_ ]?fusion|judge[_ ]model"
+    r"|judge[_ ]server|llm[_ ]judge)\b",
+    re.IGNORECASE,
+)
+ENGINE_URL = re.compile(
+    r"(?:https?://[^\s'\",)]*?|with url: ?|url=\S*?)/(?:generate|v1/(?:chat/)?completions|v1/responses)(?:[/?'\"\s,)]|$)"
+)
 
 
 def callee_of(text: str) -> str:
-    """Which endpoint a failed request went to: "verifier", "engine", or "" when the line does not say."""
-    if VERIFIER_CALLEE.search(text):
+    """Which endpoint a failed request went to: "verifier", "engine", or "" when the line does not say (or it is
+    not a failed call)."""
+    if not CALL_ERROR.search(text):
+        return ""
+    if VERIFIER_URL.search(text):
         return "verifier"
-    if ENGINE_CALLEE.search(text):
+    if ENGINE_URL.search(text):
         return "engine"
     return ""
 
