@@ -21,8 +21,9 @@ def fatal_exit(params: dict[str, Any], run: Run) -> list[CheckResult]:
         if first is not None and first is not ev.line:
             evidence.insert(0, first)
         where = describe_frames(f.get("frames") or [])
+        name, message = f.get("exception", ""), f.get("message", "")[:160]
         out.append(CheckResult(evidence=evidence, count=1, numbers={
-            "exception": f.get("exception", ""), "message": f.get("message", "")[:160],
+            "exception": name, "message": message, "what": f"{name}: {message}" if message else name,
             "frames": where, "file": ev.line.file}))
     return out
 
