@@ -225,3 +225,26 @@ def test_an_xla_oom_in_the_engine_is_a_serving_oom(tmp_path: Path) -> None:
     line = "jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying to allocate 25769803776 bytes."
     f = top(triage_files(tmp_path, {"sglang-engine-0.log": line + "\n"}))
     assert f.category == "serving-oom-retraction"
+
+
+def test_a_scheduler_cancel_after_an_oom_kill_is_not_an_orderly_stop(tmp_path: Path) -> None:
+    # hafs-community/HAFS#101 (Slurm srun job step killed by the cgroup OOM handler, then cancelled)
+    text = ("slurmstepd: error: Detected 1 oom-kill event(s) in step 3495064.0 cgroup. Some of your processes may have "
+            "been killed by the cgroup out-of-memory handler.\n"
+            "srun: error: Orion-01-01: task 4: Out Of Memory\n"
+            "srun: Terminating job step 3495064.0\n"
+            "slurmstepd: error: *** STEP 3495064.0 ON orion-01-01 CANCELLED AT 2021-10-27T19:35:36 ***\n")
+    report = triage_files(tmp_path, {"job.log": text})
+    f = top(report)
+    assert (f.rule, f.count, f.evidence[0].line) == ("other.host-oom-killer", 2, 1)
+    assert "other.orderly-shutdown" not in [x.rule for x in report.findings]
+    assert gates(report)
+
+
+def test_a_torchrun_worker_stopped_by_sigterm_does_not_gate(tmp_path: Path) -> None:
+    # torch/distributed/elastic/multiprocessing/api.py _terminate_process_handler: SignalException(f"Process
+    # {os.getpid()} got signal: {sigval}") ends the traceback of a worker the agent was told to stop
+    text = (TRACE + "torch.distributed.elastic.multiprocessing.api.SignalException: Process 76 got signal: 15\n")
+    report = triage_files(tmp_path, {"train.log": text})
+    assert not gates(report)
+    assert [f.rule for f in report.findings] == ["other.orderly-shutdown"]

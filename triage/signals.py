@@ -96,6 +96,8 @@ SHUTDOWN = re.compile(
     r"|\[shutdown\] \w+: (?:terminated by shutdown signal|shutdown triggered)"  # vLLM 2026
     r"|Caught (?:signal )?(?P<sig5>SIGTERM|SIGINT|15|2)\b"
     r"|^(?:[a-z_]\w*\.)*KeyboardInterrupt\b"  # Ctrl-C
+    r"|^Terminated\s*$|line \d+: +\d+ Terminated +\S"  # the shell's report of a child ended by SIGTERM
+    r"|\*\*\* (?:JOB|STEP) \S+ ON \S+ CANCELLED AT \S+"  # Slurm scancel or time limit
 )
 # A child that ended by SIGTERM/SIGINT: its parent prints the exit code; never a crash of its own.
 SIGNAL_EXIT = re.compile(
@@ -105,7 +107,7 @@ SIGNAL_EXIT = re.compile(
 BENIGN_ANCHORS = ("exception was never retrieved",)  # NOT_FATAL_HEAD lines without another anchor
 SIGNAL_ANCHORS = ("SIGTERM", "SIGINT", "SIGHUP", "got signal", "death signal", "[shutdown]", "received signal",
                   "KeyboardInterrupt", "Caught signal", "code -15", "code -2", "exitcode: -", "code 143", "code 130",
-                  "status 143", "status 130", "Signals.SIG")
+                  "status 143", "status 130", "Signals.SIG", "Terminated", "CANCELLED AT")
 # Rules whose lines a shutdown on purpose prints too: after the marker they are teardown, not failures.
 SHUTDOWN_NOISE = ("gen.client-disconnect-abort", "gen.vllm-aborted-requests", "gen.rollout-timeout")
 TAIL = 80  # lines after a process's last exception within which its log must end for the exception to end it
