@@ -248,3 +248,18 @@ def test_a_torchrun_worker_stopped_by_sigterm_does_not_gate(tmp_path: Path) -> N
     report = triage_files(tmp_path, {"train.log": text})
     assert not gates(report)
     assert [f.rule for f in report.findings] == ["other.orderly-shutdown"]
+
+
+def test_a_vllm_warmup_oom_without_torchs_wording_is_the_engines(tmp_path: Path) -> None:
+    # vllm-project/vllm#14452 (V1 engine, 2025-03)
+    line = ("(VllmWorker rank=7 pid=10948) ERROR 03-16 06:12:38 [multiproc_executor.py:375] RuntimeError: CUDA out of "
+            "memory occurred when warming up sampler with 1024 dummy requests. Please try lowering `max_num_seqs` or "
+            "`gpu_memory_utilization` when initializing the engine.")
+    f = top(triage_files(tmp_path, {"vllm-engine-0.log": line + "\n"}))
+    assert (f.rule, f.category) == ("serving.engine-cuda-oom", "serving-oom-retraction")
+    assert "inference.sglang_mem_fraction_static" in [k.name for k in f.knobs]
+
+
+def test_the_same_xla_oom_in_the_trainer_is_a_trainer_oom(tmp_path: Path) -> None:
+    line = "jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying to allocate 25769803776 bytes."
+    assert top(triage_files(tmp_path, {"train.log": line + "\n"})).category == "trainer-oom"
