@@ -17,13 +17,14 @@ from typing import Any
 
 from .checks import CHECKS, Run
 from .knobs import Config, knob
-from .model import SEVERITY_RANK, Evidence, Finding, Hit, Line
+from .model import SEVERITY_RANK, SIX, Evidence, Finding, Hit, Line
 from .patterns import Library, Rule
 from .redact import redact
 from .scan import FINAL_EXC, FileResult, thresholds_hold
 
 MAX_EVIDENCE = 4
 MAX_UNCLASSIFIED = 20
+UNEXPLAINED_END = "other.fatal-exit"  # a process end no rule explains (checks/exits.py)
 MAX_TEXT = 2000  # characters of one evidence line in any report (the scanner keeps up to read.MAX_LINE)
 
 def _long_quote(m: re.Match[str]) -> str:
@@ -229,18 +230,23 @@ def unclassified(lib: Library, lines: list[Line], redact_on: bool) -> list[Findi
 
 
 def merge_symptoms(lib: Library, findings: list[Finding]) -> list[Finding]:
-    """Fold a symptom (actor death, crash header) into the root-cause finding it belongs to."""
+    """Fold a symptom (actor death, crash header) into the root-cause finding it belongs to.
+
+    An unexplained process end (other.fatal-exit) is a symptom of any root cause there is; when there is none it
+    is the root itself, and the actor deaths and exit codes that followed it fold into it."""
     roots = [f for f in findings if not f.symptom and f.category != "unclassified"]
     out = [f for f in findings if not f.symptom]
-    for f in findings:
-        if not f.symptom:
-            continue
+    ends = [f for f in findings if f.symptom and f.rule == UNEXPLAINED_END]
+    rest = [f for f in findings if f.symptom and f.rule != UNEXPLAINED_END]
+    for f in ends + rest:
         rule = lib.rule(f.rule)
         wanted = rule.symptom_of if rule else []
         candidates = [r for r in roots if ("any" in wanted or r.category in wanted)
                       and SEVERITY_RANK[r.severity] <= SEVERITY_RANK[f.severity]]
         if not candidates:
             out.append(f)
+            if f.rule == UNEXPLAINED_END:
+                roots.append(f)
             continue
         root = min(candidates, key=rank_key)
         for e in f.evidence:
@@ -255,13 +261,37 @@ def rank_key(f: Finding) -> tuple[int, int, int]:
 
 
 def rank(findings: list[Finding]) -> list[Finding]:
+    """Severity, then priority, then first seen. A process end no rule explains gates at error severity but ranks
+    with the warnings when a finding in the six categories is there: that finding is the better guess at the
+    cause; with none, the unexplained end leads."""
     order = {id(f): i for i, f in enumerate(findings)}
-    return sorted(findings, key=lambda f: (SEVERITY_RANK[f.severity], -f.priority, order[id(f)]))
+    known = any(f.category in SIX and SEVERITY_RANK[f.severity] <= SEVERITY_RANK["warning"] for f in findings)
+
+    def level(f: Finding) -> int:
+        if known and f.rule == UNEXPLAINED_END:
+            return SEVERITY_RANK["warning"]
+        return SEVERITY_RANK[f.severity]
+
+    return sorted(findings, key=lambda f: (level(f), -f.priority, order[id(f)]))
+
+
+def gate_fatal(findings: list[Finding], run: Run) -> None:
+    """A finding whose line ended a process (a `fatal` event claimed by its rule) gates at error severity, however
+    mild its rule: a verifier timeout that escaped and killed the trainer is not a warning any more."""
+    ended = {ev.fields["rule"]: ev for ev in run.events if ev.kind == "fatal" and ev.fields.get("rule")}
+    for f in findings:
+        ev = ended.get(f.rule)
+        if ev is None:
+            continue
+        f.numbers.setdefault("ended_process", f"{ev.line.file}:{ev.line.lineno}")
+        if SEVERITY_RANK[f.severity] > SEVERITY_RANK["error"]:
+            f.severity = "error"
 
 
 def build(lib: Library, results: list[FileResult], run: Run, cfg: Config, redact_on: bool = True) -> list[Finding]:
     hits = [h for r in results for h in r.hits]
     findings = from_hits(lib, hits, cfg, redact_on) + from_checks(lib, run, cfg, redact_on)
+    gate_fatal(findings, run)
     findings = merge_symptoms(lib, findings)
     findings += unclassified(lib, [ln for r in results for ln in r.unclaimed], redact_on)
     findings = rank(findings)

@@ -13,6 +13,7 @@ import re
 from bisect import bisect_left, bisect_right
 
 from .model import Line
+from .signals import callee_of
 
 RAY_PREFIX = re.compile(r"^\((?P<actor>[A-Za-z_][\w.:-]*)(?: pid=(?P<pid>\d+))?(?:, ip=(?P<ip>[0-9a-fA-F.:]+))?\) ?")
 RAY_REPEAT = re.compile(r"\s*\[repeated (?P<n>\d+)x across cluster\]\s*$")
@@ -95,6 +96,8 @@ class SideFinder:
 
     def side(self, lineno: int, actor: str, text: str, context: "Context", file_side: str,
              within: tuple[int, int] = (60, 25)) -> str:
+        if callee_of(text) == "verifier":  # a failed call to a judge, reward model or sandbox is the verifier's,
+            return "verifier"  # whichever process (often the driver) printed it
         side = self.of_actor(actor) or self.of_text(text)
         if side:
             return side

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from . import fastscan
+from . import fastscan, signals
 from .model import Event, Hit, Line, LogFile
 from .origins import RAY_PREFIX, Context, SideFinder, split_ray
 from .parsers import PARSERS
@@ -39,6 +39,16 @@ ERRORISH_WORDS = ("Error", "Exception", "Failure", "Fault", "ERROR", "FATAL", "F
 
 def is_errorish(msg: str) -> bool:
     return any(w in msg for w in ERRORISH_WORDS) and ERRORISH.search(msg) is not None
+
+
+def error_level_only(line: Line) -> bool:
+    """A line whose logger marks it ERROR/CRITICAL/FATAL (in a prefix the message no longer holds, or a glog or
+    logfmt level) though its words are not error-like: a candidate all the same. A traceback's echoed source line
+    (indented) or caret marks are not."""
+    msg = line.msg
+    if not msg.strip() or msg[:1].isspace() or not any(c.isalpha() for c in msg):
+        return False
+    return signals.is_error_level(line)
 
 
 FINAL_EXC = re.compile(r"^\s?(?:[a-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Failure|Fault|Exit)\b(?:\([^)]*\))?:")
@@ -88,10 +98,14 @@ def thresholds_hold(conds: list[dict[str, Any]], numbers: dict[str, Any]) -> boo
     return True
 
 
+REWARD_RULE = "verifier.reward-exception"  # what a traceback through reward code ends in (signals.REWARD_FRAME)
+
+
 class Plan(NamedTuple):
     parsers: tuple[Any, ...]  # parser modules whose anchors the line holds, in PARSERS order
     anchors: tuple[str, ...]  # rule anchors it holds, in a fixed order
-    errorish: bool  # it holds an ERRORISH_WORD: worth the ERRORISH search
+    errorish: bool  # it holds an ERRORISH_WORD or a level literal: worth the ERRORISH search and the level
+    signal: bool  # it holds a shutdown or signal-exit literal (signals.SIGNAL_ANCHORS)
 
 
 @dataclass
@@ -102,6 +116,7 @@ class FileResult:
     events: list[Event] = field(default_factory=list)
     engines: dict[str, EngineStats] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
+    marks: list[Line] = field(default_factory=list)  # lines holding a shutdown or signal-exit literal
 
 
 def _note(lf: LogFile, res: FileResult, note: str) -> None:
@@ -121,7 +136,8 @@ class Scanner:
                 by_anchor.setdefault(a, []).append(rule)
         self.by_anchor = by_anchor
         parser_anchors = {a for p in PARSERS for a in p.ANCHORS}
-        anchors = set(by_anchor) | parser_anchors | set(ERROR_ANCHORS) | set(ERRORISH_WORDS)
+        anchors = (set(by_anchor) | parser_anchors | set(ERROR_ANCHORS) | set(ERRORISH_WORDS)
+                   | set(signals.SIGNAL_ANCHORS) | set(signals.LEVEL_ANCHORS) | set(signals.BENIGN_ANCHORS))
         self.prefilter = re.compile("|".join(re.escape(a) for a in sorted(anchors, key=len, reverse=True)))
         self.anchor_list = sorted(by_anchor)
         self.anchors = tuple(sorted(anchors))
@@ -229,7 +245,9 @@ class Scanner:
         plan = self._plans.get(found)
         if plan is None:
             plan = Plan(tuple(p for p in PARSERS if found.intersection(p.ANCHORS)),
-                        tuple(a for a in self.anchor_list if a in found), not found.isdisjoint(ERRORISH_WORDS))
+                        tuple(a for a in self.anchor_list if a in found),
+                        not found.isdisjoint(ERRORISH_WORDS) or not found.isdisjoint(signals.LEVEL_ANCHORS),
+                        not found.isdisjoint(signals.SIGNAL_ANCHORS))
             if len(self._plans) > 4096:
                 self._plans.clear()
             self._plans[found] = plan
@@ -279,7 +297,9 @@ class Scanner:
             pending.append((line, matched))
         if not is_stats:
             ctx.add(line)
-            if not matched and plan.errorish and not frame and ERRORISH.search(msg):
+            if plan.signal:
+                res.marks.append(line)
+            if not matched and plan.errorish and not frame and (ERRORISH.search(msg) or error_level_only(line)):
                 errorish.append(line)
 
     # -- claims ----------------------------------------------------------------------------
@@ -303,7 +323,7 @@ class Scanner:
         return side
 
     def _resolve(self, lf: LogFile, res: FileResult, ctx: Context, pending: list[Any], errorish: list[Line]) -> None:
-        claimed: set[int] = set()
+        claimed: dict[int, str] = {}  # id(line) -> the rule that claimed it
         side_cache: dict[tuple[int, int], str] = {}
         follow: list[tuple[Hit, Rule]] = []
         for line, matched in pending:
@@ -321,18 +341,64 @@ class Scanner:
                     continue
                 hit = Hit(rule.id, line, numbers, side)
                 res.hits.append(hit)
-                claimed.add(id(line))
+                claimed[id(line)] = rule.id
                 if rule.follow:
                     follow.append((hit, rule))
                 break
             else:
-                if is_errorish(line.msg) and not FRAME.match(line.msg):
+                if (is_errorish(line.msg) or error_level_only(line)) and not FRAME.match(line.msg):
                     errorish.append(line)
         for hit, rule in follow:  # attach the traceback's final exception line to its header
             for other in ctx.after(hit.line.lineno, rule.within[1]):
                 if FINAL_EXC.match(other.msg):
                     if id(other) not in claimed:
                         hit.extra.append(other)
-                        claimed.add(id(other))
+                        claimed[id(other)] = hit.rule
                     break
         res.unclaimed = sorted((ln for ln in errorish if id(ln) not in claimed), key=lambda ln: ln.lineno)
+        self._exits(lf, res, ctx, claimed)
+
+    def _rule_kind(self, rid: str) -> tuple[str, str]:
+        rule = self.lib.rule(rid)
+        return (rule.severity, rule.category) if rule is not None else ("", "")
+
+    def _reward_frames(self, found: list[signals.Chain], res: FileResult, claimed: dict[int, str]) -> None:
+        """A traceback whose frames run through reward code ends in a reward-function failure: its final line goes to
+        verifier.reward-exception unless a rule at least as specific claimed it (a timeout, an OOM)."""
+        rule = self.lib.rule(REWARD_RULE)
+        if rule is None:
+            return
+        for chain in signals.reward_chains(found):
+            final = chain.final
+            assert final is not None
+            # one failure, one count: the chain's wrapper lines (a RayTaskError header) are not a second one
+            res.hits = [h for h in res.hits if not (h.rule == rule.id and chain.head.lineno <= h.line.lineno < final.lineno)]
+            owner = self.lib.rule(claimed.get(id(final), ""))
+            if owner is not None and (owner.category != "other" or owner.priority >= rule.priority):
+                continue
+            if owner is not None:
+                res.hits = [h for h in res.hits if h.line is not final]
+            res.hits.append(Hit(rule.id, final, {}, "verifier"))
+            res.hits.sort(key=lambda h: h.line.lineno)
+            claimed[id(final)] = rule.id
+            res.unclaimed = [ln for ln in res.unclaimed if ln is not final]
+
+    def _exits(self, lf: LogFile, res: FileResult, ctx: Context, claimed: dict[int, str]) -> None:
+        """The file's orderly shutdown and the exception that ended its process, as events (signals.judge); the
+        teardown noise after a shutdown leaves the hits and the unclaimed lines."""
+        last = max([st.lineno[-1] for st in res.engines.values() if len(st.lineno)]
+                   + [ev.line.lineno for ev in res.events if ev.kind == "metrics"], default=0)
+
+        def progress_after(line: Line) -> bool:
+            return last > (line.until or line.lineno)
+
+        found = signals.chains(ctx.lines)
+        self._reward_frames(found, res, claimed)
+        ex = signals.judge(found, res.marks, res.hits, res.unclaimed, lf.lines, progress_after, self._rule_kind)
+        if ex.fatal is not None:
+            ex.fatal_rule = ex.fatal_rule or claimed.get(id(ex.fatal), "")
+            if not ex.fatal_rule:  # reported as the process's end, not again as an unexplained line
+                res.unclaimed = [ln for ln in res.unclaimed if ln is not ex.fatal]
+        for ev in (signals.shutdown_event(ex), signals.fatal_event(ex)):
+            if ev is not None:
+                res.events.append(ev)

@@ -11,6 +11,7 @@ from . import config as cc
 from . import health
 from . import series as ts
 from .base import CheckResult, Run
+from .exits import fatal_exit, orderly_shutdown
 from . import startup
 from .metrics import generation_tail, metric_threshold, rewards_degenerate
 from .serving import kv_pressure, lone_decode, pool_saturation
@@ -57,6 +58,8 @@ CHECKS: dict[str, Callable[..., list[CheckResult]]] = {
     "mean_length_at_cap": ts.mean_length_at_cap,
     "step_time_trend": ts.step_time_trend,
     "slow_generation": ts.slow_generation,
+    "fatal_exit": fatal_exit,
+    "orderly_shutdown": orderly_shutdown,
 }
 
 __all__ = ["CHECKS", "CheckResult", "Run"]

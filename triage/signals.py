@@ -1,0 +1,348 @@
+"""Normalized error signals: a line's level, how a process ended, and who a failed call was made to.
+
+Rules match one wording each; these signals hold across wordings, so a failure no rule knows still counts:
+
+- **Level.** The level field of the usual logger formats (vLLM `ERROR 12-13 10:31:16 file.py:12]`, Python
+  logging `ERROR:name:` / `- ERROR -`, loguru `| ERROR |`, `[time ERROR]`, glog `E1203 12:34:56.789`, Ray's
+  `[time E pid tid]`, logfmt `level=error`, JSON `"level": "error"`). Launchers and loggers strip into the
+  line's prefix what the message no longer says, so the level is read from the prefix and the message's head.
+- **Process end.** The last exception a process printed before its log stops (the final line of the last
+  traceback chain, a `RayTaskError(...)` chain, a harness `AssertionError`) ended it, when nothing the process
+  printed afterwards shows it still working (stats rows, metric records) and the log ends soon after. An
+  exception the asyncio loop or the garbage collector logged (`Task exception was never retrieved`, `Exception
+  ignored in`) did not end anything.
+- **Orderly shutdown.** SIGTERM/SIGINT received (SGLang `SIGTERM received. signum=15 ...`, vLLM `[shutdown]
+  EngineCore: trigger received signal=SIGINT`, torch elastic `SignalException: Process N got signal: 15` and
+  `Received Signals.SIGTERM death signal`), Ctrl-C (`KeyboardInterrupt`), children that exit by signal 15 or 2
+  (`exit code -15`, `exitcode: -2`, 143, 130). What a process prints while it is being shut down on purpose
+  (actor deaths, broken pipes, aborted requests, a KeyboardInterrupt traceback) is not a crash. A SIGTERM that
+  follows a crash (torchrun's `Sending process N closing signal SIGTERM` after a worker failed) is cleanup, not
+  an orderly shutdown, and is not a marker.
+- **Callee.** Which endpoint a failed request went to, from the URL or the words around it: a judge, reward
+  model or sandbox (the verifier) or the policy engine.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Callable
+
+from .model import Event, Hit, Line
+
+# -- levels -------------------------------------------------------------------------------------------------
+LEVELS = ("fatal", "critical", "error", "warning", "info", "debug")
+_LEVEL_WORD = {"FATAL": "fatal", "CRITICAL": "critical", "ERROR": "error", "F": "fatal", "E": "error",
+               "fatal": "fatal", "critical": "critical", "error": "error", "Fatal": "fatal", "Critical": "critical",
+               "Error": "error"}
+# In the prefix a launcher or logger put in front of the message (split off by origins.LINE_PREFIX).
+PREFIX_LEVEL = re.compile(
+    r"(?:^|[\s\[(|:,])(?P<w>ERROR|CRITICAL|FATAL)(?=[\s\]):|,]|$)"
+    r"|[\d,.] (?P<ray>[EF]) \d+ \d+\]"  # Ray C++ components: `[2022-04-25 18:24:10,728 E 4497 4497]`
+    r"|\[(?P<glog>[EF])\d{4} \d\d:\d\d:\d\d"  # torch c10: `[rank0]:[E1206 10:00:00.123 ...]`
+)
+# In the message's head, for formats whose prefix is not split off.
+HEAD_LEVEL = re.compile(
+    r"^(?:\([^)]{1,80}\) )?(?:\[[^\]]{0,60}\]:?)?\s?(?P<w>ERROR|CRITICAL|FATAL)(?=[\s\]):|])"  # `(Worker rank=0 pid=1) ERROR ...`
+    r"|^\s?(?:[-|]\s*)?(?:[\w.]+\s*[-|]\s*)?(?P<w2>ERROR|CRITICAL|FATAL)\s*[-|]"  # `- root - ERROR -`, `| ERROR |`
+    r"|(?:^|[\[\s:])(?P<glog>[EF])\d{4} \d\d:\d\d:\d\d\.\d+\s+\d*"  # glog / torch c10: `E1206 10:00:00.123 ...`
+    r"|^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+ (?P<ray>[EF]) \d+ \d+\]"  # Ray C++ components: `[time E pid tid]`
+    r"|\blevel=\"?(?P<kv>error|fatal|critical|ERROR|FATAL|CRITICAL)\b"  # logfmt
+    r"|\"level(?:name)?\":\s*\"(?P<js>error|fatal|critical|ERROR|FATAL|CRITICAL)\""  # JSON logs
+)
+# Literals that must reach the scanner for the level to be read (the prefilter's anchors; "ERROR" is one already).
+LEVEL_ANCHORS = ("level=error", "level=fatal", "level=ERROR", "\"level\": \"error\"", "\"level\":\"error\"")
+
+
+def level_of(line: Line) -> str:
+    """The line's level when its logger says so ("error", "fatal", "critical"; "" when unknown or lower)."""
+    text, msg = line.text, line.msg
+    cut = len(text) - len(msg) if text.endswith(msg) else 0
+    if cut:
+        m = PREFIX_LEVEL.search(text, 0, cut)
+        if m:
+            return _LEVEL_WORD[next(g for g in m.groups() if g)]
+    m = HEAD_LEVEL.search(msg[:160])
+    if m:
+        word = next(g for g in m.groups() if g)
+        return _LEVEL_WORD[word]
+    return ""
+
+
+def is_error_level(line: Line) -> bool:
+    return level_of(line) in ("error", "critical", "fatal")
+
+
+# -- process ends and shutdowns -----------------------------------------------------------------------------
+TRACEBACK = "Traceback (most recent call last)"
+FRAME = re.compile(r'^\s*File "[^"]*", line \d+')
+# A traceback's final line: `[pkg.]Name[(Inner)]: message` or a bare `[pkg.]Name`.
+EXC_LINE = re.compile(
+    r"^\s{0,4}(?:[a-z_]\w*\.)*(?P<name>[A-Z]\w*(?:Error|Exception|Failure|Fault|Exit|Interrupt|Exhausted|Died))"
+    r"(?:\((?P<inner>[^)]*)\))?(?::\s?(?P<message>.*)|\s*)$"
+)
+# Headers of exceptions logged by the asyncio loop, the garbage collector or a thread that dies alone: they do
+# not end the process that printed them.
+NOT_FATAL_HEAD = re.compile(
+    r"Task exception was never retrieved|Future exception was never retrieved|Exception in callback"
+    r"|Exception ignored in|Error in atexit|Exception in thread|Exception on /|Error in sys\.excepthook"
+)
+SHUTDOWN = re.compile(
+    r"(?P<sig>SIGTERM|SIGINT) received\b"  # SGLang SignalHandler (2024-2026)
+    r"|Received (?:signal )?(?P<sig2>SIGTERM|SIGINT|SIGHUP)\b"
+    r"|received signal[= ](?:SIG)?(?P<sig3>TERM|INT|15|2)\b"  # vLLM 2026 `[shutdown] ... received signal=SIGINT`
+    r"|got signal: (?P<num>15|2)\b"  # torch elastic SignalException
+    r"|Received Signals\.(?P<sig4>SIGTERM|SIGINT|SIGHUP) death signal"  # torch elastic agent
+    r"|\[shutdown\] \w+: (?:terminated by shutdown signal|shutdown triggered)"  # vLLM 2026
+    r"|Caught (?:signal )?(?P<sig5>SIGTERM|SIGINT|15|2)\b"
+    r"|^(?:[a-z_]\w*\.)*KeyboardInterrupt\b"  # Ctrl-C
+    r"|^Terminated\s*$|line \d+: +\d+ Terminated +\S"  # the shell's report of a child ended by SIGTERM
+    r"|\*\*\* (?:JOB|STEP) \S+ ON \S+ CANCELLED AT \S+"  # Slurm scancel or time limit
+)
+# A child that ended by SIGTERM/SIGINT: its parent prints the exit code; never a crash of its own.
+SIGNAL_EXIT = re.compile(
+    r"exit(?:ed with)? (?:code|status) (?:-(?:15|2)|143|130)\b|exitcode\s*:\s*-(?:15|2)\b"
+    r"|<Signals\.SIG(?:TERM|INT): (?:15|2)>|Signal (?:15|2) \(SIG(?:TERM|INT)\) received"
+)
+BENIGN_ANCHORS = ("exception was never retrieved",)  # NOT_FATAL_HEAD lines without another anchor
+SIGNAL_ANCHORS = ("SIGTERM", "SIGINT", "SIGHUP", "got signal", "death signal", "[shutdown]", "received signal",
+                  "KeyboardInterrupt", "Caught signal", "code -15", "code -2", "exitcode: -", "code 143", "code 130",
+                  "status 143", "status 130", "Signals.SIG", "Terminated", "CANCELLED AT")
+# Rules whose lines a shutdown on purpose prints too: after the marker they are teardown, not failures.
+SHUTDOWN_NOISE = ("gen.client-disconnect-abort", "gen.vllm-aborted-requests", "gen.rollout-timeout")
+TAIL = 80  # lines after a process's last exception within which its log must end for the exception to end it
+CHAIN = 8  # a traceback that starts within this many lines of the previous final line continues its chain
+
+
+@dataclass
+class Chain:
+    """One traceback chain: its first line, its final exception line, and what preceded it."""
+
+    head: Line
+    final: Line | None = None
+    before: str = ""  # the messages of the candidate lines just before the chain (its logger's header)
+    frames: list[str] = field(default_factory=list)  # the frame lines (`File "...", line N, in f`), innermost last
+
+
+def chains(lines: list[Line]) -> list[Chain]:
+    """The traceback chains among a file's candidate lines (in order), each with its final exception line."""
+    out: list[Chain] = []
+    cur: Chain | None = None
+    last_frame = -1 << 30
+    recent: list[Line] = []  # the last few candidate lines, for a chain's header
+
+    def header(at: int) -> str:
+        return "\n".join(r.msg for r in recent if at - r.lineno <= 4)
+
+    awaiting = False  # frames seen since the last final line: the next exception line ends them
+    for ln in lines:
+        msg = ln.msg
+        if TRACEBACK in msg[:80]:
+            awaiting = True
+            if cur is None or cur.final is None and ln.lineno - last_frame > CHAIN or (
+                    cur.final is not None and ln.lineno - (cur.final.until or cur.final.lineno) > CHAIN):
+                cur = Chain(ln, before=header(ln.lineno))
+                out.append(cur)
+            last_frame = ln.lineno
+        elif 'File "' in msg and FRAME.match(msg):
+            awaiting = True
+            if cur is None or ln.lineno - last_frame > CHAIN and (
+                    cur.final is None or ln.lineno - cur.final.lineno > CHAIN):
+                cur = Chain(ln, before=header(ln.lineno))
+                out.append(cur)
+            last_frame = ln.lineno
+            if len(cur.frames) < 40:
+                cur.frames.append(msg.strip()[:300])
+        elif cur is not None and awaiting and 0 < ln.lineno - last_frame <= CHAIN and EXC_LINE.match(msg):
+            cur.final = ln
+            awaiting = False
+        elif "RayTaskError" in msg and EXC_LINE.match(msg):
+            cur = Chain(ln, final=ln, before=header(ln.lineno))
+            out.append(cur)
+            last_frame = ln.lineno
+            awaiting = True  # the remote traceback that follows ends in the remote exception
+        recent.append(ln)
+        if len(recent) > 3:
+            del recent[0]
+    return [c for c in out if c.final is not None]
+
+
+def exception_name(line: Line) -> tuple[str, str]:
+    """(exception class, message) of a final exception line; ("", "") when it is not one."""
+    m = EXC_LINE.match(line.msg)
+    if not m:
+        return "", ""
+    name = m.group("name")
+    if m.group("inner") and name == "RayTaskError":
+        name = f"RayTaskError({m.group('inner')})"
+    return name, (m.group("message") or "").strip()
+
+
+@dataclass
+class Exits:
+    """What `judge` found in one file."""
+
+    shutdown: Line | None = None  # the orderly-shutdown marker
+    quiet: int = 0  # failure-looking lines after it (or exits by signal) left out of the findings
+    fatal: Line | None = None  # the exception that ended the process
+    fatal_rule: str = ""  # the rule that claimed that line, if any
+    chain: Chain | None = None
+
+
+def judge(found: list[Chain], marks: list[Line], hits: list[Hit], unclaimed: list[Line], file_lines: int,
+          progress_after: Callable[[Line], bool], severity_of: Callable[[str], tuple[str, str]]) -> Exits:
+    """Decide, for one file, the orderly shutdown (if any) and the exception that ended its process (if any).
+
+    `found`: the file's traceback chains (`chains`); `marks`: lines holding a shutdown or signal-exit marker; `hits`: the rule claims (pruned here of teardown
+    noise); `unclaimed`: error-like lines no rule claimed (pruned likewise); `progress_after(line)`: whether the
+    process that printed `line` showed progress later; `severity_of(rule_id)`: (severity, category) of a rule."""
+    ex = Exits()
+    signal_exits = {id(ln) for ln in marks if SIGNAL_EXIT.search(ln.msg)}
+    first_error = min((h.line.lineno for h in hits if severity_of(h.rule)[0] == "error"), default=1 << 62)
+    for ln in marks:
+        if id(ln) in signal_exits or not SHUTDOWN.search(ln.msg):
+            continue
+        # a shutdown after a crash is the crash's cleanup; after an unknown fatal exception too
+        crashed_before = first_error < ln.lineno or any(
+            c.final is not None and ln.lineno - TAIL <= c.final.lineno < ln.lineno and not _benign(c)
+            and not SHUTDOWN.search(c.final.msg) and _fatal_name(c) for c in found)
+        if not crashed_before:
+            ex.shutdown = ln
+        break
+    at = ex.shutdown.lineno if ex.shutdown is not None else 1 << 62
+
+    def teardown(line: Line, rule: str = "") -> bool:
+        if id(line) in signal_exits:  # every signal-exit line holds a SIGNAL_ANCHOR, so it is among the marks
+            return True
+        if line.lineno < at:
+            return False
+        return not rule or severity_of(rule)[1] == "other" or rule in SHUTDOWN_NOISE
+
+    kept = [h for h in hits if not teardown(h.line, h.rule)]
+    ex.quiet = sum(h.line.repeat for h in hits) - sum(h.line.repeat for h in kept)
+    hits[:] = kept
+    kept_lines = [ln for ln in unclaimed if not teardown(ln)]
+    ex.quiet += len(unclaimed) - len(kept_lines)
+    unclaimed[:] = kept_lines
+
+    if found:
+        last = found[-1]
+        final = last.final
+        assert final is not None
+        end = final.until or final.lineno
+        if (final.lineno < at and not _benign(last) and _fatal_name(last) and file_lines - end <= TAIL
+                and not SHUTDOWN.search(final.msg) and not progress_after(final)):
+            ex.fatal, ex.chain = final, last
+            ex.fatal_rule = next((h.rule for h in hits if h.line is final), "")
+    return ex
+
+
+# Frames of reward code: verl utils/reward_score/ and reward managers (compute_score, default_compute_score),
+# custom reward files (custom_reward_function.path, --custom-rm-path), TRL/open-r1 reward functions (reward_funcs,
+# accuracy_reward), OpenRLHF remote_rm_fn, Math-Verify's grader, sandboxes and judges.
+REWARD_FRAME = re.compile(
+    r'File "[^"]*(?:/reward_score/|/reward_manager/|/rewards?/|/reward_func\w*|reward\w*\.py|/verifiers?/|math_verify/'
+    r'|/sandbox\w*/|/judges?/|compute_score\w*\.py)'
+    r'|, in (?:compute_score|default_compute_score|reward_fn|\w+_reward|reward_func\w*|compute_reward\w*|get_reward\w*'
+    r'|remote_rm_fn|verify|grade\w*)\s*$'
+)
+
+
+def reward_chains(found: list[Chain]) -> list[Chain]:
+    """The chains whose frames run through reward code: their final exception is a reward-function failure,
+    whichever process printed it."""
+    return [c for c in found if c.final is not None and any(REWARD_FRAME.search(f) for f in c.frames)]
+
+
+def _benign(c: Chain) -> bool:
+    return bool(NOT_FATAL_HEAD.search(c.before) or NOT_FATAL_HEAD.search(c.head.msg))
+
+
+def _fatal_name(c: Chain) -> bool:
+    """Whether the chain's final exception can end a process (SystemExit(0) and warnings cannot)."""
+    assert c.final is not None
+    name, message = exception_name(c.final)
+    if not name or name.endswith("Warning"):
+        return False
+    if name == "SystemExit" and message in ("", "0", "None"):
+        return False
+    return True
+
+
+def fatal_event(ex: Exits) -> Event | None:
+    if ex.fatal is None:
+        return None
+    name, message = exception_name(ex.fatal)
+    frames = ex.chain.frames if ex.chain is not None else []
+    return Event("fatal", ex.fatal, {"exception": name, "message": message[:300], "rule": ex.fatal_rule,
+                                     "frames": frames[-8:], "first": ex.chain.head if ex.chain else None})
+
+
+def shutdown_event(ex: Exits) -> Event | None:
+    if ex.shutdown is None:
+        return None
+    m = SHUTDOWN.search(ex.shutdown.msg)
+    sig = ""
+    if m:
+        sig = next((g for g in m.groups() if g), "") or ("SIGINT" if "KeyboardInterrupt" in m.group(0) else "")
+        sig = {"15": "SIGTERM", "2": "SIGINT", "TERM": "SIGTERM", "INT": "SIGINT"}.get(sig, sig)
+    return Event("shutdown", ex.shutdown, {"signal": sig or "signal", "quiet": ex.quiet})
+
+
+# -- callees --------------------------------------------------------------------------------------------------
+# A failed call: HTTP status errors (client exceptions, JSON error bodies, access-log lines), timeouts, refused
+# connections, exhausted retries.
+CALL_ERROR = re.compile(
+    r"HTTPConnectionPool|HTTPSConnectionPool|Max retries|[Rr]etries exhausted|ClientResponseError|HTTPStatusError"
+    r"|HTTPError|ConnectError|ConnectionError|Connection refused|ConnectTimeout|ReadTimeout|[Tt]imed? ?out"
+    r"|Error code: \d{3}|status(?:_code)?[=:]\s*[45]\d\d|\"code\":\s*[45]\d\d|'code': [45]\d\d|retrying"
+    r"|Internal Server Error|Service Unavailable|Bad Gateway|Gateway Time-?out|Too Many Requests"
+)
+# Where the call went, from its URL (or urllib3's `with url: /path`): a judge, reward model or sandbox is the
+# verifier; the policy engine's generate/completions endpoints are the engine.
+VERIFIER_URL = re.compile(
+    r"(?:https?://[^\s'\",)]*?|with url: ?|url=\S*?|endpoint[=:] ?\S*?)"
+    r"/(?:get_reward|rewards?|reward_model|rm|judge\w*|verify\w*|verifier\w*|grade\w*|grader|sandbox\w*|run_code"
+    r"|execute|run_tests?|score\w*|evaluate)(?:[/?'\"\s,)]|$)"
+    r"|\b(?:remote_rm|rm_server|reward[_ ]model|reward[_ ]server|reward[_ ]api|sandbox[_ ]?fusion|judge[_ ]model"
+    r"|judge[_ ]server|llm[_ ]judge)\b",
+    re.IGNORECASE,
+)
+ENGINE_URL = re.compile(
+    r"(?:https?://[^\s'\",)]*?|with url: ?|url=\S*?)/(?:generate|v1/(?:chat/)?completions|v1/responses)(?:[/?'\"\s,)]|$)"
+)
+
+
+def callee_of(text: str) -> str:
+    """Which endpoint a failed request went to: "verifier", "engine", or "" when the line does not say (or it is
+    not a failed call)."""
+    if not CALL_ERROR.search(text):
+        return ""
+    if VERIFIER_URL.search(text):
+        return "verifier"
+    if ENGINE_URL.search(text):
+        return "engine"
+    return ""
+
+
+def events_of(run_events: list[Event], kind: str) -> list[Event]:
+    return [e for e in run_events if e.kind == kind]
+
+
+FRAME_PARTS = re.compile(r'File "(?P<path>[^"]*)", line (?P<line>\d+)(?:, in (?P<func>\S+))?')
+
+
+def describe_frames(frames: list[str]) -> str:
+    """The innermost frames of a chain, innermost first, as `dir/file.py:N in func`."""
+    out = []
+    for f in reversed(frames[-3:]):
+        m = FRAME_PARTS.search(f)
+        if m:
+            where = "/".join(m.group("path").rsplit("/", 2)[-2:]) + ":" + m.group("line")
+            out.append(where + (f" in {m.group('func')}" if m.group("func") else ""))
+    return " <- ".join(out)
+
+
+__all__ = ["Chain", "Exits", "LEVELS", "SIGNAL_ANCHORS", "LEVEL_ANCHORS", "REWARD_FRAME", "callee_of", "chains",
+           "describe_frames", "events_of", "exception_name", "fatal_event", "is_error_level", "judge", "level_of",
+           "reward_chains", "shutdown_event"]
