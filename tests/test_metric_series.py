@@ -302,5 +302,8 @@ def test_corpus_metric_cases(case: str, lib) -> None:
     if want is None:
         assert loud(report) == []
         return
-    f = report.findings[0]
-    assert (f.rule, f.evidence[0].file, f.evidence[0].line) == want
+    f = next(f for f in report.findings if f.rule == want[0])
+    assert (f.evidence[0].file, f.evidence[0].line) == want[1:]
+    # the check's finding sets the verdict; a line rule of the same category may rank above it (123: the tool
+    # timeouts that make the steps grow)
+    assert report.findings[0].category == f.category
