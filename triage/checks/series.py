@@ -51,9 +51,8 @@ def rewards_all_zero(params: dict[str, Any], run: Run) -> list[CheckResult]:
     """Rewards NaN/inf in any series (error), or exactly zero in every record of every reward series: the step
     total and each reward function (warning: no policy gradient). Zero must persist: `min_steps` records, or
     two records in which two or more reward functions are all zero, or a closing run summary (wandb) whose
-    reward max is zero (every sample of the last step scored 0), or records (one is enough) in which two or more
-    reward functions are zero and the reward std is 0 (no sample of the step scored anything), or records whose
-    reward std and grad_norm are both exactly 0 (no gradient measured)."""
+    reward max is zero (every sample of the last step scored 0), or records (one is enough) whose reward std and
+    grad_norm are both exactly 0 (no gradient measured, not only inferred)."""
     min_steps = int(params.get("min_steps", 3))
     total = run.canon("reward")
     fns = run.reward_functions()
@@ -76,7 +75,6 @@ def rewards_all_zero(params: dict[str, Any], run: Run) -> list[CheckResult]:
     spreads = [v for _, v, _ in run.canon("reward_std")]
     no_spread = bool(spreads) and all(v == 0 for v in spreads)
     if not (n >= min_steps or (n >= 2 and len(fns) >= 2) or summary_zero
-            or (len(fns) >= 2 and no_spread)  # every function, the lenient format ones too, and no sample apart
             or (no_spread and _no_gradient(run, records))):  # the update measured no gradient at all
         return []
     first = groups[0][1]
