@@ -16,11 +16,14 @@ KNOWN_MISSES = {
     "021-slime-rollout-503-no-available-workers-before-engine-ready":
         "router 503 'No available workers' before the engines are ready: reported as other.router-no-healthy-engine; "
         "the thread says cold-start, but the same line follows a dead engine",
+    "204-video-r1-grpo-rewards-all-zero-pretty-dict":
+        "one record only (read whole now, every reward function 0, reward_std 0, grad_norm 1.93): persistence is "
+        "not shown, and one zero iteration is not a pattern (test_metric_series); the user says every step is so",
 }
 
 
 def test_the_extra_corpus_is_there() -> None:
-    assert len(CASES) == 24
+    assert len(CASES) == 38
 
 
 @pytest.mark.parametrize("case", CASES)

@@ -67,16 +67,24 @@ def _spread(run: Run, ev: Event) -> tuple[float, float] | None:
 
 def no_policy_gradient(params: dict[str, Any], run: Run) -> list[CheckResult]:
     """Zero advantages or zero reward spread in every record, over at least `min_steps` records: a lifecycle
-    pass, not training. One such step is healthy (a batch whose groups all saturated); it must persist.
+    pass, not training. One such step is healthy (a batch whose groups all saturated); it must persist, unless
+    every record the log holds also shows grad_norm exactly 0 (no gradient measured, not only inferred).
 
     All-zero rewards are left to verifier.rewards-degenerate (same conclusion, a more specific cause)."""
     min_steps = int(params.get("min_steps", 3))
     records = run.holding(_telling_keys(params))
-    if len(records) < min_steps:
+    if not records:
         return []
     reasons = [_degenerate(ev.fields["values"], params) for ev in records]
     if any(r is None for r in reasons):
         return []
+    if len(records) < min_steps:
+        # Fewer records than a persistence test needs: enough only when each of them (all the log holds) also
+        # measured no gradient at all, grad_norm exactly 0 (a saturated batch in a healthy run still has the
+        # KL/entropy terms' gradient), which is the no-gradient conclusion observed, not inferred.
+        norms = {id(ev): v for ev, v, _ in run.canon("grad_norm")}
+        if any(norms.get(id(ev)) != 0 for ev in records):
+            return []
     rewards = [v for _, v, _ in run.canon("reward")]
     if rewards and all(v == 0 for v in rewards):
         return []
@@ -95,7 +103,8 @@ def no_policy_gradient(params: dict[str, Any], run: Run) -> list[CheckResult]:
         why = "the rewards within each group never differ"
     return [CheckResult(evidence=evidence, count=len(records),
                         numbers={"records": len(records), "reason": reason, "why": why,
-                                 "arithmetic": f"{reason} in {len(records)} of {len(records)} records: {why}"})]
+                                 "arithmetic": f"{reason} in {len(records)} of {len(records)} records"
+                                               f"{', grad_norm = 0 in each' if len(records) < min_steps else ''}: {why}"})]
 
 
 def _train_records(run: Run) -> list[Event]:

@@ -41,11 +41,18 @@ def _at(points: list[Point], ev: Event) -> float | None:
 
 # -- rewards ------------------------------------------------------------------------------------------------
 
+def _no_gradient(run: Run, records: dict[int, Event]) -> bool:
+    """Every record holds grad_norm exactly 0."""
+    norms = {id(ev): v for ev, v, _ in run.canon("grad_norm")}
+    return all(norms.get(k) == 0 for k in records)
+
+
 def rewards_all_zero(params: dict[str, Any], run: Run) -> list[CheckResult]:
     """Rewards NaN/inf in any series (error), or exactly zero in every record of every reward series: the step
     total and each reward function (warning: no policy gradient). Zero must persist: `min_steps` records, or
     two records in which two or more reward functions are all zero, or a closing run summary (wandb) whose
-    reward max is zero (every sample of the last step scored 0)."""
+    reward max is zero (every sample of the last step scored 0), or records (one is enough) whose reward std and
+    grad_norm are both exactly 0 (no gradient measured, not only inferred)."""
     min_steps = int(params.get("min_steps", 3))
     total = run.canon("reward")
     fns = run.reward_functions()
@@ -65,7 +72,10 @@ def rewards_all_zero(params: dict[str, Any], run: Run) -> list[CheckResult]:
     n = len(records)
     maxima = run.canon("reward_max")
     summary_zero = any(ev.fields.get("tag") == "summary" and _at(maxima, ev) == 0 for ev in records.values())
-    if not (n >= min_steps or (n >= 2 and len(fns) >= 2) or summary_zero):
+    spreads = [v for _, v, _ in run.canon("reward_std")]
+    no_spread = bool(spreads) and all(v == 0 for v in spreads)
+    if not (n >= min_steps or (n >= 2 and len(fns) >= 2) or summary_zero
+            or (no_spread and _no_gradient(run, records))):  # the update measured no gradient at all
         return []
     first = groups[0][1]
     key = first[0][2]

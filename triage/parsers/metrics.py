@@ -7,6 +7,9 @@
 - TRL/transformers Trainer: `{'loss': 0.0, 'grad_norm': ..., 'reward': ..., 'epoch': 0.1}`.
 - TRL/transformers dicts with any keys (GRPO `{'loss': ..., 'rewards/<fn>/mean': ...}`, PPO `{'eps': 1,
   'objective/kl': ..., 'val/num_eos_tokens': 0}`); values may be written `np.float64(x)` or `tensor(x)`.
+- A TRL dict that a user or `pprint` broke over several lines (`{'loss': 0.0,` / ` 'reward': 0.0,` / ...
+  / ` 'epoch': 0.09}`): the opening line starts a record, each following `'key': value` line continues it until
+  the closing brace (merge_records joins them).
 - JSON lines (`{"reward": ...}`) from metrics or verifier files (ms-swift prints its logs this way too).
 - wandb's closing `Run summary:` block (`wandb:   critic/score/mean 0`, one key per line): one record.
 - MLX-LM `Iter N: Train loss 0.1, Total rewards mean 0.0, <fn> mean 0.0, It/sec 1.7, ...` (GRPO and SFT).
@@ -59,7 +62,14 @@ DICT_ANCHORS = tuple(f": {{'{family}" for family in ("train/", "rollout/", "perf
                                                       "passrate/", "timing/", "reward", "loss"))
 # TRL/transformers dict lines hold one of these keys (the Trainer adds 'epoch' to every log).
 TRL_ANCHORS = ("'epoch': ", "'objective/", "'rewards/", "'reward': ", "'completions/", "'grad_norm': ",
-               "'learning_rate': ", "'train_runtime'", "{'eval_")
+               "'learning_rate': ", "'train_runtime'", "{'eval_",
+               # keys that start the continuation lines of a dict broken over several lines (pprint, one key
+               # a line; or a user's wrap), so those lines reach the parser
+               "'reward_std': ", "'frac_reward_zero_std': ", "'zero_var_ratio': ", "'completion_length': ",
+               "'kl': ")
+TRL_GAP = 6  # lines a broken dict's next anchored key may lie below the last one (unanchored keys between)
+# a continuation line of a broken dict: `'key': value,` (no opening brace on the line)
+TRL_CONT = re.compile(r"^\s*'[^'{}]{1,80}':\s")
 ANCHORS = DICT_ANCHORS + TRL_ANCHORS + (
     "step:", " - timing_s/", " - actor/", " - critic/", " - response_length/", "{'loss'", '"reward"', '"score"',
     '"loss": ', "wandb: ", ": Train loss ", ": Val loss ", "s/it]", "s/it,", "• Avg Reward:", "• Total step time:",
@@ -169,9 +179,18 @@ def parse(line: Line) -> Event | None:
         t = TRL.search(msg)
         if t:
             values = _dict_values(msg, t.start())
-            if len(values) >= 2:
+            is_open = "}" not in msg[t.start():]  # broken over lines: the next lines continue it
+            if len(values) >= 2 or (values and is_open):
                 tag = "eval" if t.group().startswith("{'eval_") else "log"
-                return Event("metrics", line, {"framework": "trl", "tag": tag, "step": None, "values": values})
+                fields = {"framework": "trl", "tag": tag, "step": None, "values": values}
+                if is_open:
+                    fields["open"] = True
+                return Event("metrics", line, fields)
+    elif msg[:1] in (" ", "'") and TRL_CONT.match(msg):
+        values = _dict_values(msg, 0)
+        if values:
+            return Event("metrics", line, {"framework": "trl", "tag": "continued", "step": None, "values": values,
+                                           "closes": "}" in msg})
     if "Iter " in msg:
         m = MLX.search(msg)
         ev = _mlx(line, msg, m) if m else None
@@ -223,8 +242,17 @@ def merge_records(events: list[Event]) -> list[Event]:
     for ev in events:
         f = ev.fields
         if f["tag"] == "continued":
-            if out and out[-1].line.file == ev.line.file and out[-1].fields["framework"] == "verl":
-                _joined(out[-1], ev)
+            prev = out[-1] if out else None
+            if prev is None or prev.line.file != ev.line.file:
+                continue
+            if f["framework"] == "verl" and prev.fields["framework"] == "verl":
+                _joined(prev, ev)
+            elif (f["framework"] == "trl" and prev.fields["framework"] == "trl" and prev.fields.get("open")
+                    and 0 < ev.line.lineno - prev.fields.get("last", prev.line.lineno) <= TRL_GAP):
+                _joined(prev, ev)  # the next line of a dict broken over lines (an unanchored one may be skipped)
+                prev.fields["last"] = ev.line.lineno
+                if f.get("closes"):
+                    prev.fields["open"] = False
             continue
         if f["framework"] in BLOCKS:
             prev = out[-1] if out else None

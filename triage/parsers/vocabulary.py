@@ -25,7 +25,8 @@ SERIES: dict[str, tuple[str, ...]] = {
     "reward_min": ("critic/score/min", "critic/rewards/min", "reward_min", "rewards/min"),
     "reward_std": ("critic/score/std", "reward_std", "rewards/std", "train/reward_std", "Total rewards std",
                    "GrpStd"),
-    "frac_reward_zero_std": ("frac_reward_zero_std",),
+    # share of groups whose samples all scored alike (TRL; Video-R1/R1-V style trainers print zero_var_ratio)
+    "frac_reward_zero_std": ("frac_reward_zero_std", "zero_var_ratio"),
     "response_length": ("response_length/mean", "rollout/response_len/mean", "rollout/response_lengths",
                         "completions/mean_length", "completion_length", "response_length", "Mean Generation Length",
                         "AvgLen", "ppo_response_length", "generate/response_length"),
