@@ -22,11 +22,13 @@ EXPECTED = {
     "sglang-graph-capture-oom-compose.log": ("serving.graph-capture-oom", 5, {"tried": 1.5}),
     "sglang-kv-pool-full-retract.log": ("serving.kv-retraction", 5, {"retracted": 1, "tokens_gained": 646}),
     "sglang-mamba-ping-pong.log": ("serving.mamba-slots-exhausted", 5, {}),
+    "slime-torch-memory-saver-resume-oom.log": ("serving.memory-saver-resume-oom", 1, {}),
     "slime-torch-memory-saver-trainer.log": ("trainer.cuda-oom", 4, {}),
     "torch21-capacty-typo.log": ("trainer.cuda-oom", 2, {"tried": 55.57, "capacity": 12.0, "free": 9.02}),
     "verl-overlong-prompt.log": ("prompt.framework-length-check", 12, {"input_tokens": 1081, "max_length": 1024}),
     "vllm-kv-too-small.log": ("serving.vllm-kv-capacity", 5, {"context_length": 29000, "pool_tokens": 23648}),
     "vllm-preemption.log": ("serving.vllm-preemption", 1, {"mode": "RECOMPUTE"}),
+    "vllm-v0-gpu-blocks-zero.log": ("serving.vllm-kv-memory-negative", 2, {"cpu_blocks": 256}),
     "vllm-v1-no-cache-blocks.log": ("serving.vllm-kv-capacity", 3, {}),
 }
 
