@@ -20,7 +20,7 @@ KNOWN_MISSES = {
 
 
 def test_the_extra_corpus_is_there() -> None:
-    assert len(CASES) == 24
+    assert len(CASES) >= 24
 
 
 @pytest.mark.parametrize("case", CASES)
