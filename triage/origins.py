@@ -32,6 +32,11 @@ LINE_PREFIX = re.compile(
     r")"
 )
 LINE_PREFIXES = re.compile(f"(?:{LINE_PREFIX.pattern[1:]}){{0,4}}")  # up to four of them, in one match
+# A colour code whose escape byte was lost on the way (pasted from a web page or a viewer that drops control
+# bytes): `[36m(WorkerDict pid=N, ip=A)[0m message`. Only before a Ray prefix and right after it, so a bracketed
+# word of a message is never touched.
+COLOUR_RESIDUE = re.compile(r"^\[\d{1,3}(?:;\d{1,3})*m(?=\()")
+COLOUR_RESET = re.compile(r"^\[0?m ?")
 SGLANG_TAG = re.compile(
     r"^\[(?:\d{4}-\d{2}-\d{2} )?\d{2}:\d{2}:\d{2}(?:[.,]\d{3,6})?"
     r"(?P<tags>(?: (?:DP|PP|ATTN_CP|MOE_DP|TP|EP)\d+)*)\] "
@@ -43,11 +48,19 @@ def split_ray(text: str) -> tuple[str, str, str, int]:
     actor = pid = ""
     repeat = 1
     msg = text
+    if text.startswith("[") and text[1:2].isdigit():
+        c = COLOUR_RESIDUE.match(text)
+        if c:
+            text = text[c.end():]
     if text.startswith("("):
         m = RAY_PREFIX.match(text)
         if m:
             actor, pid = m.group("actor"), m.group("pid") or ""
             msg = text[m.end():]
+            if msg.startswith("["):
+                r0 = COLOUR_RESET.match(msg)
+                if r0:
+                    msg = msg[r0.end():]
     if msg.endswith("cluster]"):
         r = RAY_REPEAT.search(msg)
         if r:

@@ -234,6 +234,13 @@ def judge(found: list[Chain], marks: list[Line], hits: list[Hit], unclaimed: lis
                 and not SHUTDOWN.search(final.msg) and not progress_after(final)):
             ex.fatal, ex.chain = final, last
             ex.fatal_rule = next((h.rule for h in hits if h.line is final), "")
+            if not ex.fatal_rule:
+                # An exception whose message is the block printed below it (torch elastic's "ChildFailedError: "
+                # then the Root Cause table with the child's exit code and signal) is explained by an error-level
+                # rule that claimed a line of that block.
+                stop = end if end > final.lineno else (final.lineno + TAIL if not exception_name(final)[1] else 0)
+                ex.fatal_rule = next((h.rule for h in hits if final.lineno < h.line.lineno <= stop
+                                      and severity_of(h.rule)[0] == "error"), "")
     return ex
 
 
