@@ -31,7 +31,7 @@ from array import array
 from typing import TYPE_CHECKING, Any, BinaryIO, Callable, Iterable, Iterator, NamedTuple
 
 from .model import Line
-from .origins import RAY_PREFIX, split_ray
+from .origins import RAY_PREFIX, Runs, split_ray
 from .parsers import sglang
 from .read import ANSI, CHUNK, MAX_LINE, TRUNCATED, iter_chunks, normalise
 from .stats import engine, engine_key
@@ -278,16 +278,20 @@ def _fast_hits(scanner: Scanner, lf: LogFile, data: Any, hits: list[Any], base: 
     """Feed the prefilter's lines to the scanner."""
     anchor_of = needles.anchor_of
     plans: dict[tuple[int, ...], Any] = {}  # needle ids -> the scanner's plan for them
+    runs = Runs()
     for kind, rel, start, end, tag in hits:
         text = str(data[start:end], "utf-8", "replace")
         lineno = base + rel + 1
         if kind == 0:
             if len(text) > MAX_LINE:
                 text = text[:MAX_LINE] + TRUNCATED
+            if runs.folds(lineno, text):
+                continue
             plan = plans.get(tag)
             if plan is None:
                 plan = plans[tag] = scanner.plan(frozenset(anchor_of[i] for i in tag))
             scanner._line(lf, lineno, text, res, ctx, pending, errorish, metrics, plan)
+            runs.after(ctx, lineno, text)
         else:
             _stats_row(lf, lineno, text, tag, res)
 

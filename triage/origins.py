@@ -142,3 +142,33 @@ class Context:
         lo = bisect_right(self.linenos, lineno)
         hi = bisect_right(self.linenos, lineno + span)
         return self.lines[lo:hi]
+
+
+class Runs:
+    """A run of identical consecutive candidate lines is one line with a count: a crash loop that prints the same
+    line a million times costs one line's parsing, matching and side lookup, and one line's memory. Both scan
+    paths (line for line, and the C prefilter's candidates) fold the same way."""
+
+    __slots__ = ("text", "line", "own")
+
+    def __init__(self) -> None:
+        self.text = ""
+        self.line: Line | None = None
+        self.own = 1  # the last line's own repeat count (a Ray `[repeated Nx across cluster]` line counts N)
+
+    def folds(self, lineno: int, text: str) -> bool:
+        """Whether this line repeats the last one (added to its count) rather than starting a new one."""
+        ln = self.line
+        if ln is not None and text == self.text and lineno == (ln.until or ln.lineno) + 1:
+            ln.repeat += self.own
+            ln.until = lineno
+            return True
+        return False
+
+    def after(self, ctx: Context, lineno: int, text: str) -> None:
+        """The line just handled: the one a repeat would fold into, when it was kept as context."""
+        tail = ctx.lines[-1] if ctx.lines else None
+        if tail is not None and tail.lineno == lineno:
+            self.line, self.text, self.own = tail, text, tail.repeat
+        else:
+            self.line = None

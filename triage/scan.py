@@ -15,7 +15,7 @@ from typing import Any, NamedTuple
 
 from . import fastscan, signals
 from .model import Event, Hit, Line, LogFile
-from .origins import RAY_PREFIX, Context, SideFinder, split_ray
+from .origins import RAY_PREFIX, Context, Runs, SideFinder, split_ray
 from .parsers import PARSERS
 from .parsers.metrics import merge_records
 from .patterns import MATCH_TIMEOUT, Library, Rule
@@ -229,15 +229,12 @@ class Scanner:
     def _scan_lines(self, lf: LogFile, chunks: Any, res: FileResult, ctx: Context, pending: list[Any],
                     errorish: list[Line], metrics: list[Event]) -> None:
         """The line-for-line path (stdin, compressed files, no C prefilter)."""
-        run: tuple[str, Line, int] | None = None  # (text, line, its own repeat count) of the last candidate
+        runs = Runs()
         for lineno, text in self.candidates(chunks):
-            if run is not None and text == run[0] and lineno == (run[1].until or run[1].lineno) + 1:
-                run[1].repeat += run[2]  # a run of identical lines is one line with a count (bounded memory)
-                run[1].until = lineno
+            if runs.folds(lineno, text):
                 continue
             self._line(lf, lineno, text, res, ctx, pending, errorish, metrics)
-            tail = ctx.lines[-1] if ctx.lines else None
-            run = (text, tail, tail.repeat) if tail is not None and tail.lineno == lineno else None
+            runs.after(ctx, lineno, text)
 
     def plan(self, found: frozenset[str | None]) -> Plan:
         """What to try on a line holding these anchors (a frozenset; fastscan maps the prefilter's needle
