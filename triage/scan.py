@@ -27,13 +27,13 @@ from .stats import EngineStats, engine, engine_key
 ERROR_ANCHORS = ("Error", "Exception", "Traceback", "FATAL", "Fatal", "Killed", "exit code", "ERROR", "failed",
                  "Failed", "Errno", "Segmentation", "File \"", "CRITICAL", "Aborted", "ray::", "exit status", "exitcode")
 ERRORISH = re.compile(
-    r"^(?:[a-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Failure|Fault)\b(?:\([^)]*\))?:|(?:^|[\s\[(|])(?:ERROR|FATAL|Fatal|CRITICAL)\b"
+    r"^(?:[a-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Failure|Fault|Timeout)\b(?:\([^)]*\))?:|(?:^|[\s\[(|])(?:ERROR|FATAL|Fatal|CRITICAL)\b"
     r"|\bKilled\b|exit(?:ed with)? (?:code|status) -?[1-9]|\bexitcode\s*:\s*-?[1-9]|Segmentation fault|\bfailed\b"
     r"|\bFailed\b|^(?:[a-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)\s*$"
 )
 # Literal text every ERRORISH match holds: lines without any skip the (slow) regex search. They are anchors
 # too, so the prefilter's list of the anchors in a line tells whether the search is worth it.
-ERRORISH_WORDS = ("Error", "Exception", "Failure", "Fault", "ERROR", "FATAL", "Fatal", "CRITICAL", "Killed",
+ERRORISH_WORDS = ("Error", "Exception", "Failure", "Fault", "Timeout", "ERROR", "FATAL", "Fatal", "CRITICAL", "Killed",
                   "exit code", "exit status", "exited with", "exitcode", "Segmentation fault", "failed", "Failed")
 
 
