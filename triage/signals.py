@@ -105,8 +105,10 @@ SIGNAL_EXIT = re.compile(
     r"|<Signals\.SIG(?:TERM|INT): (?:15|2)>|Signal (?:15|2) \(SIG(?:TERM|INT)\) received"
 )
 BENIGN_ANCHORS = ("exception was never retrieved",)  # NOT_FATAL_HEAD lines without another anchor
+# Exit-code literals begin with "exit code"/"with code": a bare "code -2" or "code 143" holds only byte pairs that
+# every SGLang stats row has ("code" of "Decode", "-2" of its dates), which slowed the C prefilter by half.
 SIGNAL_ANCHORS = ("SIGTERM", "SIGINT", "SIGHUP", "got signal", "death signal", "[shutdown]", "received signal",
-                  "KeyboardInterrupt", "Caught signal", "code -15", "code -2", "exitcode: -", "code 143", "code 130",
+                  "KeyboardInterrupt", "Caught signal", "exit code -", "exit code 1", "with code -", "with code 1", "exitcode: -",
                   "status 143", "status 130", "Signals.SIG", "Terminated", "CANCELLED AT")
 # Rules whose lines a shutdown on purpose prints too: after the marker they are teardown, not failures.
 SHUTDOWN_NOISE = ("gen.client-disconnect-abort", "gen.vllm-aborted-requests", "gen.rollout-timeout")
