@@ -48,7 +48,7 @@ def split_ray(text: str) -> tuple[str, str, str, int]:
     actor = pid = ""
     repeat = 1
     msg = text
-    if text.startswith("[") and text[1:2].isdigit():
+    if text.startswith("[") and "m(" in text[2:14]:  # cheap test first: most lines start with a time stamp
         c = COLOUR_RESIDUE.match(text)
         if c:
             text = text[c.end():]
