@@ -26,7 +26,7 @@ from .model import CATEGORIES, SEVERITIES, SIDES
 RULE_KEYS = {
     "id", "category", "severity", "title", "anchor", "match", "side", "not_side", "near", "not_near",
     "within", "when", "knobs", "knobs_when", "not_knobs", "explain", "examples", "priority",
-    "symptom_of", "reveals", "min_count", "info_below", "check", "params", "follow", "source",
+    "symptom_of", "reveals", "min_count", "info_below", "check", "params", "follow", "source", "errors_only",
 }
 REQUIRED = ("id", "category", "severity", "title", "knobs", "explain")
 MATCH_TIMEOUT = 0.25  # seconds a rule regex may spend on one line (guards against catastrophic backtracking)
@@ -103,6 +103,7 @@ class Rule:
     check: str = ""
     params: dict[str, Any] = field(default_factory=dict)
     follow: str = ""
+    errors_only: bool = False  # claims only error lines: a traceback's final line, an ERROR-level or error-worded line
     origin: str = ""  # file:line where the rule is defined
 
     @property
@@ -300,6 +301,8 @@ def _rule(raw: dict[str, Any], path: Path, categories: dict[str, Category], knob
         if not isinstance(cond, dict) or "field" not in cond:
             raise LibraryError(f"{where}: each when/knobs_when entry needs 'field' and 'min' or 'max'")
         cond.pop("__line__", None)
+    if not isinstance(raw.get("errors_only", False), bool):
+        raise LibraryError(f"{where}: errors_only must be true or false")
     category = categories.get(raw["category"])
     return Rule(
         id=rid,
@@ -328,6 +331,7 @@ def _rule(raw: dict[str, Any], path: Path, categories: dict[str, Category], knob
         check=str(raw.get("check") or ""),
         params={k: v for k, v in (raw.get("params") or {}).items() if k != "__line__"},
         follow=str(raw.get("follow") or ""),
+        errors_only=bool(raw.get("errors_only", False)),
         origin=f"{path}:{line}",
     )
 

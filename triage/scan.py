@@ -305,6 +305,8 @@ class Scanner:
         """The line's side when the rule's conditions hold, else None."""
         if rule.when and not thresholds_hold(rule.when, numbers):
             return None
+        if rule.errors_only and not (FINAL_EXC.match(line.msg) or is_errorish(line.msg) or signals.is_error_level(line)):
+            return None
         key = (line.lineno, id(line))
         side = side_cache.get(key)
         if side is None:

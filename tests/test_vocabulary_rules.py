@@ -1,0 +1,77 @@
+"""Error lines no specific rule knows land in the category whose words they use (patterns/vocabulary.yaml), only
+when they are error lines, by the process that printed them; everything else stays as it was. Real lines from
+fixtures/lines/vocabulary (sources in its SOURCES.md)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from conftest import FIXTURES
+from triage.analyze import Settings, analyze
+from triage.model import Report
+
+VOCAB = FIXTURES / "lines" / "vocabulary"
+
+
+def run_of(tmp_path: Path, **files: str) -> Report:
+    """A run directory holding each fixture (value) under a run-dir file name (key)."""
+    run = tmp_path / "run"
+    run.mkdir(parents=True)
+    for name, fixture in files.items():
+        shutil.copy(VOCAB / fixture, run / name.replace("_", "-").replace("-log", ".log"))
+    return analyze(Settings(paths=[str(run)]))
+
+
+def by_rule(report: Report, rule: str):  # type: ignore[no-untyped-def]
+    found = [f for f in report.findings if f.rule == rule]
+    assert found, [f.rule for f in report.findings]
+    return found[0]
+
+
+def test_a_reward_function_failure_in_new_words_is_a_verifier_finding(tmp_path: Path) -> None:
+    report = run_of(tmp_path, train_log="maxtext-eval-reward-fn-failed.log")
+    f = report.findings[0]
+    assert (f.rule, f.category, f.severity) == ("vocabulary.reward-path-error", "verifier", "warning")
+    assert (f.evidence[0].file, f.evidence[0].line) == ("train.log", 1)
+    assert f.knobs[0].name == "verifier.reward_function"
+
+
+def test_an_out_of_memory_in_new_words_goes_to_the_process_that_printed_it(tmp_path: Path) -> None:
+    engine = by_rule(run_of(tmp_path / "a", lmdeploy_server_log="lmdeploy-turbomind-oom.log"),
+                     "vocabulary.engine-out-of-memory")
+    assert (engine.category, engine.evidence[0].file, engine.evidence[0].line) == (
+        "serving-oom-retraction", "lmdeploy-server.log", 2)
+    assert engine.knobs[0].name == "inference.sglang_mem_fraction_static"
+    trainer = by_rule(run_of(tmp_path / "b", train_log="lmdeploy-turbomind-oom.log"), "vocabulary.trainer-out-of-memory")
+    assert (trainer.category, trainer.evidence[0].line) == ("trainer-oom", 2)
+    assert "trainer.micro_batch_size" in {k.name for k in trainer.knobs}
+
+
+def test_an_out_of_memory_from_an_unknown_process_is_not_guessed(tmp_path: Path) -> None:
+    report = run_of(tmp_path, notes_log="lmdeploy-turbomind-oom.log")
+    assert not [f for f in report.findings if f.rule.startswith("vocabulary.")]
+
+
+def test_an_input_over_the_generation_length_is_a_prompt_budget_finding(tmp_path: Path) -> None:
+    f = by_rule(run_of(tmp_path, rollout_log="transformers-generate-max-length.log"), "vocabulary.prompt-over-budget")
+    assert (f.category, f.evidence[0].line) == ("prompt-budget", 1)
+    assert "inference.max_context_length" in {k.name for k in f.knobs}
+
+
+def test_the_same_words_on_an_info_line_are_not_a_finding(tmp_path: Path) -> None:
+    (tmp_path / "train.log").write_text(
+        "INFO 05-01 10:00:00 reward_fn loaded from /workspace/rewards/math_reward.py\n"
+        "INFO 05-01 10:00:01 generation timeout set to 600 s for rollouts\n"
+        "INFO 05-01 10:00:02 max_model_len 32768; prompts longer than 30720 tokens are filtered\n")
+    report = analyze(Settings(paths=[str(tmp_path)]))
+    assert not [f for f in report.findings if f.rule.startswith("vocabulary.")]
+
+
+def test_a_specific_rule_still_wins_over_the_vocabulary(tmp_path: Path) -> None:
+    (tmp_path / "train.log").write_text(
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of "
+        "79.11 GiB of which 1.00 GiB is free.\n")
+    report = analyze(Settings(paths=[str(tmp_path)]))
+    assert report.findings[0].rule == "trainer.cuda-oom"
+    assert not [f for f in report.findings if f.rule.startswith("vocabulary.")]
