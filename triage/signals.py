@@ -57,7 +57,8 @@ LEVEL_ANCHORS = ("level=error", "level=fatal", "level=ERROR", "\"level\": \"erro
 def level_of(line: Line) -> str:
     """The line's level when its logger says so ("error", "fatal", "critical"; "" when unknown or lower)."""
     text, msg = line.text, line.msg
-    cut = len(text) - len(msg) if text.endswith(msg) else 0
+    # where the message starts (a Ray `[repeated Nx across cluster]` suffix was cut off its end)
+    cut = len(text) - len(msg) if text.endswith(msg) else max(text.find(msg[:60]), 0) if msg else 0
     if cut:
         m = PREFIX_LEVEL.search(text, 0, cut)
         if m:
