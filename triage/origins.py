@@ -61,6 +61,15 @@ def split_ray(text: str) -> tuple[str, str, str, int]:
                 r0 = COLOUR_RESET.match(msg)
                 if r0:
                     msg = msg[r0.end():]
+            # vLLM V1 inside a Ray actor names its own process after Ray's: `(vLLMHttpServer pid=1) (Worker_TP1
+            # pid=2) ERROR ...`, `(VLLMEngine pid=1) (EngineCore pid=2) ...` (sometimes twice): only prefixes with a pid
+            for _ in range(3):
+                if not msg.startswith("("):
+                    break
+                m2 = RAY_PREFIX.match(msg)
+                if m2 is None or not m2.group("pid"):
+                    break
+                msg = msg[m2.end():]
     if msg.endswith("cluster]"):
         r = RAY_REPEAT.search(msg)
         if r:

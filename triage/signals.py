@@ -57,7 +57,8 @@ LEVEL_ANCHORS = ("level=error", "level=fatal", "level=ERROR", "\"level\": \"erro
 def level_of(line: Line) -> str:
     """The line's level when its logger says so ("error", "fatal", "critical"; "" when unknown or lower)."""
     text, msg = line.text, line.msg
-    cut = len(text) - len(msg) if text.endswith(msg) else 0
+    # where the message starts (a Ray `[repeated Nx across cluster]` suffix was cut off its end)
+    cut = len(text) - len(msg) if text.endswith(msg) else max(text.find(msg[:60]), 0) if msg else 0
     if cut:
         m = PREFIX_LEVEL.search(text, 0, cut)
         if m:
@@ -124,6 +125,7 @@ class Chain:
     final: Line | None = None
     before: str = ""  # the messages of the candidate lines just before the chain (its logger's header)
     frames: list[str] = field(default_factory=list)  # the frame lines (`File "...", line N, in f`), innermost last
+    cut: bool = False  # the log ends inside this traceback: `final` is its last frame line, no exception line
 
 
 def chains(lines: list[Line]) -> list[Chain]:
@@ -137,6 +139,7 @@ def chains(lines: list[Line]) -> list[Chain]:
         return "\n".join(r.msg for r in recent if at - r.lineno <= 4)
 
     awaiting = False  # frames seen since the last final line: the next exception line ends them
+    last_line: Line | None = None
     for ln in lines:
         msg = ln.msg
         if TRACEBACK in msg[:80]:
@@ -166,6 +169,13 @@ def chains(lines: list[Line]) -> list[Chain]:
         recent.append(ln)
         if len(recent) > 3:
             del recent[0]
+        last_line = ln
+    # A traceback its logger printed at error level (logger.exception: vLLM's workers and engine core, Ray-prefixed)
+    # that the log ends inside: the process died while printing it or the paste was cut. It is the process's last
+    # exception, named by its innermost frame.
+    if out and out[-1].final is None and out[-1].frames and last_line is not None and is_error_level(out[-1].head) \
+            and 0 <= last_line.lineno - last_frame <= CHAIN:
+        out[-1].final, out[-1].cut = last_line, True
     return [c for c in out if c.final is not None]
 
 
@@ -270,6 +280,8 @@ def _benign(c: Chain) -> bool:
 def _fatal_name(c: Chain) -> bool:
     """Whether the chain's final exception can end a process (SystemExit(0) and warnings cannot)."""
     assert c.final is not None
+    if c.cut:
+        return True
     name, message = exception_name(c.final)
     if not name or name.endswith("Warning"):
         return False
@@ -283,6 +295,8 @@ def fatal_event(ex: Exits) -> Event | None:
         return None
     name, message = exception_name(ex.fatal)
     frames = ex.chain.frames if ex.chain is not None else []
+    if ex.chain is not None and ex.chain.cut:
+        name, message = "traceback cut", "the log ends inside an error-level traceback"
     return Event("fatal", ex.fatal, {"exception": name, "message": message[:300], "rule": ex.fatal_rule,
                                      "frames": frames[-8:], "first": ex.chain.head if ex.chain else None})
 
