@@ -30,11 +30,24 @@ def by_rule(report: Report, rule: str):  # type: ignore[no-untyped-def]
 
 
 def test_a_reward_function_failure_in_new_words_is_a_verifier_finding(tmp_path: Path) -> None:
-    report = run_of(tmp_path, train_log="maxtext-eval-reward-fn-failed.log")
+    report = run_of(tmp_path, train_log="reward-error-logged.log")
     f = report.findings[0]
     assert (f.rule, f.category, f.severity) == ("vocabulary.reward-path-error", "verifier", "warning")
     assert (f.evidence[0].file, f.evidence[0].line) == ("train.log", 1)
     assert f.knobs[0].name == "verifier.reward_function"
+
+
+def test_a_wording_a_specific_rule_learned_is_no_longer_the_vocabulary_s(tmp_path: Path) -> None:
+    f = run_of(tmp_path, train_log="maxtext-eval-reward-fn-failed.log").findings[0]
+    assert (f.rule, f.category) == ("verifier.reward-call-failed", "verifier")
+
+
+def test_a_programming_error_naming_a_reward_variable_is_not_the_reward_path(tmp_path: Path) -> None:
+    """TRL's CLI bug (trl#3455, fixtures/real-extra/314): the words are a variable's name, not a failing reward."""
+    (tmp_path / "train.log").write_text(
+        "UnboundLocalError: local variable 'reward_model' referenced before assignment\n")
+    report = analyze(Settings(paths=[str(tmp_path)]))
+    assert not [f for f in report.findings if f.rule.startswith("vocabulary.")]
 
 
 def test_an_out_of_memory_in_new_words_goes_to_the_process_that_printed_it(tmp_path: Path) -> None:
