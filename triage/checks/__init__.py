@@ -13,13 +13,14 @@ from . import series as ts
 from .base import CheckResult, Run
 from .exits import fatal_exit, orderly_shutdown
 from . import startup
-from .metrics import generation_tail, metric_threshold, rewards_degenerate
+from .metrics import dataset_filtered, generation_tail, metric_threshold, rewards_degenerate
 from .serving import kv_pressure, lone_decode, pool_saturation
 from . import verifier_results as vr
 
 CHECKS: dict[str, Callable[..., list[CheckResult]]] = {
     "pool_saturation": pool_saturation,
     "metric_threshold": metric_threshold,
+    "dataset_filtered": dataset_filtered,
     "generation_tail": generation_tail,
     "first_step_slow": startup.first_step_slow,
     "rewards_degenerate": rewards_degenerate,

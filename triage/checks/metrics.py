@@ -94,3 +94,24 @@ def rewards_degenerate(params: dict[str, Any], run: Run) -> list[CheckResult]:
                                 numbers={"metric": key, "records": len(series), "all": 0.0, "arithmetic": arithmetic},
                                 title=f"Every reward is zero: lifecycle pass, no policy gradient exercised ({arithmetic})")]
     return []
+
+
+def dataset_filtered(params: dict[str, Any], run: Run) -> list[CheckResult]:
+    """A dataset that lost at least `min` of its samples to the length filter before training (ms-swift's
+    `Dataset filtered, origin length: N, filtered dataset length: M`; verl's `dataset len:` / `filter dataset
+    len:` pair). One finding for the largest share; the arithmetic names both counts."""
+    low = float(params.get("min", 0.1))
+    hits = [(ev, v) for ev, v in run.series("dataset/dropped_share") if math.isfinite(v) and v >= low]
+    if not hits:
+        return []
+    ev, share = max(hits, key=lambda ev_v: ev_v[1])
+    values = ev.fields["values"]
+    size, kept = values.get("dataset/size", 0.0), values.get("dataset/kept", 0.0)
+    evidence = [ev.line]
+    other = _line(ev, "dataset/kept")
+    if other is not ev.line:
+        evidence.append(other)
+    arithmetic = f"{size - kept:g} of {size:g} samples dropped, {100 * share:.1f}%"
+    return [CheckResult(evidence=evidence, count=len(hits),
+                        numbers={"dataset_size": size, "dataset_kept": kept, "dropped_share": share,
+                                 "threshold": low, "arithmetic": arithmetic})]

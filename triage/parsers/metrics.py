@@ -16,6 +16,11 @@
 - tqdm bars slower than one iteration a second (`698/125000 [103:28:02<47135:04:52, 1365.11s/it]`), with their
   postfix (OpenRLHF `policy_loss=..., reward=...`; vLLM `est. speed input: 0.69 toks/s, output: ...`).
 - NeMo-RL result bullets (`  • Avg Reward: 0.3486`, `  • Total step time: 66.55s`): one record per block.
+- `key: value   key: value` summaries a user pastes (TRL metric names, two or more spaces between pairs:
+  `completions/mean_length: 256   completions/clipped_ratio: 1   mean_terminated_length: 0`).
+- dataset length filters: ms-swift `[INFO:swift] Dataset filtered, origin length: 6486, filtered dataset length:
+  4531` (one line); verl RLHFDataset `dataset len: 7809` then `filter dataset len: 7808` (two prints, joined by
+  merge_records into one record with `dataset/dropped_share`).
 - `Key:value, Key:value` step lines (minimind `Epoch:[1/1](1/19994), Reward:-1.87, KL:..., AvgLen:230.12`) and
   `key: value | key: value` ones (LMOps MiniLLM `train | epoch 4 | ... | reward: -1.2725 | ... | step time: 0.366`).
 The canonical names of these series are in vocabulary.py.
@@ -53,6 +58,13 @@ VLLM_SPEED = re.compile(r"input: (?P<i>[\d.]+) toks/s, output: (?P<o>[\d.]+) tok
 BULLET = re.compile(r"^\s*• (?P<k>[A-Za-z][\w /()-]*?): (?P<v>-?\d+\.?\d*(?:[eE][-+]?\d+)?)s?(?: \(|\s*$)")
 KV_PAIR = re.compile(r"(?:^|[,|]\s*)(?P<k>[A-Za-z][A-Za-z_ ]{0,40}?):\s*(?P<v>-?\d+\.?\d*(?:[eE][-+]?\d+)?|nan)(?=\s*[,|]|\s*$)")
 KV_STEP = re.compile(r"^\s*(?:Epoch|Step|Iter)\s*:?\s*\[?\d+/\d+\]?\s*\((?P<step>\d+)/\d+\)")
+# a pasted summary: `key: number` pairs separated by two or more spaces (or a tab); the whole line is pairs
+SPACED_PAIR = re.compile(r"(?:^|\s{2,}|\t)(?P<k>[A-Za-z_][\w/@.\-]{0,80}):\s+"
+                         r"(?P<v>-?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|nan|inf))(?=\s{2,}|\t|\s*$)")
+SPACED_ANCHORS = ("clipped_ratio: ", "clip_ratio: ", "reward_std: ", "frac_reward_zero_std: ")
+SWIFT_FILTERED = re.compile(r"Dataset filtered, origin length: (?P<n>\d+), filtered dataset length: (?P<kept>\d+)")
+VERL_DATASET = re.compile(r"(?:^|\) )(?P<filter>filter )?dataset len: (?P<n>\d+)\s*$")
+DATASET_GAP = 200  # lines between verl's `dataset len:` and its `filter dataset len:` (the filter map's bars)
 BLOCKS = ("wandb", "nemo-rl")  # frameworks that print one value a line
 BLOCK_GAP = 8  # lines a wandb summary or NeMo-RL block may skip (headings, unanchored bullets) and stay one record
 
@@ -73,7 +85,8 @@ TRL_CONT = re.compile(r"^\s*'[^'{}]{1,80}':\s")
 ANCHORS = DICT_ANCHORS + TRL_ANCHORS + (
     "step:", " - timing_s/", " - actor/", " - critic/", " - response_length/", "{'loss'", '"reward"', '"score"',
     '"loss": ', "wandb: ", ": Train loss ", ": Val loss ", "s/it]", "s/it,", "• Avg Reward:", "• Total step time:",
-    "• Mean Generation Length:", ", Reward:", ", reward:", "| reward: ")
+    "• Mean Generation Length:", ", Reward:", ", reward:", "| reward: ") + SPACED_ANCHORS + (
+    "Dataset filtered, origin length: ", "dataset len: ")
 
 
 def _float(v: str) -> float:
@@ -153,6 +166,38 @@ def _mlx(line: Line, msg: str, m: re.Match[str]) -> Event | None:
     return Event("metrics", line, {"framework": "mlx", "tag": tag, "step": int(m["step"]), "values": values})
 
 
+def _spaced(line: Line, msg: str) -> Event | None:
+    """A `key: value   key: value` summary line: two or more pairs and nothing else on the line."""
+    pairs = list(SPACED_PAIR.finditer(msg))
+    if len(pairs) < 2 or SPACED_PAIR.sub("", msg).strip():
+        return None
+    return Event("metrics", line, {"framework": "kv", "tag": "summary", "step": None,
+                                   "values": {intern(p["k"]): float(p["v"]) for p in pairs}})
+
+
+def _dataset_values(n: float, kept: float) -> dict[str, float]:
+    values = {"dataset/size": n, "dataset/kept": kept}
+    if n > 0:
+        values["dataset/dropped_share"] = round(max(0.0, n - kept) / n, 6)
+    return values
+
+
+def _dataset(line: Line, msg: str) -> Event | None:
+    """Dataset length filters: ms-swift's one line, or verl's `dataset len:` / `filter dataset len:` pair."""
+    m = SWIFT_FILTERED.search(msg)
+    if m:
+        return Event("metrics", line, {"framework": "dataset", "tag": "filter", "step": None,
+                                       "values": _dataset_values(float(m["n"]), float(m["kept"]))})
+    m = VERL_DATASET.search(msg)
+    if m is None:
+        return None
+    if m["filter"]:  # joined to the `dataset len:` line before it (merge_records)
+        return Event("metrics", line, {"framework": "dataset", "tag": "continued", "step": None,
+                                       "values": {"dataset/kept": float(m["n"])}})
+    return Event("metrics", line, {"framework": "dataset", "tag": "filter", "step": None, "open": True,
+                                   "values": {"dataset/size": float(m["n"])}})
+
+
 def parse(line: Line) -> Event | None:
     msg = line.msg
     at = msg.find(": {")
@@ -211,6 +256,14 @@ def parse(line: Line) -> Event | None:
             k = KV_STEP.match(msg)
             return Event("metrics", line, {"framework": "kv", "tag": "step", "step": int(k["step"]) if k else None,
                                            "values": values})
+    if "dataset len" in msg or "Dataset filtered" in msg:
+        ev = _dataset(line, msg)
+        if ev is not None:
+            return ev
+    if ": " in msg and any(a in msg for a in SPACED_ANCHORS):
+        ev = _spaced(line, msg)
+        if ev is not None:
+            return ev
     s = msg.strip()
     if s.startswith("{") and s.endswith("}") and '"' in s:
         try:
@@ -234,6 +287,22 @@ def _joined(kept: Event, ev: Event) -> None:
         kept.fields.setdefault("lines", {}).update(dict.fromkeys(new, ev.line))
 
 
+def _dataset_joined(out: list[Event], ev: Event) -> None:
+    """verl's `filter dataset len: M` completes the last open `dataset len: N` record of its file."""
+    for prev in reversed(out[-8:]):
+        pf = prev.fields
+        if pf["framework"] != "dataset" or prev.line.file != ev.line.file:
+            continue
+        if pf.get("open") and 0 < ev.line.lineno - prev.line.lineno <= DATASET_GAP:
+            pf["open"] = False
+            kept = ev.fields["values"]["dataset/kept"]
+            values = _dataset_values(pf["values"]["dataset/size"], kept)
+            new = {k: v for k, v in values.items() if k not in pf["values"]}
+            pf["values"].update(new)
+            pf.setdefault("lines", {}).update(dict.fromkeys(new, ev.line))
+        return
+
+
 def merge_records(events: list[Event]) -> list[Event]:
     """One record per (framework, tag, step): join verl fragments, drop MILES's duplicate prints."""
     out: list[Event] = []
@@ -247,6 +316,8 @@ def merge_records(events: list[Event]) -> list[Event]:
                 continue
             if f["framework"] == "verl" and prev.fields["framework"] == "verl":
                 _joined(prev, ev)
+            elif f["framework"] == "dataset":
+                _dataset_joined(out, ev)
             elif (f["framework"] == "trl" and prev.fields["framework"] == "trl" and prev.fields.get("open")
                     and 0 < ev.line.lineno - prev.fields.get("last", prev.line.lineno) <= TRL_GAP):
                 _joined(prev, ev)  # the next line of a dict broken over lines (an unanchored one may be skipped)

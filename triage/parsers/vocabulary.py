@@ -35,8 +35,9 @@ SERIES: dict[str, tuple[str, ...]] = {
     "response_length_min": ("response_length/min", "rollout/response_len/min", "completions/min_length"),
     # share of responses cut at the response cap
     "clip_ratio": ("response_length/clip_ratio", "completions/clipped_ratio", "rollout/truncated_ratio",
-                   "rollout/truncated", "multi_turn/raw_response_length/response_length_clip_ratio",
-                   "response/aborted_ratio"),
+                   "rollout/truncated", "multi_turn/raw_response_length/response_length_clip_ratio"),
+    # requests aborted before they finished (verl partial rollout at a weight update): not cap hits
+    "aborted_ratio": ("response/aborted_ratio",),
     # responses that ended with EOS in the step (TRL PPO/RLOO): 0 means every one ran to the cap
     "num_eos": ("val/num_eos_tokens", "num_eos_tokens"),
     "advantages_mean": ("critic/advantages/mean", "AdvMean"),
