@@ -125,6 +125,7 @@ CASES = {  # case prefix: (top rule, severity, evidence line, knob among the top
     "398": ("serving.kv-pool-saturated", "warning", 2, "inference.sglang_mem_fraction_static", 0),
     "402": ("serving.warmup-no-memory", "error", 1, "miles.sglang_chunked_prefill_size", 1),
     "404": ("cold.startup-not-ready", "error", 11, "engine.startup_timeout", 1),
+    "406": ("trainer.cuda-oom", "error", 7, "miles.log_probs_chunk_size", 1),
 }
 
 
