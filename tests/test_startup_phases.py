@@ -133,7 +133,6 @@ def test_the_line_keeps_its_wall_clock_time() -> None:
 @pytest.mark.parametrize("text", [
     "Capturing batches (bs=1 avail_mem=10.83 GB): 100%|██████████| 4/4 [00:24<00:00,  6.04s/it]",
     "DeepGEMM warmup: 100%|██████████| 16384/16384 [00:01<00:00, 19014.49it/s]",
-    "[2026-03-17 07:16:11 TP0] Capture cuda graph bs [1, 2, 4, 8]",
     "INFO 06-02 11:03:18 [kv_cache_utils.py:637] GPU KV cache size: 1,131,008 tokens",
     "Loading weights took forever, see below",  # no number: no event, no traceback
 ])
@@ -178,7 +177,7 @@ def test_healthy_or_short_startups_raise_nothing(name: str) -> None:
 def test_durations_and_cache_hit_in_the_numbers() -> None:
     f = top(triage_dir(LINES / "vllm-v1-compile-took.log"))
     assert f.numbers["startup_phases"] == {"compile": 82.29, "profile": 76.71}
-    assert f.title == "Slow compile/JIT at engine startup (compile/JIT (torch.compile) 82.29 s ≥ 30 s)"
+    assert f.title == "Slow compile/JIT at engine startup (compile/JIT (torch.compile) 82.29 s ≥ 60 s)"
     assert knob_names(f) == ["compile.cache", "engine.startup_timeout"]
 
 

@@ -61,6 +61,7 @@ class Engine:
     timeouts: list[Event] = field(default_factory=list)
     ready: list[Event] = field(default_factory=list)
     cache_hit: Line | None = None
+    capture_sizes: dict[str, int] = field(default_factory=dict)  # what ('' or 'draft') -> batch sizes captured
     last_end: Event | None = None  # the last line that finished a phase (or said ready)
 
     def phases(self) -> dict[str, float]:
@@ -104,6 +105,9 @@ def _add(eng: Engine, ev: Event) -> None:
     elif phase == "ready":
         eng.ready.append(ev)
         eng.last_end = ev
+    elif f.get("mark") == "sizes":
+        what = f.get("what") or ""
+        eng.capture_sizes[what] = max(eng.capture_sizes.get(what, 0), int(f.get("sizes") or 0))
     elif f.get("cached"):
         eng.cache_hit = eng.cache_hit or ev.line
     elif f.get("mark") == "end":
@@ -157,20 +161,34 @@ def _describe(phases: dict[str, Span]) -> str:
                      for s in sorted(phases.values(), key=lambda s: -s.seconds))
 
 
-def startup_phase_slow(params: dict[str, Any], run: Run) -> list[CheckResult]:
-    """The slowest span of one of `phases` at or over `min_seconds`, across engines (one finding)."""
-    wanted = set(params.get("phases") or [])
+def _threshold(params: dict[str, Any], eng: Engine, span: Span) -> tuple[float, int]:
+    """The span's threshold: `min_seconds`, or for a capture whose batch sizes were listed, `per_size_seconds` per
+    size when that is larger (capturing 52 sizes in 38 s is SGLang's normal pace, not a slow capture)."""
     low = float(params.get("min_seconds", 30))
-    hits = [(eng, s) for eng in engines(run) for s in eng.spans.values() if s.phase in wanted and s.seconds >= low]
+    per = params.get("per_size_seconds")
+    sizes = eng.capture_sizes.get(span.what, 0) if span.phase == "graph_capture" else 0
+    if per and sizes:
+        return max(low, float(per) * sizes), sizes
+    return low, 0
+
+
+def startup_phase_slow(params: dict[str, Any], run: Run) -> list[CheckResult]:
+    """The slowest span of one of `phases` at or over its threshold (`min_seconds`; for a CUDA-graph capture with a
+    known number of batch sizes, `per_size_seconds` each when larger), across engines (one finding)."""
+    wanted = set(params.get("phases") or [])
+    hits = [(eng, s) for eng in engines(run) for s in eng.spans.values()
+            if s.phase in wanted and s.seconds >= _threshold(params, eng, s)[0]]
     if not hits:
         return []
     eng, worst = max(hits, key=lambda es: es[1].seconds)
+    low, sizes = _threshold(params, eng, worst)
     evidence = [worst.line] + [s.line for e, s in hits if s is not worst and e is eng][:2]
-    arithmetic = f"{worst.label} {worst.seconds:g} s ≥ {low:g} s"
+    arithmetic = f"{worst.label} {worst.seconds:g} s ≥ {low:g} s" + (f" ({sizes} batch sizes)" if sizes else "")
     if worst.lines > 1 and worst.what in SUMMED:
         arithmetic = f"{worst.label} {worst.seconds:g} s over {worst.lines} lines ≥ {low:g} s"
     return [CheckResult(evidence=evidence, count=len(hits),
                         numbers={"phase": worst.key, "seconds": worst.seconds, "threshold": low,
+                                 **({"capture_sizes": sizes} if sizes else {}),
                                  "engines_over": len({id(e) for e, _ in hits}), "startup_phases": eng.phases(),
                                  "arithmetic": arithmetic})]
 

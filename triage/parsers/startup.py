@@ -21,12 +21,15 @@ phases, each with its duration when the line gives one:
 - `ready`         SGLang `The server is fired up and ready to roll!`; vLLM `Starting vLLM API server`.
 - `wait`          a launcher polling an engine that is not up yet: sgl-router `Worker ... health check is pending`,
                   olmOCR `Please wait for sglang server to become ready`, TRL `Server is not up yet. Retrying`,
-                  TRL async GRPO `Still waiting for vLLM server`, kubelet `Readiness probe failed: ...`.
+                  TRL async GRPO `Still waiting for vLLM server`, kubelet `Readiness probe failed: ...`, Ray Serve
+                  `Deployment 'X' ... has N replicas that have taken more than 30s to initialize|be scheduled`.
 - `timeout`       the launcher gave up: `server not ready within N seconds` (Modal examples), `did not become
                   ready` (olmOCR), `Timed out [after Ns ]waiting for [the ]server|vLLM server` (TRL, generic),
                   `Timeout waiting for vLLM server healthy` (slime/vime vLLM backend), `can't be reached at ... after
                   N seconds` (TRL/verifiers client), `failed to start within N`, `health check failed after Ns`
-                  (llama-swap), kubelet `failed startup probe`.
+                  (llama-swap), kubelet `failed startup probe`, launcher scripts `vLLM not ready after 30 minutes`
+                  (vllm-dgx-spark; minutes and hours are converted), ollama `timed out waiting for llama runner`.
+- `graph_capture` sizes: SGLang `Capture cuda graph bs [1, 2, 4, ...]` (mark `sizes`, how many batch sizes).
 
 `ts` is the line's wall-clock time in seconds when its prefix has one (SGLang `[YYYY-MM-DD HH:MM:SS`, vLLM
 `LEVEL MM-DD HH:MM:SS`, Python logging `YYYY-MM-DD HH:MM:SS,mmm`); the year is ignored (a startup does not span
@@ -46,6 +49,9 @@ LOAD_END = re.compile(r"Load weight end\.(?: elapsed=(?P<elapsed>[\d.]+) s,)?.*?
 CAPTURE_END = re.compile(r"Capture (?P<what>[\w ]*?)(?:cuda|CUDA|cpu|npu) graph end\. "
                          r"(?:Time elapsed: |elapsed=)(?P<seconds>[\d.]+) s")
 CAPTURE_BEGIN = re.compile(r"Capture (?P<what>[\w ]*?)(?:cuda|CUDA|cpu|npu) graph begin\b")
+# SGLang cuda_graph_runner: the batch sizes it is about to capture, `Capture cuda graph bs [1, 2, 4, ...]` (also
+# `Capture draft cuda graph bs`): capture time grows with their number, so the slow-capture check allows for it.
+CAPTURE_BS = re.compile(r"Capture (?P<what>[\w ]*?)(?:cuda|CUDA|cpu|npu) graph bs \[(?P<sizes>[\d, ]*)\]")
 VLLM = (
     ("weight_load", "weights", re.compile(r"Loading weights took (?P<seconds>[\d.]+) ?s")),
     ("weight_load", "model", re.compile(r"Model loading took [\d.]+ ?[GM]i?B(?: memory)? and (?P<seconds>[\d.]+) ?s")),
@@ -63,15 +69,20 @@ DEEPGEMM = re.compile(r"Entering DeepGEMM JIT Pre-Compile session")
 READY = re.compile(r"fired up and ready to roll|Starting vLLM API server")
 WAIT = re.compile(r"health check is pending|Please wait for \w+ server to become ready|Server is not up yet\. Retrying"
                   r"|Still waiting for (?:the )?\w+ server|Readiness probe failed|Startup probe failed"
+                  r"|replicas? that (?:have|has) taken more than \d+ ?s to (?:initialize|be scheduled)"
                   r"|[Ww]aiting for (?:the )?(?:\w+ )?server to (?:be ready|start|become ready|come up|be available)")
 TIMEOUT = re.compile(
     r"(?i)(?:server|engine|worker)s? (?:is )?not (?:ready|healthy) (?:with)?in (?P<deadline>[\d.]+) ?s"
+    r"|(?:server|engine|worker|vLLM|SGLang|model)s? (?:is |was )?(?:still )?not (?:ready|healthy|up) after "
+    r"(?P<after_n>[\d.]+) ?(?P<after_unit>s\b|sec|seconds?|min|minutes?|h\b|hours?)"
     r"|(?:server|engine|worker)s? (?:did not|didn't|failed to|never) (?:become|became) (?:ready|healthy)"
-    r"|timed? ?out (?:after (?P<after>[\d.]+) ?s )?waiting for (?:the )?(?:\w+ )?(?:server|engine)"
+    r"|timed? ?out (?:after (?P<after>[\d.]+) ?s )?waiting for (?:the )?(?:\w+ )?(?:server|engine|runner)"
     r"|(?:server|engine) (?:failed to start|did not start) within (?:(?P<within>[\d.]+)|(?:the )?timeout)"
     r"|server can't be reached at \S+ after (?P<reach>[\d.]+) seconds"
     r"|health check failed after (?P<hc>[\d.]+) ?s"
     r"|failed startup probe")
+UNIT_SECONDS = {"s": 1.0, "sec": 1.0, "second": 1.0, "seconds": 1.0, "min": 60.0, "minute": 60.0, "minutes": 60.0,
+                "h": 3600.0, "hour": 3600.0, "hours": 3600.0}
 
 ANCHORS = ("Load weight end", "Load weight begin", "graph end", "graph begin", "fired up and ready",
            "Starting vLLM API server", "Loading weights took", "Model loading took", "torch.compile takes",
@@ -83,7 +94,8 @@ ANCHORS = ("Load weight end", "Load weight begin", "graph end", "graph begin", "
            "aiting for server", "not ready within", "not ready in", "did not become ready", "didn't become ready",
            "never became ready", "failed to become ready", "imed out waiting for", "imeout waiting for",
            "aiting for vLLM server", "failed to start within", "did not start within", "can't be reached at",
-           "health check failed after")
+           "health check failed after", "graph bs [", "not ready after", "not healthy after", "not up after",
+           "taken more than")
 
 # Wall-clock prefixes: SGLang `[2025-09-05 20:48:29`, Python logging `2025-03-18 10:24:40,134`, vLLM `INFO 06-02 11:03:11`.
 TS = re.compile(r"(?:\d{4}-)?(?P<mo>\d\d)-(?P<d>\d\d)[ T](?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d)")
@@ -124,6 +136,11 @@ def _parse(line: Line, msg: str) -> Event | None:
         m = CAPTURE_END.search(msg)
         if m:
             return _event(line, "graph_capture", "sglang", m["what"].strip(), float(m["seconds"]))
+    if "graph bs [" in msg:
+        m = CAPTURE_BS.search(msg)
+        if m:
+            sizes = [x for x in m["sizes"].split(",") if x.strip()]
+            return _event(line, "graph_capture", "sglang", m["what"].strip(), None, mark="sizes", sizes=len(sizes))
     if "graph begin" in msg:
         m = CAPTURE_BEGIN.search(msg)
         if m:
@@ -144,6 +161,8 @@ def _parse(line: Line, msg: str) -> Event | None:
     m = TIMEOUT.search(msg)
     if m:
         deadline = next((float(v) for v in (m["deadline"], m["after"], m["within"], m["reach"], m["hc"]) if v), None)
+        if deadline is None and m["after_n"]:
+            deadline = float(m["after_n"]) * UNIT_SECONDS.get(m["after_unit"].lower(), 1.0)
         return _event(line, "timeout", "launcher", "", None, **({"deadline": deadline} if deadline else {}))
     if WAIT.search(msg):
         return _event(line, "wait", "launcher")

@@ -7,7 +7,10 @@ Stats, every few seconds (vllm/engine/metrics.py, vllm/v1/metrics/loggers.py):
   (no cache usage at all);
 - V1 (0.8 ->): `Engine 000: Avg prompt throughput: …, Running: N reqs, Waiting: N reqs, GPU KV cache usage: X%,
   Prefix cache hit rate: Y%`, later with `, MM cache hit rate: …`, and (late 2025 ->) `Preemptions: N`.
-Every variant is parsed by key, so a field added or moved keeps its meaning. The row feeds the same EngineStats as
+Every variant is parsed by key, so a field added or moved keeps its meaning. A row pasted from a terminal that wraps
+at its width splits into two lines (`... Avg generation throughpu` / `t: 569.6 tokens/s, Running: 27 reqs, Waiting:
+…`, vllm issue 27073): the head has no `Running` and is no row; the tail, which has `N reqs, Waiting|Pending|Swapped:`
+and no anchor, is read as the row. The row feeds the same EngineStats as
 SGLang's: usage 0..1, running, waiting (V0's swapped requests wait too), generation throughput, the row's time.
 
 Configuration: `non-default args: {…}` (V1 API server, 0.9 ->), `Initializing a V1 LLM engine (v0.8.3) with config:
@@ -28,6 +31,8 @@ STATS_ANCHOR = "Avg prompt throughput"
 # `Key: number unit` pairs of a stats line (`Running: 1 reqs`, `GPU KV cache usage: 5.3%`, `Preemptions: 0`).
 PAIR = re.compile(r"([A-Z][A-Za-z ]{2,40}?): (-?\d+(?:\.\d+)?)(%| tokens/s| reqs)?")
 ENGINE_INDEX = re.compile(r"\bEngine (\d{3}): ")
+# The tail of a wrapped stats row: `Running: N reqs, Waiting: N reqs` (V1) / `, Swapped: …, Pending: …` (V0).
+CONTINUATION = ("reqs, Waiting:", "reqs, Swapped:", "reqs, Pending:")
 
 NON_DEFAULT = re.compile(r"'(\w+)': ('(?:[^'\\]|\\.)*'|-?\d+(?:\.\d+)?(?:[eE]-?\d+)?|True|False|None)")
 CONFIG_PAIR = re.compile(r"\b([a-z_][a-z0-9_]*)=('(?:[^'\\]|\\.)*'|[^,()\[\]{}\s]+)")
@@ -39,7 +44,7 @@ V0_PREEMPT = re.compile(r"is preempted by PreemptionMode\.(\w+) mode because the
                         r"(?:.*?total_num_cumulative_preemption=(\d+))?")
 COMMAND = re.compile(r"(?<![\w-])(--[a-z][a-z0-9_-]+)(?:=|\s+)(?!--)([^\s\\'\"]+|'[^']*'|\"[^\"]*\")")
 
-ANCHORS = (STATS_ANCHOR, "non-default args:", "LLM engine (", "GPU KV cache size:", "Maximum concurrency for",
+ANCHORS = (STATS_ANCHOR, *CONTINUATION, "non-default args:", "LLM engine (", "GPU KV cache size:", "Maximum concurrency for",
            "# GPU blocks:", "is preempted by PreemptionMode", "vllm serve ", "vllm.entrypoints.openai.api_server")
 
 BLOCK_SIZE = 16  # vLLM's default KV block size (V0 `# GPU blocks` counts blocks of it)
@@ -48,7 +53,9 @@ BLOCK_SIZE = 16  # vLLM's default KV block size (V0 `# GPU blocks` counts blocks
 def parse_stats(msg: str) -> dict[str, Any] | None:
     at = msg.find(STATS_ANCHOR)
     if at < 0:
-        return None
+        if not any(c in msg for c in CONTINUATION):
+            return None
+        at = max(msg.find("Running: "), 0)  # the tail of a wrapped row
     values = {k: float(v) for k, v, _ in PAIR.findall(msg, at)}
     if "Running" not in values:
         return None
@@ -78,7 +85,7 @@ def _whole(text: str) -> int:
 
 def parse(line: Line) -> Event | None:
     msg = line.msg
-    if STATS_ANCHOR in msg:
+    if STATS_ANCHOR in msg or any(c in msg for c in CONTINUATION):
         stats = parse_stats(msg)
         return Event("stats", line, stats) if stats else None
     if "is preempted by PreemptionMode" in msg:
