@@ -41,6 +41,13 @@ def is_errorish(msg: str) -> bool:
     return any(w in msg for w in ERRORISH_WORDS) and ERRORISH.search(msg) is not None
 
 
+def is_error_line(line: Line) -> bool:
+    """An error line, for `errors_only` rules: a traceback's final exception line, an error-worded line, or one its
+    logger marks ERROR/CRITICAL/FATAL."""
+    msg = line.msg
+    return FINAL_EXC.match(msg) is not None or is_errorish(msg) or signals.is_error_level(line)
+
+
 def error_level_only(line: Line) -> bool:
     """A line whose logger marks it ERROR/CRITICAL/FATAL (in a prefix the message no longer holds, or a glog or
     logfmt level) though its words are not error-like: a candidate all the same. A traceback's echoed source line
@@ -278,11 +285,17 @@ class Scanner:
                     res.events.append(ev)
                 break
         matched = []
+        error_line: bool | None = None  # asked only when an errors_only rule's anchor is in the line
         for a in plan.anchors:
             if a in msg:
                 for rule in self.by_anchor[a]:
                     if rule.id in self.broken or any(r is rule for r, _ in matched):
                         continue
+                    if rule.errors_only:  # a metric record or stats row is data, never an error line
+                        if error_line is None:
+                            error_line = not is_stats and is_error_line(line)
+                        if not error_line:
+                            continue
                     try:
                         mo = rule.search(msg)
                     except TimeoutError:
@@ -304,8 +317,6 @@ class Scanner:
                side_cache: dict[tuple[int, int], str]) -> str | None:
         """The line's side when the rule's conditions hold, else None."""
         if rule.when and not thresholds_hold(rule.when, numbers):
-            return None
-        if rule.errors_only and not (FINAL_EXC.match(line.msg) or is_errorish(line.msg) or signals.is_error_level(line)):
             return None
         key = (line.lineno, id(line))
         side = side_cache.get(key)
