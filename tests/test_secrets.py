@@ -89,3 +89,12 @@ def test_redaction_stays_linear_on_hostile_lines(text: str) -> None:
     start = time.perf_counter()
     redact(text)
     assert time.perf_counter() - start < 1.0
+
+
+def test_fingerprints_are_the_same_with_and_without_redaction(run: tuple[str, Path]) -> None:
+    """A baseline written from a `--no-redact` run must hide the same findings in a redacted run, and back."""
+    _, root = run
+    shown = analyze(Settings(paths=[str(root)], redact=False))
+    masked = analyze(Settings(paths=[str(root)], redact=True))
+    assert [(f.rule, f.fingerprint) for f in shown.findings] == [(f.rule, f.fingerprint) for f in masked.findings]
+    assert len(shown.findings) >= 2

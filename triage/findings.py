@@ -82,7 +82,9 @@ def family(text: str) -> str:
 
 
 def fingerprint(rule: str, ev: Evidence | None, extra: str = "") -> str:
-    basis = "\x1f".join([rule, ev.file if ev else "", template(ev.text) if ev else "", extra])
+    """Rule + file + the evidence line's template, always of the redacted text: a baseline written with or without
+    `--no-redact` matches the other run (redacting a redacted line changes nothing)."""
+    basis = "\x1f".join([rule, ev.file if ev else "", template(redact(ev.text)) if ev else "", extra])
     return hashlib.sha256(basis.encode()).hexdigest()[:20]
 
 
