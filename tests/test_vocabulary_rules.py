@@ -88,3 +88,11 @@ def test_a_specific_rule_still_wins_over_the_vocabulary(tmp_path: Path) -> None:
     report = analyze(Settings(paths=[str(tmp_path)]))
     assert report.findings[0].rule == "trainer.cuda-oom"
     assert not [f for f in report.findings if f.rule.startswith("vocabulary.")]
+
+
+def test_a_programs_own_error_in_sentence_is_an_error_line(tmp_path: Path) -> None:
+    """"Error in reward_fn: ..." has no exception class and no level: it is still an error line (RAGEN#89), so the
+    vocabulary places it, at warning (the maintainers call it non-critical)."""
+    f = run_of(tmp_path, driver_log="ragen-error-in-reward-fn.log").findings[0]
+    assert (f.rule, f.category, f.severity) == ("vocabulary.reward-path-error", "verifier", "warning")
+    assert (f.evidence[0].file, f.evidence[0].line) == ("driver.log", 1)

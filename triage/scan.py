@@ -30,6 +30,8 @@ ERRORISH = re.compile(
     r"^(?:[a-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Failure|Fault|Timeout)\b(?:\([^)]*\))?:|(?:^|[\s\[(|])(?:ERROR|FATAL|Fatal|CRITICAL)\b"
     r"|\bKilled\b|exit(?:ed with)? (?:code|status) -?[1-9]|\bexitcode\s*:\s*-?[1-9]|Segmentation fault|\bfailed\b"
     r"|\bFailed\b|^(?:[a-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)\s*$"
+    # a program's own "Error in X: ..." / "Error computing Y: ..." (no exception class, no level)
+    r"|(?:^|[\]:]\s?)Error (?:in|while|during|when|calling|computing|executing|processing|loading|getting|running|occurred)\b"
 )
 # Literal text every ERRORISH match holds: lines without any skip the (slow) regex search. They are anchors
 # too, so the prefilter's list of the anchors in a line tells whether the search is worth it.
