@@ -26,6 +26,9 @@ KNOWN_MISSES = {
     "335-verl-multiturn-overlong-prompt-tensor-size-mismatch":
         "overlong prompts not filtered in verl's multi-turn path show only as a torch.cat shape mismatch (2048 vs "
         "2106); nothing printed ties the width to data.max_prompt_length: reported as other",
+    "424-sglang-decode-out-of-memory-page-size-64":
+        "category right (serving-oom-retraction, Decode out of memory), but the thread's fix is an SGLang upgrade "
+        "(page_size > 1 retract bug): the label names no knob, so the knob check cannot pass",
     "344-trl-grpo-quickstart-completions-clipped-table":
         "the metrics were pasted as a whitespace table (a header of names, rows of bare numbers): the rows hold no "
         "anchor the prefilter can select, so only the header line reaches the metric parser",
@@ -33,7 +36,7 @@ KNOWN_MISSES = {
 
 
 def test_the_extra_corpus_is_there() -> None:
-    assert len(CASES) == 153
+    assert len(CASES) == 163
 
 
 @pytest.mark.parametrize("case", CASES)

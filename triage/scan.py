@@ -9,6 +9,8 @@ thresholds) hold; error-like lines no rule claimed are returned for the unclassi
 
 from __future__ import annotations
 
+import itertools
+
 import re
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -203,6 +205,7 @@ class Scanner:
         res = FileResult(lf)
         ctx = Context()
         self._frame_at = -2
+        self._raise_echo: set[int] = set()  # echoed `raise ...` source lines a rule matched
         pending: list[tuple[Line, list[tuple[Rule, Any]]]] = []
         errorish: list[Line] = []
         metrics: list[Event] = []
@@ -265,15 +268,18 @@ class Scanner:
         msg, actor, pid, repeat = split_ray(text)
         line = Line(lf.rel, lineno, text, msg, actor, pid, repeat)
         frame = 'File "' in msg and FRAME.match(msg) is not None
+        echo = False  # a `raise X("...")` source line under its frame: it ran, and names what a cut paste lost
         if frame:
             self._frame_at = lineno
         elif lineno == self._frame_at + 1 and msg[:1].isspace():
-            ctx.add(line)  # the source line a traceback echoes under its frame: context, never a match
-            return
+            if not msg.lstrip().startswith("raise "):
+                ctx.add(line)  # the source line a traceback echoes under its frame: context, never a match
+                return
+            echo = True
         if plan is None:  # the line-for-line path: which anchors the message holds
             plan = self.plan(frozenset(a for a in self.anchors if a in msg))
         is_stats = False
-        for parser in plan.parsers:
+        for parser in () if echo else plan.parsers:  # an echoed raise is for the rules, not an event
             ev = parser.parse(line)
             if ev is not None:
                 if ev.kind == "stats":
@@ -307,11 +313,13 @@ class Scanner:
                         matched.append((rule, mo))
         if matched:
             pending.append((line, matched))
+            if echo:
+                self._raise_echo.add(lineno)
         if not is_stats:
             ctx.add(line)
             if plan.signal:
                 res.marks.append(line)
-            if not matched and plan.errorish and not frame and (ERRORISH.search(msg) or error_level_only(line)):
+            if not matched and plan.errorish and not frame and not echo and (ERRORISH.search(msg) or error_level_only(line)):
                 errorish.append(line)
 
     # -- claims ----------------------------------------------------------------------------
@@ -338,6 +346,8 @@ class Scanner:
         claimed: dict[int, str] = {}  # id(line) -> the rule that claimed it
         side_cache: dict[tuple[int, int], str] = {}
         follow: list[tuple[Hit, Rule]] = []
+        if self._raise_echo:
+            pending = self._drop_raise_echoes(pending)
         for line, matched in pending:
             matched.sort(key=lambda rm: -rm[0].priority)
             for rule, mo in matched:
@@ -369,6 +379,20 @@ class Scanner:
                     break
         res.unclaimed = sorted((ln for ln in errorish if id(ln) not in claimed), key=lambda ln: ln.lineno)
         self._exits(lf, res, ctx, claimed)
+
+    def _drop_raise_echoes(self, pending: list[Any]) -> list[Any]:
+        """An echoed `raise X("...")` source line is evidence only when the exception line it raised is missing
+        (a paste cut before it): a hit of the same rule on a line within the next 40 makes the echo redundant.
+        `pending` is in line order, so only the few entries after each echo are looked at."""
+        keep = []
+        for i, (line, matched) in enumerate(pending):
+            if line.lineno in self._raise_echo:
+                ids = {r.id for r, _ in matched}
+                later = itertools.takewhile(lambda e: e[0].lineno - line.lineno <= 40, pending[i + 1:i + 200])
+                if any(ids & {r.id for r, _ in m} for _, m in later):
+                    continue
+            keep.append((line, matched))
+        return keep
 
     def _rule_kind(self, rid: str) -> tuple[str, str]:
         rule = self.lib.rule(rid)
