@@ -13,7 +13,7 @@ from . import series as ts
 from .base import CheckResult, Run
 from .exits import fatal_exit, orderly_shutdown
 from . import startup
-from .metrics import dataset_filtered, generation_tail, metric_threshold, rewards_degenerate
+from .metrics import dataset_filtered, generation_tail, metric_threshold
 from .serving import kv_pressure, lone_decode, pool_saturation
 from . import verifier_results as vr
 
@@ -23,7 +23,6 @@ CHECKS: dict[str, Callable[..., list[CheckResult]]] = {
     "dataset_filtered": dataset_filtered,
     "generation_tail": generation_tail,
     "first_step_slow": startup.first_step_slow,
-    "rewards_degenerate": rewards_degenerate,
     "metric_non_finite": health.metric_non_finite,
     "no_policy_gradient": health.no_policy_gradient,
     "publication_missing": health.publication_missing,

@@ -74,28 +74,6 @@ def generation_tail(params: dict[str, Any], run: Run) -> list[CheckResult]:
     return [CheckResult(evidence=evidence, count=len(hits), numbers=numbers)]
 
 
-def rewards_degenerate(params: dict[str, Any], run: Run) -> list[CheckResult]:
-    """Rewards NaN/inf (error), or exactly zero in every record (warning: no policy gradient)."""
-    min_steps = int(params.get("min_steps", 3))
-    for key in params.get("keys") or []:
-        series = run.series(key)
-        if not series:
-            continue
-        bad = [(ev, v) for ev, v in series if not math.isfinite(v)]
-        if bad:
-            arithmetic = f"{key} = {bad[0][1]} in {len(bad)} of {len(series)} records"
-            return [CheckResult(evidence=[_line(bad[0][0], key)], count=len(bad), severity="error",
-                                numbers={"metric": key, "non_finite": len(bad), "records": len(series),
-                                         "arithmetic": arithmetic},
-                                title=f"Rewards are not finite ({arithmetic})")]
-        if len(series) >= min_steps and all(v == 0 for _, v in series):
-            arithmetic = f"{key} = 0 in {len(series)} of {len(series)} records"
-            return [CheckResult(evidence=[_line(series[0][0], key), _line(series[-1][0], key)], count=len(series),
-                                numbers={"metric": key, "records": len(series), "all": 0.0, "arithmetic": arithmetic},
-                                title=f"Every reward is zero: lifecycle pass, no policy gradient exercised ({arithmetic})")]
-    return []
-
-
 def dataset_filtered(params: dict[str, Any], run: Run) -> list[CheckResult]:
     """A dataset that lost at least `min` of its samples to the length filter before training (ms-swift's
     `Dataset filtered, origin length: N, filtered dataset length: M`; verl's `dataset len:` / `filter dataset
