@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-from statistics import median
 from typing import Any
 
 from ..model import Event, Line
