@@ -23,9 +23,9 @@ import sys
 import time
 from pathlib import Path
 
-from triage import fastscan
-from triage.patterns import load_library
-from triage.scan import Scanner
+from triage.library.rules import load_library
+from triage.scan import prefiltered as fastscan
+from triage.scan.scanner import Scanner
 
 
 def chunks(data: bytes, size: int) -> list[memoryview]:

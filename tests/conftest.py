@@ -9,8 +9,10 @@ import pytest
 import yaml
 
 from triage.analyze import Settings, analyze
+from triage.library.rules import Library, load_library
 from triage.model import Finding, Report
-from triage.patterns import Library, load_library
+
+pytest_plugins = ["realcases"]  # the `combined` and `cli` fixtures
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"

@@ -9,11 +9,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from conftest import REAL, ROOT  # noqa: F401 - ROOT is re-exported for the format tests
 
 from triage.analyze import Settings, analyze
 from triage.model import Report
-
-from conftest import REAL, ROOT  # noqa: F401 - ROOT is re-exported for the format tests
 
 
 def case(name: str) -> Path:

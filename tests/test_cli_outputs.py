@@ -7,8 +7,8 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-
 from realcases import case, cli, copy_case  # noqa: F401  (cli is a fixture)
+
 from triage.report import FORMATS
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from conftest import by_rule, knob_names, run, write_run
 from engine_lines import capacity, engine_log, kv_pool, mamba_pool, server_args
 

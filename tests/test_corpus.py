@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 import yaml
-
 from conftest import REAL, top, triage_dir
+
 from triage.model import SEVERITY_RANK, SIX
 
 # case -> (rule id, evidence "file:line", {number: value})

@@ -7,7 +7,8 @@ import shutil
 from pathlib import Path
 
 from realcases import case, cli, copy_case, long_run  # noqa: F401  (cli is a fixture)
-from triage.diff import compare, regressed
+
+from triage.report.diff import compare, regressed
 
 
 def test_a_new_error_fails_the_nightly_comparison(cli, tmp_path: Path) -> None:  # noqa: F811

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from triage.discover import decide_kind, discover
+from triage.input.discover import decide_kind, discover
 
 
 def test_kind_from_name_and_content() -> None:

@@ -7,7 +7,6 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import REAL, by_rule, run, write_run
 from engine_lines import capacity, engine_log, kv_pool, server_args
 

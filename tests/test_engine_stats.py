@@ -4,14 +4,15 @@ configuration under canonical knobs, and the pool as the knob."""
 
 from __future__ import annotations
 
+from datetime import UTC
 from pathlib import Path
 
 import pytest
-
 from conftest import FIXTURES, top, triage_dir, triage_files
+
 from triage.model import Line
 from triage.parsers import sglang, vllm
-from triage.stats import row_time
+from triage.parsers.engine_stats import row_time
 
 STATS = FIXTURES / "lines" / "engine-stats"
 CORPUS = Path("/work/shared/corpus")
@@ -22,7 +23,7 @@ def _first(name: str, n: int = 0) -> str:
 
 
 def _parse(text: str):
-    from triage.origins import split_ray
+    from triage.scan.origins import split_ray
 
     msg, actor, pid, repeat = split_ray(text)
     line = Line("x.log", 1, text, msg, actor, pid, repeat)
@@ -90,9 +91,9 @@ def test_newest_v1_row_with_deferred_and_preemptions() -> None:
     ("2024-12-23 18:28:10 - vllm.engine.metrics - INFO - Avg prompt", "2024-12-23 18:28:10"),
 ])
 def test_row_times(text: str, seconds: str) -> None:
-    from datetime import datetime, timezone
+    from datetime import datetime
 
-    assert row_time(text) == datetime.fromisoformat(seconds).replace(tzinfo=timezone.utc).timestamp()
+    assert row_time(text) == datetime.fromisoformat(seconds).replace(tzinfo=UTC).timestamp()
 
 
 def test_row_time_of_the_old_sglang_stamp_and_of_no_stamp() -> None:
@@ -172,8 +173,8 @@ def test_preemptions_counted_in_v1_rows_are_a_finding_even_below_090(tmp_path: P
 
 # -- retractions and preemptions as counted signals
 def test_retractions_are_counted_per_file() -> None:
-    from triage.checks.serving import pressure_seen
     from triage.checks.base import Run
+    from triage.checks.serving import pressure_seen
 
     rep_events = []
     for n, text in enumerate((STATS / "sglang-runaway-usage-1-retract.log").read_text().splitlines(), 1):

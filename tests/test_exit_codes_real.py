@@ -5,8 +5,8 @@ cuts off), a healthy run or one its operator stopped does not."""
 from __future__ import annotations
 
 import pytest
-
 from conftest import FIXTURES
+
 from triage.analyze import Settings, analyze
 
 EXTRA = FIXTURES / "real-extra"

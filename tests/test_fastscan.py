@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from triage import fastscan
 from triage.analyze import Settings, analyze
-from triage.discover import discover
-from triage.patterns import load_library
+from triage.input.discover import discover
+from triage.library.rules import load_library
 from triage.report import RenderOptions, render
-from triage.scan import Scanner
+from triage.scan import prefiltered as fastscan
+from triage.scan.scanner import Scanner
 
 pytestmark = pytest.mark.skipif(not fastscan.available(), reason="the C prefilter is not built")
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from realcases import report_of
+
 from triage.report import RenderOptions, render
 
 

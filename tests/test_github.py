@@ -5,7 +5,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from realcases import case, cli, combined, report_of  # noqa: F401  (cli, combined are fixtures)
+from realcases import case, report_of
+
 from triage.analyze import Settings, analyze
 from triage.report import RenderOptions, render
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from realcases import combined, report_of  # noqa: F401  (combined is a fixture)
+from realcases import report_of
+
 from triage.analyze import Settings, analyze
 from triage.report import RenderOptions, render
 
@@ -33,7 +34,7 @@ def test_issue_fields_for_a_trainer_oom() -> None:
 
 
 def test_known_findings_are_left_out(tmp_path: Path) -> None:
-    from triage import baseline
+    from triage.report import baseline
 
     path = tmp_path / "b.json"
     path.write_text(baseline.dumps(report_of("004").findings))

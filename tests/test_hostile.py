@@ -16,14 +16,14 @@ import threading
 from pathlib import Path
 
 import pytest
-
 from hostile import DISK, OOM, Case, build, case_list, hash_tree, release
+
 from triage.analyze import Settings, analyze
-from triage.decompress import open_log, safe_open
-from triage.discover import discover
-from triage.patterns import load_library
-from triage.read import MAX_LINE, TRUNCATED, iter_chunks
-from triage.scan import Scanner
+from triage.input.decompress import open_log, safe_open
+from triage.input.discover import discover
+from triage.input.read import MAX_LINE, TRUNCATED, iter_chunks
+from triage.library.rules import load_library
+from triage.scan.scanner import Scanner
 
 TRIAGE = [sys.executable, "-m", "triage"]
 ROOT_USER = os.geteuid() == 0

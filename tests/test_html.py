@@ -12,11 +12,11 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from realcases import case, long_run, report_of
+
 from triage.analyze import Settings, analyze
-from triage.figures import MAX_POINTS
 from triage.report import RenderOptions, render
+from triage.report.figures import MAX_POINTS
 
 PROBE = """<script>
 const charts = [...document.querySelectorAll('svg.chart')].map(s => {

@@ -5,7 +5,8 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from realcases import combined, report_of  # noqa: F401  (combined is a fixture)
+from realcases import report_of
+
 from triage.analyze import Settings, analyze
 from triage.model import CATEGORIES
 from triage.report import RenderOptions, render

@@ -7,10 +7,10 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import USER_RULE
-from triage import library_cache
-from triage.patterns import load_library
+
+from triage.library import cache as library_cache
+from triage.library.rules import load_library
 
 
 @pytest.fixture()

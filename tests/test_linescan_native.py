@@ -17,9 +17,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from triage import fastscan
-from triage.patterns import load_library
-from triage.scan import Scanner
+from triage.library.rules import load_library
+from triage.scan import prefiltered as fastscan
+from triage.scan.scanner import Scanner
 
 ls = fastscan._linescan
 pytestmark = pytest.mark.skipif(ls is None or not hasattr(ls, "scan_scalar"),

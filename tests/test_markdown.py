@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 from markdown_it import MarkdownIt
+from realcases import ROOT
 
-from realcases import ROOT, combined  # noqa: F401  (combined is a fixture)
 from triage.analyze import Settings, analyze
 from triage.report import RenderOptions, render
 from triage.report.markdown_format import MAX_BYTES

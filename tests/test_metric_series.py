@@ -7,8 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from conftest import FIXTURES, by_rule, run, write_run
+
 from triage.model import SEVERITY_RANK, SIX, Line
 from triage.parsers import metrics
 from triage.parsers.vocabulary import canonical, reward_function

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from triage.origins import sglang_rank, split_ray
+from triage.scan.origins import sglang_rank, split_ray
 
 
 def test_ray_prefix_with_ip_and_repeat_count() -> None:

@@ -10,11 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from triage import fastscan, parallel
 from triage.analyze import Settings, analyze
 from triage.model import LogFile
 from triage.report import RenderOptions, render
-from triage.scan import Scanner
+from triage.scan import parallel
+from triage.scan import prefiltered as fastscan
+from triage.scan.scanner import Scanner
 
 needs_fork = pytest.mark.skipif("fork" not in multiprocessing.get_all_start_methods(), reason="no fork")
 OOM = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.11 GiB"

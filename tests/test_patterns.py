@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import pytest
-
-from triage.patterns import LibraryError, load_library
-
 from conftest import USER_RULE
+
+from triage.library.rules import LibraryError, load_library
 
 GOOD = USER_RULE
 

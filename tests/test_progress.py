@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from triage import progress
-from triage.discover import discover
-from triage.patterns import load_library
-from triage.scan import Scanner
+from triage.input.discover import discover
+from triage.library.rules import load_library
+from triage.scan import progress
+from triage.scan.scanner import Scanner
 
 BIG = progress.SHOW_ABOVE
 

@@ -11,14 +11,14 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from triage.decompress import Tolerant, _decompressor
-from triage.discover import sniff
+from triage.input.decompress import Tolerant, _decompressor
+from triage.input.discover import sniff
+from triage.input.read import MAX_LINE, TRUNCATED, iter_chunks, normalise, read_text
+from triage.library.rules import load_library
 from triage.model import Line, LogFile
 from triage.parsers import PARSERS
-from triage.patterns import load_library
-from triage.read import MAX_LINE, TRUNCATED, iter_chunks, normalise, read_text
 from triage.redact import redact
-from triage.scan import Scanner
+from triage.scan.scanner import Scanner
 
 LIB = load_library()
 SCANNER = Scanner(LIB)

@@ -7,10 +7,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from conftest import FIXTURES, top, triage_dir, triage_files
-from triage import signals
+
 from triage.model import SIX
+from triage.parsers import signals
 
 EXTRA = FIXTURES / "real-extra"
 

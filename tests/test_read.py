@@ -5,7 +5,8 @@ from __future__ import annotations
 import gzip
 import io
 
-from triage.read import MAX_LINE, TRUNCATED, compression_of, iter_chunks, open_stream
+from triage.input.decompress import compression_of
+from triage.input.read import MAX_LINE, TRUNCATED, iter_chunks, open_stream
 
 
 def _text(data: bytes, chunk: int = 1 << 20) -> str:

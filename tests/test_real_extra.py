@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 import yaml
-
 from conftest import FIXTURES, triage_dir
+
 from triage.model import SEVERITY_RANK, SIX
 
 EXTRA = FIXTURES / "real-extra"

@@ -4,7 +4,6 @@ finding's rule, evidence line and extracted numbers."""
 from __future__ import annotations
 
 import pytest
-
 from conftest import FIXTURES, top, triage_dir
 
 LINES = FIXTURES / "lines"

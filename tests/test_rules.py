@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from triage.patterns import load_library
+from triage.library.rules import load_library
 from triage.rulecheck import rule_problems
 
 LIB = load_library()

@@ -7,11 +7,10 @@ from pathlib import Path
 
 import jsonschema
 import pytest
+from realcases import copy_case, report_of
 
 from triage.analyze import Settings, analyze
 from triage.report import RenderOptions, render
-
-from realcases import combined, copy_case, report_of  # noqa: F401  (combined is a fixture)
 
 # shared/ lies beside the clone in CI and two levels up from a worktree under wt/
 _HERE = Path(__file__).resolve()
@@ -79,7 +78,7 @@ def test_the_schema_check_rejects_a_wrong_level() -> None:
 
 
 def test_baselined_finding_carries_an_external_suppression(tmp_path: Path) -> None:
-    from triage import baseline
+    from triage.report import baseline
 
     report = report_of("004")
     path = tmp_path / "b.json"

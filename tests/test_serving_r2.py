@@ -4,6 +4,7 @@ OOM under torch_memory_saver, vLLM's negative KV budget, and what must stay quie
 from __future__ import annotations
 
 from conftest import FIXTURES, top, triage_dir
+
 from triage.model import SEVERITY_RANK, SIX
 
 EXTRA = FIXTURES / "real-extra"

@@ -5,6 +5,7 @@ before the exception line, and what must stay quiet (a healthy SGLang startup un
 from __future__ import annotations
 
 from conftest import FIXTURES, top, triage_dir, triage_files
+
 from triage.model import SEVERITY_RANK, SIX
 
 EXTRA = FIXTURES / "real-extra"

@@ -8,12 +8,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from conftest import FIXTURES, top, triage_dir, triage_files
+
 from triage.cli import exit_code
 from triage.model import Line
-from triage.origins import split_ray
-from triage.signals import callee_of, chains, exception_name, level_of
+from triage.parsers.signals import callee_of, chains, exception_name, level_of
+from triage.scan.origins import split_ray
 
 SIGNALS = FIXTURES / "signals"
 

@@ -11,15 +11,13 @@ import sys
 from pathlib import Path
 
 import pytest
-
-import triage.patterns as patterns
-from triage.model import LogFile
-from triage.patterns import LibraryError, Pattern, load_library
-from triage.read import read_text
-from triage.scan import Scanner
-
 from conftest import FIXTURES, ROOT, USER_RULE
 
+import triage.library.rules as patterns
+from triage.input.read import read_text
+from triage.library.rules import LibraryError, Pattern, load_library
+from triage.model import LogFile
+from triage.scan.scanner import Scanner
 
 
 def _compiled(lib) -> set[int]:

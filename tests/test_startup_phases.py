@@ -8,12 +8,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from conftest import FIXTURES, by_rule, knob_names, run, top, triage_dir, write_run
 
 from triage.model import Line
-from triage.origins import split_ray
 from triage.parsers import startup
-
-from conftest import FIXTURES, by_rule, knob_names, run, top, triage_dir, write_run
+from triage.scan.origins import split_ray
 
 LINES = FIXTURES / "lines" / "startup"
 
@@ -270,9 +269,9 @@ def test_fast_steps_of_a_collapsed_policy_are_not_a_cold_start(tmp_path: Path, l
 
 
 def _scanned(lib, text: str) -> list:
+    from triage.input.read import read_text
     from triage.model import LogFile
-    from triage.read import read_text
-    from triage.scan import Scanner
+    from triage.scan.scanner import Scanner
     res = Scanner(lib).scan(LogFile(path="<t>", rel="<t>", kind="text"), read_text((text + "\n").encode()))
     return [ev for ev in res.events if ev.kind == "startup"]
 

@@ -5,7 +5,8 @@ numbers and the gate, per mechanism changed."""
 from __future__ import annotations
 
 from conftest import FIXTURES, top, triage_dir
-from triage.origins import split_ray
+
+from triage.scan.origins import split_ray
 
 EXTRA = FIXTURES / "real-extra"
 LINES = FIXTURES / "lines" / "trainer"

@@ -3,12 +3,12 @@ count and an example, computed only on the scanner's candidate lines."""
 
 from __future__ import annotations
 
-from triage.findings import template
-from triage.model import LogFile
-from triage.patterns import load_library
-from triage.read import read_text
-from triage.scan import Scanner
 from triage.findings import unclassified
+from triage.input.read import read_text
+from triage.library.rules import load_library
+from triage.model import LogFile
+from triage.scan.scanner import Scanner
+from triage.template import template
 
 LOG = """\
 step 1 ok

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from triage.analyze import Settings, analyze
-from triage.patterns import LibraryError, load_library
+from triage.library.rules import LibraryError, load_library
 
 DISK = "OSError: [Errno 28] No space left on device"
 GOOD = """\

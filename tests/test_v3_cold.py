@@ -8,11 +8,11 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import FIXTURES, knob_names, top, triage_dir
+
 from triage.model import SEVERITY_RANK, SIX, Line
-from triage.origins import split_ray
 from triage.parsers import startup, vllm
+from triage.scan.origins import split_ray
 
 LINES = FIXTURES / "lines" / "v3-cold"
 EXTRA = FIXTURES / "real-extra"

@@ -7,12 +7,11 @@ from __future__ import annotations
 
 import csv
 import json
-from pathlib import Path
 
 import polars as pl
-
 from conftest import FIXTURES, triage_dir, triage_files
-from triage.discover import decide_kind
+
+from triage.input.discover import decide_kind
 from triage.model import SEVERITY_RANK, SIX
 
 RESULTS = FIXTURES / "results"

@@ -8,6 +8,7 @@ import shutil
 from pathlib import Path
 
 from conftest import FIXTURES
+
 from triage.analyze import Settings, analyze
 from triage.model import Report
 

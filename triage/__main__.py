@@ -1,3 +1,3 @@
-from .cli import run
+from triage.cli import run
 
 run()

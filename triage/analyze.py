@@ -10,20 +10,22 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import __version__, baseline, parallel, progress
-from .checks import Run
-from .decompress import wrap_stdin
-from .discover import discover
-from .figures import figures, timelines
-from .findings import build
-from .knobs import build_config
-from .model import Event, LogFile, Report
-from .parsers import results as results_file
-from .parsers.config_file import ConfigError, read_config_file
-from .patterns import Library, load_library
-from .read import iter_chunks
-from .redact import redact_report
-from .scan import FileResult, Scanner
+from triage import __version__
+from triage.checks import Run
+from triage.effective_config import build_config
+from triage.findings import build
+from triage.input.decompress import wrap_stdin
+from triage.input.discover import discover
+from triage.input.read import iter_chunks, open_stream
+from triage.library.rules import Library, load_library
+from triage.model import Event, LogFile, Report
+from triage.parsers import results as results_file
+from triage.parsers.config_file import ConfigError, read_config_file
+from triage.redact import redact_report
+from triage.report import baseline
+from triage.report.figures import figures, timelines
+from triage.scan import parallel, progress
+from triage.scan.scanner import FileResult, Scanner
 
 SCANNED_KINDS = {"sglang", "vllm", "trainer", "driver", "rollout", "verifier", "metrics", "text"}
 
@@ -72,7 +74,7 @@ def _scan_all(scanner: Scanner, files: list[LogFile]) -> tuple[list[FileResult],
         if lf.status != "read":
             continue
         if lf.kind == "results":  # per-sample verifier output: read as a table, never as log lines
-            table_ev = results_file.read(lf)
+            table_ev = results_file.read(lf, open_stream)
             if table_ev is not None:
                 config_events.append(table_ev)
                 continue

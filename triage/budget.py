@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .checks import Run
-from .findings import from_checks, rank
-from .knobs import REQUESTED, Config
-from .model import Finding, Line
-from .patterns import Library
+from triage.checks import Run
+from triage.effective_config import REQUESTED, Config
+from triage.findings import from_checks, rank
+from triage.library.rules import Library
+from triage.model import Finding, Line
 
 SOURCE = "<budget>"
 

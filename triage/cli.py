@@ -10,7 +10,7 @@ import os
 import sys
 from enum import Enum
 from pathlib import Path
-from typing import Any, Optional, get_args, get_origin
+from typing import Any, get_args, get_origin
 
 import typer
 from typer.core import TyperCommand, TyperGroup
@@ -158,14 +158,14 @@ class FailOn(str, Enum):
 
 
 def _fail(message: str) -> None:
-    from .redact import redact
+    from triage.redact import redact
 
     typer.echo(f"triage: error: {redact(message)}", err=True)
     raise typer.Exit(2)
 
 
-def exit_code(worst: Optional[str], fail_on: str) -> int:
-    from .report.common import at_gate
+def exit_code(worst: str | None, fail_on: str) -> int:
+    from triage.report.common import at_gate
 
     return 1 if worst is not None and at_gate(worst, fail_on) else 0
 
@@ -177,27 +177,27 @@ EXTRA = ("json", "markdown", "html", "sarif", "junit", "gitlab")
 def scan(
     paths: list[str] = typer.Argument(..., help="Run directories, log files, or - for standard input."),
     fmt: Format = typer.Option(Format.text, "--format", "-f", help="Output format (auto: github inside GitHub Actions, else text)."),
-    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the report to this file."),
-    json_out: Optional[Path] = typer.Option(None, "--json", help="Also write the JSON report here."),
-    markdown_out: Optional[Path] = typer.Option(None, "--markdown", help="Also write the Markdown summary here."),
-    html_out: Optional[Path] = typer.Option(None, "--html", help="Also write the HTML page here."),
-    sarif_out: Optional[Path] = typer.Option(None, "--sarif", help="Also write SARIF 2.1.0 here."),
-    junit_out: Optional[Path] = typer.Option(None, "--junit", help="Also write JUnit XML here."),
-    gitlab_out: Optional[Path] = typer.Option(None, "--gitlab", help="Also write GitLab Code Quality JSON here."),
+    output: Path | None = typer.Option(None, "--output", "-o", help="Write the report to this file."),
+    json_out: Path | None = typer.Option(None, "--json", help="Also write the JSON report here."),
+    markdown_out: Path | None = typer.Option(None, "--markdown", help="Also write the Markdown summary here."),
+    html_out: Path | None = typer.Option(None, "--html", help="Also write the HTML page here."),
+    sarif_out: Path | None = typer.Option(None, "--sarif", help="Also write SARIF 2.1.0 here."),
+    junit_out: Path | None = typer.Option(None, "--junit", help="Also write JUnit XML here."),
+    gitlab_out: Path | None = typer.Option(None, "--gitlab", help="Also write GitLab Code Quality JSON here."),
     patterns: list[Path] = typer.Option([], "--patterns", help="Extra rule directory (adds or overrides by id)."),
-    config: Optional[Path] = typer.Option(None, "--config", help="Run configuration YAML to cross-check."),
+    config: Path | None = typer.Option(None, "--config", help="Run configuration YAML to cross-check."),
     fail_on: FailOn = typer.Option(FailOn.error, "--fail-on", help="Lowest severity that makes the exit code 1."),
-    baseline: Optional[Path] = typer.Option(None, "--baseline", help="Known findings: shown as known, not gating."),
-    write_baseline: Optional[Path] = typer.Option(None, "--write-baseline",
+    baseline: Path | None = typer.Option(None, "--baseline", help="Known findings: shown as known, not gating."),
+    write_baseline: Path | None = typer.Option(None, "--write-baseline",
                                                   help="Write the current findings as a baseline (then exit 0)."),
     no_redact: bool = typer.Option(False, "--no-redact", help="Do not mask secrets in the output."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Show every finding."),
 ) -> None:
     """Triage the logs under PATHS."""
-    from .analyze import InputError, Settings, analyze
-    from .outputs import OutputError, Target, emit
-    from .patterns import LibraryError
-    from .report import RenderOptions, resolve
+    from triage.analyze import InputError, Settings, analyze
+    from triage.library.rules import LibraryError
+    from triage.report import RenderOptions, resolve
+    from triage.report.outputs import OutputError, Target, emit
 
     try:
         report = analyze(Settings(paths=paths, patterns=patterns, config=config, redact=not no_redact,
@@ -219,10 +219,10 @@ def scan(
     raise typer.Exit(0 if write_baseline is not None else exit_code(report.worst(), fail_on.value))
 
 
-def _write_baseline(report: object, path: Path, previous: Optional[Path]) -> None:
+def _write_baseline(report: object, path: Path, previous: Path | None) -> None:
     """Keep what people wrote (reason, ticket, expires) in the baseline being replaced or the one in use."""
-    from . import baseline as bl
-    from .outputs import OutputError, write_text
+    from triage.report import baseline as bl
+    from triage.report.outputs import OutputError, write_text
 
     old: dict[str, dict[str, object]] = {}
     try:
@@ -241,9 +241,9 @@ class DiffFormat(str, Enum):
 
 def _side(path: str, patterns: list[Path]) -> dict[str, object]:
     """A run directory (analysed now) or a JSON report written by `--format json`."""
-    from .analyze import Settings, analyze
-    from .diff import read_report
-    from .report.json_format import as_dict
+    from triage.analyze import Settings, analyze
+    from triage.report.diff import read_report
+    from triage.report.json_format import as_dict
 
     p = Path(path)
     if p.is_file() and p.suffix == ".json":
@@ -256,18 +256,18 @@ def diff(
     old: str = typer.Argument(..., help="The earlier run: a run directory or a JSON report."),
     new: str = typer.Argument(..., help="The later run: a run directory or a JSON report."),
     fmt: DiffFormat = typer.Option(DiffFormat.text, "--format", "-f", help="Output format."),
-    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the comparison to this file."),
+    output: Path | None = typer.Option(None, "--output", "-o", help="Write the comparison to this file."),
     patterns: list[Path] = typer.Option([], "--patterns", help="Extra rule directory for run directories."),
     fail_on: FailOn = typer.Option(FailOn.error, "--fail-on", help="Lowest severity of a NEW finding that exits 1."),
 ) -> None:
     """Compare two runs: new, resolved and persisting findings, and regressions in run figures."""
     import json
 
-    from .analyze import InputError
-    from .diff import DiffError, compare, text
-    from .outputs import OutputError, write_text
-    from .patterns import LibraryError
-    from .report.common import at_gate
+    from triage.analyze import InputError
+    from triage.library.rules import LibraryError
+    from triage.report.common import at_gate
+    from triage.report.diff import DiffError, compare, text
+    from triage.report.outputs import OutputError, write_text
 
     try:
         result = compare(_side(old, patterns), _side(new, patterns), old, new)
@@ -288,8 +288,8 @@ def diff(
 @app.command(cls=Command)
 def explain(name: str = typer.Argument(..., help="A rule id, a category, or a knob (any alias).")) -> None:
     """Explain a rule, a category or a knob: what it means, what to check, what will not help."""
-    from .explain import explain_text
-    from .patterns import LibraryError, load_library
+    from triage.library.rules import LibraryError, load_library
+    from triage.report.explain import explain_text
 
     try:
         lib = load_library()
@@ -304,7 +304,7 @@ def explain(name: str = typer.Argument(..., help="A rule id, a category, or a kn
 @rules_app.command("list", cls=Command)
 def rules_list(patterns: list[Path] = typer.Option([], "--patterns", help="Extra rule directory.")) -> None:
     """Every rule: id, category, severity, title."""
-    from .patterns import LibraryError, load_library
+    from triage.library.rules import LibraryError, load_library
 
     try:
         lib = load_library(patterns)
@@ -315,10 +315,10 @@ def rules_list(patterns: list[Path] = typer.Option([], "--patterns", help="Extra
 
 
 @rules_app.command("check", cls=Command)
-def rules_check(directory: Optional[Path] = typer.Argument(None, help="A rule directory (default: built-in).")) -> None:
+def rules_check(directory: Path | None = typer.Argument(None, help="A rule directory (default: built-in).")) -> None:
     """Validate a rule library and run every rule's examples; exit 1 if an example fails."""
-    from .patterns import LibraryError, load_library
-    from .rulecheck import check_examples
+    from triage.library.rules import LibraryError, load_library
+    from triage.rulecheck import check_examples
 
     if directory is not None and not directory.is_dir():
         _fail(f"{directory}: not a directory")
@@ -338,16 +338,16 @@ def rules_check(directory: Optional[Path] = typer.Argument(None, help="A rule di
 def budget(
     context: int = typer.Option(..., "--context", help="Total sequence limit (inference.max_context_length)."),
     response: int = typer.Option(..., "--response", help="Response cap (inference.max_response_length)."),
-    prompt: Optional[int] = typer.Option(None, "--prompt", help="Prompt limit (default: context - response)."),
-    pool: Optional[int] = typer.Option(None, "--pool", help="KV pool tokens (inference.sglang_max_total_tokens)."),
-    concurrency: Optional[int] = typer.Option(None, "--concurrency", help="Client concurrency per engine."),
-    running: Optional[int] = typer.Option(None, "--running", help="Engine max running requests."),
-    pack: Optional[int] = typer.Option(None, "--pack", help="Pack budget per GPU (trainer.packing_max_tokens)."),
+    prompt: int | None = typer.Option(None, "--prompt", help="Prompt limit (default: context - response)."),
+    pool: int | None = typer.Option(None, "--pool", help="KV pool tokens (inference.sglang_max_total_tokens)."),
+    concurrency: int | None = typer.Option(None, "--concurrency", help="Client concurrency per engine."),
+    running: int | None = typer.Option(None, "--running", help="Engine max running requests."),
+    pack: int | None = typer.Option(None, "--pack", help="Pack budget per GPU (trainer.packing_max_tokens)."),
     serving_only: bool = typer.Option(False, "--serving-only", help="No training: skip the trainer checks."),
 ) -> None:
     """The budget arithmetic of a planned run: prompt budget, pool capacity, which concurrency fits."""
-    from .budget import Budget, budget_findings, render_budget
-    from .patterns import LibraryError, load_library
+    from triage.budget import Budget, budget_findings, render_budget
+    from triage.library.rules import LibraryError, load_library
 
     numbers = {"--context": context, "--response": response, "--prompt": prompt, "--pool": pool,
                "--concurrency": concurrency, "--running": running, "--pack": pack}
@@ -374,7 +374,7 @@ def main() -> None:
     elif len(args) == 2 and args[0] == "explain" and args[1].startswith("-") and args[1] not in ("--help", "-h"):
         sys.argv.insert(2, "--")  # `triage explain --sglang-mem-fraction-static`: a knob alias, not an option
     if args and args[0] == "--version":
-        from . import __version__
+        from triage import __version__
 
         typer.echo(f"triage {__version__}")
         return

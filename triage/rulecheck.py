@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .checks import CHECKS, Run
-from .knobs import build_config
-from .model import LogFile
-from .parsers import results
-from .patterns import Library, Rule
-from .read import read_text
-from .scan import Scanner, number, thresholds_hold
+from triage.checks import CHECKS, Run
+from triage.effective_config import build_config
+from triage.input.read import read_text
+from triage.library.rules import Library, Rule
+from triage.model import LogFile
+from triage.parsers import results
+from triage.scan.scanner import Scanner, number, thresholds_hold
 
 
 def check_fires(lib: Library, rule: Rule, lines: list[str]) -> bool:

@@ -7,15 +7,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from . import config as cc
-from . import health
-from . import series as ts
-from .base import CheckResult, Run
-from .exits import fatal_exit, orderly_shutdown
-from . import startup
-from .metrics import dataset_filtered, generation_tail, metric_threshold
-from .serving import kv_pressure, lone_decode, pool_saturation
-from . import verifier_results as vr
+from triage.checks import config as cc
+from triage.checks import health, startup
+from triage.checks import series as ts
+from triage.checks import verifier_results as vr
+from triage.checks.base import CheckResult, Run
+from triage.checks.exits import fatal_exit, orderly_shutdown
+from triage.checks.metrics import dataset_filtered, generation_tail, metric_threshold
+from triage.checks.serving import kv_pressure, lone_decode, pool_saturation
 
 CHECKS: dict[str, Callable[..., list[CheckResult]]] = {
     "pool_saturation": pool_saturation,

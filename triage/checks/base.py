@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
-from ..model import Event, Line
-from ..parsers.vocabulary import canonical, reward_function
-from ..stats import EngineStats
+from triage.model import Event, Line
+from triage.parsers.engine_stats import EngineStats
+from triage.parsers.vocabulary import canonical, reward_function
 
 if TYPE_CHECKING:
-    from ..knobs import Config
+    from triage.effective_config import Config
 
 
 @dataclass
@@ -83,7 +84,7 @@ class Run:
                 fn = reward_function(k)
                 if fn is not None:
                     found.setdefault(fn, []).extend((ev, v, k) for ev, v in self.series(k))
-            for fn, s in found.items():
+            for s in found.values():
                 s.sort(key=lambda t: self._order[id(t[0])])
             self._memo["reward_functions"] = found
         return found  # type: ignore[no-any-return]

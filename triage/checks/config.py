@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..knobs import RESOLVED, Config, Setting
-from ..model import Line
-from .base import CheckResult, Run
-from .serving import pressure_seen
+from triage.checks.base import CheckResult, Run
+from triage.checks.serving import pressure_seen
+from triage.effective_config import RESOLVED, Config, Setting
+from triage.model import Line
 
 CONTEXT = "inference.max_context_length"
 RESPONSE = "inference.max_response_length"

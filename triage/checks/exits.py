@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..signals import describe_frames
-from .base import CheckResult, Run
+from triage.checks.base import CheckResult, Run
+from triage.parsers.signals import describe_frames
 
 
 def fatal_exit(params: dict[str, Any], run: Run) -> list[CheckResult]:

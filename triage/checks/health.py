@@ -12,9 +12,9 @@ import re
 from statistics import median
 from typing import Any
 
-from ..model import Event, Line
-from .base import CheckResult, Run
-from .metrics import _line, over_threshold, threshold_result
+from triage.checks.base import CheckResult, Run
+from triage.checks.metrics import _line, over_threshold, threshold_result
+from triage.model import Event, Line
 
 PUBLISH_KEYS = ("timing_s/update_weights", "perf/update_weights_time", "perf/update_weights_implementation_time")
 TRAIN_TAGS = ("step", "continued", "log", "record")

@@ -5,8 +5,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ..model import Event, Line
-from .base import CheckResult, Run
+from triage.checks.base import CheckResult, Run
+from triage.model import Event, Line
 
 
 def _line(ev: Event, key: str) -> Line:

@@ -9,9 +9,9 @@ import math
 from statistics import median
 from typing import Any
 
-from ..model import Event, Line
-from .base import CheckResult, Run
-from .metrics import _line
+from triage.checks.base import CheckResult, Run
+from triage.checks.metrics import _line
+from triage.model import Event, Line
 
 Point = tuple[Event, float, str]  # (record, value, raw key)
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..stats import PRESSURE_USAGE, EngineStats
-from .base import CheckResult, Run
+from triage.checks.base import CheckResult, Run
+from triage.parsers.engine_stats import PRESSURE_USAGE, EngineStats
 
 
 def _minutes(seconds: float) -> str:

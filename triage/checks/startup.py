@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from statistics import median
 from typing import Any
 
-from ..model import Event, Line
-from .base import CheckResult, Run
+from triage.checks.base import CheckResult, Run
+from triage.model import Event, Line
 
 LABELS = {"weight_load": "weight load", "compile": "compile/JIT", "graph_capture": "CUDA-graph capture",
           "engine_init": "engine init", "profile": "memory profiling/warmup"}

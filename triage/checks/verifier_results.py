@@ -11,9 +11,10 @@ import re
 from collections import Counter
 from typing import Any
 
-from ..model import Line
-from ..parsers.results import EMPTY, ERROR_STATUS, PROGRAM_STATUS, TIMEOUT_TEXT, Table, as_float
-from .base import CheckResult, Run
+from triage.checks.base import CheckResult, Run
+from triage.model import Line
+from triage.parsers.results import EMPTY, ERROR_STATUS, PROGRAM_STATUS, TIMEOUT_TEXT, Table, as_float
+from triage.template import template
 
 TIMEOUT_RX = re.compile(TIMEOUT_TEXT)
 CONTEXT_RX = re.compile(r"(?i)maximum context length|context[ _-]?(?:length|window)|context_length_exceeded|"
@@ -110,8 +111,6 @@ def _rate_result(params: dict[str, Any], run: Run, key: str, what: str) -> list[
 
 
 def _family(t: Table, i: int) -> str:
-    from ..findings import template  # late: findings imports the checks
-
     texts = _texts(t, i, t.roles.error) or _texts(t, i, t.roles.status)
     return template(texts[0])[:120] if texts else "?"
 

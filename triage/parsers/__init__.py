@@ -4,6 +4,6 @@ A parser module exposes ANCHORS (literal text its lines contain, fed to the shar
 `parse(line) -> Event | None`.
 """
 
-from . import lifecycle, metrics, settings, sglang, startup, vllm
+from triage.parsers import lifecycle, metrics, settings, sglang, startup, vllm
 
 PARSERS = (sglang, metrics, settings, lifecycle, startup, vllm)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
-from ..model import Event, Line
+from triage.model import Event, Line
 
 if TYPE_CHECKING:
     import yaml

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from types import MappingProxyType
 
-from ..model import Event, Line
+from triage.model import Event, Line
 
 TIMER = re.compile(r"\bTimer (?P<name>\w+) (?P<phase>start|end)(?: \(elapsed: (?P<seconds>[\d.]+)s\))?")
 FT = re.compile(r"\bft cls=(?P<cls>\w+) fn=(?P<fn>\w+) phase=end ok=(?P<ok>true|false)(?: elapsed_s=(?P<seconds>[\d.]+))?")

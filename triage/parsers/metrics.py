@@ -34,7 +34,7 @@ import re
 from sys import intern
 from typing import Any
 
-from ..model import Event, Line
+from triage.model import Event, Line
 
 SLIME = re.compile(r"\b(?P<tag>(?:critic-)?step|rollout|perf|eval|multi_turn) (?P<step>\d+): \{")
 DICT_PAIR = re.compile(r"'(?P<k>[^']+)':\s*(?:np\.float\d*\(|tensor\()?(?P<v>-?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+|nan|inf)|True|False)")
@@ -136,7 +136,7 @@ def _tqdm(line: Line, msg: str) -> Event | None:
     at = msg.rfind("s/it")
     start = max(0, at - TQDM_REACH)
     m = None
-    for m in TQDM.finditer(msg[start:at + TQDM_REACH]):
+    for m in TQDM.finditer(msg[start:at + TQDM_REACH]):  # noqa: B007 - the last match is wanted
         pass
     if m is None:
         return None

@@ -21,10 +21,13 @@ import io
 import json
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, BinaryIO
 
-from ..model import Event, Line, LogFile
+from triage.model import Event, Line, LogFile
+
+Opener = Callable[[str, str], BinaryIO]
 
 MAX_ROWS = 2_000_000  # rows kept of one file (a bigger one is cut, and the file's note says so)
 MAX_TEXT = 300  # characters kept of one status/error value
@@ -214,7 +217,7 @@ def json_head_columns(text: str) -> list[str]:
         body = s[start:]
     elif s.startswith("{"):
         m = re.match(r'\{\s*"\d+"\s*:\s*\{', s)
-        w = re.search(r'"(?:%s)"\s*:\s*\[\s*\{' % "|".join(WRAPPER_KEYS), s[:4096])
+        w = re.search(r'"(?:' + "|".join(WRAPPER_KEYS) + r')"\s*:\s*\[\s*\{', s[:4096])
         if m:
             body = s[m.end() - 1:]
         elif w:
@@ -358,7 +361,7 @@ def _json_rows(text: str) -> tuple[list[tuple[int, dict[str, Any]]], bool]:
     keyed = False
     if text.startswith("{", pos):
         m = re.compile(r'\{\s*"\d+"\s*:\s*(?=\{)').match(text, pos)
-        w = re.compile(r'"(?:%s)"\s*:\s*\[' % "|".join(WRAPPER_KEYS)).search(text, pos)
+        w = re.compile(r'"(?:' + "|".join(WRAPPER_KEYS) + r')"\s*:\s*\[').search(text, pos)
         if m:
             keyed, pos = True, pos + 1
         elif w:
@@ -412,7 +415,7 @@ def _table_from_frame(file: str, fmt: str, df: Any, first_line: int, cut: bool,
     keep = set(roles.kept())
     flat = df.select([e for n, e, _ in exprs if n in keep])
     cols: dict[str, list[Any]] = {}
-    for n, _, dtype in exprs:
+    for n, _, _dtype in exprs:
         if n not in keep:
             continue
         s = flat[n]
@@ -427,10 +430,9 @@ def _table_from_frame(file: str, fmt: str, df: Any, first_line: int, cut: bool,
     return Table(file, fmt, names, roles, lines, cols, cut)
 
 
-def read_table(lf: LogFile, compression: str = "") -> Table | None:
-    """The file as a results table, or None when it is not one (or cannot be read)."""
-    from ..read import open_stream
-
+def read_table(lf: LogFile, open_stream: Opener, compression: str = "") -> Table | None:
+    """The file as a results table, or None when it is not one (or cannot be read). `open_stream(path,
+    compression)` is the input stage's reader (read-only, decompressing)."""
     low = re.sub(r"\.(?:gz|bz2|xz|zst)$", "", lf.rel.lower())
     try:
         if low.endswith(".parquet") or lf.kind == "results" and is_parquet(lf.path):
@@ -479,9 +481,9 @@ def is_parquet(path: str) -> bool:
         return False
 
 
-def read(lf: LogFile) -> Event | None:
+def read(lf: LogFile, open_stream: Opener) -> Event | None:
     """A `verifier_results` event for the file (its table), or None."""
-    table = read_table(lf)
+    table = read_table(lf, open_stream)
     if table is None or not table.rows:
         return None
     lf.lines = max(lf.lines, table.lines[-1] if table.lines else 0)

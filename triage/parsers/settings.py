@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import re
 
-from ..model import Event, Line
-from .values import literal
+from triage.model import Event, Line
+from triage.parsers.values import literal
 
 FLAG = re.compile(r"(?<![\w-])(--[a-z][a-z0-9-]+)(?:=|\s+)(?!--)([^\s\\'\"]+|'[^']*'|\"[^\"]*\")")
 NAMESPACE_PAIR = re.compile(r"\b([a-z_][a-z0-9_]*)=('[^']*'|\"[^\"]*\"|[^,()\s]+)")

@@ -12,8 +12,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..model import Event, Line
-from .values import literal
+from triage.model import Event, Line
+from triage.parsers.values import literal
 
 # `key: value` pairs of a stats line; keys hold spaces, '#', '-', '/', '(' ')' and '.'.
 # Keys are short (the longest SGLang prints is under 40 characters); the bound keeps a garbage line linear.

@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import re
 
-from ..model import Event, Line
+from triage.model import Event, Line
 
 # SGLang model_runner: "Load weight end. [elapsed=X s, ]type=..., avail mem=X GB[, mem usage=X GB]."
 LOAD_END = re.compile(r"Load weight end\.(?: elapsed=(?P<elapsed>[\d.]+) s,)?.*?avail mem=(?P<avail>[\d.]+) GB"

@@ -24,8 +24,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..model import Event, Line
-from .values import literal
+from triage.model import Event, Line
+from triage.parsers.values import literal
 
 STATS_ANCHOR = "Avg prompt throughput"
 # `Key: number unit` pairs of a stats line (`Running: 1 reqs`, `GPU KV cache usage: 5.3%`, `Preemptions: 0`).

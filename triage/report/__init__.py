@@ -10,7 +10,7 @@ import importlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from ..model import Report
+from triage.model import Report
 
 FORMATS = ("text", "json", "markdown", "html", "sarif", "junit", "github", "gitlab")
 CHOICES = FORMATS + ("auto",)

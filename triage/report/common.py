@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..model import SEVERITY_RANK, Finding, Knob, Report
-from ..redact import redact
-from . import RenderOptions
+from triage.model import SEVERITY_RANK, Finding, Knob, Report
+from triage.redact import redact
+from triage.report import RenderOptions
 
 GATE_RANK = {"error": 0, "warning": 1, "never": -1}
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from collections import Counter
 
-from ..model import Finding, Report
-from . import RenderOptions
-from .common import advice, evidence_text, live
-from .json_format import verdict
+from triage.model import Finding, Report
+from triage.report import RenderOptions
+from triage.report.common import advice, evidence_text, live
+from triage.report.json_format import verdict
 
 MAX_PER_LEVEL = 10
 LEVEL = {"error": "error", "warning": "warning", "info": "notice"}

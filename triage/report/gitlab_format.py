@@ -11,9 +11,9 @@ import hashlib
 import json
 from typing import Any
 
-from ..model import Finding, Report
-from . import RenderOptions
-from .common import evidence_text, live, message
+from triage.model import Finding, Report
+from triage.report import RenderOptions
+from triage.report.common import evidence_text, live, message
 
 SEVERITY = {"error": "critical", "warning": "major", "info": "info"}
 

@@ -12,11 +12,10 @@ from html import escape
 
 from markdown_it import MarkdownIt
 
-from ..model import Report, Timeline
-from . import RenderOptions
-from . import markdown_format, svg
-from .common import clean
-from .json_format import verdict
+from triage.model import Report, Timeline
+from triage.report import RenderOptions, markdown_format, svg
+from triage.report.common import clean
+from triage.report.json_format import verdict
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
 STYLE = """

@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..model import Finding, Report
-from ..redact import redact
-from . import RenderOptions
+from triage.model import Finding, Report
+from triage.redact import redact
+from triage.report import RenderOptions
 
 
 def _config(report: Report, redact_on: bool) -> dict[str, Any]:

@@ -10,9 +10,9 @@ from __future__ import annotations
 import re
 import xml.etree.ElementTree as ET
 
-from ..model import CATEGORIES, Finding, Report
-from . import RenderOptions
-from .common import advice, clean, evidence_text, gating, message
+from triage.model import CATEGORIES, Finding, Report
+from triage.report import RenderOptions
+from triage.report.common import advice, clean, evidence_text, gating, message
 
 # XML 1.0 forbids most control characters even as references; a log line can hold them.
 NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")

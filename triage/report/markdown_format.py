@@ -11,10 +11,10 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-from ..model import Finding, Knob, Report
-from . import RenderOptions
-from .common import clean, live, where
-from .json_format import verdict
+from triage.model import Finding, Knob, Report
+from triage.report import RenderOptions
+from triage.report.common import clean, live, where
+from triage.report.json_format import verdict
 
 MAX_BYTES = 60 * 1024  # under the 64 KiB many trackers allow, with room for a sentence a person adds
 # (finding details, table rows, coverage lines) tried in turn until the summary fits

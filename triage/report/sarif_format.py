@@ -12,10 +12,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .. import __version__
-from ..model import Finding, Report
-from . import RenderOptions
-from .common import advice, clean, evidence_text, message
+from triage import __version__
+from triage.model import Finding, Report
+from triage.report import RenderOptions
+from triage.report.common import advice, clean, evidence_text, message
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 LEVEL = {"error": "error", "warning": "warning", "info": "note"}

@@ -10,10 +10,10 @@ from rich.console import Console
 from rich.markup import escape
 from rich.text import Text
 
-from ..model import Finding, Report
-from . import RenderOptions
-from .common import clean
-from .json_format import verdict
+from triage.model import Finding, Report
+from triage.report import RenderOptions
+from triage.report.common import clean
+from triage.report.json_format import verdict
 
 STYLE = {"error": "bold red", "warning": "bold yellow", "info": "cyan"}
 MAX_LINE = 300

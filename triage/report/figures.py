@@ -15,10 +15,10 @@ import math
 from statistics import median
 from typing import Any
 
-from .checks.base import Run
-from .model import Event, Hit, Timeline
-from .patterns import Library
-from .stats import EngineStats
+from triage.checks.base import Run
+from triage.library.rules import Library
+from triage.model import Event, Hit, Timeline
+from triage.parsers.engine_stats import EngineStats
 
 MAX_POINTS = 2000
 MAX_MARKS = 200

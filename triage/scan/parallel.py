@@ -25,17 +25,18 @@ import multiprocessing
 import os
 import signal
 import threading
+from collections.abc import Callable, Iterator
 from multiprocessing.connection import wait
 from queue import Queue, SimpleQueue
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any
 
-from . import fastscan
-from .read import CHUNK, open_stream
+from triage.input.read import CHUNK, open_stream
+from triage.scan import prefiltered as fastscan
 
 if TYPE_CHECKING:
-    from .model import LogFile
-    from .scan import FileResult, Scanner
+    from triage.model import LogFile
+    from triage.scan.scanner import FileResult, Scanner
 
 BIG = 16 << 20  # bytes: engine logs smaller than this are not worth a process
 STAGED_ABOVE = 128 << 20  # bytes: a file of this process's own this big is read by a worker while it parses
@@ -91,7 +92,7 @@ def _take() -> int:
 
 
 def _lost(lf: LogFile, why: str) -> FileResult:
-    from .scan import FileResult
+    from triage.scan.scanner import FileResult
 
     lf.status = "unreadable"
     lf.reason = (lf.reason + "; " if lf.reason else "") + f"not scanned: {why}"

@@ -37,7 +37,8 @@ class Progress:
 
     def _draw(self) -> None:
         from rich.console import Console
-        from rich.progress import BarColumn, DownloadColumn, Progress as Bar, TimeRemainingColumn
+        from rich.progress import BarColumn, DownloadColumn, TimeRemainingColumn
+        from rich.progress import Progress as Bar
 
         bar = Bar("scanning", BarColumn(), DownloadColumn(), TimeRemainingColumn(), transient=True,
                   console=Console(file=self.stream, force_terminal=True), auto_refresh=False)

@@ -19,8 +19,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from .model import Event, Hit, Knob, Line
-from .patterns import Library
+from triage.library.rules import Library
+from triage.model import Event, Hit, Knob, Line
 
 STRENGTH = {"engine": 5, "capacity": 5, "message": 4, "server_args": 3, "command line": 2, "launch args": 2, "config": 1}
 

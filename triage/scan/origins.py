@@ -12,8 +12,8 @@ from __future__ import annotations
 import re
 from bisect import bisect_left, bisect_right
 
-from .model import Line
-from .signals import callee_of
+from triage.model import Line
+from triage.parsers.signals import callee_of
 
 RAY_PREFIX = re.compile(r"^\((?P<actor>[A-Za-z_][\w.:-]*)(?: pid=(?P<pid>\d+))?(?:, ip=(?P<ip>[0-9a-fA-F.:]+))?\) ?")
 RAY_REPEAT = re.compile(r"\s*\[repeated (?P<n>\d+)x across cluster\]\s*$")
@@ -116,7 +116,7 @@ class SideFinder:
             self._memo[text] = found
         return found
 
-    def side(self, lineno: int, actor: str, text: str, context: "Context", file_side: str,
+    def side(self, lineno: int, actor: str, text: str, context: Context, file_side: str,
              within: tuple[int, int] = (60, 25)) -> str:
         if callee_of(text) == "verifier":  # a failed call to a judge, reward model or sandbox is the verifier's,
             return "verifier"  # whichever process (often the driver) printed it

@@ -8,8 +8,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from .model import Report
-from .report import RenderOptions, render
+from triage.model import Report
+from triage.report import RenderOptions, render
 
 
 class OutputError(Exception):

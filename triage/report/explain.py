@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import textwrap
 
-from .patterns import Library
+from triage.library.rules import Library
 
 
 def _wrap(text: str, indent: str = "  ") -> str:

@@ -25,10 +25,10 @@ Rules match one wording each; these signals hold across wordings, so a failure n
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
-from .model import Event, Hit, Line
+from triage.model import Event, Hit, Line
 
 # -- levels -------------------------------------------------------------------------------------------------
 LEVELS = ("fatal", "critical", "error", "warning", "info", "debug")

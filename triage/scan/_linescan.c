@@ -1,4 +1,4 @@
-/* _linescan: the literal prefilter of triage/fastscan.py, over a bytes buffer of whole lines.
+/* _linescan: the literal prefilter of triage/scan/prefiltered.py, over a bytes buffer of whole lines.
  *
  * One pass over the buffer finds every line that holds one of a set of literal needles. Each needle
  * is filed under one two-byte pair it contains (the rarest in the file, chosen by the caller); a
@@ -129,7 +129,7 @@ static int path_ok[P_COUNT] = {1, 0, 0};
 static int path;  /* the loop scan() takes */
 
 static void matcher_free(PyObject *cap) {
-    Matcher *m = (Matcher *)PyCapsule_GetPointer(cap, "triage._linescan.Matcher");
+    Matcher *m = (Matcher *)PyCapsule_GetPointer(cap, "triage.scan._linescan.Matcher");
     if (m) {
         Py_XDECREF(m->keep);
         PyMem_Free(m->nd);
@@ -246,7 +246,7 @@ static PyObject *compile(PyObject *self, PyObject *args) {
     Py_DECREF(fast);
     m->n = n; m->nd = nd; m->keep = keep;
     simd_build(m);
-    PyObject *cap = PyCapsule_New(m, "triage._linescan.Matcher", matcher_free);
+    PyObject *cap = PyCapsule_New(m, "triage.scan._linescan.Matcher", matcher_free);
     if (!cap) { Py_DECREF(keep); PyMem_Free(nd); PyMem_Free(m); }
     return cap;
 fail:
@@ -745,7 +745,7 @@ static PyObject *scan_with(PyObject *args, int loop) {
     Py_ssize_t next_sample, step;
     int origins = 0;
     if (!PyArg_ParseTuple(args, "Oy*nn|p", &cap, &view, &next_sample, &step, &origins)) return NULL;
-    Matcher *m = (Matcher *)PyCapsule_GetPointer(cap, "triage._linescan.Matcher");
+    Matcher *m = (Matcher *)PyCapsule_GetPointer(cap, "triage.scan._linescan.Matcher");
     if (!m) { PyBuffer_Release(&view); return NULL; }
     Scan *st = PyMem_Calloc(1, sizeof(Scan));  /* the origin table makes it ~10 KB: not on the stack */
     if (!st) { PyBuffer_Release(&view); return PyErr_NoMemory(); }

@@ -30,6 +30,21 @@ _FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
 _NOATIME = getattr(os, "O_NOATIME", 0)
 
 
+MAGIC = {
+    b"\x1f\x8b": "gzip",
+    b"BZh": "bz2",
+    b"\xfd7zXZ\x00": "xz",
+    b"\x28\xb5\x2f\xfd": "zstd",
+}
+
+
+def compression_of(head: bytes) -> str:
+    for magic, kind in MAGIC.items():
+        if head.startswith(magic):
+            return kind
+    return ""
+
+
 def _quiet(_: str) -> None:
     return None
 
@@ -186,8 +201,6 @@ def open_log(path: str, compression: str = "", note: Note = _quiet) -> BinaryIO:
 
 def wrap_stdin(stream: Any, note: Note = _quiet) -> BinaryIO:
     """Standard input, decompressed when its first bytes are a known compression magic."""
-    from .read import compression_of
-
     buffered = stream if hasattr(stream, "peek") else io.BufferedReader(stream)
     compression = compression_of(buffered.peek(8)[:8])
     if not compression:

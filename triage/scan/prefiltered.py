@@ -26,22 +26,23 @@ from __future__ import annotations
 
 import os
 import re
-from collections import Counter
 from array import array
-from typing import TYPE_CHECKING, Any, BinaryIO, Callable, Iterable, Iterator, NamedTuple
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, BinaryIO, NamedTuple
 
-from .model import Line
-from .origins import RAY_PREFIX, Runs, split_ray
-from .parsers import sglang
-from .read import ANSI, CHUNK, MAX_LINE, TRUNCATED, iter_chunks, normalise
-from .stats import engine, engine_key
+from triage.input.read import ANSI, CHUNK, MAX_LINE, TRUNCATED, iter_chunks, normalise
+from triage.model import Line
+from triage.parsers import sglang
+from triage.parsers.engine_stats import engine, engine_key
+from triage.scan.origins import RAY_PREFIX, Runs, split_ray
 
 if TYPE_CHECKING:
-    from .model import LogFile
-    from .scan import FileResult, Scanner
+    from triage.model import LogFile
+    from triage.scan.scanner import FileResult, Scanner
 
 try:
-    from . import _linescan  # type: ignore[attr-defined]
+    from triage.scan import _linescan  # type: ignore[attr-defined]
 except ImportError:  # no compiler at install time: the Python path does everything
     _linescan = None
 

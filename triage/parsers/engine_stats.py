@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from .model import Event, Line
+from triage.model import Event, Line
 
 PRESSURE_USAGE = 0.9  # a pool this full with requests waiting: admission is bound by the KV pool
 

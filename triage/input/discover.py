@@ -13,11 +13,11 @@ import re
 import stat
 from pathlib import Path
 
-from .model import LogFile
-from .decompress import safe_open, special_kind
-from .parsers import results as results_file
-from .parsers.config_file import looks_like_config
-from .read import compression_of, open_stream
+from triage.input.decompress import compression_of, safe_open, special_kind
+from triage.input.read import open_stream
+from triage.model import LogFile
+from triage.parsers import results as results_file
+from triage.parsers.config_file import looks_like_config
 
 SNIFF = 64 << 10  # bytes of (decompressed) content used to decide a file's kind
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .figures import FIGURES
+from triage.report.figures import FIGURES
 
 # figure -> (relative, absolute) tolerance, and how to print it
 TOLERANCE = {

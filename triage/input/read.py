@@ -15,28 +15,13 @@ import re
 from collections.abc import Iterator
 from typing import BinaryIO
 
-from .decompress import Note, open_log
+from triage.input.decompress import Note, open_log
 
 CHUNK = 4 << 20  # bytes read at a time
 MAX_LINE = 64 << 10  # characters kept of one physical line
 TRUNCATED = " …[line truncated by triage]"
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[()][A-Z0-9]|\x1b[=>]")
-
-MAGIC = {
-    b"\x1f\x8b": "gzip",
-    b"BZh": "bz2",
-    b"\xfd7zXZ\x00": "xz",
-    b"\x28\xb5\x2f\xfd": "zstd",
-}
-
-
-def compression_of(head: bytes) -> str:
-    for magic, kind in MAGIC.items():
-        if head.startswith(magic):
-            return kind
-    return ""
-
 
 def open_stream(path: str, compression: str, note: Note | None = None) -> BinaryIO:
     """A binary stream of the file's (decompressed) bytes as of opening; read-only, never blocks (decompress.py)."""

@@ -14,14 +14,15 @@ from __future__ import annotations
 
 import functools
 import importlib.resources
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import regex
 
-from .library_cache import YamlCache
-from .model import CATEGORIES, SEVERITIES, SIDES
+from triage.library.cache import YamlCache
+from triage.model import CATEGORIES, SEVERITIES, SIDES
 
 RULE_KEYS = {
     "id", "category", "severity", "title", "anchor", "match", "side", "not_side", "near", "not_near",

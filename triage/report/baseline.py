@@ -18,7 +18,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from .model import Finding, Report
+from triage.model import Finding, Report
 
 FORMAT_KEY = "triage_baseline"
 FORMAT_VERSION = 1

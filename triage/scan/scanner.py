@@ -10,20 +10,19 @@ thresholds) hold; error-like lines no rule claimed are returned for the unclassi
 from __future__ import annotations
 
 import itertools
-
 import re
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from . import fastscan, signals
-from .model import Event, Hit, Line, LogFile
-from .origins import RAY_PREFIX, Context, Runs, SideFinder, split_ray
-from .parsers import PARSERS
-from .parsers.metrics import merge_records
-from .patterns import MATCH_TIMEOUT, Library, Rule
-from .progress import Progress
-from .read import MAX_LINE, TRUNCATED, iter_chunks, open_stream
-from .stats import EngineStats, engine, engine_key
+from triage.input.read import MAX_LINE, TRUNCATED, iter_chunks, open_stream
+from triage.library.rules import MATCH_TIMEOUT, Library, Rule
+from triage.model import Event, Hit, Line, LogFile
+from triage.parsers import PARSERS, signals
+from triage.parsers.engine_stats import EngineStats, engine, engine_key
+from triage.parsers.metrics import merge_records
+from triage.scan import prefiltered as fastscan
+from triage.scan.origins import RAY_PREFIX, Context, Runs, SideFinder, split_ray
+from triage.scan.progress import Progress
 
 # Error-like text: candidates for the unclassified report and context for tracebacks.
 ERROR_ANCHORS = ("Error", "Exception", "Traceback", "FATAL", "Fatal", "Killed", "exit code", "ERROR", "failed",
@@ -388,7 +387,8 @@ class Scanner:
         for i, (line, matched) in enumerate(pending):
             if line.lineno in self._raise_echo:
                 ids = {r.id for r, _ in matched}
-                later = itertools.takewhile(lambda e: e[0].lineno - line.lineno <= 40, pending[i + 1:i + 200])
+                at = line.lineno
+                later = itertools.takewhile(lambda e, at=at: e[0].lineno - at <= 40, pending[i + 1:i + 200])
                 if any(ids & {r.id for r, _ in m} for _, m in later):
                     continue
             keep.append((line, matched))

@@ -1,0 +1,109 @@
+"""The package shows its flow: each stage imports only from stages below it, and no module imports itself
+back through others. Read from the source with `ast`, so a new module is checked the day it is added."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parent.parent / "triage"
+
+# Stages from the bottom up. A module may import from its own stage and the ones before it.
+STAGES: list[tuple[str, ...]] = [
+    ("triage", "triage.model", "triage.redact", "triage.template", "triage.errors", "triage.library.cache"),
+    ("triage.library",),
+    ("triage.parsers",),  # line and file parsers; discover sniffs a file's kind with them
+    ("triage.input",),
+    ("triage.scan",),
+    ("triage.checks", "triage.effective_config", "triage.findings", "triage.budget"),
+    ("triage.report",),
+    ("triage.analyze", "triage.rulecheck"),
+    ("triage.cli", "triage.__main__"),
+]
+
+
+def stage_of(module: str) -> int:
+    best, best_len = -1, -1
+    for i, prefixes in enumerate(STAGES):
+        for p in prefixes:
+            exact = p == "triage"
+            if (module == p or (not exact and module.startswith(p + "."))) and len(p) > best_len:
+                best, best_len = i, len(p)
+    return best
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def runtime_imports(path: Path) -> set[str]:
+    """triage modules this file imports when it runs (imports under `if TYPE_CHECKING:` are for the type
+    checker only)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    skip: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            skip |= {id(n) for stmt in node.body for n in ast.walk(stmt)}
+    me = module_name(path)
+    package = me if path.name == "__init__.py" else me.rsplit(".", 1)[0]
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if id(node) in skip:
+            continue
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names if a.name.startswith("triage")}
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")
+                parts = parts[: len(parts) - node.level + 1]
+                base = ".".join(parts + ([base] if base else []))
+            if not base.startswith("triage"):
+                continue
+            for a in node.names:  # `from triage.scan import prefiltered` imports a module
+                sub = f"{base}.{a.name}"
+                found.add(sub if (PACKAGE.parent / Path(*sub.split("."))).with_suffix(".py").exists()
+                          or (PACKAGE.parent / Path(*sub.split("."))).is_dir() else base)
+    found.discard(me)
+    return found
+
+
+GRAPH = {module_name(p): runtime_imports(p) for p in PACKAGE.rglob("*.py")}
+
+
+def test_every_module_has_a_stage():
+    assert [m for m in GRAPH if stage_of(m) < 0] == []
+
+
+@pytest.mark.parametrize("module", sorted(GRAPH))
+def test_no_upward_import(module):
+    mine = stage_of(module)
+    upward = sorted(t for t in GRAPH[module] if stage_of(t) > mine)
+    assert upward == [], f"{module} (stage {mine}) imports from later stages: {upward}"
+
+
+def test_no_import_circle():
+    done: set[str] = set()
+
+    def visit(m: str, path: list[str]) -> None:
+        if m in path:
+            raise AssertionError("import circle: " + " -> ".join(path[path.index(m):] + [m]))
+        if m in done:
+            return
+        for t in sorted(GRAPH.get(m, ())):
+            if t in GRAPH and not m.startswith(t + "."):  # a package's own __init__ is not a circle
+                visit(t, path + [m])
+        done.add(m)
+
+    for m in sorted(GRAPH):
+        visit(m, [])
+
+
+def test_graph_is_read():
+    """The checker sees real edges (a broken parser would pass every test above)."""
+    assert "triage.scan.scanner" in GRAPH["triage.analyze"] or any(
+        t.startswith("triage.scan") for t in GRAPH["triage.analyze"])
+    assert "triage.library.rules" in GRAPH["triage.scan.scanner"]
