@@ -13,6 +13,7 @@ from pathlib import Path
 from triage import __version__
 from triage.checks import Run
 from triage.effective_config import build_config
+from triage.errors import TriageError
 from triage.findings import build
 from triage.input.decompress import wrap_stdin
 from triage.input.discover import discover
@@ -30,7 +31,7 @@ from triage.scan.scanner import FileResult, Scanner
 SCANNED_KINDS = {"sglang", "vllm", "trainer", "driver", "rollout", "verifier", "metrics", "text"}
 
 
-class InputError(Exception):
+class InputError(TriageError):
     """A problem with what the user asked for (missing path, unreadable config or baseline); exit code 2."""
 
 

@@ -21,6 +21,7 @@ from typing import Any
 
 import regex
 
+from triage.errors import TriageError
 from triage.library.cache import YamlCache
 from triage.model import CATEGORIES, SEVERITIES, SIDES
 
@@ -33,7 +34,7 @@ REQUIRED = ("id", "category", "severity", "title", "knobs", "explain")
 MATCH_TIMEOUT = 0.25  # seconds a rule regex may spend on one line (guards against catastrophic backtracking)
 
 
-class LibraryError(Exception):
+class LibraryError(TriageError):
     """A rule file that cannot be used; the message is one line for the user."""
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
+from triage.errors import TriageError
 from triage.model import Event, Line
 
 if TYPE_CHECKING:
@@ -23,7 +24,7 @@ NAMESPACE_KEY = re.compile(r"^(?:inference|miles|trainer|rollout|verifier|judge|
 YAMLISH_LINE = re.compile(r"^(?:\s*#.*|\s*|\s*-\s.*|\s*[\"']?[\w.\-/]+[\"']?\s*:.*|---|\.\.\.)$")
 
 
-class ConfigError(Exception):
+class ConfigError(TriageError):
     """A configuration file that cannot be read; the message is one line naming the file."""
 
 

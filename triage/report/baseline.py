@@ -18,6 +18,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from triage.errors import TriageError
 from triage.model import Finding, Report
 
 FORMAT_KEY = "triage_baseline"
@@ -25,7 +26,7 @@ FORMAT_VERSION = 1
 HUMAN_FIELDS = ("reason", "ticket", "expires")
 
 
-class BaselineError(Exception):
+class BaselineError(TriageError):
     """A baseline file that cannot be read or is not a triage baseline; exit code 2."""
 
 

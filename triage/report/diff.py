@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from triage.errors import TriageError
 from triage.report.figures import FIGURES
 
 # figure -> (relative, absolute) tolerance, and how to print it
@@ -25,7 +26,7 @@ TOLERANCE = {
 }
 
 
-class DiffError(Exception):
+class DiffError(TriageError):
     """A side that is neither a run directory nor a triage JSON report; exit code 2."""
 
 

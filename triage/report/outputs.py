@@ -8,11 +8,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from triage.errors import TriageError
 from triage.model import Report
 from triage.report import RenderOptions, render
 
 
-class OutputError(Exception):
+class OutputError(TriageError):
     """An output that cannot be written; exit code 2."""
 
 
