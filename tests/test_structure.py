@@ -19,7 +19,7 @@ STAGES: list[tuple[str, ...]] = [
     ("triage.scan",),
     ("triage.checks", "triage.effective_config", "triage.findings", "triage.budget"),
     ("triage.report",),
-    ("triage.analyze", "triage.rulecheck"),
+    ("triage.analyze", "triage.rulecheck", "triage.cluster"),
     ("triage.cli", "triage.__main__"),
 ]
 

@@ -136,7 +136,7 @@ app = typer.Typer(cls=Group, add_completion=False, no_args_is_help=True, rich_ma
 rules_app = typer.Typer(cls=Group, add_completion=False, no_args_is_help=True, help="List or check rule libraries.")
 app.add_typer(rules_app, name="rules")
 
-COMMANDS = {"scan", "explain", "rules", "budget", "diff", "--help", "-h", "--version"}
+COMMANDS = {"scan", "explain", "rules", "budget", "diff", "merge", "--help", "-h", "--version"}
 
 
 class Format(str, Enum):
@@ -232,6 +232,37 @@ def _write_baseline(report: object, path: Path, previous: Path | None) -> None:
     except bl.BaselineError as e:
         raise OutputError(f"{e} (not overwritten)") from None
     write_text(path, bl.dumps(report.findings, old))  # type: ignore[attr-defined]
+
+
+@app.command(cls=Command)
+def merge(
+    reports: list[Path] = typer.Argument(..., help="JSON reports of parts of one run (one per node or shard)."),
+    fmt: Format = typer.Option(Format.text, "--format", "-f", help="Output format (auto: github inside GitHub Actions, else text)."),
+    output: Path | None = typer.Option(None, "--output", "-o", help="Write the report to this file."),
+    patterns: list[Path] = typer.Option([], "--patterns", help="Extra rule directory the parts were scanned with."),
+    fail_on: FailOn = typer.Option(FailOn.error, "--fail-on", help="Lowest severity that makes the exit code 1."),
+    no_redact: bool = typer.Option(False, "--no-redact", help="Do not mask secrets in the output."),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="Show every finding."),
+) -> None:
+    """Combine the JSON reports of a run's nodes into one report, as if one triage had read every file."""
+    from triage.library.rules import LibraryError, load_library
+    from triage.report import RenderOptions, resolve
+    from triage.report.merge import MergeError, merge_files
+    from triage.report.outputs import OutputError, Target, emit
+
+    try:
+        report = merge_files(reports, load_library(patterns))
+    except (MergeError, LibraryError) as e:
+        _fail(str(e))
+    main_fmt = resolve(fmt.value, os.environ)
+    color = main_fmt == "text" and output is None and sys.stdout.isatty()
+    options = RenderOptions(color=color, verbose=verbose, fail_on=fail_on.value, redact=not no_redact)
+    try:
+        for warning in emit(report, [Target(main_fmt, output)], options, os.environ):
+            typer.echo(f"triage: warning: {warning}", err=True)
+    except OutputError as e:
+        _fail(str(e))
+    raise typer.Exit(exit_code(report.worst(), fail_on.value))
 
 
 class DiffFormat(str, Enum):

@@ -36,6 +36,7 @@ class LogFile:
     size: int = 0
     lines: int = 0
     compression: str = ""
+    node: str = ""  # the machine the file was read on, in a merged report (`triage merge`)
 
     @property
     def side(self) -> str:
@@ -120,9 +121,13 @@ class Evidence:
     file: str
     line: int
     text: str
+    node: str = ""  # the machine the file was read on, in a merged report (`triage merge`)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"file": self.file, "line": self.line, "text": self.text}
+        d: dict[str, Any] = {"file": self.file, "line": self.line, "text": self.text}
+        if self.node:
+            d["node"] = self.node
+        return d
 
 
 @dataclass

@@ -34,7 +34,7 @@ def as_dict(report: Report, redact_on: bool = True) -> dict[str, object]:
         "verdict": verdict(report),
         "findings": [_finding(f, redact_on) for f in report.findings],
         "files": [{"path": f.rel, "kind": f.kind, "status": f.status, "reason": f.reason, "lines": f.lines,
-                   "size": f.size} for f in report.files],
+                   "size": f.size} | ({"node": f.node} if f.node else {}) for f in report.files],
         "config": _config(report, redact_on),
         "errors": report.errors,
         "figures": report.figures,
