@@ -175,7 +175,8 @@ EXTRA = ("json", "markdown", "html", "sarif", "junit", "gitlab")
 
 @app.command(cls=Command)
 def scan(
-    paths: list[str] = typer.Argument(..., help="Run directories, log files, or - for standard input."),
+    paths: list[str] = typer.Argument(None, help="Run directories, log files, or - for standard input. "
+                                      "With --ray: [ADDRESS] [LOG_DIR_PATTERN]."),
     fmt: Format = typer.Option(Format.text, "--format", "-f", help="Output format (auto: github inside GitHub Actions, else text)."),
     output: Path | None = typer.Option(None, "--output", "-o", help="Write the report to this file."),
     json_out: Path | None = typer.Option(None, "--json", help="Also write the JSON report here."),
@@ -192,17 +193,26 @@ def scan(
                                                   help="Write the current findings as a baseline (then exit 0)."),
     no_redact: bool = typer.Option(False, "--no-redact", help="Do not mask secrets in the output."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Show every finding."),
+    ray: bool = typer.Option(False, "--ray", help="Triage every node of the Ray cluster at ADDRESS (default: the one "
+                             "this machine is in), each over its LOG_DIR_PATTERN ({node_ip}, {node_id}, {hostname}; "
+                             "default: Ray's session logs), and merge. Needs triage[ray]."),
 ) -> None:
     """Triage the logs under PATHS."""
     from triage.analyze import InputError, Settings, analyze
+    from triage.cluster import ClusterError
     from triage.library.rules import LibraryError
     from triage.report import RenderOptions, resolve
     from triage.report.outputs import OutputError, Target, emit
 
+    if not paths and not ray:
+        _fail("no paths given: a run directory, log files, or - for standard input (or --ray for a Ray cluster)")
     try:
-        report = analyze(Settings(paths=paths, patterns=patterns, config=config, redact=not no_redact,
-                                  baseline=baseline, retired=_RETIRED))
-    except (InputError, LibraryError) as e:
+        if ray:
+            report = _ray_report(paths or [], patterns, not no_redact)
+        else:
+            report = analyze(Settings(paths=paths, patterns=patterns, config=config, redact=not no_redact,
+                                      baseline=baseline, retired=_RETIRED))
+    except (InputError, LibraryError, ClusterError) as e:
         _fail(str(e))
     main_fmt = resolve(fmt.value, os.environ)
     extras = zip(EXTRA, (json_out, markdown_out, html_out, sarif_out, junit_out, gitlab_out))
@@ -217,6 +227,19 @@ def scan(
     except OutputError as e:
         _fail(str(e))
     raise typer.Exit(0 if write_baseline is not None else exit_code(report.worst(), fail_on.value))
+
+
+def _ray_report(args: list[str], patterns: list[Path], redact: bool) -> object:
+    """`--ray [ADDRESS] [LOG_DIR_PATTERN]`: an argument that reads as a path (a `/` that is not `://`, or a
+    `{placeholder}`) is the pattern; the other is the address."""
+    from triage.cluster import ClusterError, triage_cluster
+    from triage.library.rules import load_library
+
+    if len(args) > 2:
+        raise ClusterError("--ray takes at most two arguments: [ADDRESS] [LOG_DIR_PATTERN]")
+    pattern = next((a for a in args if "{" in a or ("/" in a and "://" not in a)), "")
+    address = next((a for a in args if a != pattern), None)
+    return triage_cluster(address, pattern, load_library(patterns), patterns, redact)
 
 
 def _write_baseline(report: object, path: Path, previous: Path | None) -> None:
