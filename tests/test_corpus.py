@@ -6,8 +6,9 @@ from __future__ import annotations
 import pytest
 import yaml
 from conftest import REAL, top, triage_dir
+from domain import SIX
 
-from triage.model import SEVERITY_RANK, SIX
+from triage.model import SEVERITY_RANK
 
 # case -> (rule id, evidence "file:line", {number: value})
 EXPECTED = {

@@ -288,7 +288,8 @@ def diff(
 @app.command(cls=Command)
 def explain(name: str = typer.Argument(..., help="A rule id, a category, or a knob (any alias).")) -> None:
     """Explain a rule, a category or a knob: what it means, what to check, what will not help."""
-    from triage.library.rules import LibraryError, load_library
+    from triage.checks import load_checked_library as load_library
+    from triage.library.rules import LibraryError
     from triage.report.explain import explain_text
 
     try:
@@ -304,7 +305,8 @@ def explain(name: str = typer.Argument(..., help="A rule id, a category, or a kn
 @rules_app.command("list", cls=Command)
 def rules_list(patterns: list[Path] = typer.Option([], "--patterns", help="Extra rule directory.")) -> None:
     """Every rule: id, category, severity, title."""
-    from triage.library.rules import LibraryError, load_library
+    from triage.checks import load_checked_library as load_library
+    from triage.library.rules import LibraryError
 
     try:
         lib = load_library(patterns)
@@ -317,7 +319,8 @@ def rules_list(patterns: list[Path] = typer.Option([], "--patterns", help="Extra
 @rules_app.command("check", cls=Command)
 def rules_check(directory: Path | None = typer.Argument(None, help="A rule directory (default: built-in).")) -> None:
     """Validate a rule library and run every rule's examples; exit 1 if an example fails."""
-    from triage.library.rules import LibraryError, load_library
+    from triage.checks import load_checked_library as load_library
+    from triage.library.rules import LibraryError
     from triage.rulecheck import check_examples
 
     if directory is not None and not directory.is_dir():
@@ -347,7 +350,8 @@ def budget(
 ) -> None:
     """The budget arithmetic of a planned run: prompt budget, pool capacity, which concurrency fits."""
     from triage.budget import Budget, budget_findings, render_budget
-    from triage.library.rules import LibraryError, load_library
+    from triage.checks import load_checked_library as load_library
+    from triage.library.rules import LibraryError
 
     numbers = {"--context": context, "--response": response, "--prompt": prompt, "--pool": pool,
                "--concurrency": concurrency, "--running": running, "--pack": pack}
