@@ -286,14 +286,15 @@ def diff(
 
 
 @app.command(cls=Command)
-def explain(name: str = typer.Argument(..., help="A rule id, a category, or a knob (any alias).")) -> None:
+def explain(name: str = typer.Argument(..., help="A rule id, a category, or a knob (any alias)."),
+            patterns: list[Path] = typer.Option([], "--patterns", help="Extra rule directory.")) -> None:
     """Explain a rule, a category or a knob: what it means, what to check, what will not help."""
     from triage.checks import load_checked_library as load_library
     from triage.library.rules import LibraryError
     from triage.report.explain import explain_text
 
     try:
-        lib = load_library()
+        lib = load_library(patterns)
     except LibraryError as e:
         _fail(str(e))
     text = explain_text(lib, name)
