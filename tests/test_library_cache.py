@@ -104,10 +104,12 @@ def _poison(cache: Path, change) -> None:  # type: ignore[no-untyped-def]
     """Edit the cached data of the file holding the OOM rule in place, keeping every key, hash and stamp."""
     doc = json.loads(cache.read_text(encoding="utf-8"))
     for entry in doc["files"].values():
-        rules = entry["data"].get("rules") if isinstance(entry["data"], dict) else None
+        data = json.loads(entry["json"])
+        rules = data.get("rules") if isinstance(data, dict) else None
         for raw in rules or []:
             if raw.get("id") == OOM:
-                change(entry["data"], raw)
+                change(data, raw)
+                entry["json"] = json.dumps(data)
                 cache.write_text(json.dumps(doc), encoding="utf-8")
                 return
     raise AssertionError(f"{OOM} not in the cache")
@@ -129,7 +131,7 @@ def test_a_cache_of_another_version_is_not_trusted(cache: Path) -> None:
     with pytest.MonkeyPatch.context() as other:  # the digests made right for the poisoned data, by another version
         other.setattr(library_cache, "__version__", "0.0.1")
         for entry in doc["files"].values():
-            entry["digest"] = library_cache._digest(entry["sha256"], entry["data"])
+            entry["digest"] = library_cache._digest(entry["sha256"], entry["json"])
     doc["version"] = "0.0.1"
     cache.write_text(json.dumps(doc), encoding="utf-8")
     assert rules_of(load_library()) == expected
@@ -143,7 +145,7 @@ def test_a_wrong_typed_cache_is_ignored_and_blames_no_file(cache: Path) -> None:
         assert rules_of(load_library()) == expected
     doc = json.loads(cache.read_text(encoding="utf-8"))
     for entry in doc["files"].values():  # every entry's data wrong-typed, digests kept
-        entry["data"] = {"rules": 7, "knobs": "none", "categories": [1], "markers": 2}
+        entry["json"] = json.dumps({"rules": 7, "knobs": "none", "categories": [1], "markers": 2})
     cache.write_text(json.dumps(doc), encoding="utf-8")
     assert rules_of(load_library()) == expected
 
@@ -152,9 +154,11 @@ def test_cached_data_that_fails_to_load_is_loaded_again_from_the_files(cache: Pa
     expected = rules_of(load_library())
     doc = json.loads(cache.read_text(encoding="utf-8"))
     for entry in doc["files"].values():  # a wrong type that passes the digest (written by a buggy build)
-        if isinstance(entry["data"], dict) and "rules" in entry["data"]:
-            entry["data"]["rules"][0]["priority"] = "high"
-            entry["digest"] = library_cache._digest(entry["sha256"], entry["data"])
+        data = json.loads(entry["json"])
+        if isinstance(data, dict) and "rules" in data:
+            data["rules"][0]["priority"] = "high"
+            entry["json"] = json.dumps(data)
+            entry["digest"] = library_cache._digest(entry["sha256"], entry["json"])
             break
     cache.write_text(json.dumps(doc), encoding="utf-8")
     assert rules_of(load_library()) == expected  # not "priority must be a whole number" blamed on a healthy file

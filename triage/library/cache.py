@@ -49,10 +49,9 @@ def cache_file() -> Path | None:
     return Path(root) / "triage" / "library.json"
 
 
-def _digest(source: str, data: Any) -> str:
-    """What an entry's data must hash to: the program, the source file's hash and the data, canonically."""
-    body = json.dumps([FORMAT, __version__, source, data], sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(body.encode()).hexdigest()
+def _digest(source: str, text: str) -> str:
+    """What an entry's JSON text must hash to: this program's version, the source file's hash and the text."""
+    return hashlib.sha256(f"{FORMAT}\0{__version__}\0{source}\0{text}".encode()).hexdigest()
 
 
 class YamlCache:
@@ -75,13 +74,9 @@ class YamlCache:
     def _trusted(self, key: str, source: str) -> Any:
         """The cached entry of key when it is the data of these bytes, written by this program; else None."""
         entry = self.old.get(key)
-        if not (isinstance(entry, dict) and entry.get("sha256") == source and "data" in entry):
+        if not (isinstance(entry, dict) and entry.get("sha256") == source and isinstance(entry.get("json"), str)):
             return None
-        try:
-            ok = entry.get("digest") == _digest(source, entry["data"])
-        except (TypeError, ValueError, RecursionError):
-            return None
-        return entry if ok else None
+        return entry if entry.get("digest") == _digest(source, entry["json"]) else None
 
     def read(self, path: Path, parse: Callable[[Path], Any]) -> Any:
         """parse(path), or the data it gave last time if the file's bytes are the same."""
@@ -92,16 +87,22 @@ class YamlCache:
             return parse(path)  # let the parser report it
         entry = self._trusted(key, source)
         if entry is not None:
-            self.used[key] = entry
-            self.hits += 1
-            return json.loads(json.dumps(entry["data"]))  # a copy: the loader pops keys from what it gets
+            try:
+                data = json.loads(entry["json"])  # a fresh copy each time: the loader pops keys from what it gets
+            except (ValueError, RecursionError):
+                data = None
+            else:
+                self.used[key] = entry
+                self.hits += 1
+                return data
         data = parse(path)
         try:
-            copy = json.loads(json.dumps(data))
+            text = json.dumps(data)
+            same = json.loads(text) == data
         except (TypeError, ValueError, RecursionError):
-            copy = None
-        if copy is not None and copy == data:
-            self.used[key] = {"sha256": source, "digest": _digest(source, copy), "data": copy}
+            same = False
+        if same:
+            self.used[key] = {"sha256": source, "digest": _digest(source, text), "json": text}
             self.changed = True
         return data
 
