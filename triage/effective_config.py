@@ -16,6 +16,7 @@ Every value also carries its origin, because the checks must tell the two apart:
 from __future__ import annotations
 
 import re
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Any
 
@@ -162,7 +163,7 @@ class Config:
 
     def add_fields(self, fields: dict[str, Any], source: str, strength: int, origin: str = REQUESTED,
                    line: Line | None = None, lines: dict[str, Line] | None = None,
-                   resolved_fields: set[str] | frozenset[str] = frozenset()) -> None:
+                   resolved_fields: AbstractSet[str] = frozenset()) -> None:
         for name, value in fields.items():
             if name.startswith("_"):
                 continue
