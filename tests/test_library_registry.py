@@ -111,10 +111,20 @@ def test_a_category_added_in_yaml_only_is_reported_in_every_place(thermal: tuple
     assert "  inspect: gpu.fan_curve\n" in explained.stdout and "  rules: thermal.throttle\n" in explained.stdout
 
 
-def test_a_domain_category_of_the_user_outranks_an_unexplained_end(thermal: tuple[Path, Path]) -> None:
+TRACE = ('Traceback (most recent call last):\n  File "/app/train.py", line 12, in <module>\n    main()\n'
+         '  File "/app/train.py", line 9, in main\n    run()\nValueError: bad batch\n')
+
+
+@pytest.mark.parametrize("domain, first", [("true", "thermal.throttle"), ("false", "other.fatal-exit")])
+def test_the_domain_flag_decides_what_outranks_an_unexplained_end(thermal: tuple[Path, Path], domain: str,
+                                                                 first: str) -> None:
     rules, run = thermal
-    lib = load_checked_library([rules])
-    assert lib.domain[-1] == "gpu-thermal"
+    (rules / "categories.yaml").write_text(THERMAL_CATEGORIES.replace("domain: true", f"domain: {domain}"))
+    (rules / "thermal.yaml").write_text(THERMAL_RULE.replace("severity: error", "severity: warning"))
+    (run / "train.log").write_text(LOG + TRACE)
+    report = analyze(Settings(paths=[str(run)], patterns=[rules]))
+    assert {f.rule: f.severity for f in report.findings} == {"thermal.throttle": "warning", "other.fatal-exit": "error"}
+    assert report.findings[0].rule == first
 
 
 def test_a_knob_value_type_is_the_yaml_s(thermal: tuple[Path, Path]) -> None:
@@ -131,6 +141,7 @@ def test_a_knob_value_type_is_the_yaml_s(thermal: tuple[Path, Path]) -> None:
 
 
 def test_every_check_rule_of_the_built_in_library_uses_declared_params_only(lib) -> None:  # type: ignore[no-untyped-def]
+    assert len(load_checked_library(compile_all=True).rules) == len(lib.rules)
     for rule in (r for r in lib.rules if r.check):
         assert rule.check in PARAMS, rule.id
         assert set(rule.params) <= set(PARAMS[rule.check]), rule.id

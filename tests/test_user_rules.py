@@ -182,6 +182,9 @@ def test_rules_check_reports_a_regex_that_runs_away_on_its_own_example(tmp_path:
     (('anchor: ["widget broke"]', 'anchor: ["wi"]'),
      "anchor 'wi' is shorter than 3 characters: the prefilter would pass every line (give a longer literal that every "
      "matching line holds)"),
+    (('anchor: ["widget broke"]', 'anchor: ["   "]'),
+     "anchor '   ' is only blanks: the prefilter would pass every line (give a longer literal that every matching "
+     "line holds)"),
     (('anchor: ["widget broke"]', 'anchor: [12]'), "anchor: each entry must be a string, got 12"),
 ])
 def test_a_wrong_typed_field_is_refused_at_load_with_file_line_rule(tmp_path: Path, change: tuple[str, str],

@@ -424,9 +424,10 @@ def _rule(raw: dict[str, Any], path: Path, lib: Library, fragments: dict[str, st
     if patterns and not anchors:
         raise LibraryError(f"{where}: a line rule needs 'anchor': literal text every matching line contains")
     for a in anchors:
-        if len(a.strip()) < MIN_ANCHOR:
-            raise LibraryError(f"{where}: anchor {a!r} is shorter than {MIN_ANCHOR} characters: the prefilter "
-                               f"would pass every line (give a longer literal that every matching line holds)")
+        if len(a) < MIN_ANCHOR or not a.strip():
+            short = f"is shorter than {MIN_ANCHOR} characters" if len(a) < MIN_ANCHOR else "is only blanks"
+            raise LibraryError(f"{where}: anchor {a!r} {short}: the prefilter would pass every line (give a longer "
+                               f"literal that every matching line holds)")
     examples = raw.get("examples") or {}
     if not isinstance(examples, dict):
         raise LibraryError(f"{where}: examples must be a mapping with 'match' and 'no_match' lists")
