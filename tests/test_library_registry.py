@@ -18,6 +18,7 @@ from triage.effective_config import build_config, coerce
 from triage.library.rules import LibraryError, load_library
 from triage.model import Event, Line
 from triage.report import RenderOptions, render
+from triage.report.explain import explain_text
 
 THERMAL_CATEGORIES = """\
 categories:
@@ -165,8 +166,8 @@ rules:
     (("min_seconds: 60", "min_secnds: 60"),
      "params: check kv_pressure has no parameter 'min_secnds' (it takes: min_queue, min_seconds, min_share, "
      "min_usage)"),
-    (("min_usage: 0.95", "min_usage: high"), "params: min_usage must be number, got 'high'"),
-    (("min_usage: 0.95", "min_usage: true"), "params: min_usage must be number, got True"),
+    (("min_usage: 0.95", "min_usage: high"), "params: min_usage must be a number, got 'high'"),
+    (("min_usage: 0.95", "min_usage: true"), "params: min_usage must be a number, got True"),
 ])
 def test_a_misspelled_check_or_param_is_exit_2_in_every_run(tmp_path: Path, change: tuple[str, str],
                                                             problem: str) -> None:
@@ -190,3 +191,14 @@ def test_the_library_alone_loads_without_the_check_registry(tmp_path: Path) -> N
     rules.mkdir()
     (rules / "mine.yaml").write_text(CHECK_RULE.replace("check: kv_pressure", "check: kv_presure"))
     assert load_library([rules]).rule("user.kv").check == "kv_presure"  # the registry is the checks' to give
+
+
+def test_explain_shows_a_check_rule_s_params_with_the_declared_defaults(tmp_path: Path) -> None:
+    rules = tmp_path / "rules"
+    rules.mkdir()
+    (rules / "mine.yaml").write_text(CHECK_RULE)
+    text = explain_text(load_checked_library([rules]), "user.kv")
+    assert text is not None
+    check = text[text.index("  check: "):text.index("  defined at ")]
+    assert " ".join(check.split()) == ("check: kv_pressure (min_usage=0.95, min_queue=1 (default), min_share=0.1 "
+                                       "(default), min_seconds=60)")

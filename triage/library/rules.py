@@ -168,6 +168,13 @@ class Param:
     type: str
     default: Any = None
 
+    WORDING = {"number": "a number", "whole": "a whole number", "text": "text", "words": "a list of text",
+               "pairs": "a list of [text, text] pairs"}
+
+    @property
+    def wording(self) -> str:
+        return Param.WORDING.get(self.type, self.type)
+
     def accepts(self, value: Any) -> bool:
         if isinstance(value, bool):
             return False
@@ -374,7 +381,7 @@ def _params(check: str, params: dict[str, Any], where: str, checks: CheckParams 
             takes = ", ".join(sorted(declared)) or "none"
             raise LibraryError(f"{where}: params: check {check} has no parameter '{key}' (it takes: {takes})")
         if not spec.accepts(value):
-            raise LibraryError(f"{where}: params: {key} must be {spec.type}, got {_shown(value)}")
+            raise LibraryError(f"{where}: params: {key} must be {spec.wording}, got {_shown(value)}")
 
 
 def _rule(raw: dict[str, Any], path: Path, lib: Library, fragments: dict[str, str],
