@@ -5,6 +5,7 @@ Checks declare their params, so a misspelled `check:` or `params:` key is an err
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -202,3 +203,27 @@ def test_explain_shows_a_check_rule_s_params_with_the_declared_defaults(tmp_path
     check = text[text.index("  check: "):text.index("  defined at ")]
     assert " ".join(check.split()) == ("check: kv_pressure (min_usage=0.95, min_queue=1 (default), min_share=0.1 "
                                        "(default), min_seconds=60)")
+
+
+@pytest.mark.parametrize("name, change, problem", [
+    ("sides.yaml", ("sides: [engine, trainer, driver, rollout, verifier, unknown]", "sides: [engine, trainer, unknown]"),
+     "sides.yaml: sides: must include driver, rollout, verifier (the sides triage gives lines by their file's kind, "
+     "and 'unknown')"),
+    ("categories.yaml", ("  unclassified:\n", "  not-explained:\n"), "categories.yaml: categories: must include "
+     "'unclassified'"),
+    ("knobs.yaml", ("    type: fraction\n", "    type: ratio\n"),
+     "knobs.yaml: knob inference.sglang_mem_fraction_static: type 'ratio' is not one of whole, fraction, switch, text"),
+])
+def test_the_built_in_registries_hold_what_the_code_gives(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str,
+                                                          change: tuple[str, str], problem: str) -> None:
+    from triage.library import rules
+
+    copy = tmp_path / "patterns"
+    shutil.copytree(rules.builtin_dir(), copy)
+    text = (copy / name).read_text()
+    assert change[0] in text
+    (copy / name).write_text(text.replace(*change))
+    monkeypatch.setattr(rules, "builtin_dir", lambda: copy)
+    with pytest.raises(LibraryError) as e:
+        load_library()
+    assert str(e.value) == f"{copy}/{problem}"

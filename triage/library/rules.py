@@ -23,7 +23,7 @@ import regex
 
 from triage.errors import TriageError
 from triage.library.cache import YamlCache
-from triage.model import SEVERITIES
+from triage.model import KIND_SIDE, SEVERITIES
 
 RULE_KEYS = {
     "id", "category", "severity", "title", "anchor", "match", "side", "not_side", "near", "not_near",
@@ -574,8 +574,11 @@ def _load_sides(read: Reader, path: Path) -> tuple[tuple[str, ...], dict[str, Pa
     """sides.yaml: every side's name, the markers of the processes' tracebacks, the Ray actor names."""
     data = _top(read, path, "sides", "markers", "actors")
     names = tuple(_strings(data.get("sides"), str(path), "sides"))
-    if "unknown" not in names:
-        raise LibraryError(f"{path}: sides: must include 'unknown' (a line whose process no marker tells)")
+    needed = ["unknown", *KIND_SIDE.values()]  # what the scanner gives a line no marker places, and files' sides
+    missing = [s for s in dict.fromkeys(needed) if s not in names]
+    if missing:
+        raise LibraryError(f"{path}: sides: must include {', '.join(missing)} (the sides triage gives lines by "
+                           f"their file's kind, and 'unknown')")
     markers = {}
     for side, pats in (data.get("markers") or {}).items():
         if side not in names:
@@ -642,6 +645,9 @@ def _load(extra_dirs: list[Path], compile_all: bool, checks: CheckParams | None,
             p.compile()
     names, markers, actors = _load_sides(read, base / "sides.yaml")
     categories = _load_categories(read, base / "categories.yaml", knobs)
+    for made in ("other", "unclassified"):  # categories triage's own code gives findings (checks, unclassified)
+        if made not in categories:
+            raise LibraryError(f"{base / 'categories.yaml'}: categories: must include '{made}'")
     for folder in folders[1:]:  # a user's registries: new knobs and categories (adding a category is YAML only)
         if (folder / "knobs.yaml").is_file():
             more_knobs, more_facts = _load_knobs(read, folder / "knobs.yaml")
