@@ -227,3 +227,23 @@ def test_the_built_in_registries_hold_what_the_code_gives(tmp_path: Path, monkey
     with pytest.raises(LibraryError) as e:
         load_library()
     assert str(e.value) == f"{copy}/{problem}"
+
+
+@pytest.mark.parametrize("name, text, problem", [
+    ("categories.yaml", "categories: [gpu-thermal]\n", "categories.yaml: categories must be a mapping"),
+    ("categories.yaml", "categories:\n  GPU Thermal: {title: t}\n",
+     "categories.yaml: category id 'GPU Thermal' must be lower-case words joined by '-'"),
+    ("categories.yaml", "categories:\n  gpu-thermal: {domain: maybe}\n",
+     "categories.yaml: category gpu-thermal: domain must be true or false"),
+    ("knobs.yaml", "knobs: {gpu.fan_curve: 1}\n", "knobs.yaml: knobs must be a list"),
+    ("knobs.yaml", "knobs:\n  - {name: gpu.fan_curve, meaning: m, type: int}\n",
+     "knobs.yaml: knob gpu.fan_curve: type 'int' is not one of whole, fraction, switch, text"),
+    ("knobs.yaml", "- just a list\n", "knobs.yaml: expected a mapping with 'knobs:', 'facts:'"),
+])
+def test_a_user_registry_of_the_wrong_shape_is_one_line(tmp_path: Path, name: str, text: str, problem: str) -> None:
+    rules = tmp_path / "rules"
+    rules.mkdir()
+    (rules / name).write_text(text)
+    with pytest.raises(LibraryError) as e:
+        load_checked_library([rules])
+    assert str(e.value) == f"{rules}/{problem}"

@@ -362,7 +362,7 @@ def _conditions(raw: dict[str, Any], key: str, where: str, knobs: dict[str, Knob
             v = cond.get(bound)
             if bound in cond and (isinstance(v, bool) or not isinstance(v, (int, float))):
                 raise LibraryError(f"{where}: {key}: {bound} must be a number, got {_shown(v)}")
-        if key == "knobs_when" and cond.get("knob") not in knobs:
+        if key == "knobs_when" and (not isinstance(cond.get("knob"), str) or cond["knob"] not in knobs):
             raise LibraryError(f"{where}: knob '{cond.get('knob')}' is not in knobs.yaml")
         out.append(cond)
     return out
@@ -500,11 +500,14 @@ def _strip_lines(value: Any) -> Any:
     return value
 
 
-def _top(read: Reader, path: Path, *keys: str) -> dict[str, Any]:
-    """A registry file's parsed data: a mapping (or nothing) whose `keys` hold what they should."""
+def _top(read: Reader, path: Path, lists: tuple[str, ...] = (), maps: tuple[str, ...] = ()) -> dict[str, Any]:
+    """A registry file's parsed data: a mapping (or nothing) whose keys `lists` hold lists and `maps` mappings."""
     data = _strip_lines(read(path)) or {}
     if not isinstance(data, dict):
-        raise LibraryError(f"{path}: expected a mapping with {', '.join(repr(k + ':') for k in keys)}")
+        raise LibraryError(f"{path}: expected a mapping with {', '.join(repr(k + ':') for k in lists + maps)}")
+    for key, kind in [(k, list) for k in lists] + [(k, dict) for k in maps]:
+        if data.get(key) is not None and not isinstance(data[key], kind):
+            raise LibraryError(f"{path}: {key} must be a {'list' if kind is list else 'mapping'}")
     return data
 
 
@@ -538,17 +541,14 @@ def _knob_specs(entries: Any, path: Path, what: str) -> dict[str, KnobSpec]:
 
 def _load_knobs(read: Reader, path: Path) -> tuple[dict[str, KnobSpec], dict[str, KnobSpec]]:
     """knobs.yaml: the knobs, and the facts (settings that decide whether a check applies)."""
-    data = _top(read, path, "knobs")
+    data = _top(read, path, lists=("knobs", "facts"))
     return _knob_specs(data.get("knobs"), path, "knob"), _knob_specs(data.get("facts"), path, "fact")
 
 
 def _load_categories(read: Reader, path: Path, knobs: dict[str, KnobSpec]) -> dict[str, Category]:
-    data = _top(read, path, "categories")
+    data = _top(read, path, maps=("categories",))
     out: dict[str, Category] = {}
-    raw_all = data.get("categories") or {}
-    if not isinstance(raw_all, dict):
-        raise LibraryError(f"{path}: categories must be a mapping of id to title, knobs, not_knobs, explain")
-    for cid, raw in raw_all.items():
+    for cid, raw in (data.get("categories") or {}).items():
         where = f"{path}: category {cid}"
         if not isinstance(cid, str) or not regex.fullmatch(r"[a-z0-9]+(-[a-z0-9]+)*", cid):
             raise LibraryError(f"{path}: category id {_quoted(cid)} must be lower-case words joined by '-'")
@@ -572,7 +572,7 @@ def _load_categories(read: Reader, path: Path, knobs: dict[str, KnobSpec]) -> di
 
 def _load_sides(read: Reader, path: Path) -> tuple[tuple[str, ...], dict[str, Pattern], dict[str, str]]:
     """sides.yaml: every side's name, the markers of the processes' tracebacks, the Ray actor names."""
-    data = _top(read, path, "sides", "markers", "actors")
+    data = _top(read, path, lists=("sides",), maps=("markers", "actors"))
     names = tuple(_strings(data.get("sides"), str(path), "sides"))
     needed = ["unknown", *KIND_SIDE.values()]  # what the scanner gives a line no marker places, and files' sides
     missing = [s for s in dict.fromkeys(needed) if s not in names]
@@ -594,7 +594,7 @@ def _load_sides(read: Reader, path: Path) -> tuple[tuple[str, ...], dict[str, Pa
 
 
 def _load_fragments(read: Reader, path: Path) -> dict[str, str]:
-    data = _top(read, path, "fragments")
+    data = _top(read, path, maps=("fragments",))
     out = {}
     for name, value in (data.get("fragments") or {}).items():
         out[name] = "".join(str(v) for v in value) if isinstance(value, list) else str(value)
@@ -620,8 +620,8 @@ def load_library(extra_dirs: list[Path] | None = None, compile_all: bool = False
     cache = YamlCache()
     try:
         return _load(extra_dirs or [], compile_all, checks, cache)
-    except LibraryError:
-        if not cache.hits:
+    except (LibraryError, TypeError, ValueError, AttributeError, KeyError):
+        if not cache.hits:  # the files' own problem: a LibraryError for the user (any other error is a bug)
             raise
     return _load(extra_dirs or [], compile_all, checks, YamlCache(trust=False))
 
