@@ -49,7 +49,7 @@ def test_broken_user_rules_are_exit_2_with_file_and_rule(tmp_path) -> None:
     d = tmp_path / "rules"
     d.mkdir()
     (d / "bad.yaml").write_text("rules:\n  - id: user.bad\n    category: other\n    severity: error\n    title: t\n"
-                                "    anchor: [x]\n    match: '(unclosed'\n    knobs: []\n    explain: e\n"
+                                "    anchor: [unclosed]\n    match: '(unclosed'\n    knobs: []\n    explain: e\n"
                                 "    examples: {match: [x]}\n")
     p = run(str(REAL / "008-sglang-engine-input-longer-than-context" / "input"), "--patterns", str(d))
     assert p.returncode == 2

@@ -5,10 +5,10 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+from domain import CATEGORIES
 from realcases import report_of
 
 from triage.analyze import Settings, analyze
-from triage.model import CATEGORIES
 from triage.report import RenderOptions, render
 
 

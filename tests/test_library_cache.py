@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -94,3 +95,88 @@ def test_never_a_cache_folder_relative_to_where_triage_runs(monkeypatch: pytest.
     monkeypatch.delenv("XDG_CACHE_HOME")
     monkeypatch.setattr(library_cache.os.path, "expanduser", lambda p: p)  # no home to be found
     assert library_cache.cache_file() is None
+
+
+OOM = "trainer.cuda-oom"
+
+
+def _poison(cache: Path, change) -> None:  # type: ignore[no-untyped-def]
+    """Edit the cached data of the file holding the OOM rule in place, keeping every key, hash and stamp."""
+    doc = json.loads(cache.read_text(encoding="utf-8"))
+    for entry in doc["files"].values():
+        data = json.loads(entry["json"])
+        rules = data.get("rules") if isinstance(data, dict) else None
+        for raw in rules or []:
+            if raw.get("id") == OOM:
+                change(data, raw)
+                entry["json"] = json.dumps(data)
+                cache.write_text(json.dumps(doc), encoding="utf-8")
+                return
+    raise AssertionError(f"{OOM} not in the cache")
+
+
+def test_a_well_formed_poisoned_cache_is_not_trusted(cache: Path) -> None:
+    expected = rules_of(load_library())
+    assert expected[OOM][2] == "error"
+    _poison(cache, lambda data, raw: raw.update(severity="info"))  # same files, same hashes, OOM rule demoted
+    assert rules_of(load_library()) == expected
+    _poison(cache, lambda data, raw: data["rules"].remove(raw))  # the OOM rule removed
+    assert rules_of(load_library()) == expected
+
+
+def test_a_cache_of_another_version_is_not_trusted(cache: Path) -> None:
+    expected = rules_of(load_library())
+    _poison(cache, lambda data, raw: raw.update(severity="info"))
+    doc = json.loads(cache.read_text(encoding="utf-8"))
+    with pytest.MonkeyPatch.context() as other:  # the digests made right for the poisoned data, by another version
+        other.setattr(library_cache, "__version__", "0.0.1")
+        for entry in doc["files"].values():
+            entry["digest"] = library_cache._digest(entry["sha256"], entry["json"])
+    doc["version"] = "0.0.1"
+    cache.write_text(json.dumps(doc), encoding="utf-8")
+    assert rules_of(load_library()) == expected
+
+
+def test_a_wrong_typed_cache_is_ignored_and_blames_no_file(cache: Path) -> None:
+    expected = rules_of(load_library())
+    for bad in ([], {"format": library_cache.FORMAT, "files": []}, {"format": "3", "files": {}},
+                {"format": library_cache.FORMAT, "version": library_cache.__version__, "files": {"x": 1}}):
+        cache.write_text(json.dumps(bad), encoding="utf-8")
+        assert rules_of(load_library()) == expected
+    doc = json.loads(cache.read_text(encoding="utf-8"))
+    for entry in doc["files"].values():  # every entry's data wrong-typed, digests kept
+        entry["json"] = json.dumps({"rules": 7, "knobs": "none", "categories": [1], "markers": 2})
+    cache.write_text(json.dumps(doc), encoding="utf-8")
+    assert rules_of(load_library()) == expected
+
+
+def test_cached_data_that_fails_to_load_is_loaded_again_from_the_files(cache: Path) -> None:
+    expected = rules_of(load_library())
+    doc = json.loads(cache.read_text(encoding="utf-8"))
+    for entry in doc["files"].values():  # a wrong type that passes the digest (written by a buggy build)
+        data = json.loads(entry["json"])
+        if isinstance(data, dict) and "rules" in data:
+            data["rules"][0]["priority"] = "high"
+            entry["json"] = json.dumps(data)
+            entry["digest"] = library_cache._digest(entry["sha256"], entry["json"])
+            break
+    cache.write_text(json.dumps(doc), encoding="utf-8")
+    assert rules_of(load_library()) == expected  # not "priority must be a whole number" blamed on a healthy file
+    assert rules_of(load_library()) == expected
+
+
+def test_a_symlink_planted_in_the_cache_folder_is_never_followed(cache: Path, tmp_path: Path) -> None:
+    target = tmp_path / "precious.txt"
+    target.write_text("keep me\n", encoding="utf-8")
+    cache.parent.mkdir(parents=True)
+    for name in [f"library.json.{os.getpid()}.tmp", ".library.json.tmp", "library.json.tmp"]:
+        (cache.parent / name).symlink_to(target)  # at every name an attacker could predict
+    load_library()
+    assert target.read_text(encoding="utf-8") == "keep me\n"
+    assert json.loads(cache.read_text(encoding="utf-8"))["format"] == library_cache.FORMAT
+    assert not cache.is_symlink()
+    cache.unlink()
+    cache.symlink_to(target)  # the cache file itself a link: replaced, not written through
+    load_library()
+    assert target.read_text(encoding="utf-8") == "keep me\n"
+    assert not cache.is_symlink()

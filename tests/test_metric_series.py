@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 from conftest import FIXTURES, by_rule, run, write_run
+from domain import SIX
 
-from triage.model import SEVERITY_RANK, SIX, Line
+from triage.model import SEVERITY_RANK, Line
 from triage.parsers import metrics
 from triage.parsers.vocabulary import canonical, reward_function
 

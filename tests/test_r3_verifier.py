@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 from conftest import FIXTURES, top, triage_dir, triage_files
+from domain import SIX
 
-from triage.model import SIX
 from triage.parsers import signals
 
 EXTRA = FIXTURES / "real-extra"

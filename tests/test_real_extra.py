@@ -6,8 +6,9 @@ from __future__ import annotations
 import pytest
 import yaml
 from conftest import FIXTURES, triage_dir
+from domain import SIX
 
-from triage.model import SEVERITY_RANK, SIX
+from triage.model import SEVERITY_RANK
 
 EXTRA = FIXTURES / "real-extra"
 CASES = sorted(p.name for p in EXTRA.iterdir() if (p / "expect.yaml").is_file())

@@ -4,8 +4,9 @@ OOM under torch_memory_saver, vLLM's negative KV budget, and what must stay quie
 from __future__ import annotations
 
 from conftest import FIXTURES, top, triage_dir
+from domain import SIX
 
-from triage.model import SEVERITY_RANK, SIX
+from triage.model import SEVERITY_RANK
 
 EXTRA = FIXTURES / "real-extra"
 

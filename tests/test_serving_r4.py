@@ -5,8 +5,9 @@ before the exception line, and what must stay quiet (a healthy SGLang startup un
 from __future__ import annotations
 
 from conftest import FIXTURES, top, triage_dir, triage_files
+from domain import SIX
 
-from triage.model import SEVERITY_RANK, SIX
+from triage.model import SEVERITY_RANK
 
 EXTRA = FIXTURES / "real-extra"
 

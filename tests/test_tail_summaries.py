@@ -7,8 +7,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from conftest import top, triage_files
+from domain import SIX
 
-from triage.model import SEVERITY_RANK, SIX, Line
+from triage.model import SEVERITY_RANK, Line
 from triage.parsers.metrics import merge_records, parse
 
 # greyhaven-ai/autocontext#1067 (TRL GRPO on Modal, 2026-06): the metrics as the PR quotes them

@@ -152,3 +152,64 @@ def test_rules_check_reports_a_regex_that_runs_away_on_its_own_example(tmp_path:
                           text=True, timeout=60)
     assert proc.returncode == 1
     assert f"{folder}/mine.yaml:2: rule user.slow-match: match regex timed out on its own example" in proc.stdout
+
+
+@pytest.mark.parametrize("change, message", [
+    (("explain: The widget broke.\n", "explain: The widget broke.\n    priority: high\n"),
+     "priority must be a whole number >= 0, got 'high'"),
+    (("explain: The widget broke.\n", "explain: The widget broke.\n    min_count: 2.5\n"),
+     "min_count must be a whole number >= 1, got 2.5"),
+    (("explain: The widget broke.\n", "explain: The widget broke.\n    info_below: true\n"),
+     "info_below must be a whole number >= 0, got True"),
+    (("knobs: []", "knobs: {verifier.timeout: 30}"), "knobs: each entry must be a string, got {'verifier.timeout': 30}"
+     " (quote a text that holds ': ')"),
+    (("explain: The widget broke.\n", "explain: The widget broke.\n    when: [{field: code, min: abc}]\n"),
+     "when: min must be a number, got 'abc'"),
+    (("explain: The widget broke.\n", "explain: The widget broke.\n    when: [{field: code, at_least: 3}]\n"),
+     "when: unknown key(s): at_least"),
+    (("explain: The widget broke.\n", "explain: The widget broke.\n    not_knobs: [memory: not this]\n"),
+     "not_knobs: each entry must be a string, got {'memory': 'not this'} (quote a text that holds ': ')"),
+    (("explain: The widget broke.\n", "explain: The widget broke.\n    side: [engine, gpu]\n"),
+     "side 'gpu' is not one of engine, trainer, driver, rollout, verifier, unknown"),
+    (("title: The widget broke", "title: [The, widget]"), "title must be non-empty text, got ['The', 'widget']"),
+    (("explain: The widget broke.\n", "explain: The widget broke.\n    reveals: [verifier.timeout]\n"),
+     "reveals must be a mapping, got ['verifier.timeout']"),
+    (('match: ["widget broke: 7"]', 'match: ["widget broke: 7"]\n      must_match: ["x"]'),
+     "examples: unknown key(s): must_match"),
+    (('anchor: ["widget broke"]', 'anchor: [""]'),
+     "anchor '' is shorter than 3 characters: the prefilter would pass every line (give a longer literal that every "
+     "matching line holds)"),
+    (('anchor: ["widget broke"]', 'anchor: ["wi"]'),
+     "anchor 'wi' is shorter than 3 characters: the prefilter would pass every line (give a longer literal that every "
+     "matching line holds)"),
+    (('anchor: ["widget broke"]', 'anchor: ["   "]'),
+     "anchor '   ' is only blanks: the prefilter would pass every line (give a longer literal that every matching "
+     "line holds)"),
+    (('anchor: ["widget broke"]', 'anchor: [12]'), "anchor: each entry must be a string, got 12"),
+])
+def test_a_wrong_typed_field_is_refused_at_load_with_file_line_rule(tmp_path: Path, change: tuple[str, str],
+                                                                    message: str) -> None:
+    assert change[0] in GOOD
+    assert _error(tmp_path, GOOD.replace(*change)) == f"mine.yaml:2: rule user.widget-broke: {message}"
+
+
+@pytest.mark.parametrize("anchor", ["", "wi"])
+def test_a_short_anchor_is_exit_2_in_a_run_and_a_failure_in_rules_check(tmp_path: Path, anchor: str) -> None:
+    folder = _rules(tmp_path, GOOD.replace('anchor: ["widget broke"]', f'anchor: ["{anchor}"]'))
+    (tmp_path / "run.log").write_text(DISK + "\nwidget broke: 7\n")
+    expected = (f"{folder}/mine.yaml:2: rule user.widget-broke: anchor {anchor!r} is shorter than 3 characters: the "
+                "prefilter would pass every line (give a longer literal that every matching line holds)")
+    run = subprocess.run([sys.executable, "-m", "triage", str(tmp_path / "run.log"), "--patterns", str(folder)],
+                         capture_output=True, text=True, timeout=60)
+    assert (run.returncode, run.stdout, run.stderr) == (2, "", f"triage: error: {expected}\n")
+    check = subprocess.run([sys.executable, "-m", "triage", "rules", "check", str(folder)], capture_output=True,
+                           text=True, timeout=60)
+    assert (check.returncode, check.stdout) == (1, expected + "\n")
+
+
+def test_a_user_category_file_is_validated_like_the_built_in_one(tmp_path: Path) -> None:
+    folder = _rules(tmp_path, GOOD)
+    (folder / "categories.yaml").write_text("categories:\n  gpu-thermal:\n    knobs: [gpu.fans]\n")
+    with pytest.raises(LibraryError) as e:
+        load_library([folder])
+    assert str(e.value) == f"{folder}/categories.yaml: category gpu-thermal: knob 'gpu.fans' is not in knobs.yaml"

@@ -9,8 +9,9 @@ import sys
 
 import pytest
 from conftest import FIXTURES, knob_names, top, triage_dir
+from domain import SIX
 
-from triage.model import SEVERITY_RANK, SIX, Line
+from triage.model import SEVERITY_RANK, Line
 from triage.parsers import startup, vllm
 from triage.scan.origins import split_ray
 

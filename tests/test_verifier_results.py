@@ -10,9 +10,10 @@ import json
 
 import polars as pl
 from conftest import FIXTURES, triage_dir, triage_files
+from domain import SIX
 
 from triage.input.discover import decide_kind
-from triage.model import SEVERITY_RANK, SIX
+from triage.model import SEVERITY_RANK
 
 RESULTS = FIXTURES / "results"
 

@@ -11,14 +11,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from triage import __version__
-from triage.checks import Run
+from triage.checks import Run, load_checked_library
 from triage.effective_config import build_config
 from triage.errors import TriageError
 from triage.findings import build
 from triage.input.decompress import wrap_stdin
 from triage.input.discover import discover
 from triage.input.read import iter_chunks, open_stream
-from triage.library.rules import Library, load_library
+from triage.library.rules import Library
 from triage.model import Event, LogFile, Report
 from triage.parsers import results as results_file
 from triage.parsers.config_file import ConfigError, read_config_file
@@ -132,7 +132,7 @@ def batch_gc() -> Iterator[None]:
 
 
 def analyze(settings: Settings, lib: Library | None = None) -> Report:
-    lib = lib or load_library(settings.patterns)
+    lib = lib or load_checked_library(settings.patterns)
     with batch_gc():
         return _analyze(settings, lib)
 
@@ -161,7 +161,8 @@ def _analyze(settings: Settings, lib: Library) -> Report:
     findings = build(lib, results, run, cfg, settings.redact)
     root = settings.paths[0] if len(settings.paths) == 1 else "."
     report = Report(version=__version__, root=root, findings=findings, files=files, config=cfg.as_dict(),
-                    figures=figures(lib, run, hits), timelines=timelines(lib, run, hits))
+                    figures=figures(lib, run, hits), timelines=timelines(lib, run, hits),
+                    categories=list(lib.categories))
     report.errors = [e for r in results for e in r.errors] + [p for _, p in cfg.problems]
     if settings.redact:
         redact_report(report)

@@ -54,7 +54,7 @@ def budget_config(lib: Library, b: Budget) -> Config:
 
 def budget_findings(lib: Library, b: Budget) -> list[Finding]:
     cfg = budget_config(lib, b)
-    return rank(from_checks(lib, Run(config=cfg), cfg, redact_on=False))
+    return rank(from_checks(lib, Run(config=cfg), cfg, redact_on=False), lib.domain)
 
 
 def _n(v: int) -> str:

@@ -232,8 +232,8 @@ def scan(
 def _ray_report(args: list[str], patterns: list[Path], redact: bool) -> object:
     """`--ray [ADDRESS] [LOG_DIR_PATTERN]`: an argument that reads as a path (a `/` that is not `://`, or a
     `{placeholder}`) is the pattern; the other is the address."""
+    from triage.checks import load_checked_library as load_library
     from triage.cluster import ClusterError, triage_cluster
-    from triage.library.rules import load_library
 
     if len(args) > 2:
         raise ClusterError("--ray takes at most two arguments: [ADDRESS] [LOG_DIR_PATTERN]")
@@ -268,7 +268,8 @@ def merge(
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Show every finding."),
 ) -> None:
     """Combine the JSON reports of a run's nodes into one report, as if one triage had read every file."""
-    from triage.library.rules import LibraryError, load_library
+    from triage.checks import load_checked_library as load_library
+    from triage.library.rules import LibraryError
     from triage.report import RenderOptions, resolve
     from triage.report.merge import MergeError, merge_files
     from triage.report.outputs import OutputError, Target, emit
@@ -340,13 +341,15 @@ def diff(
 
 
 @app.command(cls=Command)
-def explain(name: str = typer.Argument(..., help="A rule id, a category, or a knob (any alias).")) -> None:
+def explain(name: str = typer.Argument(..., help="A rule id, a category, or a knob (any alias)."),
+            patterns: list[Path] = typer.Option([], "--patterns", help="Extra rule directory.")) -> None:
     """Explain a rule, a category or a knob: what it means, what to check, what will not help."""
-    from triage.library.rules import LibraryError, load_library
+    from triage.checks import load_checked_library as load_library
+    from triage.library.rules import LibraryError
     from triage.report.explain import explain_text
 
     try:
-        lib = load_library()
+        lib = load_library(patterns)
     except LibraryError as e:
         _fail(str(e))
     text = explain_text(lib, name)
@@ -358,7 +361,8 @@ def explain(name: str = typer.Argument(..., help="A rule id, a category, or a kn
 @rules_app.command("list", cls=Command)
 def rules_list(patterns: list[Path] = typer.Option([], "--patterns", help="Extra rule directory.")) -> None:
     """Every rule: id, category, severity, title."""
-    from triage.library.rules import LibraryError, load_library
+    from triage.checks import load_checked_library as load_library
+    from triage.library.rules import LibraryError
 
     try:
         lib = load_library(patterns)
@@ -371,7 +375,8 @@ def rules_list(patterns: list[Path] = typer.Option([], "--patterns", help="Extra
 @rules_app.command("check", cls=Command)
 def rules_check(directory: Path | None = typer.Argument(None, help="A rule directory (default: built-in).")) -> None:
     """Validate a rule library and run every rule's examples; exit 1 if an example fails."""
-    from triage.library.rules import LibraryError, load_library
+    from triage.checks import load_checked_library as load_library
+    from triage.library.rules import LibraryError
     from triage.rulecheck import check_examples
 
     if directory is not None and not directory.is_dir():
@@ -401,7 +406,8 @@ def budget(
 ) -> None:
     """The budget arithmetic of a planned run: prompt budget, pool capacity, which concurrency fits."""
     from triage.budget import Budget, budget_findings, render_budget
-    from triage.library.rules import LibraryError, load_library
+    from triage.checks import load_checked_library as load_library
+    from triage.library.rules import LibraryError
 
     numbers = {"--context": context, "--response": response, "--prompt": prompt, "--pool": pool,
                "--concurrency": concurrency, "--running": running, "--pack": pack}

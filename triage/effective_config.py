@@ -16,10 +16,11 @@ Every value also carries its origin, because the checks must tell the two apart:
 from __future__ import annotations
 
 import re
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Any
 
-from triage.library.rules import Library
+from triage.library.rules import KnobSpec, Library
 from triage.model import Event, Hit, Knob, Line
 
 STRENGTH = {"engine": 5, "capacity": 5, "message": 4, "server_args": 3, "command line": 2, "launch args": 2, "config": 1}
@@ -36,24 +37,8 @@ AUTO_SERVER_ARGS = {"mem_fraction_static", "chunked_prefill_size", "cuda_graph_m
 # judge.max_context_length, not inference.max_context_length).
 NON_POLICY_SECTIONS = {"judge", "verifier", "reward_model", "reward", "rm", "critic", "eval", "evaluation"}
 
-# Settings that are not knobs but decide whether a check applies (MILES/slime flags and their dests).
-FACTS = {
-    "colocate": ("colocate", "--colocate"),
-    "context_parallel_size": ("context_parallel_size", "--context-parallel-size", "cp_size"),
-    "use_dynamic_batch_size": ("use_dynamic_batch_size", "--use-dynamic-batch-size"),
-    "use_rollout_routing_replay": ("use_rollout_routing_replay", "--use-rollout-routing-replay"),
-}
-
-# How each arithmetic knob's value must look; other knobs keep whatever the source printed.
-WHOLE = {"inference.max_context_length", "inference.max_response_length", "miles.rollout_max_prompt_len",
-         "trainer.micro_batch_size", "trainer.packing_max_tokens", "miles.log_probs_chunk_size",
-         "inference.sglang_server_concurrency", "inference.sglang_max_running_requests",
-         "inference.sglang_max_total_tokens", "inference.sglang_max_mamba_cache_size",
-         "miles.sglang_chunked_prefill_size", "inference.sglang_cuda_graph_max_bs_decode",
-         "judge.max_context_length"}
-MINUS_ONE_OK = {"miles.log_probs_chunk_size", "miles.sglang_chunked_prefill_size"}  # -1: no chunking
-FRACTION = {"inference.sglang_mem_fraction_static"}
-SWITCH = {"inference.sglang_disable_radix_cache", "colocate", "use_dynamic_batch_size", "use_rollout_routing_replay"}
+# Which facts (settings that are not knobs: colocate, context-parallel size...) and each knob's and fact's value
+# type (whole number, fraction, switch) are the library's: knobs.yaml `facts:` and `type:`.
 K_SUFFIX = re.compile(r"^(\d+)\s*[kK]$")  # "64K" tokens = 65,536
 
 
@@ -69,34 +54,20 @@ class Setting:
     via: str = ""  # the field or flag name the value was printed under (a vLLM flag names a canonical knob)
 
 
-def coerce(name: str, value: Any) -> tuple[Any, str]:
-    """(value in the knob's type, '') or (None, what is wrong with it)."""
+def coerce(spec: KnobSpec | None, value: Any) -> tuple[Any, str]:
+    """(value in the knob's type, '') or (None, what is wrong with it); a knob of no type keeps what was printed."""
     if value is None or value == "" or (isinstance(value, str) and value.lower() in ("none", "null")):
         return None, ""
-    if name in SWITCH:
+    vtype = spec.type if spec is not None else "text"
+    if vtype == "switch":
         if isinstance(value, bool):
             return value, ""
         if isinstance(value, str) and value.lower() in ("true", "false", "1", "0", "yes", "no"):
             return value.lower() in ("true", "1", "yes"), ""
         return None, f"expected true or false, got {value!r}"
-    if name in WHOLE:
-        v = value
-        if isinstance(v, str):
-            m = K_SUFFIX.match(v.strip())
-            v = int(m.group(1)) * 1024 if m else v.strip().replace("_", "").replace(",", "")
-        try:
-            if isinstance(v, bool):
-                raise ValueError
-            f = float(v)
-            if f != int(f):
-                raise ValueError
-            n = int(f)
-        except (TypeError, ValueError, OverflowError):
-            return None, f"expected a whole number, got {value!r}"
-        if n < 0 and not (n == -1 and name in MINUS_ONE_OK):
-            return None, f"must not be negative, got {n}"
-        return n, ""
-    if name in FRACTION:
+    if vtype == "whole":
+        return _whole(value, bool(spec and spec.minus_one))
+    if vtype == "fraction":
         try:
             if isinstance(value, bool):
                 raise ValueError
@@ -107,6 +78,25 @@ def coerce(name: str, value: Any) -> tuple[Any, str]:
             return None, f"expected a fraction between 0 and 1, got {f}"
         return f, ""
     return value, ""
+
+
+def _whole(value: Any, minus_one_ok: bool) -> tuple[Any, str]:
+    v = value
+    if isinstance(v, str):
+        m = K_SUFFIX.match(v.strip())
+        v = int(m.group(1)) * 1024 if m else v.strip().replace("_", "").replace(",", "")
+    try:
+        if isinstance(v, bool):
+            raise ValueError
+        f = float(v)
+        if f != int(f):
+            raise ValueError
+        n = int(f)
+    except (TypeError, ValueError, OverflowError):
+        return None, f"expected a whole number, got {value!r}"
+    if n < 0 and not (n == -1 and minus_one_ok):
+        return None, f"must not be negative, got {n}"
+    return n, ""
 
 
 class Config:
@@ -125,11 +115,13 @@ class Config:
             self.index[spec.name] = spec.name
             for name in spec.sources.get("fields", []) + spec.sources.get("flags", []):
                 self.index.setdefault(name, spec.name)
-        self.fact_index = {alias: fact for fact, aliases in FACTS.items() for alias in aliases}
+        self.fact_index = {alias: spec.name for spec in lib.facts.values()
+                           for alias in [spec.name, *spec.sources.get("fields", []), *spec.sources.get("flags", [])]}
 
     def put(self, knob: str, value: Any, source: str, strength: int, origin: str = REQUESTED,
             line: Line | None = None, via: str = "") -> None:
-        value, problem = coerce(knob, value)
+        is_fact = knob in self.lib.facts
+        value, problem = coerce(self.lib.facts[knob] if is_fact else self.lib.knobs.get(knob), value)
         if problem:
             if source.startswith("config "):  # log lines quoting a flag are not configuration input
                 self.problems.append((line.file if line else source, f"{source.removeprefix('config ')}: {knob}: {problem}"))
@@ -141,11 +133,11 @@ class Config:
             here = self.by_file.get((knob, line.file))
             if here is None or strength > here.strength:
                 self.by_file[(knob, line.file)] = new
-        table = self.facts if knob in FACTS else self.values
+        table = self.facts if is_fact else self.values
         old = table.get(knob)
         if old is None or strength > old.strength:
             table[knob] = new
-        if knob in FACTS:
+        if is_fact:
             return
         by_origin = self.requested_values if origin == REQUESTED else self.resolved_values
         old = by_origin.get(knob)
@@ -171,7 +163,7 @@ class Config:
 
     def add_fields(self, fields: dict[str, Any], source: str, strength: int, origin: str = REQUESTED,
                    line: Line | None = None, lines: dict[str, Line] | None = None,
-                   resolved_fields: set[str] | frozenset[str] = frozenset()) -> None:
+                   resolved_fields: AbstractSet[str] = frozenset()) -> None:
         for name, value in fields.items():
             if name.startswith("_"):
                 continue

@@ -18,7 +18,7 @@ from typing import Any
 from triage.checks import CHECKS, Run
 from triage.effective_config import Config, knob
 from triage.library.rules import Library, Rule
-from triage.model import SEVERITY_RANK, SIX, Evidence, Finding, Hit, Line
+from triage.model import SEVERITY_RANK, Evidence, Finding, Hit, Line
 from triage.redact import redact
 from triage.scan.scanner import FINAL_EXC, FileResult, thresholds_hold
 from triage.template import template
@@ -224,12 +224,12 @@ def rank_key(f: Finding) -> tuple[int, int, int]:
     return (SEVERITY_RANK[f.severity], -f.priority, 0)
 
 
-def rank(findings: list[Finding]) -> list[Finding]:
+def rank(findings: list[Finding], domain: tuple[str, ...]) -> list[Finding]:
     """Severity, then priority, then first seen. A process end no rule explains gates at error severity but ranks
-    with the warnings when a finding in the six categories is there: that finding is the better guess at the
+    with the warnings when a finding in the six categories (`domain`, the library's) is there: that finding is the better guess at the
     cause; with none, the unexplained end leads."""
     order = {id(f): i for i, f in enumerate(findings)}
-    known = any(f.category in SIX and SEVERITY_RANK[f.severity] <= SEVERITY_RANK["warning"] for f in findings)
+    known = any(f.category in domain and SEVERITY_RANK[f.severity] <= SEVERITY_RANK["warning"] for f in findings)
 
     def level(f: Finding) -> int:
         if known and f.rule == UNEXPLAINED_END:
@@ -258,7 +258,7 @@ def build(lib: Library, results: list[FileResult], run: Run, cfg: Config, redact
     gate_fatal(findings, run)
     findings = merge_symptoms(lib, findings)
     findings += unclassified(lib, [ln for r in results for ln in r.unclaimed], redact_on)
-    findings = rank(findings)
+    findings = rank(findings, lib.domain)
     seen: dict[str, int] = {}
     for f in findings:
         base = fingerprint(f.rule, f.evidence[0] if f.evidence else None)

@@ -8,19 +8,8 @@ from typing import Any
 SEVERITIES = ("error", "warning", "info")
 SEVERITY_RANK = {"error": 0, "warning": 1, "info": 2}
 
-# The six categories of the domain document, plus the two outside them.
-SIX = (
-    "prompt-budget",
-    "serving-oom-retraction",
-    "trainer-oom",
-    "cold-start",
-    "generation-tail",
-    "verifier",
-)
-CATEGORIES = SIX + ("other", "unclassified")
-
-# Which process wrote a line: decides, e.g., whether a CUDA OOM is the engine's or the trainer's.
-SIDES = ("engine", "trainer", "driver", "rollout", "verifier", "unknown")
+# Categories (the domain's six, `other`, `unclassified`) and sides (which process wrote a line) are the rule
+# library's: patterns/categories.yaml and patterns/sides.yaml, read through `Library`.
 
 
 @dataclass
@@ -213,6 +202,7 @@ class Report:
     errors: list[str] = field(default_factory=list)  # rule errors and other non-fatal problems
     figures: dict[str, float | None] = field(default_factory=dict)  # run figures `triage diff` compares
     timelines: list[Timeline] = field(default_factory=list)
+    categories: list[str] = field(default_factory=list)  # the library's categories, in order (JUnit's testcases)
 
     def worst(self) -> str | None:
         sev = [f.severity for f in self.findings if not f.known]

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import functools
 import importlib.resources
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,7 +23,7 @@ import regex
 
 from triage.errors import TriageError
 from triage.library.cache import YamlCache
-from triage.model import CATEGORIES, SEVERITIES, SIDES
+from triage.model import KIND_SIDE, SEVERITIES
 
 RULE_KEYS = {
     "id", "category", "severity", "title", "anchor", "match", "side", "not_side", "near", "not_near",
@@ -31,6 +31,7 @@ RULE_KEYS = {
     "symptom_of", "reveals", "min_count", "info_below", "check", "params", "follow", "source", "errors_only",
 }
 REQUIRED = ("id", "category", "severity", "title", "knobs", "explain")
+MIN_ANCHOR = 3  # an anchor is a literal the C prefilter files under byte pairs; shorter ones match everything
 MATCH_TIMEOUT = 0.25  # seconds a rule regex may spend on one line (guards against catastrophic backtracking)
 
 
@@ -140,15 +141,58 @@ class Category:
     knobs: list[str]
     not_knobs: list[str]
     explain: str
+    domain: bool = False  # one of the domain's own categories (the six), not `other` or `unclassified`
+
+
+VALUE_TYPES = ("whole", "fraction", "switch", "text")
 
 
 @dataclass
 class KnobSpec:
+    """A knob (or a fact that decides whether a check applies: colocated, dynamic batching...) of knobs.yaml."""
+
     name: str
     meaning: str
     aliases: list[str]
     grows: str = ""
     sources: dict[str, list[str]] = field(default_factory=dict)
+    type: str = "text"  # how its value must look: one of VALUE_TYPES (text: as the source printed it)
+    minus_one: str = ""  # for a whole number: what -1 means when it is allowed (e.g. "no chunking")
+
+
+@dataclass(frozen=True)
+class Param:
+    """One parameter a check takes (declared with the check, triage/checks/__init__.py): its type and default.
+    Types: number (int or float), whole (int), text (str), words (list of str), pairs (list of [str, str])."""
+
+    type: str
+    default: Any = None
+
+    WORDING = {"number": "a number", "whole": "a whole number", "text": "text", "words": "a list of text",
+               "pairs": "a list of [text, text] pairs"}
+
+    @property
+    def wording(self) -> str:
+        return Param.WORDING.get(self.type, self.type)
+
+    def accepts(self, value: Any) -> bool:
+        if isinstance(value, bool):
+            return False
+        if self.type == "number":
+            return isinstance(value, (int, float))
+        if self.type == "whole":
+            return isinstance(value, int)
+        if self.type == "text":
+            return isinstance(value, str)
+        if self.type == "words":
+            return isinstance(value, list) and all(isinstance(v, str) for v in value)
+        if self.type == "pairs":
+            return isinstance(value, list) and all(
+                isinstance(v, list) and len(v) == 2 and all(isinstance(x, str) for x in v) for v in value)
+        raise ValueError(f"unknown parameter type {self.type!r}")
+
+
+CheckParams = Mapping[str, Mapping[str, Param]]  # check name -> its parameters
 
 
 @dataclass
@@ -159,6 +203,13 @@ class Library:
     sides: dict[str, Pattern]  # side -> regex of its markers
     actors: dict[str, str]  # Ray actor name -> side
     fragments: dict[str, Pattern] = field(default_factory=dict)  # fragments.yaml, each checked as a regex alone
+    side_names: tuple[str, ...] = ()  # every side a rule may name (sides.yaml `sides:`), in order
+    facts: dict[str, KnobSpec] = field(default_factory=dict)  # knobs.yaml `facts:`: settings that are not knobs
+
+    @property
+    def domain(self) -> tuple[str, ...]:
+        """The domain's own categories (`domain: true` in categories.yaml), in the library's order."""
+        return tuple(c.id for c in self.categories.values() if c.domain)
 
     def patterns(self) -> list[Pattern]:
         """Every regex of the library: fragments, side markers, the rules' match / near / not_near."""
@@ -255,64 +306,164 @@ def _as_list(value: Any) -> list[Any]:
     return list(value) if isinstance(value, (list, tuple)) else [value]
 
 
-def _rule(raw: dict[str, Any], path: Path, categories: dict[str, Category], knobs: dict[str, KnobSpec],
-          fragments: dict[str, str]) -> Rule:
+def _strings(value: Any, where: str, key: str) -> list[str]:
+    """A string or a list of strings (an unquoted `a: b` inside a YAML list is a mapping: refused here)."""
+    items = _as_list(value)
+    for x in items:
+        if not isinstance(x, str):
+            raise LibraryError(f"{where}: {key}: each entry must be a string, got {_shown(x)}"
+                               + (" (quote a text that holds ': ')" if isinstance(x, dict) else ""))
+    return items
+
+
+def _shown(x: Any) -> str:
+    if isinstance(x, dict):
+        x = {k: v for k, v in x.items() if k != "__line__"}
+    text = repr(x)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _whole(raw: dict[str, Any], key: str, default: int, low: int, where: str) -> int:
+    value = raw.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        raise LibraryError(f"{where}: {key} must be a whole number >= {low}, got {_shown(value)}")
+    return value
+
+
+def _text(raw: dict[str, Any], key: str, where: str, required: bool = False) -> str:
+    value = raw.get(key)
+    if value is None and not required:
+        return ""
+    if not isinstance(value, str) or (required and not value.strip()):
+        raise LibraryError(f"{where}: {key} must be {'non-empty ' if required else ''}text, got {_shown(value)}")
+    return value
+
+
+def _mapping(raw: dict[str, Any], key: str, where: str) -> dict[str, Any]:
+    value = raw.get(key)
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise LibraryError(f"{where}: {key} must be a mapping, got {_shown(value)}")
+    return {k: v for k, v in value.items() if k != "__line__"}
+
+
+def _conditions(raw: dict[str, Any], key: str, where: str, knobs: dict[str, KnobSpec]) -> list[dict[str, Any]]:
+    """`when` / `knobs_when`: each entry a mapping with a text `field` and a number `min` and/or `max`."""
+    out = []
+    for cond in _as_list(raw.get(key)):
+        if not isinstance(cond, dict) or not isinstance(cond.get("field"), str):
+            raise LibraryError(f"{where}: each {key} entry needs 'field' and 'min' or 'max'")
+        cond = {k: v for k, v in cond.items() if k != "__line__"}
+        allowed = {"field", "min", "max"} | ({"knob"} if key == "knobs_when" else set())
+        if set(cond) - allowed:
+            raise LibraryError(f"{where}: {key}: unknown key(s): {', '.join(sorted(set(cond) - allowed))}")
+        for bound in ("min", "max"):
+            v = cond.get(bound)
+            if bound in cond and (isinstance(v, bool) or not isinstance(v, (int, float))):
+                raise LibraryError(f"{where}: {key}: {bound} must be a number, got {_shown(v)}")
+        if key == "knobs_when" and (not isinstance(cond.get("knob"), str) or cond["knob"] not in knobs):
+            raise LibraryError(f"{where}: knob '{cond.get('knob')}' is not in knobs.yaml")
+        out.append(cond)
+    return out
+
+
+def _params(check: str, params: dict[str, Any], where: str, checks: CheckParams | None) -> None:
+    """The rule's check exists and takes these params, each of its declared type."""
+    if checks is None:
+        return
+    if check not in checks:
+        raise LibraryError(f"{where}: unknown check '{check}'")
+    declared = checks[check]
+    for key, value in params.items():
+        spec = declared.get(key)
+        if spec is None:
+            takes = ", ".join(sorted(declared)) or "none"
+            raise LibraryError(f"{where}: params: check {check} has no parameter '{key}' (it takes: {takes})")
+        if not spec.accepts(value):
+            raise LibraryError(f"{where}: params: {key} must be {spec.wording}, got {_shown(value)}")
+
+
+def _rule(raw: dict[str, Any], path: Path, lib: Library, fragments: dict[str, str],
+          checks: CheckParams | None = None) -> Rule:
     line = raw.pop("__line__", 0)
     rid = raw.get("id", "?")
     where = f"{path}:{line}: rule {rid}"
     unknown = set(raw) - RULE_KEYS
     if unknown:
-        raise LibraryError(f"{where}: unknown key(s): {', '.join(sorted(unknown))}")
+        raise LibraryError(f"{where}: unknown key(s): {', '.join(sorted(map(str, unknown)))}")
     for key in REQUIRED:
         if key not in raw:
             raise LibraryError(f"{where}: missing required key '{key}'")
     if not isinstance(rid, str) or not regex.fullmatch(r"[a-z0-9-]+(\.[a-z0-9-]+)+", rid):
         raise LibraryError(f"{where}: id must be dotted lower-case words, e.g. serving.kv-retraction")
-    if raw["category"] not in CATEGORIES:
-        raise LibraryError(f"{where}: category '{raw['category']}' is not one of {', '.join(CATEGORIES)}")
-    if raw["severity"] not in SEVERITIES:
-        raise LibraryError(f"{where}: severity '{raw['severity']}' is not one of {', '.join(SEVERITIES)}")
-    if not raw.get("match") and not raw.get("check"):
+    categories, knobs = lib.categories, lib.knobs
+    if not isinstance(raw["category"], str) or raw["category"] not in categories:
+        raise LibraryError(f"{where}: category {_quoted(raw['category'])} is not one of {', '.join(categories)}")
+    if not isinstance(raw["severity"], str) or raw["severity"] not in SEVERITIES:
+        raise LibraryError(f"{where}: severity {_quoted(raw['severity'])} is not one of {', '.join(SEVERITIES)}")
+    title, explain = _text(raw, "title", where, required=True), _text(raw, "explain", where, required=True)
+    check, follow = _text(raw, "check", where), _text(raw, "follow", where)
+    _text(raw, "source", where)
+    if not raw.get("match") and not check:
         raise LibraryError(f"{where}: needs 'match' (a line rule) or 'check' (an aggregate check)")
-    for k in _as_list(raw["knobs"]) + [c.get("knob") for c in _as_list(raw.get("knobs_when"))]:
+    rule_knobs = _strings(raw["knobs"], where, "knobs")
+    knobs_when = _conditions(raw, "knobs_when", where, knobs)
+    for k in rule_knobs:
         if k not in knobs:
             raise LibraryError(f"{where}: knob '{k}' is not in knobs.yaml")
-    for s in _as_list(raw.get("side")) + _as_list(raw.get("not_side")):
-        if s not in SIDES:
-            raise LibraryError(f"{where}: side '{s}' is not one of {', '.join(SIDES)}")
-    for c in _as_list(raw.get("symptom_of")):
-        if c != "any" and c not in CATEGORIES:
+    sides = lib.side_names
+    for key in ("side", "not_side"):
+        for s in _strings(raw.get(key), where, key):
+            if s not in sides:
+                raise LibraryError(f"{where}: side '{s}' is not one of {', '.join(sides)}")
+    for c in _strings(raw.get("symptom_of"), where, "symptom_of"):
+        if c != "any" and c not in categories:
             raise LibraryError(f"{where}: symptom_of '{c}' is not a category or 'any'")
-    for k in [k for k in (raw.get("reveals") or {}) if k != "__line__"]:
+    reveals = _mapping(raw, "reveals", where)
+    for k, group in reveals.items():
         if k not in knobs:
             raise LibraryError(f"{where}: reveals knob '{k}' is not in knobs.yaml")
+        if not isinstance(group, str):
+            raise LibraryError(f"{where}: reveals: {k} must name a group of the match regex, got {_shown(group)}")
     patterns = [_pattern(p, where, "match", fragments) for p in _as_list(raw.get("match"))]
-    anchors = [str(a) for a in _as_list(raw.get("anchor"))]
+    anchors = _strings(raw.get("anchor"), where, "anchor")
     if patterns and not anchors:
         raise LibraryError(f"{where}: a line rule needs 'anchor': literal text every matching line contains")
+    for a in anchors:
+        if len(a) < MIN_ANCHOR or not a.strip():
+            short = f"is shorter than {MIN_ANCHOR} characters" if len(a) < MIN_ANCHOR else "is only blanks"
+            raise LibraryError(f"{where}: anchor {a!r} {short}: the prefilter would pass every line (give a longer "
+                               f"literal that every matching line holds)")
     examples = raw.get("examples") or {}
     if not isinstance(examples, dict):
         raise LibraryError(f"{where}: examples must be a mapping with 'match' and 'no_match' lists")
-    examples = {k: [str(x) for x in _as_list(v)] for k, v in examples.items() if k != "__line__"}
+    examples = {k: v for k, v in examples.items() if k != "__line__"}
+    if set(examples) - {"match", "no_match"}:
+        raise LibraryError(f"{where}: examples: unknown key(s): "
+                           f"{', '.join(sorted(map(str, set(examples) - {'match', 'no_match'})))}")
+    examples = {k: [str(x) for x in _strings(v, where, f"examples: {k}")] for k, v in examples.items()}
     if patterns and not examples.get("match"):
         raise LibraryError(f"{where}: a line rule needs at least one 'examples: match:' line")
     within = _as_list(raw.get("within")) or [60, 25]
-    if len(within) != 2 or not all(isinstance(x, int) and x >= 0 for x in within):
+    if len(within) != 2 or not all(isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in within):
         raise LibraryError(f"{where}: within must be [lines_before, lines_after]")
-    for cond in _as_list(raw.get("when")) + _as_list(raw.get("knobs_when")):
-        if not isinstance(cond, dict) or "field" not in cond:
-            raise LibraryError(f"{where}: each when/knobs_when entry needs 'field' and 'min' or 'max'")
-        cond.pop("__line__", None)
+    when = _conditions(raw, "when", where, knobs)
     if not isinstance(raw.get("errors_only", False), bool):
         raise LibraryError(f"{where}: errors_only must be true or false")
-    category = categories.get(raw["category"])
+    params = _mapping(raw, "params", where)
+    if params and not check:
+        raise LibraryError(f"{where}: params without a check")
+    if check:
+        _params(check, params, where, checks)
+    category = categories[raw["category"]]
     return Rule(
         id=rid,
         category=raw["category"],
         severity=raw["severity"],
-        title=str(raw["title"]).strip(),
-        knobs=[str(k) for k in _as_list(raw["knobs"])],
-        explain=" ".join(str(raw["explain"]).split()),
+        title=title.strip(),
+        knobs=rule_knobs,
+        explain=" ".join(explain.split()),
         anchors=anchors,
         match=patterns,
         side=tuple(_as_list(raw.get("side"))),
@@ -320,22 +471,25 @@ def _rule(raw: dict[str, Any], path: Path, categories: dict[str, Category], knob
         near=_pattern(raw["near"], where, "near", fragments) if raw.get("near") else None,
         not_near=_pattern(raw["not_near"], where, "not_near", fragments) if raw.get("not_near") else None,
         within=(within[0], within[1]),
-        when=_as_list(raw.get("when")),
-        knobs_when=_as_list(raw.get("knobs_when")),
-        not_knobs=[str(x) for x in _as_list(raw["not_knobs"])] if "not_knobs" in raw else
-        (list(category.not_knobs) if category else []),
+        when=when,
+        knobs_when=knobs_when,
+        not_knobs=_strings(raw["not_knobs"], where, "not_knobs") if "not_knobs" in raw else list(category.not_knobs),
         examples=examples,
-        priority=int(raw.get("priority", 50)),
-        symptom_of=[str(x) for x in _as_list(raw.get("symptom_of"))],
-        reveals={str(k): str(v) for k, v in (raw.get("reveals") or {}).items() if k != "__line__"},
-        min_count=int(raw.get("min_count", 1)),
-        info_below=int(raw.get("info_below", 0)),
-        check=str(raw.get("check") or ""),
-        params={k: v for k, v in (raw.get("params") or {}).items() if k != "__line__"},
-        follow=str(raw.get("follow") or ""),
+        priority=_whole(raw, "priority", 50, 0, where),
+        symptom_of=_as_list(raw.get("symptom_of")),
+        reveals=reveals,
+        min_count=_whole(raw, "min_count", 1, 1, where),
+        info_below=_whole(raw, "info_below", 0, 0, where),
+        check=check,
+        params=params,
+        follow=follow,
         errors_only=bool(raw.get("errors_only", False)),
         origin=f"{path}:{line}",
     )
+
+
+def _quoted(value: Any) -> str:
+    return f"'{value}'" if isinstance(value, str) else _shown(value)
 
 
 def _strip_lines(value: Any) -> Any:
@@ -346,95 +500,165 @@ def _strip_lines(value: Any) -> Any:
     return value
 
 
-def _load_knobs(read: Reader, path: Path) -> dict[str, KnobSpec]:
+def _top(read: Reader, path: Path, lists: tuple[str, ...] = (), maps: tuple[str, ...] = ()) -> dict[str, Any]:
+    """A registry file's parsed data: a mapping (or nothing) whose keys `lists` hold lists and `maps` mappings."""
     data = _strip_lines(read(path)) or {}
+    if not isinstance(data, dict):
+        raise LibraryError(f"{path}: expected a mapping with {', '.join(repr(k + ':') for k in lists + maps)}")
+    for key, kind in [(k, list) for k in lists] + [(k, dict) for k in maps]:
+        if data.get(key) is not None and not isinstance(data[key], kind):
+            raise LibraryError(f"{path}: {key} must be a {'list' if kind is list else 'mapping'}")
+    return data
+
+
+def _knob_specs(entries: Any, path: Path, what: str) -> dict[str, KnobSpec]:
     out: dict[str, KnobSpec] = {}
-    for raw in _as_list(data.get("knobs")):
-        name = raw.get("name")
-        if not name or "meaning" not in raw:
-            raise LibraryError(f"{path}: knob {name or '?'}: needs 'name' and 'meaning'")
-        sources = {k: [str(x) for x in _as_list(v)] for k, v in (raw.get("sources") or {}).items()}
+    for raw in _as_list(entries):
+        name = raw.get("name") if isinstance(raw, dict) else None
+        where = f"{path}: {what} {name if isinstance(name, str) else '?'}"
+        if not isinstance(name, str) or not name or "meaning" not in raw:
+            raise LibraryError(f"{where}: needs 'name' and 'meaning'")
+        sources = raw.get("sources") or {}
+        if not isinstance(sources, dict):
+            raise LibraryError(f"{where}: sources must be a mapping of 'fields' and 'flags'")
+        vtype = raw.get("type", "text")
+        if vtype not in VALUE_TYPES:
+            raise LibraryError(f"{where}: type {_quoted(vtype)} is not one of {', '.join(VALUE_TYPES)}")
+        minus_one = raw.get("minus_one", "")
+        if minus_one and vtype != "whole":
+            raise LibraryError(f"{where}: minus_one is for a whole number")
         out[name] = KnobSpec(
             name=name,
             meaning=" ".join(str(raw["meaning"]).split()),
-            aliases=[str(a) for a in _as_list(raw.get("aliases"))],
+            aliases=_strings(raw.get("aliases"), where, "aliases"),
             grows=" ".join(str(raw.get("grows") or "").split()),
-            sources=sources,
+            sources={str(k): _strings(v, where, f"sources: {k}") for k, v in sources.items()},
+            type=vtype,
+            minus_one=str(minus_one or ""),
         )
     return out
+
+
+def _load_knobs(read: Reader, path: Path) -> tuple[dict[str, KnobSpec], dict[str, KnobSpec]]:
+    """knobs.yaml: the knobs, and the facts (settings that decide whether a check applies)."""
+    data = _top(read, path, lists=("knobs", "facts"))
+    return _knob_specs(data.get("knobs"), path, "knob"), _knob_specs(data.get("facts"), path, "fact")
 
 
 def _load_categories(read: Reader, path: Path, knobs: dict[str, KnobSpec]) -> dict[str, Category]:
-    data = _strip_lines(read(path)) or {}
+    data = _top(read, path, maps=("categories",))
     out: dict[str, Category] = {}
     for cid, raw in (data.get("categories") or {}).items():
-        if cid not in CATEGORIES:
-            raise LibraryError(f"{path}: category '{cid}' is not one of {', '.join(CATEGORIES)}")
-        for k in _as_list(raw.get("knobs")):
+        where = f"{path}: category {cid}"
+        if not isinstance(cid, str) or not regex.fullmatch(r"[a-z0-9]+(-[a-z0-9]+)*", cid):
+            raise LibraryError(f"{path}: category id {_quoted(cid)} must be lower-case words joined by '-'")
+        if not isinstance(raw, dict):
+            raise LibraryError(f"{where}: expected a mapping with title, knobs, not_knobs, explain")
+        for k in _strings(raw.get("knobs"), where, "knobs"):
             if k not in knobs:
-                raise LibraryError(f"{path}: category {cid}: knob '{k}' is not in knobs.yaml")
+                raise LibraryError(f"{where}: knob '{k}' is not in knobs.yaml")
+        if not isinstance(raw.get("domain", False), bool):
+            raise LibraryError(f"{where}: domain must be true or false")
         out[cid] = Category(
             id=cid,
             title=str(raw.get("title", cid)),
-            knobs=[str(k) for k in _as_list(raw.get("knobs"))],
-            not_knobs=[str(k) for k in _as_list(raw.get("not_knobs"))],
+            knobs=_strings(raw.get("knobs"), where, "knobs"),
+            not_knobs=_strings(raw.get("not_knobs"), where, "not_knobs"),
             explain=" ".join(str(raw.get("explain", "")).split()),
+            domain=bool(raw.get("domain", False)),
         )
     return out
 
 
-def _load_sides(read: Reader, path: Path) -> tuple[dict[str, Any], dict[str, str]]:
-    data = _strip_lines(read(path)) or {}
+def _load_sides(read: Reader, path: Path) -> tuple[tuple[str, ...], dict[str, Pattern], dict[str, str]]:
+    """sides.yaml: every side's name, the markers of the processes' tracebacks, the Ray actor names."""
+    data = _top(read, path, lists=("sides",), maps=("markers", "actors"))
+    names = tuple(_strings(data.get("sides"), str(path), "sides"))
+    needed = ["unknown", *KIND_SIDE.values()]  # what the scanner gives a line no marker places, and files' sides
+    missing = [s for s in dict.fromkeys(needed) if s not in names]
+    if missing:
+        raise LibraryError(f"{path}: sides: must include {', '.join(missing)} (the sides triage gives lines by "
+                           f"their file's kind, and 'unknown')")
     markers = {}
     for side, pats in (data.get("markers") or {}).items():
-        if side not in SIDES:
-            raise LibraryError(f"{path}: side '{side}' is not one of {', '.join(SIDES)}")
+        if side not in names:
+            raise LibraryError(f"{path}: side '{side}' is not one of {', '.join(names)}")
         markers[side] = _pattern("|".join(f"(?:{p})" for p in _as_list(pats)), str(path), f"markers.{side}")
     actors = {}
-    for side, names in (data.get("actors") or {}).items():
-        for n in _as_list(names):
+    for side, actor_names in (data.get("actors") or {}).items():
+        if side not in names:
+            raise LibraryError(f"{path}: side '{side}' is not one of {', '.join(names)}")
+        for n in _as_list(actor_names):
             actors[str(n)] = side
-    return markers, actors
+    return names, markers, actors
 
 
 def _load_fragments(read: Reader, path: Path) -> dict[str, str]:
-    data = _strip_lines(read(path)) or {}
+    data = _top(read, path, maps=("fragments",))
     out = {}
     for name, value in (data.get("fragments") or {}).items():
         out[name] = "".join(str(v) for v in value) if isinstance(value, list) else str(value)
     return out
 
 
+REGISTRIES = ("knobs.yaml", "categories.yaml", "sides.yaml", "fragments.yaml")
+
+
 def _rule_files(folder: Path) -> list[Path]:
-    special = {"knobs.yaml", "categories.yaml", "sides.yaml", "fragments.yaml"}
-    return sorted(p for p in folder.glob("*.yaml") if p.name not in special)
+    return sorted(p for p in folder.glob("*.yaml") if p.name not in REGISTRIES)
 
 
-def load_library(extra_dirs: list[Path] | None = None, compile_all: bool = False) -> Library:
-    """The built-in library, with rules from each extra dir added or overriding by id.
+def load_library(extra_dirs: list[Path] | None = None, compile_all: bool = False,
+                 checks: CheckParams | None = None) -> Library:
+    """The built-in library, with each extra dir's knobs, categories and rules added (or overriding by id).
 
     The regexes of the extra dirs (and the fragments they may use) are compiled now, so that a bad one is
-    an error on load; the built-in ones when first used, or all now with `compile_all`."""
-    base = builtin_dir()
+    an error on load; the built-in ones when first used, or all now with `compile_all`. With `checks` (the
+    check registry's declared parameters), every check rule's `check:` and `params:` are validated too.
+    The parsed YAML may come from the cache (triage/library/cache.py); a library that fails to load from
+    cached data is loaded again from the files, so a cache can never be what breaks it."""
     cache = YamlCache()
+    try:
+        return _load(extra_dirs or [], compile_all, checks, cache)
+    except (LibraryError, TypeError, ValueError, AttributeError, KeyError):
+        if not cache.hits:  # the files' own problem: a LibraryError for the user (any other error is a bug)
+            raise
+    return _load(extra_dirs or [], compile_all, checks, YamlCache(trust=False))
+
+
+def _load(extra_dirs: list[Path], compile_all: bool, checks: CheckParams | None, cache: YamlCache) -> Library:
+    base = builtin_dir()
+    folders = [base] + [Path(d) for d in extra_dirs]
+    for folder in folders[1:]:
+        if not folder.is_dir():
+            raise LibraryError(f"{folder}: not a directory of rule files")
 
     def read(path: Path) -> Any:
         return cache.read(path, _read_yaml)
 
-    knobs = _load_knobs(read, base / "knobs.yaml")
+    knobs, facts = _load_knobs(read, base / "knobs.yaml")
     fragments = _load_fragments(read, base / "fragments.yaml")
     fragment_patterns = {name: Pattern(p, str(base / "fragments.yaml"), f"fragment {name}")
                          for name, p in fragments.items()}
     if compile_all or extra_dirs:
         for p in fragment_patterns.values():
             p.compile()
+    names, markers, actors = _load_sides(read, base / "sides.yaml")
     categories = _load_categories(read, base / "categories.yaml", knobs)
-    markers, actors = _load_sides(read, base / "sides.yaml")
+    for made in ("other", "unclassified"):  # categories triage's own code gives findings (checks, unclassified)
+        if made not in categories:
+            raise LibraryError(f"{base / 'categories.yaml'}: categories: must include '{made}'")
+    for folder in folders[1:]:  # a user's registries: new knobs and categories (adding a category is YAML only)
+        if (folder / "knobs.yaml").is_file():
+            more_knobs, more_facts = _load_knobs(read, folder / "knobs.yaml")
+            knobs.update(more_knobs)
+            facts.update(more_facts)
+        if (folder / "categories.yaml").is_file():
+            categories.update(_load_categories(read, folder / "categories.yaml", knobs))
+    lib = Library(rules=[], categories=categories, knobs=knobs, sides=markers, actors=actors,
+                  fragments=fragment_patterns, side_names=names, facts=facts)
     rules: dict[str, Rule] = {}
-    folders = [base] + [Path(d) for d in extra_dirs or []]
     for folder in folders:
-        if not folder.is_dir():
-            raise LibraryError(f"{folder}: not a directory of rule files")
         seen_here: dict[str, str] = {}
         for path in _rule_files(folder):
             data = read(path)
@@ -443,7 +667,7 @@ def load_library(extra_dirs: list[Path] | None = None, compile_all: bool = False
             for raw in data["rules"]:
                 if not isinstance(raw, dict):
                     raise LibraryError(f"{path}: each entry under 'rules:' must be a mapping")
-                rule = _rule(raw, path, categories, knobs, fragments)
+                rule = _rule(raw, path, lib, fragments, checks)
                 if folder is not base:
                     for p in rule.patterns():
                         p.compile()
@@ -452,8 +676,7 @@ def load_library(extra_dirs: list[Path] | None = None, compile_all: bool = False
                 seen_here[rule.id] = rule.origin
                 rules[rule.id] = rule  # a later folder overrides the built-in rule with the same id
     cache.save()  # only a library that loaded without error
-    lib = Library(rules=list(rules.values()), categories=categories, knobs=knobs, sides=markers, actors=actors,
-                  fragments=fragment_patterns)
+    lib.rules = list(rules.values())
     if compile_all:
         lib.compile_all()
     return lib

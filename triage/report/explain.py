@@ -3,12 +3,22 @@
 from __future__ import annotations
 
 import textwrap
+from typing import Any
 
+from triage.checks import PARAMS
 from triage.library.rules import Library
 
 
 def _wrap(text: str, indent: str = "  ") -> str:
     return textwrap.fill(text, width=96, initial_indent=indent, subsequent_indent=indent)
+
+
+def _params(check: str, given: dict[str, Any]) -> str:
+    """The check's declared parameters: the rule's value where it sets one, else the default."""
+    declared = PARAMS.get(check, {})
+    shown = [f"{k}={given[k]!r}" if k in given else f"{k}={p.default!r} (default)" for k, p in declared.items()
+             if k in given or p.default not in (None, "", [])]
+    return " (" + ", ".join(shown) + ")" if shown else ""
 
 
 def explain_text(lib: Library, name: str) -> str | None:
@@ -19,6 +29,9 @@ def explain_text(lib: Library, name: str) -> str | None:
             lines += ["", "  inspect: " + ", ".join(rule.knobs)]
         if rule.not_knobs:
             lines += ["  will not help: " + "; ".join(rule.not_knobs)]
+        if rule.check:
+            lines += [textwrap.fill(f"check: {rule.check}" + _params(rule.check, rule.params), width=96,
+                                    initial_indent="  ", subsequent_indent="    ", break_on_hyphens=False)]
         lines += [f"  defined at {rule.origin}"]
         return "\n".join(lines) + "\n"
     cat = lib.categories.get(name)

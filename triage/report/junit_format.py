@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 import xml.etree.ElementTree as ET
 
-from triage.model import CATEGORIES, Finding, Report
+from triage.model import Finding, Report
 from triage.report import RenderOptions
 from triage.report.common import advice, clean, evidence_text, gating, message
 
@@ -43,14 +43,15 @@ def _testcase(suite: ET.Element, category: str, findings: list[Finding], options
 
 
 def render(report: Report, options: RenderOptions) -> str:
+    categories = list(dict.fromkeys([*report.categories, *(f.category for f in report.findings)]))
     root = ET.Element("testsuites", name="triage")
-    suite = ET.SubElement(root, "testsuite", name=_x(f"triage {clean(report.root, options)}"), tests=str(len(CATEGORIES)),
+    suite = ET.SubElement(root, "testsuite", name=_x(f"triage {clean(report.root, options)}"), tests=str(len(categories)),
                           errors="0", skipped="0", time="0")
     failures = 0
-    for cat in CATEGORIES:
+    for cat in categories:
         failures += _testcase(suite, cat, [f for f in report.findings if f.category == cat], options)
     suite.set("failures", str(failures))
-    root.set("tests", str(len(CATEGORIES)))
+    root.set("tests", str(len(categories)))
     root.set("failures", str(failures))
     ET.indent(root)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"

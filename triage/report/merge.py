@@ -253,7 +253,7 @@ def merge(parts: list[Part], lib: Library) -> Report:
     # as a single scan: final exception lines (`ValueError: ...`) first, then the most frequent
     loose.sort(key=lambda f: (not FINAL_EXC.match(str(f.numbers.get("template") or "")), -f.count))
     findings += loose[:MAX_UNCLASSIFIED]
-    findings = rank(findings)
+    findings = rank(findings, lib.domain)
     seen: dict[str, int] = {}
     for f in findings:
         first = f.evidence[0] if f.evidence else None
@@ -268,7 +268,7 @@ def merge(parts: list[Part], lib: Library) -> Report:
             if name not in config and isinstance(entry, dict):
                 config[name] = dict(entry) | {"node": p.node}
     return Report(version=__version__, root=", ".join(f"{p.node}:{p.report.root}" for p in parts),
-                  findings=findings, files=files, config=config,
+                  findings=findings, files=files, config=config, categories=list(lib.categories),
                   errors=[f"{p.node}: {e}" for p in parts for e in p.report.errors], figures=_figures(parts),
                   timelines=[_node_timeline(t, p.node) for p in parts for t in p.report.timelines])
 
