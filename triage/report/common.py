@@ -147,12 +147,16 @@ def run_path(file: str) -> str | None:
     return None if norm == ".." or norm.startswith("../") else norm
 
 
+def line_path(file: str) -> str:
+    """A path that may start an output line: `./` in front of one that would start a workflow command."""
+    return "./" + file if COMMAND_START.match(file) or file[:1].isspace() else file
+
+
 def shown_path(file: str) -> str:
     """The path a CI annotation prints: relative to the run directory; a file outside it by its name only
     (never an absolute or `../` path); `./` in front of one that would start a workflow command."""
     rel = run_path(file)
-    path = rel if rel is not None else posixpath.basename(file.rstrip("/")) or file
-    return "./" + path if COMMAND_START.match(path) or path[:1].isspace() else path
+    return line_path(rel if rel is not None else posixpath.basename(file.rstrip("/")) or file)
 
 
 def where(f: Finding, path: Callable[[str], str] = lambda p: p) -> str:
