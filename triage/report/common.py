@@ -159,8 +159,8 @@ def shown_path(file: str) -> str:
     return line_path(rel if rel is not None else posixpath.basename(file.rstrip("/")) or file)
 
 
-def where(f: Finding, path: Callable[[str], str] = lambda p: p) -> str:
-    return f"{path(f.evidence[0].file)}:{f.evidence[0].line}" if f.evidence else ""
+def where(f: Finding) -> str:
+    return f"{f.evidence[0].file}:{f.evidence[0].line}" if f.evidence else ""
 
 
 # --- phrasing
