@@ -61,8 +61,8 @@ def phrase(entry: Any) -> str:
     return str(entry)
 
 
-def _evidence(e: Evidence | None) -> Evidence | None:
-    return None if e is None else Evidence(safe_text(e.file), e.line, safe_text(e.text))
+def _evidence(e: Evidence) -> Evidence:
+    return Evidence(safe_text(e.file), e.line, safe_text(e.text))
 
 
 def _knob(k: Knob) -> Knob:
@@ -72,10 +72,10 @@ def _knob(k: Knob) -> Knob:
 
 def _finding(f: Finding) -> Finding:
     return dataclasses.replace(
-        f, rule=safe_text(f.rule), category=safe_text(f.category), severity=f.severity, title=safe_text(f.title),
-        evidence=[_evidence(e) for e in f.evidence], knobs=[_knob(k) for k in f.knobs],  # type: ignore[misc]
+        f, rule=safe_text(f.rule), category=safe_text(f.category), title=safe_text(f.title),
+        evidence=[_evidence(e) for e in f.evidence], knobs=[_knob(k) for k in f.knobs],
         not_knobs=[safe_text(phrase(n)) for n in f.not_knobs], explain=safe_text(f.explain),
-        numbers=_deep(f.numbers), first=_evidence(f.first), last=_evidence(f.last),
+        numbers=_deep(f.numbers), first=f.first and _evidence(f.first), last=f.last and _evidence(f.last),
         fingerprint=safe_text(f.fingerprint), baseline=_deep(f.baseline))
 
 
