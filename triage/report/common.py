@@ -114,12 +114,24 @@ def live(report: Report) -> list[Finding]:
     return [f for f in report.findings if not f.known]
 
 
+INCOMPLETE = ("unreadable", "partial")  # a file ended so: what it holds past that point was not judged
+
+
+def not_read(report: Report) -> str:
+    """`2 unreadable, 1 partial`: the files coverage could not finish (skipped ones were skipped on purpose)."""
+    status = Counter(f.status for f in report.files if f.status in INCOMPLETE)
+    return ", ".join(f"{status[s]} {s}" for s in INCOMPLETE if status[s])
+
+
 def verdict(report: Report) -> str:
-    """One line: the top live finding, or that there is none (with how many known ones the baseline hides)."""
+    """One line: the top live finding, or that there is none (with how many known ones the baseline hides);
+    never a plain "no problems found" over files it could not read."""
     active = live(report)
     if not active:
         known = len(report.findings)
-        return f"no new problems ({known} known)" if known else "no problems found"
+        clean_run = f"no new problems ({known} known)" if known else "no problems found"
+        missing = not_read(report)
+        return f"{clean_run} in what was read ({missing} file(s): see coverage)" if missing else clean_run
     top = active[0]
     return f"{top.severity}: {top.category}: {top.title}"
 
