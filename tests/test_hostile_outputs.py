@@ -4,7 +4,7 @@ Two ways in: a run directory on disk (hostile file names, hostile lines, a `--co
 through the whole pipeline, and a Report built through the library API with hostile text in every field (what
 read time neutralises cannot reach the formats that way, so they must be safe on their own). For every format:
 no control character (an OSC 52 clipboard write, a window title, BEL, BS, CR), no line that starts a GitHub
-Actions workflow command unless triage means it, and each format still valid for its consumer: SARIF against
+Actions workflow command unless triage means it and no legacy `##[command]` anywhere, and each format still valid for its consumer: SARIF against
 the 2.1.0 schema with format checking (a `uri` must be a URI reference), JUnit against Jenkins' XSD, GitLab Code
 Quality against GitLab's schema, Markdown tables whole in a GFM renderer, HTML without markup from the log.
 """
@@ -29,10 +29,11 @@ from triage.report import FORMATS, RenderOptions, render
 OSC52 = "\x1b]52;c;ZWNobyBwd25lZA==\x07"
 TITLE = "\x1b]0;pwned title\x07"
 HOSTILE = (f"{OSC52}{TITLE}bell\x07 back\x08space \x1b[2J\x1b[31mred\x1b[0m \x9b31m c1-csi ::error::injected "
-           "`tick` ``two`` | pipe <script>alert(1)</script> </pre> ##[error]old \u202eevil\u202c \u2028sep")
+           "`tick` ``two`` | pipe <script>alert(1)</script> </pre> ##[error]old ##[stop-commands]tok "
+           "\u202eevil\u202c \u2028sep")
 OOM = "RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB. "
 NAMES = ["a b.log", "100%25 done.log", "12:30:01.log", "a|b.log", "new\nline.log", "ünï—cödé.log",
-         "::error::name.log", "#x?y.log"]
+         "::error::name.log", "#x?y.log", "##[warning]name.log"]
 
 # C0 except tab and LF, DEL, C1, line/paragraph separators, bidi controls: none may leave triage raw
 CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
@@ -117,7 +118,8 @@ def test_no_line_starts_a_workflow_command_triage_did_not_mean(fmt: str, source:
         if fmt == "github" and INTENDED.match(line):
             continue
         start = line.lstrip()  # the runner trims white space before it looks for `::`
-        assert not start.startswith("::") and not start.startswith("##["), repr(line)
+        assert not start.startswith("::"), repr(line)
+        assert "##[" not in line, repr(line)  # the legacy form is obeyed anywhere in a line
 
 
 def test_github_annotates_each_live_finding_once_and_nothing_else() -> None:
@@ -152,13 +154,15 @@ def test_sarif_uris_decode_to_the_file_names(disk_report: Report) -> None:
     run = doc["runs"][0]
     uris = {unquote(a["location"]["uri"]): a["location"] for a in run["artifacts"]}
     for name in NAMES:
-        shown = name.replace("\n", "\\n")  # discover prints a control character in a name visibly
+        # discover prints a control character in a name visibly; the formats show a legacy `##[` visibly
+        shown = name.replace("\n", "\\n").replace("##[", "#\\x23[")
         assert uris[shown]["uriBaseId"] == "RUNROOT", name
     assert uris["a b.log"]["uri"] == "a%20b.log"
     assert uris["100%25 done.log"]["uri"] == "100%2525%20done.log"
     assert uris["12:30:01.log"]["uri"] == "12%3A30%3A01.log"
     assert uris["ünï—cödé.log"]["uri"] == "%C3%BCn%C3%AF%E2%80%94c%C3%B6d%C3%A9.log"
     assert uris["#x?y.log"]["uri"] == "%23x%3Fy.log"
+    assert uris["#\\x23[warning]name.log"]["uri"] == "%23%5Cx23%5Bwarning%5Dname.log"
     # the config outside the run directory: its own base, its name only, the absolute path nowhere
     assert uris["run.yaml"]["uriBaseId"] == "EXTERNAL_1"
     assert "EXTERNAL_1" in run["originalUriBaseIds"]

@@ -4,6 +4,8 @@ text, coverage counts, and the two guards every format applies to what it prints
 - `safe_report` shows every control character of a report's text visibly (`\\x1b`), so no output, in a terminal or
   in a file, can carry a terminal escape (OSC 52 clipboard writes, window titles), a bell or a backspace, whatever
   built the report (read.py already does this for log lines; a report built through the library API may not);
+  it shows the second `#` of `##[` as `\\x23` too: the GitHub Actions runner obeys a legacy `##[command]` found
+  anywhere in a line (`##[error]`, `##[stop-commands]`, `##[add-mask]`), whatever the line starts with;
 - `run_path` / `shown_path` keep file paths relative to the run directory and stop a path from starting a line
   with `::` (a GitHub Actions workflow command when the output is printed in a CI step).
 """
@@ -27,9 +29,11 @@ GATE_RANK = {"error": 0, "warning": 1, "never": -1}
 # separators (line breaks to some terminals and editors), the bidirectional embedding/override/isolate controls
 # (they reorder what a reader sees: CVE-2021-42574) and lone surrogates (not encodable as UTF-8).
 CONTROL = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
-# A line the GitHub Actions runner reads as a command: `::name …::` (and the old `##[name]`), after leading white
-# space is trimmed (the runner trims before it looks).
-COMMAND_START = re.compile(r"^\s*(::|##\[)")
+# A line the GitHub Actions runner reads as a command: `::name …::` after leading white space is trimmed
+# (actions/runner ActionCommand.TryParseV2: `message.TrimStart()` then `StartsWith("::")`).
+COMMAND_START = re.compile(r"^\s*::")
+# The legacy form, `##[name]data`, is found anywhere in a line (ActionCommand.TryParse: `message.IndexOf("##[")`).
+LEGACY_COMMAND = "##["
 
 
 def visible(ch: str) -> str:
@@ -38,9 +42,11 @@ def visible(ch: str) -> str:
 
 
 def safe_text(value: Any) -> str:
-    """Text with every control character shown as an escape (`\\x1b`, `\\x07`, `\\u202e`): printable, inert."""
+    """Text with every control character shown as an escape (`\\x1b`, `\\x07`, `\\u202e`), and `##[` as `#\\x23[`:
+    printable, inert in a terminal and in a CI log."""
     text = "" if value is None else str(value)
-    return CONTROL.sub(lambda m: visible(m.group()), text)
+    text = CONTROL.sub(lambda m: visible(m.group()), text)
+    return text.replace(LEGACY_COMMAND, "#\\x23[") if LEGACY_COMMAND in text else text
 
 
 def _deep(value: Any) -> Any:

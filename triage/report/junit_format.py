@@ -85,13 +85,13 @@ def _testcase(suite: ET.Element, f: Finding, taken: set[str], options: RenderOpt
 
 def _defuse(xml: str) -> str:
     """No line of the file starts a GitHub Actions workflow command when it is printed in a CI step: a text line
-    that would gets its first `:` or `#` as a character reference (the same text to any XML reader)."""
+    that would gets its first `:` as a character reference (the same text to any XML reader)."""
     def one(line: str) -> str:
         m = COMMAND_START.match(line)
         if not m:
             return line
-        i = m.start(1)
-        return line[:i] + ("&#58;" if line[i] == ":" else "&#35;") + line[i + 1:]
+        i = m.end() - 2
+        return line[:i] + "&#58;" + line[i + 1:]
     return "\n".join(one(line) for line in xml.split("\n"))
 
 
