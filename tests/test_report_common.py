@@ -87,3 +87,10 @@ def test_coverage_counts_every_status_and_the_verdict_names_what_was_not_read() 
     assert verdict(report) == "no problems found"  # a skipped binary is not a gap
     report.findings = [Finding(rule="r", category="other", severity="warning", title="T")]
     assert verdict(report) == "warning: other: T"
+
+
+def test_the_fast_path_misses_no_control_character() -> None:
+    """safe_text skips the regex for text str.isprintable() accepts: sound only if it rejects every CONTROL one."""
+    from triage.report.common import CONTROL
+
+    assert [hex(n) for n in range(0x110000) if CONTROL.match(chr(n)) and chr(n).isprintable()] == []

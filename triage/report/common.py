@@ -44,8 +44,9 @@ def visible(ch: str) -> str:
 def safe_text(value: Any) -> str:
     """Text with every control character shown as an escape (`\\x1b`, `\\x07`, `\\u202e`), and `##[` as `#\\x23[`:
     printable, inert in a terminal and in a CI log."""
-    text = "" if value is None else str(value)
-    text = CONTROL.sub(lambda m: visible(m.group()), text)
+    text = value if isinstance(value, str) else "" if value is None else str(value)
+    if not text.isprintable():  # fast path: every character of CONTROL is one str.isprintable() rejects
+        text = CONTROL.sub(lambda m: visible(m.group()), text)
     return text.replace(LEGACY_COMMAND, "#\\x23[") if LEGACY_COMMAND in text else text
 
 
