@@ -118,3 +118,21 @@ def test_baselined_finding_carries_an_external_suppression(tmp_path: Path) -> No
     valid(doc)
     (result,) = doc["runs"][0]["results"]
     assert result["suppressions"] == [{"kind": "external", "status": "accepted", "justification": "known OOM, INC-12"}]
+
+
+def test_rule_help_markdown_keeps_log_values_as_text() -> None:
+    from markdown_it import MarkdownIt
+
+    from triage.model import Evidence, Finding, Knob, Report
+
+    f = Finding(rule="trainer.cuda-oom", category="trainer-oom", severity="error", title="OOM",
+                evidence=[Evidence("train.log", 3, "x")], fingerprint="ab",
+                knobs=[Knob("trainer.micro_batch_size", ["--micro-batch-size"], "<img src=x onerror=alert(1)>",
+                            "run.yaml:2")],
+                not_knobs=["**more GPUs**"], explain="See [here](https://evil.example) <b>now</b>")
+    doc = sarif(Report(version="0", root=".", findings=[f]))
+    valid(doc)
+    html = MarkdownIt("commonmark").render(doc["runs"][0]["tool"]["driver"]["rules"][0]["help"]["markdown"])
+    assert "<code>&lt;img src=x onerror=alert(1)&gt;</code>" in html and "<img" not in html
+    assert "<a " not in html and "<b>" not in html and "<strong>more GPUs</strong>" not in html
+    assert "<strong>Inspect:</strong> <code>trainer.micro_batch_size</code>" in html

@@ -26,7 +26,18 @@ from urllib.parse import quote
 from triage import __version__
 from triage.model import Finding, Report
 from triage.report import RenderOptions
-from triage.report.common import advice, clean, evidence_text, message, run_path, safe_report, shown_path
+from triage.report.common import (
+    advice,
+    clean,
+    evidence_text,
+    knob_text,
+    message,
+    phrase,
+    run_path,
+    safe_report,
+    shown_path,
+)
+from triage.report.summary import code, esc
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 LEVEL = {"error": "error", "warning": "warning", "info": "note"}
@@ -66,6 +77,19 @@ class Bases:
         return out
 
 
+def _help_markdown(f: Finding, options: RenderOptions) -> str:
+    """The help as Markdown (code scanning renders it): knob names and values as code, other text escaped, so a
+    value read from a log or config cannot add markup, links or HTML."""
+    parts = []
+    if f.knobs:
+        parts.append("**Inspect:** " + "; ".join(knob_text(k, options, code=code, plain=esc) for k in f.knobs))
+    if f.not_knobs:
+        parts.append("**Will not help:** " + esc("; ".join(phrase(n) for n in f.not_knobs)))
+    if f.explain:
+        parts.append(esc(f.explain))
+    return "\n\n".join(parts) or esc(f.title)
+
+
 def _rule(f: Finding, options: RenderOptions) -> dict[str, Any]:
     help_text = advice(f, options)
     return {
@@ -73,7 +97,7 @@ def _rule(f: Finding, options: RenderOptions) -> dict[str, Any]:
         "name": "".join(p.capitalize() for p in f.rule.replace("-", ".").split(".")),
         "shortDescription": {"text": f.title if f.rule != "unclassified" else "Error lines no rule explains"},
         "fullDescription": {"text": " ".join(f.explain.split()) or f.title},
-        "help": {"text": help_text or f.title, "markdown": help_text.replace("\n", "\n\n") or f.title},
+        "help": {"text": help_text or f.title, "markdown": _help_markdown(f, options)},
         "defaultConfiguration": {"level": LEVEL[f.severity]},
         "properties": {"category": f.category, "tags": [f.category]},
     }
