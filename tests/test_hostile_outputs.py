@@ -122,6 +122,16 @@ def test_no_line_starts_a_workflow_command_triage_did_not_mean(fmt: str, source:
         assert "##[" not in line, repr(line)  # the legacy form is obeyed anywhere in a line
 
 
+@pytest.mark.parametrize("fmt", ["sarif", "github", "gitlab"])
+def test_ci_formats_publish_no_path_outside_the_run_directory(fmt: str, disk_report: Report) -> None:
+    text = render(fmt, disk_report, RenderOptions())
+    assert "elsewhere" not in text and "../" not in text
+    if fmt == "github":  # the config finding: no file=, its knobs' source named by the file's name
+        (line,) = [x for x in text.split("\n") if "config.prompt-plus-response-over-context" in x]
+        assert line.startswith("::error title=prompt-budget%3A ")
+        assert "(--rollout-max-prompt-len; from config run.yaml:3)" in line
+
+
 def test_github_annotates_each_live_finding_once_and_nothing_else() -> None:
     text = render("github", api_report(), RenderOptions())
     commands = [line for line in text.split("\n") if line.lstrip().startswith("::")]

@@ -178,6 +178,23 @@ def shown_path(file: str) -> str:
     return line_path(rel if rel is not None else posixpath.basename(file.rstrip("/")) or file)
 
 
+def outside_named(report: Report) -> Report:
+    """A copy of the report in which the path of each file outside the run directory, where text cites it (a knob's
+    source `config /home/u/run.yaml:3`, a note), is its name alone: what the CI formats publish."""
+    names = {lf.rel: shown_path(lf.rel) for lf in report.files if run_path(lf.rel) is None and "/" in lf.rel}
+    if not names:
+        return report
+
+    def named(text: str) -> str:
+        for path in sorted(names, key=len, reverse=True):  # /a/bc before /a/b
+            text = text.replace(path, names[path])
+        return text
+
+    findings = [dataclasses.replace(f, knobs=[dataclasses.replace(k, source=named(k.source)) for k in f.knobs])
+                for f in report.findings]
+    return dataclasses.replace(report, findings=findings, errors=[named(e) for e in report.errors])
+
+
 def where(f: Finding) -> str:
     return f"{f.evidence[0].file}:{f.evidence[0].line}" if f.evidence else ""
 

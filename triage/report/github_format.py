@@ -18,7 +18,7 @@ from collections import Counter
 
 from triage.model import Finding, Report
 from triage.report import RenderOptions
-from triage.report.common import advice, evidence_text, live, run_path, safe_report, shown_path, verdict
+from triage.report.common import advice, evidence_text, live, outside_named, run_path, safe_report, shown_path, verdict
 
 MAX_PER_LEVEL = 10
 LEVEL = {"error": "error", "warning": "warning", "info": "notice"}
@@ -43,7 +43,7 @@ def annotation(f: Finding, options: RenderOptions) -> str:
 
 
 def render(report: Report, options: RenderOptions) -> str:
-    report = safe_report(report)
+    report = outside_named(safe_report(report))
     shown: Counter[str] = Counter()
     left: Counter[str] = Counter()
     lines = []

@@ -32,6 +32,7 @@ from triage.report.common import (
     evidence_text,
     knob_text,
     message,
+    outside_named,
     phrase,
     run_path,
     safe_report,
@@ -134,7 +135,7 @@ def automation_id(category: str) -> str:
 
 
 def as_dict(report: Report, options: RenderOptions) -> dict[str, Any]:
-    report = safe_report(report)
+    report = outside_named(safe_report(report))
     bases = Bases()
     rules: dict[str, int] = {}
     rule_objs: list[dict[str, Any]] = []
