@@ -50,7 +50,7 @@ def test_one_run_writes_every_extra_output_and_they_agree(cli, tmp_path: Path) -
     assert [x["partialFingerprints"]["triage/v1"] for x in sarif["runs"][0]["results"]] == fps
     assert [x["fingerprint"] for x in json.loads(out["gitlab"].read_text())] == fps
     junit = ET.parse(out["junit"]).getroot()
-    assert [c.get("name") for c in junit.iter("testcase") if c.find("failure") is not None] == ["trainer-oom"]
+    assert [c.get("name") for c in junit.iter("testcase") if c.find("failure") is not None] == ["trainer.cuda-oom in train.log"]
     assert "train.log:10" in out["markdown"].read_text() and "train.log:10" in out["html"].read_text()
 
 

@@ -5,14 +5,32 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from realcases import report_of
+import jsonschema
+from realcases import ROOT, report_of
 
 from triage.analyze import Settings, analyze
 from triage.report import RenderOptions, render
 
+# GitLab's own schema for one Code Quality issue (tests/schemas/SOURCES.md)
+SCHEMA = json.loads((ROOT / "tests" / "schemas" / "gitlab-codeclimate.json").read_text())
+
 
 def issues(report) -> list[dict]:  # type: ignore[no-untyped-def]
-    return json.loads(render("gitlab", report, RenderOptions()))
+    out = json.loads(render("gitlab", report, RenderOptions()))
+    for issue in out:
+        jsonschema.validate(issue, SCHEMA)
+    return out
+
+
+def test_the_schema_check_rejects_an_issue_without_a_fingerprint() -> None:
+    (issue,) = issues(report_of("004"))
+    del issue["fingerprint"]
+    try:
+        jsonschema.validate(issue, SCHEMA)
+    except jsonschema.ValidationError as e:
+        assert "'fingerprint' is a required property" in e.message
+    else:
+        raise AssertionError("GitLab's schema accepted an issue without a fingerprint")
 
 
 def test_combined_run_has_unique_fingerprints_in_rank_order(combined: Path) -> None:  # noqa: F811

@@ -21,7 +21,13 @@ from triage.report.figures import MAX_POINTS
 PROBE = """<script>
 const charts = [...document.querySelectorAll('svg.chart')].map(s => {
   const r = s.getBoundingClientRect();
-  return {title: s.dataset.title, w: r.width, h: r.height,
+  const vb = s.viewBox.baseVal;
+  const clipped = [...s.querySelectorAll('text')].filter(t => {
+    const b = t.getBBox();
+    return b.x < 0 || b.y < 0 || b.x + b.width > vb.width || b.y + b.height > vb.height;
+  }).map(t => t.textContent);
+  return {title: s.dataset.title, w: r.width, h: r.height, clipped,
+          figure: s.closest('figure') ? s.closest('figure').dataset.source : null,
           lines: [...s.querySelectorAll('polyline.series')].map(p => ({name: p.dataset.name, n: p.points.numberOfItems,
                   len: p.getTotalLength(), bw: p.getBBox().width, stroke: getComputedStyle(p).stroke})),
           findings: s.querySelectorAll('.mark-finding').length, retractions: s.querySelectorAll('.mark-retraction').length};
@@ -95,6 +101,7 @@ def test_charts_render_in_headless_chromium(tmp_path: Path) -> None:
     assert titles == ["token usage", "requests", "gen throughput (token/s)", "perf/step_time (s)"]
     for c in probe["charts"]:
         assert c["w"] > 600 and c["h"] > 80, c
+        assert c["clipped"] == [], c  # every tick and mark label inside the chart
         for line in c["lines"]:
             assert line["len"] > 100 and line["bw"] > 600, line  # spans the chart: drawn, not collapsed
             assert line["stroke"] not in ("none", ""), line
@@ -115,3 +122,48 @@ def test_real_prefill_ramp_renders_in_headless_chromium(tmp_path: Path) -> None:
 def test_no_timelines_says_so() -> None:
     text = render("html", report_of("004"), RenderOptions())
     assert "No batch statistics or step times in these logs." in text
+
+
+def test_every_engine_has_its_charts_and_no_label_is_clipped(tmp_path: Path) -> None:
+    run = long_run(tmp_path / "run", rows=3000, retract_every=1000)
+    log = run / "sglang-engine-0.log"
+    (run / "sglang-engine-1.log").write_text(log.read_text())
+    report = analyze(Settings(paths=[str(run)]))
+    engines = [t.source for t in report.timelines if t.kind == "engine"]
+    assert len(engines) == 2
+    probe = chromium_probe(render("html", report, RenderOptions()), tmp_path)
+    for source in engines:
+        charts = [c for c in probe["charts"] if c["figure"] == source]
+        assert [c["title"] for c in charts] == ["token usage", "requests", "gen throughput (token/s)"], source
+        assert all(line["len"] > 100 for c in charts for line in c["lines"]), source
+    assert [c["clipped"] for c in probe["charts"]] == [[]] * len(probe["charts"])
+
+
+def test_wide_axis_labels_stay_inside_the_chart(tmp_path: Path) -> None:
+    """A week-long log: line numbers and values in the tens of millions (the last x label is the widest)."""
+    from triage.report import svg
+
+    xs = list(range(12_345_000, 98_765_433, 1_000_000))
+    chart = svg.Chart("tokens", xs, {"tokens": [float(x) * 1.3 for x in xs]},
+                      [svg.Mark(xs[-1], "#1 serving.kv-retraction line 98765432", "finding")])
+    page = "<!doctype html><html><head><meta charset='utf-8'></head><body>" + svg.render(chart) + "</body></html>"
+    (chart_probe,) = chromium_probe(page, tmp_path)["charts"]
+    assert chart_probe["clipped"] == []
+    assert 'text-anchor="end">98M</text>' in page  # the last x label: compact, ending at the axis' end
+
+
+def test_the_page_is_never_capped_like_a_ticket(combined: Path) -> None:  # noqa: F811
+    import copy
+
+    report = analyze(Settings(paths=[str(combined)]))
+    many = []
+    for i in range(4):
+        for f in report.findings:
+            g = copy.deepcopy(f)
+            g.fingerprint = f"{f.fingerprint}{i}"
+            many.append(g)
+    report.findings = many
+    text = render("html", report, RenderOptions(max_chars=32_767))
+    assert len(text) > 32_767
+    assert text.count("<h3>") == sum(1 for f in report.findings if not f.known) == 80  # every finding's details
+    assert "left out" not in text

@@ -1,4 +1,5 @@
-"""Markdown for tickets: golden file on a real case, renders through a CommonMark parser, stays under 64 KiB."""
+"""Markdown for tickets: golden file on a real case; rendered by a GFM renderer every table row keeps its cells;
+bounded by `max_chars` (61,440 by default, 32,767 for Jira) saying what was left out."""
 
 from __future__ import annotations
 
@@ -7,14 +8,46 @@ from pathlib import Path
 
 import pytest
 from markdown_it import MarkdownIt
-from realcases import ROOT
+from realcases import ROOT, case
 
 from triage.analyze import Settings, analyze
 from triage.report import RenderOptions, render
-from triage.report.markdown_format import MAX_BYTES
+from triage.report.markdown_format import DEFAULT_MAX_CHARS, PRESETS
 
 GOLDEN = ROOT / "tests" / "golden" / "063-kv-pool-negative.md"
-MD = MarkdownIt("commonmark", {"html": False}).enable("table")
+MD = MarkdownIt("commonmark", {"html": False}).enable(["table", "strikethrough"])  # GFM's table and strikethrough
+
+
+def table_shapes(text: str) -> list[tuple[int, list[int]]]:
+    """Each table GFM renders: its header's cell count and every body row's cell count."""
+    tokens = MD.parse(text)
+    shapes: list[tuple[int, list[int]]] = []
+    row: list[str] = []
+    for t in tokens:
+        if t.type == "table_open":
+            shapes.append((0, []))
+        elif t.type == "tr_open":
+            row = []
+        elif t.type in ("th_open", "td_open"):
+            row.append(t.type)
+        elif t.type == "tr_close":
+            head, body = shapes[-1]
+            shapes[-1] = (len(row), body) if row[0] == "th_open" else (head, body + [len(row)])
+    return shapes
+
+
+def many_findings(report, copies: int = 40):  # type: ignore[no-untyped-def]
+    """The combined run's 20 findings `copies` times, with long evidence: a week of distinct failures."""
+    many = []
+    for i in range(copies):
+        for f in report.findings:
+            g = copy.deepcopy(f)
+            g.fingerprint = f"{f.fingerprint}{i}"
+            for e in g.evidence:
+                e.text = e.text + " x" * 300
+            many.append(g)
+    report.findings = many
+    return report
 
 
 def md_of(paths: list[str], **kw: object) -> str:
@@ -53,19 +86,39 @@ def test_log_text_with_pipes_and_html_stays_text(tmp_path: Path) -> None:
     assert "<em>" not in html and "*boom*" in html
 
 
-def test_a_huge_report_is_summarised_under_64_kib(combined: Path) -> None:  # noqa: F811
-    report = analyze(Settings(paths=[str(combined)]))
-    many = []
-    for i in range(40):  # 760 findings with long evidence: a week of distinct failures
-        for f in report.findings:
-            g = copy.deepcopy(f)
-            g.fingerprint = f"{f.fingerprint}{i}"
-            for e in g.evidence:
-                e.text = e.text + " x" * 300
-            many.append(g)
-    report.findings = many
+def test_a_huge_report_is_summarised_under_the_default_bound(combined: Path) -> None:  # noqa: F811
+    report = many_findings(analyze(Settings(paths=[str(combined)])))
     text = render("markdown", report, RenderOptions())
-    assert len(text.encode()) <= MAX_BYTES < 64 * 1024
+    assert len(text) <= DEFAULT_MAX_CHARS < 65_536  # GitHub's comment limit, in characters
     assert "more finding(s), left out to keep this summary short" in text
-    assert text.rstrip().split("\n")[-1].startswith("1 read") or "## Coverage" in text
-    assert MD.parse(text)  # still valid Markdown
+    assert "## Coverage" in text
+    assert all(n == head for head, body in table_shapes(text) for n in body)  # still well-formed tables
+
+
+def test_jira_preset_bounds_the_summary_and_says_what_was_left_out(combined: Path) -> None:  # noqa: F811
+    report = many_findings(analyze(Settings(paths=[str(combined)])), copies=2)  # 40 findings
+    default = render("markdown", report, RenderOptions())
+    text = render("markdown", report, RenderOptions(max_chars=PRESETS["jira"]))
+    assert PRESETS["jira"] == 32_767
+    assert len(text) <= 32_767 < len(default) <= DEFAULT_MAX_CHARS
+    assert "Details of 20 more finding(s) left out to keep this summary short." in default
+    assert "Details of 30 more finding(s) left out to keep this summary short." in text
+    assert text.count("\n### ") == 10
+    assert all(n == head for head, body in table_shapes(text) for n in body)
+
+
+def test_a_bound_too_small_for_any_level_cuts_and_says_so() -> None:
+    text = md_of([str(case("004"))], max_chars=300)
+    assert len(text) <= 300
+    assert text.endswith("… (cut at 300 characters; the JSON report has everything)\n")
+
+
+def test_pipes_in_a_file_name_and_rule_keep_every_table_row_whole(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "a|b `c`.log").write_text("RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB | x\n")
+    text = md_of([str(run)])
+    shapes = table_shapes(text)
+    assert shapes == [(6, [6])]
+    html = MD.render(text)
+    assert "<code>a|b `c`.log:1</code>" in html  # the cell shows the name as it is

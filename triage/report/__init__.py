@@ -23,6 +23,8 @@ class RenderOptions:
     verbose: bool = False
     fail_on: str = "error"  # the gate: JUnit fails a category at or above it
     redact: bool = True  # mask secrets in everything not already redacted (config values, reasons, paths)
+    sarif_category: str | None = None  # SARIF runAutomationDetails.id: one category per upload (--sarif-category)
+    max_chars: int | None = None  # the Markdown summary's bound in characters (--max-chars; None: 61,440)
 
 
 def resolve(fmt: str, env: Mapping[str, str]) -> str:

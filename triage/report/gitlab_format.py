@@ -1,8 +1,9 @@
 """`--format gitlab`: GitLab Code Quality JSON (a list of issues; CodeClimate's subset GitLab reads).
 
 Each live finding is one issue with a unique fingerprint (the line-number-free one), `check_name` = rule id,
-severity error→critical, warning→major, info→info, and `location.path` relative to the run directory.
-Known (baselined) findings are left out: GitLab compares against its own base report.
+severity error→critical, warning→major, info→info, and `location.path` relative to the run directory (a file
+outside it, e.g. `--config ../run.yaml`, by its name alone: never an absolute or `../` path). Known (baselined)
+findings are left out: GitLab compares against its own base report. Control characters are shown visibly.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import Any
 
 from triage.model import Finding, Report
 from triage.report import RenderOptions
-from triage.report.common import evidence_text, live, message
+from triage.report.common import evidence_text, live, message, outside_named, safe_report, shown_path
 
 SEVERITY = {"error": "critical", "warning": "major", "info": "info"}
 
@@ -24,15 +25,16 @@ def _issue(f: Finding, fingerprint: str) -> dict[str, Any]:
         "type": "issue",
         "check_name": f.rule,
         "description": message(f),
-        "content": {"body": evidence_text(f)},
+        "content": {"body": evidence_text(f, path=shown_path)},
         "categories": ["Bug Risk"],
         "severity": SEVERITY[f.severity],
         "fingerprint": fingerprint,
-        "location": {"path": e.file if e else ".", "lines": {"begin": max(1, e.line) if e else 1}},
+        "location": {"path": shown_path(e.file) if e else ".", "lines": {"begin": max(1, e.line) if e else 1}},
     }
 
 
 def as_list(report: Report) -> list[dict[str, Any]]:
+    report = outside_named(safe_report(report))
     out, seen = [], set()
     for f in live(report):
         fp = f.fingerprint

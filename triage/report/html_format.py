@@ -1,4 +1,5 @@
-"""`--format html`: one self-contained page for an incident: the Markdown summary plus timelines.
+"""`--format html`: one self-contained page for an incident: the whole Markdown summary (never cut to a
+ticket's size) plus timelines.
 
 Per engine: token usage, running and queued requests, decode throughput, with retractions ticked and the
 line of each finding marked (#n as in the table); per metrics file: step times. Everything is inline (CSS,
@@ -13,9 +14,8 @@ from html import escape
 from markdown_it import MarkdownIt
 
 from triage.model import Report, Timeline
-from triage.report import RenderOptions, markdown_format, svg
-from triage.report.common import clean
-from triage.report.json_format import verdict
+from triage.report import RenderOptions, summary, svg
+from triage.report.common import clean, safe_report, verdict
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
 STYLE = """
@@ -78,9 +78,10 @@ def _timelines(report: Report, options: RenderOptions) -> str:
 
 
 def render(report: Report, options: RenderOptions) -> str:
+    report = safe_report(report)
     md = MarkdownIt("commonmark", {"html": False}).enable("table")
-    summary = md.render(markdown_format.render(report, options))
-    head, sep, coverage = summary.partition("<h2>Coverage</h2>")  # timelines before coverage, which stays last
+    page = md.render(summary.whole(report, options))  # never capped: a page is not a ticket comment
+    head, sep, coverage = page.partition("<h2>Coverage</h2>")  # timelines before coverage, which stays last
     return ("<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
             '<meta name="viewport" content="width=device-width, initial-scale=1">'

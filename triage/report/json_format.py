@@ -9,6 +9,7 @@ from typing import Any
 from triage.model import Finding, Report
 from triage.redact import redact
 from triage.report import RenderOptions
+from triage.report.common import safe_report, verdict
 
 
 def _config(report: Report, redact_on: bool) -> dict[str, Any]:
@@ -42,15 +43,6 @@ def as_dict(report: Report, redact_on: bool = True) -> dict[str, object]:
     }
 
 
-def verdict(report: Report) -> str:
-    live = [f for f in report.findings if not f.known]
-    if not live:
-        known = len(report.findings)
-        return f"no new problems ({known} known)" if known else "no problems found"
-    top = live[0]
-    return f"{top.severity}: {top.category}: {top.title}"
-
-
 def _flat(value: Any) -> bool:
     """A value written on one line: a scalar, or an array of scalars (a timeline's points)."""
     if isinstance(value, (list, tuple)):
@@ -72,4 +64,4 @@ def dumps(value: Any, level: int = 0) -> str:
 
 
 def render(report: Report, options: RenderOptions) -> str:
-    return dumps(as_dict(report, options.redact)) + "\n"
+    return dumps(as_dict(safe_report(report), options.redact)) + "\n"

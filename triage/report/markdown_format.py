@@ -1,142 +1,20 @@
-"""`--format markdown`: an incident-ticket summary that pastes as is.
+"""`--format markdown`: the summary (report/summary.py) bounded for a ticket or a comment.
 
-Verdict line, a findings table (category, severity, count, where), then per finding its evidence in a code
-block, the knobs to inspect with their current values, what will not help and why; known (baselined)
-findings; coverage last. Kept under 64 KiB (ticket systems cut or refuse longer comments) by showing fewer
-finding details, table rows and coverage lines until it fits, and saying what was left out.
+Trackers count characters, not bytes: a GitHub issue or pull-request comment holds 65,536, a Jira Cloud text
+field 32,767 (its default `jira.text.field.character.limit`). The default bound, 61,440, fits GitHub with room
+for a sentence a person adds; `--max-chars N` sets another, `--max-chars jira` the Jira one.
 """
 
 from __future__ import annotations
 
-import re
-from collections import Counter
-
-from triage.model import Finding, Knob, Report
+from triage.model import Report
 from triage.report import RenderOptions
-from triage.report.common import clean, live, where
-from triage.report.json_format import verdict
+from triage.report.common import safe_report
+from triage.report.summary import bounded
 
-MAX_BYTES = 60 * 1024  # under the 64 KiB many trackers allow, with room for a sentence a person adds
-# (finding details, table rows, coverage lines) tried in turn until the summary fits
-LEVELS = ((50, 500, 200), (20, 200, 50), (10, 100, 20), (5, 50, 10), (3, 20, 5), (1, 10, 3), (0, 5, 0))
-EVIDENCE_WIDTH = 500
-PUNCT = re.compile(r"([\\`*_\[\]<>|~&])")  # inline markup, links, raw HTML, table cells, entities
-LINE_START = re.compile(r"^([-+#>=]|\d+[.)])")  # would start a list, heading, quote or setext underline
-
-
-def esc(text: str) -> str:
-    """Plain text for a Markdown line or table cell: no markup, no raw HTML, no line breaks."""
-    text = PUNCT.sub(r"\\\1", " ".join(text.split()))
-    return LINE_START.sub(lambda m: m.group(1)[:-1] + "\\" + m.group(1)[-1], text)
-
-
-def code(text: str) -> str:
-    """Inline code that survives backticks in the text."""
-    run = max((len(m) for m in re.findall(r"`+", text)), default=0)
-    fence = "`" * (run + 1)
-    pad = " " if text.startswith("`") or text.endswith("`") or run else ""
-    return f"{fence}{pad}{text}{pad}{fence}"
-
-
-def fenced(lines: list[str]) -> list[str]:
-    body = "\n".join(lines)
-    run = max((len(m) for m in re.findall(r"`{3,}", body)), default=2)
-    fence = "`" * (run + 1)
-    return [fence + "text", body, fence]
-
-
-def _table(findings: list[Finding], rows: int) -> list[str]:
-    out = ["| # | category | severity | count | where | rule |", "|---:|---|---|---:|---|---|"]
-    for i, f in enumerate(findings[:rows], 1):
-        known = " (known)" if f.known else ""
-        out.append(f"| {i} | {esc(f.category)} | {f.severity}{known} | {f.count} | "
-                   f"{code(where(f)) if f.evidence else '–'} | {code(f.rule)} |")
-    if len(findings) > rows:
-        out.append(f"\n… and {len(findings) - rows} more finding(s), left out to keep this summary short "
-                   "(the JSON report has them all).")
-    return out
-
-
-def _knob(k: Knob, options: RenderOptions) -> str:
-    line = f"- {code(k.name)}"
-    if k.current is not None:
-        line += f" = {code(clean(k.current, options))}"
-    alias = next((a for a in k.aliases if a.startswith("--")), "")
-    notes = [code(alias)] if alias else []
-    if k.source:
-        notes.append(f"from {esc(clean(k.source, options))}")
-    return line + (f" ({'; '.join(notes)})" if notes else "")
-
-
-def _detail(i: int, f: Finding, options: RenderOptions) -> list[str]:
-    out = [f"### {i}. {f.severity.upper()} · {esc(f.category)} · {esc(f.title)}", ""]
-    span = ""
-    if f.count > 1 and f.first and f.last:
-        span = f" · first {code(f'{f.first.file}:{f.first.line}')}, last {code(f'{f.last.file}:{f.last.line}')}"
-    out += [f"{code(f.rule)} · ×{f.count}{span}", ""]
-    if f.evidence:
-        lines = [f"{e.file}:{e.line}  {e.text.strip()[:EVIDENCE_WIDTH]}" for e in f.evidence]
-        out += fenced(lines) + [""]
-    if f.knobs:
-        out.append("**Inspect:**")
-        out += [_knob(k, options) for k in f.knobs]
-        out.append("")
-    if f.not_knobs:
-        out += ["**Will not help:** " + esc("; ".join(f.not_knobs)), ""]
-    if f.explain:
-        out += [esc(f.explain), ""]
-    return out
-
-
-def _known(findings: list[Finding], options: RenderOptions) -> list[str]:
-    if not findings:
-        return []
-    out = ["## Known (baselined, not gating)", "", "| rule | where | reason | ticket | expires |", "|---|---|---|---|---|"]
-    for f in findings:
-        b = f.baseline
-        out.append(f"| {code(f.rule)} | {code(where(f)) if f.evidence else '–'} | {esc(clean(b.get('reason'), options))} | "
-                   f"{esc(clean(b.get('ticket'), options))} | {esc(str(b.get('expires') or ''))} |")
-    return out + [""]
-
-
-def _coverage(report: Report, lines: int, options: RenderOptions) -> list[str]:
-    status = Counter(f.status for f in report.files)
-    kinds = Counter(f.kind for f in report.files if f.status == "read")
-    summary = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items())) or "none"
-    out = ["## Coverage", "", f"{status.get('read', 0)} read ({esc(summary)}), {status.get('skipped', 0)} skipped, "
-           f"{status.get('unreadable', 0)} unreadable.", ""]
-    notes = [f"- {f.status} {code(clean(f.rel, options))}: {esc(clean(f.reason or f.kind, options))}"
-             for f in report.files if f.status != "read" or f.reason]
-    notes += [f"- note: {esc(clean(e, options))}" for e in report.errors]
-    out += notes[:lines]
-    if len(notes) > lines:
-        out.append(f"- … {len(notes) - lines} more")
-    return out
-
-
-def _build(report: Report, options: RenderOptions, details: int, rows: int, cov: int) -> str:
-    active = live(report)
-    counts = Counter(f.severity for f in active)
-    known = [f for f in report.findings if f.known]
-    tally = ", ".join(f"{counts[s]} {s}" for s in ("error", "warning", "info") if counts[s]) or "none"
-    out = [f"## triage: {esc(verdict(report))}", "",
-           f"{len(active)} finding(s) ({tally}){f', {len(known)} known' if known else ''} in "
-           f"{code(clean(report.root, options))}, {len(report.files)} file(s).", ""]
-    if report.findings:
-        out += _table(report.findings, rows) + [""]
-    numbered = [(i, f) for i, f in enumerate(report.findings, 1) if not f.known]  # numbers as in the table
-    for i, f in numbered[:details]:
-        out += _detail(i, f, options)
-    if len(active) > details:
-        out += [f"Details of {len(active) - details} more finding(s) left out to keep this summary short.", ""]
-    out += _known(known, options)
-    out += _coverage(report, cov, options)
-    return "\n".join(out) + "\n"
+DEFAULT_MAX_CHARS = 60 * 1024
+PRESETS = {"jira": 32_767, "github": 65_536}  # named bounds `--max-chars` accepts
 
 
 def render(report: Report, options: RenderOptions) -> str:
-    for details, rows, cov in LEVELS:
-        text = _build(report, options, details, rows, cov)
-        if len(text.encode()) <= MAX_BYTES:
-            return text
-    return text.encode()[:MAX_BYTES].decode("utf-8", "ignore") + "\n\n… (cut at 60 KiB)\n"
+    return bounded(safe_report(report), options, options.max_chars or DEFAULT_MAX_CHARS)

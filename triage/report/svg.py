@@ -32,6 +32,8 @@ class Chart:
 
 
 def _fmt(v: float) -> str:
+    if abs(v) >= 10_000_000:  # at most 6 characters: fits the left margin as a y label
+        return f"{v / 1e6:,.0f}M"
     if abs(v) >= 100:
         return f"{v:,.0f}"
     return f"{v:.2f}".rstrip("0").rstrip(".") if v != int(v) else str(int(v))
@@ -66,8 +68,11 @@ def _axes(sx: _Scale, sy: _Scale, x: list[int]) -> list[str]:
         v = sy.lo + frac * (sy.hi - sy.lo)
         out.append(f'<text class="tick" x="{LEFT - 6}" y="{sy(v) + 4}" text-anchor="end">{_fmt(v)}</text>')
     lo, hi = x[0], x[-1]
-    for v in sorted({round(lo + (hi - lo) * i / 4) for i in range(5)}):
-        out.append(f'<text class="tick" x="{sx(v)}" y="{HEIGHT - 8}" text-anchor="middle">{_fmt(v)}</text>')
+    ticks = sorted({round(lo + (hi - lo) * i / 4) for i in range(5)})
+    for v in ticks:
+        # the last label ends at the axis' end instead of centring on it, so it is never cut at the edge
+        anchor = "end" if v == ticks[-1] and len(ticks) > 1 else "middle"
+        out.append(f'<text class="tick" x="{sx(v)}" y="{HEIGHT - 8}" text-anchor="{anchor}">{_fmt(v)}</text>')
     return out
 
 

@@ -12,8 +12,7 @@ from rich.text import Text
 
 from triage.model import Finding, Report
 from triage.report import RenderOptions
-from triage.report.common import clean
-from triage.report.json_format import verdict
+from triage.report.common import clean, safe_report, verdict
 
 STYLE = {"error": "bold red", "warning": "bold yellow", "info": "cyan"}
 MAX_LINE = 300
@@ -81,6 +80,7 @@ def _configuration(console: Console, report: Report, options: RenderOptions) -> 
 
 
 def render(report: Report, options: RenderOptions) -> str:
+    report = safe_report(report)
     buf = io.StringIO()
     console = Console(file=buf, force_terminal=options.color, no_color=not options.color, width=options.width,
                       highlight=False, soft_wrap=False)
