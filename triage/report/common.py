@@ -4,16 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from triage.model import SEVERITY_RANK, Finding, Knob, Report
+from triage.model import Finding, Knob, Report
 from triage.redact import redact
 from triage.report import RenderOptions
-
-GATE_RANK = {"error": 0, "warning": 1, "never": -1}
-
-
-def at_gate(severity: str, fail_on: str) -> bool:
-    """Does a finding of this severity fail a gate of `--fail-on fail_on`?"""
-    return SEVERITY_RANK.get(severity, 9) <= GATE_RANK.get(fail_on, -1)
+from triage.report.gate import at_gate
 
 
 def gating(f: Finding, fail_on: str) -> bool:
