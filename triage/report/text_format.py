@@ -70,7 +70,7 @@ def _finding(out: Writer, i: int, f: Finding, options: RenderOptions) -> None:
         head.append(" (known, baselined)", style="dim")
     out.line(head, hang=len(f"{i}. "))
     for e in f.evidence[:3]:
-        out.line(Text(f"{_s(e.file)}:{e.line}  ", style="dim") + Text(_short(_s(e.text.strip()))), INDENT)
+        out.line(Text.assemble((f"{_s(e.file)}:{e.line}  ", "dim"), _short(_s(e.text.strip()))), INDENT)
     if f.count > 1 and f.first and f.last and (f.first.file, f.first.line) != (f.last.file, f.last.line):
         out.line(Text(f"first {_s(f.first.file)}:{f.first.line}, last {_s(f.last.file)}:{f.last.line}", style="dim"),
                  INDENT)
@@ -81,9 +81,9 @@ def _finding(out: Writer, i: int, f: Finding, options: RenderOptions) -> None:
                    if k.current is not None else "")
             alias = next((a for a in k.aliases if a.startswith("--")), "")
             parts.append(f"{k.name}{cur}" + (f" ({alias})" if alias else ""))
-        out.line(Text("inspect: ", style="green") + Text(_s("; ".join(parts))), INDENT)
+        out.line(Text.assemble(("inspect: ", "green"), _s("; ".join(parts))), INDENT)
     if f.not_knobs:
-        out.line(Text("will not help: ", style="magenta") + Text(_s("; ".join(map(str, f.not_knobs)))), INDENT)
+        out.line(Text.assemble(("will not help: ", "magenta"), _s("; ".join(map(str, f.not_knobs)))), INDENT)
     if f.explain:
         out.line(Text(_s(" ".join(f.explain.split())), style="dim"), INDENT, hang=0)
 
@@ -92,15 +92,15 @@ def _coverage(out: Writer, report: Report, options: RenderOptions) -> None:
     by_status = Counter(f.status for f in report.files)
     kinds = Counter(f.kind for f in report.files if f.status == "read")
     summary = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items()))
-    out.line(Text("coverage", style="bold") + Text(f": {by_status.get('read', 0)} read ({summary or 'none'}), "
-                                                  f"{by_status.get('skipped', 0)} skipped, "
-                                                  f"{by_status.get('unreadable', 0)} unreadable"))
+    out.line(Text.assemble(("coverage", "bold"), f": {by_status.get('read', 0)} read ({summary or 'none'}), "
+                                                 f"{by_status.get('skipped', 0)} skipped, "
+                                                 f"{by_status.get('unreadable', 0)} unreadable"))
     for f in report.files:
         if f.status != "read" or f.reason:
-            out.line(Text(f.status, style="dim") + Text(f" {_s(clean(f.rel, options))}: "
-                                                        f"{_s(clean(f.reason or f.kind, options))}"), INDENT)
+            out.line(Text.assemble((f.status, "dim"), f" {_s(clean(f.rel, options))}: "
+                                                      f"{_s(clean(f.reason or f.kind, options))}"), INDENT)
     for err in report.errors:
-        out.line(Text("note", style="yellow") + Text(f" {_s(clean(err, options))}"), INDENT)
+        out.line(Text.assemble(("note", "yellow"), f" {_s(clean(err, options))}"), INDENT)
 
 
 def _configuration(out: Writer, report: Report, options: RenderOptions) -> None:
@@ -108,10 +108,9 @@ def _configuration(out: Writer, report: Report, options: RenderOptions) -> None:
     if not report.config:
         return
     if not options.verbose:
-        out.line(Text("configuration", style="bold") + Text(f": {len(report.config)} knob values known "
-                                                             "(-v lists them)"))
+        out.line(Text.assemble(("configuration", "bold"), f": {len(report.config)} knob values known (-v lists them)"))
         return
-    out.line(Text("configuration", style="bold") + Text(" (effective value, where it came from):"))
+    out.line(Text.assemble(("configuration", "bold"), " (effective value, where it came from):"))
     for name, entry in report.config.items():
         line = Text(f"{_s(name)} = {_s(clean(entry['value'], options))}  ")
         line.append(_s(clean(entry["source"], options)), style="dim")
@@ -126,8 +125,8 @@ def render(report: Report, options: RenderOptions) -> str:
     out = Writer(options)
     live = [f for f in report.findings if not f.known]
     worst = live[0].severity if live else ""
-    out.line(Text("triage", style=STYLE.get(worst, "bold green")) + Text(f": {_s(verdict(report))}  ")
-             + Text(f"({len(live)} finding{'s' if len(live) != 1 else ''}, {len(report.files)} files)", style="dim"))
+    out.line(Text.assemble(("triage", STYLE.get(worst, "bold green")), f": {_s(verdict(report))}  ",
+                           (f"({len(live)} finding{'s' if len(live) != 1 else ''}, {len(report.files)} files)", "dim")))
     shown = report.findings if options.verbose else report.findings[:MAX_FINDINGS]
     for i, f in enumerate(shown, 1):
         out.line()
