@@ -154,3 +154,11 @@ def test_diff_redacts_secrets_from_json_reports(cli, tmp_path: Path) -> None:  #
         r = cli("diff", old, new, "--format", fmt, "--fail-on", "never")
         assert r.code == 0 and "judge call with HF_TOKEN=" in r.out
         assert secret not in r.out, fmt
+
+
+def test_diff_shows_control_characters_of_a_hostile_report(cli, tmp_path: Path) -> None:  # noqa: F811
+    old = _report(tmp_path, "old.json", {"findings": []})
+    new = _report(tmp_path, "new.json", {"findings": [GOOD | {"title": "OOM\x1b]52;c;ZXZpbA==\x07\x1b[2J"}]})
+    r = cli("diff", old, new)
+    assert r.code == 1 and "OOM\\x1b]52;c;ZXZpbA==\\x07\\x1b[2J" in r.out
+    assert "\x1b" not in r.out and "\x07" not in r.out

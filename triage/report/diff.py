@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from triage.errors import TriageError
+from triage.input.read import visible
 from triage.redact import redact, redact_value
 from triage.report.figures import FIGURES
 
@@ -42,8 +43,8 @@ class Diff:
     regressions: list[str] = field(default_factory=list)  # names of figures that got worse
 
     def as_dict(self) -> dict[str, Any]:
-        return {"old": redact(self.old), "new": redact(self.new), "new_findings": self.new_findings, "resolved": self.resolved,
-                "persisting": self.persisting, "regressions": self.regressions,
+        return {"old": redact(self.old), "new": redact(self.new), "new_findings": self.new_findings,
+                "resolved": self.resolved, "persisting": self.persisting, "regressions": self.regressions,
                 "figures": {k: {"old": o, "new": n} for k, (o, n) in self.figures.items()}}
 
 
@@ -115,10 +116,11 @@ def compare(old: dict[str, Any], new: dict[str, Any], old_name: str, new_name: s
 
 
 def _line(f: dict[str, Any]) -> str:
+    """One finding on one line; a report read from a file may hold anything, so its control characters show."""
     ev = f.get("evidence") or [{}]
     where = f"{ev[0].get('file')}:{ev[0].get('line')}" if ev[0] else ""
     known = " (known)" if f.get("known") else ""
-    return f"  {f['severity'].upper():7} {f['category']:22} {f['title']}  {where}  {f['rule']}{known}"
+    return visible(f"  {f['severity'].upper():7} {f['category']:22} {f['title']}  {where}  {f['rule']}{known}")
 
 
 def _num(v: Any) -> str:
@@ -128,7 +130,7 @@ def _num(v: Any) -> str:
 def text(d: Diff) -> str:
     """The comparison for a person; every name from the two sides redacted (a run dir's path may hold a token)."""
     out = [f"triage diff: {len(d.new_findings)} new, {len(d.resolved)} resolved, {len(d.persisting)} persisting, "
-           f"{len(d.regressions)} regression(s)  ({redact(d.old)} -> {redact(d.new)})"]
+           f"{len(d.regressions)} regression(s)  ({visible(redact(d.old))} -> {visible(redact(d.new))})"]
     for title, items in (("new", d.new_findings), ("resolved", d.resolved), ("persisting", d.persisting)):
         if items:
             out.append(f"\n{title}:")
