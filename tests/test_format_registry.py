@@ -90,6 +90,7 @@ def test_every_user_error_is_one_line_and_exit_2_from_one_place(cli, tmp_path: P
     bad.write_text("{}")
     for args, message in [
         ((tmp_path / "missing",), f"{tmp_path / 'missing'}: no such file or directory"),
+        ((tmp_path / "a\n::error::b",), f"{tmp_path}/a\\x0a::error::b: no such file or directory"),  # one line
         (("explain", "no-such-thing"), "no-such-thing: not a rule id, category or knob (try `triage rules list`)"),
         (("budget", "--context", "0", "--response", "1"), "--context must be a positive number of tokens, got 0"),
         (("diff", bad, bad), f"{bad}: not a triage JSON report (no 'findings' list; write one with --format json)"),

@@ -350,6 +350,7 @@ def rules_list(patterns: list[Path] = typer.Option([], "--patterns", help="Extra
 def rules_check(directory: Path | None = typer.Argument(None, help="A rule directory (default: built-in).")) -> None:
     """Validate a rule library and run every rule's examples; exit 1 if an example fails."""
     from triage.library.rules import LibraryError, load_library
+    from triage.report.outputs import write_stdout
     from triage.rulecheck import check_examples
 
     if directory is not None and not directory.is_dir():
@@ -357,12 +358,10 @@ def rules_check(directory: Path | None = typer.Argument(None, help="A rule direc
     try:
         lib = load_library([directory] if directory else [], compile_all=True)
     except LibraryError as e:  # an invalid library is what this command checks for: a failure, not a usage error
-        typer.echo(str(e))
+        write_stdout(f"{e}\n")
         raise typer.Exit(1) from None
     problems = check_examples(lib, only_dir=directory)
-    for p in problems:
-        typer.echo(p)
-    typer.echo(f"{len(lib.rules)} rules, {len(problems)} failing example(s)")
+    write_stdout("".join(f"{p}\n" for p in problems) + f"{len(lib.rules)} rules, {len(problems)} failing example(s)\n")
     raise typer.Exit(1 if problems else 0)
 
 
@@ -438,9 +437,10 @@ def main() -> None:
     try:
         app()
     except TriageError as e:  # every error worded for the user, from any command: one line, exit 2
+        from triage.input.read import visible
         from triage.redact import redact
 
-        _say(f"triage: error: {redact(str(e))}")
+        _say(f"triage: error: {visible(redact(str(e)))}")  # a name from the logs stays on this one line
         sys.exit(e.exit_code)
     except KeyboardInterrupt:
         _say("triage: interrupted")
