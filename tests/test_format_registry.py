@@ -99,3 +99,10 @@ def test_every_user_error_is_one_line_and_exit_2_from_one_place(cli, tmp_path: P
     ]:
         r = cli(*args)
         assert (r.code, r.err) == (2, f"triage: error: {message}\n"), args
+
+
+def test_a_format_whose_flag_is_already_an_option_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(registry, "REGISTRY", dict(registry.REGISTRY))
+    registry.register("export", "triage.report.json_format", "Also write it here.")
+    with pytest.raises(ValueError, match="format 'export': its extra-output flag --export is already an option"):
+        cli_module.build_app()

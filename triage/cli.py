@@ -244,21 +244,25 @@ def _scan_command() -> Any:
     auto), and each format that can be written beside the main one has its flag `--NAME FILE`."""
     import inspect
 
-    from triage.report import choices, extras
+    from triage.report import REGISTRY, choices, extras
 
     fixed = inspect.signature(_scan, eval_str=True).parameters
     fmt_enum = Enum("Format", {c: c for c in choices()}, type=str)  # type: ignore[misc]
     params = [p.replace(annotation=fmt_enum, default=typer.Option(fmt_enum("text"), "--format", "-f",
                                                                    help=p.default.help))
               if name == "fmt" else p for name, p in fixed.items() if p.kind is not p.VAR_KEYWORD]
-    params += [inspect.Parameter(spec.name, inspect.Parameter.KEYWORD_ONLY, annotation=Path | None,
-                                 default=typer.Option(None, f"--{spec.name}", help=spec.also)) for spec in extras()]
-    fixed_names = set(fixed)
+    also = {f"also_{spec.name.replace('-', '_')}": spec.name for spec in extras()}  # parameter -> format
+    taken = {flag for p in fixed.values() if p.kind is not p.VAR_KEYWORD for flag in p.default.param_decls or ()}
+    for name in also.values():
+        if f"--{name}" in taken:
+            raise ValueError(f"format {name!r}: its extra-output flag --{name} is already an option of scan")
+    params += [inspect.Parameter(param, inspect.Parameter.KEYWORD_ONLY, annotation=Path | None,
+                                 default=typer.Option(None, f"--{name}", help=REGISTRY[name].also))
+               for param, name in also.items()]
 
     def scan(**values: Any) -> None:
         values["fmt"] = values["fmt"].value
-        also = {k: values.pop(k) for k in list(values) if k not in fixed_names}
-        _scan(**values, **also)
+        _scan(**{k: v for k, v in values.items() if k not in also}, **{also[k]: values[k] for k in also})
 
     scan.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
     scan.__annotations__ = {p.name: p.annotation for p in params}
