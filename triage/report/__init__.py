@@ -12,8 +12,10 @@ from __future__ import annotations
 import importlib
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from triage.model import Report
+if TYPE_CHECKING:  # the CLI reads the registry before any report exists (and `--help` never needs the nouns)
+    from triage.model import Report
 
 
 @dataclass(frozen=True)
