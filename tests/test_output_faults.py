@@ -162,3 +162,9 @@ def test_diff_shows_control_characters_of_a_hostile_report(cli, tmp_path: Path) 
     r = cli("diff", old, new)
     assert r.code == 1 and "OOM\\x1b]52;c;ZXZpbA==\\x07\\x1b[2J" in r.out
     assert "\x1b" not in r.out and "\x07" not in r.out
+
+
+def test_with_stdout_and_stderr_both_gone_the_exit_code_still_says_so() -> None:
+    p = subprocess.run(["sh", "-c", f'exec 1>&- 2>/dev/full; exec "{sys.executable}" -m triage "{case("004")}"'],
+                       timeout=TIMEOUT)
+    assert p.returncode == 2
