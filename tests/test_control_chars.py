@@ -101,3 +101,20 @@ def test_github_and_json_formats_are_not_fenced(cli, tmp_path: Path) -> None:  #
     assert json.loads(r.out)["findings"][0]["rule"] == "trainer.cuda-oom"
     r = cli(run, "--format", "github", env={"GITHUB_ACTIONS": "true"})
     assert r.out.startswith("::error file=")
+
+
+def test_a_hostile_file_name_stays_on_its_line_in_the_text_report(cli, tmp_path: Path) -> None:  # noqa: F811
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "a\n::error::x\x1b]0;t\x07.log").write_text(OOM + "\n")
+    r = cli(run, "--fail-on", "never")
+    assert r.code == 0 and "a\\n::error::x\\x1b]0;t\\x07.log:1  " + OOM in r.out  # discover escapes names
+    assert not CONTROL.findall(r.out) and not any(line.startswith("::") for line in r.out.splitlines())
+
+
+def test_the_diff_text_is_fenced_in_github_actions_too(cli, tmp_path: Path) -> None:  # noqa: F811
+    run = _log(tmp_path, [f"{OOM} ::error::x"])
+    r = cli("diff", run, run, env={"GITHUB_ACTIONS": "true"})
+    lines = r.out.splitlines()
+    token = lines[0].removeprefix("::stop-commands::")
+    assert r.code == 0 and lines[-1] == f"::{token}::" and lines[1].startswith("triage diff: 0 new, 0 resolved")
