@@ -26,6 +26,7 @@ class Terminal(io.StringIO):
 @pytest.fixture(autouse=True)
 def not_ci(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("CI", raising=False)
+    monkeypatch.delenv("TERM", raising=False)
     monkeypatch.delenv("TRIAGE_NO_PROGRESS", raising=False)
 
 
@@ -37,6 +38,11 @@ def test_no_bar_in_ci_in_a_pipe_or_for_a_small_run(monkeypatch: pytest.MonkeyPat
     monkeypatch.delenv("CI")
     monkeypatch.setenv("TRIAGE_NO_PROGRESS", "1")
     assert progress.start(BIG, Terminal()) is None
+    monkeypatch.delenv("TRIAGE_NO_PROGRESS")
+    monkeypatch.setenv("TERM", "dumb")  # a terminal that cannot move its cursor cannot erase a bar
+    assert progress.start(BIG, Terminal()) is None
+    monkeypatch.setenv("TERM", "xterm-256color")
+    assert progress.start(BIG, Terminal()) is not None
 
 
 def test_a_bar_counts_the_bytes_of_every_process(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -76,3 +82,36 @@ def test_the_scan_reports_every_byte_of_a_file(tmp_path: Path, compressed: bool)
     scanner.progress = count = Count()  # type: ignore[assignment]
     scanner.scan(lf)
     assert count.n == os.path.getsize(path) == lf.size
+
+
+def test_ctrl_c_while_the_bar_is_up_says_interrupted_after_the_bar_is_gone(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+    import time
+
+    from realcases import case
+
+    from triage import cli
+    from triage.scan import parallel
+
+    monkeypatch.setattr(progress, "REDRAW", 0.01)
+    monkeypatch.setattr(progress, "SHOW_ABOVE", 1)  # a bar for the small case
+    terminal = Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)  # the bar and the message share the terminal
+
+    def interrupted_scan(scanner, files):  # type: ignore[no-untyped-def]
+        scanner.progress.add(1)
+        for _ in range(500):  # the bar is drawn (bounded wait: 5 s)
+            if "scanning" in terminal.getvalue():
+                break
+            time.sleep(0.01)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(parallel, "scan_files", interrupted_scan)
+    monkeypatch.setattr(sys, "argv", ["triage", str(case("004"))])
+    with pytest.raises(SystemExit) as exit_:
+        cli.main()
+    assert exit_.value.code == 130
+    drawn = terminal.getvalue()
+    bar, message = drawn.rsplit("triage: interrupted\n", 1)
+    assert "scanning" in bar and message == ""  # the message is the last thing written: after the bar's erase
+    assert drawn.count("interrupted") == 1

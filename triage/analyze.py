@@ -138,10 +138,7 @@ def analyze(settings: Settings, lib: Library | None = None) -> Report:
 
 
 def _analyze(settings: Settings, lib: Library) -> Report:
-    try:
-        entries = baseline.load(settings.baseline) if settings.baseline is not None else {}
-    except baseline.BaselineError as e:
-        raise InputError(str(e)) from None
+    entries = baseline.load(settings.baseline) if settings.baseline is not None else {}
     files, problems = discover(settings.paths)
     if problems:
         raise InputError(problems[0])

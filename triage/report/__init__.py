@@ -2,6 +2,9 @@
 
 A format module exposes `render(report: Report, options: RenderOptions) -> str`. The findings it reads are
 final: ranked, redacted, with baselined ones marked `known` (shown as known, never gating).
+
+REGISTRY is the one list of formats: the CLI's `--format` choices and its extra-output flags (`--json FILE`,
+...) are derived from it. Adding a format is its module plus one `register(...)` line below.
 """
 
 from __future__ import annotations
@@ -9,17 +12,53 @@ from __future__ import annotations
 import importlib
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from triage.model import Report
+if TYPE_CHECKING:  # the CLI reads the registry before any report exists (and `--help` never needs the nouns)
+    from triage.model import Report
 
-FORMATS = ("text", "json", "markdown", "html", "sarif", "junit", "github", "gitlab")
-CHOICES = FORMATS + ("auto",)
+
+@dataclass(frozen=True)
+class FormatSpec:
+    name: str  # the `--format` choice
+    module: str  # import path of the module whose render() writes it
+    also: str = ""  # help of the extra-output flag `--NAME FILE`; empty: a main format only (no such flag)
+
+
+REGISTRY: dict[str, FormatSpec] = {}
+
+
+def register(name: str, module: str, also: str = "") -> None:
+    REGISTRY[name] = FormatSpec(name, module, also)
+
+
+register("text", "triage.report.text_format")
+register("json", "triage.report.json_format", "Also write the JSON report here.")
+register("markdown", "triage.report.markdown_format", "Also write the Markdown summary here.")
+register("html", "triage.report.html_format", "Also write the HTML page here.")
+register("sarif", "triage.report.sarif_format", "Also write SARIF 2.1.0 here.")
+register("junit", "triage.report.junit_format", "Also write JUnit XML here.")
+register("github", "triage.report.github_format")
+register("gitlab", "triage.report.gitlab_format", "Also write GitLab Code Quality JSON here.")
+
+FORMATS = tuple(REGISTRY)  # the built-in formats (tests run every one)
+AUTO = "auto"  # not a format: github inside GitHub Actions, else text
+
+
+def choices() -> tuple[str, ...]:
+    """What `--format` accepts: every registered format, and `auto`."""
+    return (*REGISTRY, AUTO)
+
+
+def extras() -> list[FormatSpec]:
+    """The formats that can be written beside the main one, each by its flag `--NAME FILE`."""
+    return [spec for spec in REGISTRY.values() if spec.also]
 
 
 @dataclass
 class RenderOptions:
     color: bool = False
-    width: int = 100
+    width: int | None = None  # wrap the text report at this many columns (a terminal's width); None: no wrap
     verbose: bool = False
     fail_on: str = "error"  # the gate: JUnit fails a category at or above it
     redact: bool = True  # mask secrets in everything not already redacted (config values, reasons, paths)
@@ -29,13 +68,13 @@ class RenderOptions:
 
 def resolve(fmt: str, env: Mapping[str, str]) -> str:
     """`auto` is `github` inside GitHub Actions, else `text`."""
-    if fmt != "auto":
+    if fmt != AUTO:
         return fmt
     return "github" if env.get("GITHUB_ACTIONS") else "text"
 
 
 def render(fmt: str, report: Report, options: RenderOptions | None = None) -> str:
-    if fmt not in FORMATS:
-        raise ValueError(f"unknown format {fmt!r}; choose one of {', '.join(CHOICES)}")
-    module = importlib.import_module(f".{fmt}_format", __name__)
-    return module.render(report, options or RenderOptions())
+    spec = REGISTRY.get(fmt)
+    if spec is None:
+        raise ValueError(f"unknown format {fmt!r}; choose one of {', '.join(choices())}")
+    return importlib.import_module(spec.module).render(report, options or RenderOptions())

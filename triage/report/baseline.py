@@ -15,11 +15,13 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 from pathlib import Path
 from typing import Any
 
 from triage.errors import TriageError
 from triage.model import Finding, Report
+from triage.report.outputs import special, what_is
 
 FORMAT_KEY = "triage_baseline"
 FORMAT_VERSION = 1
@@ -40,13 +42,37 @@ def _expires(entry: dict[str, Any], where: str) -> dt.date | None:
         raise BaselineError(f"{where}: expires must be a date like 2026-01-31, not {value!r}") from None
 
 
+def refuse_special(path: Path) -> None:
+    """A baseline is a regular file: a FIFO would block a read or a write forever, /dev/zero never ends."""
+    what = special(path)
+    if what:
+        raise BaselineError(f"{path}: is {what}; a baseline is a regular JSON file")
+
+
+def _read(path: Path) -> bytes:
+    """The file's bytes; opened without blocking (a FIFO would wait for a writer) and checked to be a regular
+    file before reading (a device would never end)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError as e:
+        raise BaselineError(f"{path}: cannot read baseline: {e.strerror or e}") from None
+    try:
+        what = what_is(os.fstat(fd).st_mode)
+        if what:
+            raise BaselineError(f"{path}: is {what}; a baseline is a regular JSON file")
+        with os.fdopen(os.dup(fd), "rb") as fh:
+            return fh.read()
+    except OSError as e:
+        raise BaselineError(f"{path}: cannot read baseline: {e.strerror or e}") from None
+    finally:
+        os.close(fd)
+
+
 def load(path: Path) -> dict[str, dict[str, Any]]:
     """fingerprint -> entry. Raises BaselineError naming the file and entry for anything malformed."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as e:
-        raise BaselineError(f"{path}: cannot read baseline: {e.strerror or e}") from None
-    except (ValueError, UnicodeDecodeError) as e:
+        data = json.loads(_read(path).decode("utf-8"))
+    except (ValueError, UnicodeDecodeError, RecursionError) as e:
         raise BaselineError(f"{path}: not a triage baseline (invalid JSON: {e})") from None
     if not isinstance(data, dict) or data.get(FORMAT_KEY) != FORMAT_VERSION or not isinstance(data.get("entries"), list):
         raise BaselineError(f"{path}: not a triage baseline (expected {{\"{FORMAT_KEY}\": {FORMAT_VERSION}, "

@@ -22,8 +22,7 @@ from typing import Any
 from triage.model import SEVERITY_RANK, Evidence, Finding, Knob, LogFile, Report, Timeline
 from triage.redact import redact
 from triage.report import RenderOptions
-
-GATE_RANK = {"error": 0, "warning": 1, "never": -1}
+from triage.report.gate import at_gate
 
 # C0 except tab, DEL, C1 (ECMA-48: ESC/CSI/OSC/BEL/BS are all in these ranges), the Unicode line and paragraph
 # separators (line breaks to some terminals and editors), the bidirectional embedding/override/isolate controls
@@ -69,7 +68,7 @@ def phrase(entry: Any) -> str:
 
 
 def _evidence(e: Evidence) -> Evidence:
-    return Evidence(safe_text(e.file), e.line, safe_text(e.text))
+    return Evidence(safe_text(e.file), e.line, safe_text(e.text), safe_text(e.node))
 
 
 def _knob(k: Knob) -> Knob:
@@ -107,10 +106,6 @@ def safe_report(report: Report) -> Report:
 
 # --- the gate and the verdict
 
-
-def at_gate(severity: str, fail_on: str) -> bool:
-    """Does a finding of this severity fail a gate of `--fail-on fail_on`?"""
-    return SEVERITY_RANK.get(severity, 9) <= GATE_RANK.get(fail_on, -1)
 
 
 def gating(f: Finding, fail_on: str) -> bool:

@@ -1,5 +1,11 @@
 """The terminal report: a one-line verdict, then each finding (evidence, knobs, what will not help, why),
-then coverage (files read, skipped, unreadable and why)."""
+then coverage (files read, skipped, unreadable and why).
+
+Every logical line is one output line unless `options.width` is set (the CLI sets it to the terminal's width on
+a terminal): then it wraps at word boundaries with a hanging indent, so a continuation line always starts with
+spaces. Either way no output line starts with text quoted from a log (a `::error::` in a log line cannot
+become a CI runner's workflow command). Names and values are shown with their control characters escaped.
+"""
 
 from __future__ import annotations
 
@@ -7,9 +13,9 @@ import io
 from collections import Counter
 
 from rich.console import Console
-from rich.markup import escape
 from rich.text import Text
 
+from triage.input.read import visible
 from triage.model import Finding, Report
 from triage.report import RenderOptions
 from triage.report.common import clean, safe_report, verdict
@@ -17,22 +23,56 @@ from triage.report.common import clean, safe_report, verdict
 STYLE = {"error": "bold red", "warning": "bold yellow", "info": "cyan"}
 MAX_LINE = 300
 MAX_FINDINGS = 12
+INDENT = 3  # a finding's detail lines
+HANG = 2  # how much further a wrapped line's continuation is indented
 
 
 def _short(text: str, width: int = MAX_LINE) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-def _finding(console: Console, i: int, f: Finding, options: RenderOptions) -> None:
-    sev = STYLE.get(f.severity, "")
-    count = f" ×{f.count}" if f.count > 1 else ""
-    known = " [dim](known, baselined)[/dim]" if f.known else ""
-    console.print(f"[{sev}]{i}. {f.severity.upper()}[/{sev}] [bold]{escape(f.category)}[/bold] "
-                  f"{escape(f.title)}{count}  [dim]{escape(f.rule)}[/dim]{known}")
+def _s(value: object) -> str:
+    """Text for the report: one line, its control characters visible."""
+    return visible(" ".join(str(value).splitlines()))
+
+
+class Writer:
+    """Prints logical lines (rich Text, styled) at an indent, wrapped with a hanging indent when width is set."""
+
+    def __init__(self, options: RenderOptions) -> None:
+        self.buf = io.StringIO()
+        self.width = options.width
+        self.console = Console(file=self.buf, force_terminal=options.color, no_color=not options.color,
+                               width=options.width or 1 << 16, highlight=False, emoji=False, markup=False)
+
+    def line(self, text: Text | str = "", indent: int = 0, hang: int = HANG) -> None:
+        text = Text(text) if isinstance(text, str) else text
+        if self.width is None or len(text) + indent <= self.width:
+            self.console.print(Text(" " * indent) + text, soft_wrap=True)
+            return
+        for i, part in enumerate(text.wrap(self.console, max(20, self.width - indent - hang))):
+            part.rstrip()
+            self.console.print(Text(" " * (indent + (hang if i else 0))) + part, soft_wrap=True)
+
+    def text(self) -> str:
+        return self.buf.getvalue()
+
+
+def _finding(out: Writer, i: int, f: Finding, options: RenderOptions) -> None:
+    head = Text(f"{i}. ")
+    head.append(f.severity.upper(), style=STYLE.get(f.severity, ""))
+    head.append(" ")
+    head.append(_s(f.category), style="bold")
+    head.append(f" {_s(f.title)}" + (f" ×{f.count}" if f.count > 1 else "") + "  ")
+    head.append(_s(f.rule), style="dim")
+    if f.known:
+        head.append(" (known, baselined)", style="dim")
+    out.line(head, hang=len(f"{i}. "))
     for e in f.evidence[:3]:
-        console.print(Text(f"   {e.file}:{e.line}  ", style="dim") + Text(_short(e.text.strip())))
+        out.line(Text.assemble((f"{_s(e.file)}:{e.line}  ", "dim"), _short(_s(e.text.strip()))), INDENT)
     if f.count > 1 and f.first and f.last and (f.first.file, f.first.line) != (f.last.file, f.last.line):
-        console.print(f"   [dim]first {escape(f.first.file)}:{f.first.line}, last {escape(f.last.file)}:{f.last.line}[/dim]")
+        out.line(Text(f"first {_s(f.first.file)}:{f.first.line}, last {_s(f.last.file)}:{f.last.line}", style="dim"),
+                 INDENT)
     if f.knobs:
         parts = []
         for k in f.knobs:
@@ -40,61 +80,61 @@ def _finding(console: Console, i: int, f: Finding, options: RenderOptions) -> No
                    if k.current is not None else "")
             alias = next((a for a in k.aliases if a.startswith("--")), "")
             parts.append(f"{k.name}{cur}" + (f" ({alias})" if alias else ""))
-        console.print("   [green]inspect:[/green] " + escape("; ".join(parts)))
+        out.line(Text.assemble(("inspect: ", "green"), _s("; ".join(parts))), INDENT)
     if f.not_knobs:
-        console.print("   [magenta]will not help:[/magenta] " + escape("; ".join(f.not_knobs)))
+        out.line(Text.assemble(("will not help: ", "magenta"), _s("; ".join(map(str, f.not_knobs)))), INDENT)
     if f.explain:
-        console.print("   " + escape(f.explain), style="dim", highlight=False)
+        out.line(Text(_s(" ".join(f.explain.split())), style="dim"), INDENT, hang=0)
 
 
-def _coverage(console: Console, report: Report, options: RenderOptions) -> None:
+def _coverage(out: Writer, report: Report, options: RenderOptions) -> None:
     by_status = Counter(f.status for f in report.files)
     kinds = Counter(f.kind for f in report.files if f.status == "read")
     summary = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items()))
-    console.print(f"[bold]coverage[/bold]: {by_status.get('read', 0)} read ({summary or 'none'}), "
-                  f"{by_status.get('skipped', 0)} skipped, {by_status.get('unreadable', 0)} unreadable")
+    out.line(Text.assemble(("coverage", "bold"), f": {by_status.get('read', 0)} read ({summary or 'none'}), "
+                                                 f"{by_status.get('skipped', 0)} skipped, "
+                                                 f"{by_status.get('unreadable', 0)} unreadable"))
     for f in report.files:
         if f.status != "read" or f.reason:
-            console.print(f"   [dim]{escape(f.status)}[/dim] {escape(clean(f.rel, options))}: "
-                          f"{escape(clean(f.reason or f.kind, options))}")
+            out.line(Text.assemble((f.status, "dim"), f" {_s(clean(f.rel, options))}: "
+                                                      f"{_s(clean(f.reason or f.kind, options))}"), INDENT)
     for err in report.errors:
-        console.print(f"   [yellow]note[/yellow] {escape(clean(err, options))}")
+        out.line(Text.assemble(("note", "yellow"), f" {_s(clean(err, options))}"), INDENT)
 
 
-def _configuration(console: Console, report: Report, options: RenderOptions) -> None:
+def _configuration(out: Writer, report: Report, options: RenderOptions) -> None:
     """The effective configuration: each known knob, its value and where it came from (all of it with -v)."""
     if not report.config:
         return
     if not options.verbose:
-        console.print(f"[bold]configuration[/bold]: {len(report.config)} knob values known (-v lists them)")
+        out.line(Text.assemble(("configuration", "bold"), f": {len(report.config)} knob values known (-v lists them)"))
         return
-    console.print("[bold]configuration[/bold] (effective value, where it came from):")
+    out.line(Text.assemble(("configuration", "bold"), " (effective value, where it came from):"))
     for name, entry in report.config.items():
-        line = (f"   {name} = {escape(clean(entry['value'], options))}  "
-                f"[dim]{escape(clean(entry['source'], options))}[/dim]")
+        line = Text(f"{_s(name)} = {_s(clean(entry['value'], options))}  ")
+        line.append(_s(clean(entry["source"], options)), style="dim")
         req = entry.get("requested")
         if req:
-            line += (f"  [dim](requested {escape(clean(req['value'], options))} in "
-                     f"{escape(clean(req['source'], options))})[/dim]")
-        console.print(line)
+            line.append(f"  (requested {_s(clean(req['value'], options))} in {_s(clean(req['source'], options))})",
+                        style="dim")
+        out.line(line, INDENT)
 
 
 def render(report: Report, options: RenderOptions) -> str:
     report = safe_report(report)
-    buf = io.StringIO()
-    console = Console(file=buf, force_terminal=options.color, no_color=not options.color, width=options.width,
-                      highlight=False, soft_wrap=False)
+    out = Writer(options)
     live = [f for f in report.findings if not f.known]
     worst = live[0].severity if live else ""
-    console.print(f"[{STYLE.get(worst, 'bold green')}]triage[/]: {escape(verdict(report))}"
-                  f"  [dim]({len(live)} finding{'s' if len(live) != 1 else ''}, {len(report.files)} files)[/dim]")
+    out.line(Text.assemble(("triage", STYLE.get(worst, "bold green")), f": {_s(verdict(report))}  ",
+                           (f"({len(live)} finding{'s' if len(live) != 1 else ''}, {len(report.files)} files)", "dim")))
     shown = report.findings if options.verbose else report.findings[:MAX_FINDINGS]
     for i, f in enumerate(shown, 1):
-        console.print()
-        _finding(console, i, f, options)
+        out.line()
+        _finding(out, i, f, options)
     if len(shown) < len(report.findings):
-        console.print(f"\n[dim]… {len(report.findings) - len(shown)} more (use --verbose)[/dim]")
-    console.print()
-    _configuration(console, report, options)
-    _coverage(console, report, options)
-    return buf.getvalue()
+        out.line()
+        out.line(Text(f"… {len(report.findings) - len(shown)} more (use --verbose)", style="dim"))
+    out.line()
+    _configuration(out, report, options)
+    _coverage(out, report, options)
+    return out.text()

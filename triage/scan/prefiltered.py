@@ -31,7 +31,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, BinaryIO, NamedTuple
 
-from triage.input.read import ANSI, CHUNK, MAX_LINE, TRUNCATED, iter_chunks, normalise
+from triage.input.read import ANSI, CHUNK, MAX_LINE, TRUNCATED, iter_chunks, line_text, normalise
 from triage.model import Line
 from triage.parsers import sglang
 from triage.parsers.engine_stats import engine, engine_key
@@ -281,7 +281,7 @@ def _fast_hits(scanner: Scanner, lf: LogFile, data: Any, hits: list[Any], base: 
     plans: dict[tuple[int, ...], Any] = {}  # needle ids -> the scanner's plan for them
     runs = Runs()
     for kind, rel, start, end, tag in hits:
-        text = str(data[start:end], "utf-8", "replace")
+        text = line_text(data[start:end])
         lineno = base + rel + 1
         if kind == 0:
             if len(text) > MAX_LINE:

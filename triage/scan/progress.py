@@ -56,7 +56,7 @@ class Progress:
 def start(total: int, stream: IO[str] | None = None) -> Progress | None:
     """A bar for `total` bytes, or None when none should be shown."""
     stream = stream if stream is not None else sys.stderr
-    if total < SHOW_ABOVE or os.environ.get("CI") or os.environ.get("TRIAGE_NO_PROGRESS"):
+    if total < SHOW_ABOVE or os.environ.get("CI") or os.environ.get("TRIAGE_NO_PROGRESS") or os.environ.get("TERM") == "dumb":
         return None
     try:
         if not stream.isatty():
