@@ -82,7 +82,8 @@ def build(root: Path, *, small_files: int = 2000) -> list[Case]:
     filler = b"".join(f"{i:08d} {os.urandom(24).hex()}\n".encode() for i in range(20000))
     cut = gzip.compress(_log_around(DISK) + filler)
     write("cut.log.gz", cut[: len(cut) // 2],
-          Case("cut.log.gz", "read", "gzip stream is truncated (no end-of-stream marker, e.g. cut mid-write): read the …",
+          Case("cut.log.gz", "partial", "gzip stream is truncated (no end-of-stream marker, e.g. cut mid-write) at or "
+                                        "before compressed byte …",
                rule="other.disk-full", line=3))
 
     # --- text damage

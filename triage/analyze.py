@@ -106,10 +106,23 @@ def _scan_all(scanner: Scanner, files: list[LogFile]) -> tuple[list[FileResult],
     for lf in todo:
         r = by_file[id(lf)]
         if r.file is not lf:  # scanned in a worker process: bring its notes home
-            lf.lines, lf.reason = r.file.lines, r.file.reason
+            lf.lines, lf.reason, lf.status = r.file.lines, r.file.reason, r.file.status
             r.file = lf
         results.append(r)
+    for r in results:
+        _how_far(r)
     return results, config_events
+
+
+def _how_far(r: FileResult) -> None:
+    """A partial file's note says how far it was read: its lines counted, or (reading raised before the count was
+    kept) the last line the scan kept."""
+    lf = r.file
+    if lf.status != "partial":
+        return
+    seen = [ln.lineno for ln in r.unclaimed] + [h.line.lineno for h in r.hits] + [e.line.lineno for e in r.events]
+    lf.lines = max([lf.lines, *seen])
+    lf.reason += f" (read to line {lf.lines}" + (f" of a {lf.size}-byte file)" if lf.size else ")")
 
 
 @contextmanager

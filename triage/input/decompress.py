@@ -7,9 +7,10 @@ Guards, each for something run directories really contain:
   It asks the kernel not to update the access time (`O_NOATIME`, where permitted): reading a tree never
   writes into it, not even its metadata.
 - `UpTo` stops at the size the file had when opened: a log still being written (a live run) cannot keep the
-  reader busy forever. A note says the file grew.
+  reader busy forever. A note says the file grew. A file that shrinks while it is read (copytruncate rotation
+  mid-scan) ends where its data ends, and a `Cut` note says how far it was read.
 - `Tolerant` returns what a damaged compressed stream holds up to the damage: a gzip or xz log cut by a crash
-  mid-write still yields its last complete lines (often the interesting ones). A note says where it stopped.
+  mid-write still yields its last complete lines (often the interesting ones). A `Cut` note says where it stopped.
 """
 
 from __future__ import annotations
@@ -24,6 +25,12 @@ from collections.abc import Callable
 from typing import Any, BinaryIO
 
 Note = Callable[[str], None]
+
+
+class Cut(str):
+    """A note saying the stream ended before the file's end (truncated while read, damaged compressed data): the
+    file's coverage is partial (LogFile.stopped), not read."""
+
 PIECE = 1 << 16  # bytes asked of a decompressor per step: bounds memory whatever the compression ratio
 
 _FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
@@ -92,6 +99,7 @@ class UpTo(io.RawIOBase):
         self.pos = 0
         self.note = note
         self.grew = False
+        self.cut = False
 
     def readable(self) -> bool:
         return True
@@ -104,6 +112,9 @@ class UpTo(io.RawIOBase):
         with memoryview(buffer) as view:
             n = self.raw.readinto(view.cast("B")[:want]) or 0  # type: ignore[attr-defined]
         self.pos += n
+        if n == 0 and not self.cut:  # end of data short of the size at opening: cut under us (copytruncate)
+            self.cut = True
+            self.note(Cut(f"truncated while being read (copytruncate?): read to byte {self.pos} of {self.limit}"))
         return n
 
     def _check_growth(self) -> None:
@@ -158,7 +169,10 @@ class Tolerant(io.RawIOBase):
 
     def _stop(self, what: str) -> None:
         self.done = True
-        self.note(f"{self.name} stream {what}: read the {self.produced} bytes before it")
+        where = ""
+        if isinstance(self.raw, io.BufferedReader) and isinstance(self.raw.raw, UpTo):
+            where = f" at or before compressed byte {self.raw.raw.pos} of {self.raw.raw.limit}"
+        self.note(Cut(f"{self.name} stream {what}{where}: read the {self.produced} bytes before it"))
 
     def close(self) -> None:
         try:

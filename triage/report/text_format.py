@@ -53,7 +53,8 @@ def _coverage(console: Console, report: Report, options: RenderOptions) -> None:
     kinds = Counter(f.kind for f in report.files if f.status == "read")
     summary = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items()))
     console.print(f"[bold]coverage[/bold]: {by_status.get('read', 0)} read ({summary or 'none'}), "
-                  f"{by_status.get('skipped', 0)} skipped, {by_status.get('unreadable', 0)} unreadable")
+                  f"{by_status.get('skipped', 0)} skipped, {by_status.get('unreadable', 0)} unreadable"
+                  + (f", {by_status['partial']} partial" if by_status.get("partial") else ""))
     for f in report.files:
         if f.status != "read" or f.reason:
             console.print(f"   [dim]{escape(f.status)}[/dim] {escape(clean(f.rel, options))}: "

@@ -146,7 +146,9 @@ def scan_files(scanner: Scanner, files: list[LogFile]) -> list[FileResult]:
     n = cores()
     here, shared = split(files, n)
     if not shared:
-        staged = n >= 2 and "fork" in multiprocessing.get_all_start_methods()
+        # two stages need the C prefilter in the reading stage: without it (not built, TRIAGE_NO_NATIVE=1) this
+        # process reads the file line for line
+        staged = n >= 2 and "fork" in multiprocessing.get_all_start_methods() and scanner.needles is not None
         return [_staged_scan(scanner, lf) if staged and _stageable(lf) else scanner.scan(lf) for lf in files]
     global _scanner, _shared, _taken
     _scanner, _shared, _taken = scanner, shared, multiprocessing.get_context("fork").Value("l", 0)
