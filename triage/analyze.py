@@ -46,6 +46,7 @@ class Settings:
     # A process about to leave through os._exit (the console entry) passes a list: the analysis leaves its scan
     # objects in it for the OS to reclaim, instead of freeing hundreds of thousands of them one by one.
     retired: list[object] | None = None
+    follow_links: bool = False  # read files behind symlinks that lead out of the directories given
 
 
 def read_config(lf: LogFile) -> tuple[Event | None, str]:
@@ -58,7 +59,7 @@ def read_config(lf: LogFile) -> tuple[Event | None, str]:
 
 def _given_config(path: Path) -> LogFile:
     """`--config FILE`: it must exist and parse; anything else is a one-line input error."""
-    if not path.is_file():
+    if not path.exists():
         raise InputError(f"{path}: config file not found")
     lf = LogFile(path=str(path), rel=str(path), kind="config", size=path.stat().st_size)
     try:
@@ -122,7 +123,8 @@ def _how_far(r: FileResult) -> None:
         return
     seen = [ln.lineno for ln in r.unclaimed] + [h.line.lineno for h in r.hits] + [e.line.lineno for e in r.events]
     lf.lines = max([lf.lines, *seen])
-    lf.reason += f" (read to line {lf.lines}" + (f" of a {lf.size}-byte file)" if lf.size else ")")
+    if lf.lines:
+        lf.reason += f" (read to line {lf.lines}" + (f" of a {lf.size}-byte file)" if lf.size else ")")
 
 
 @contextmanager
@@ -155,7 +157,7 @@ def _analyze(settings: Settings, lib: Library) -> Report:
         entries = baseline.load(settings.baseline) if settings.baseline is not None else {}
     except baseline.BaselineError as e:
         raise InputError(str(e)) from None
-    files, problems = discover(settings.paths)
+    files, problems = discover(settings.paths, settings.follow_links)
     if problems:
         raise InputError(problems[0])
     if settings.config is not None:

@@ -339,8 +339,11 @@ def _entry(path: str, rel: str) -> LogFile:
     return lf
 
 
-def discover(paths: list[str]) -> tuple[list[LogFile], list[str]]:
-    """All files under the paths, sorted per root. Returns (files, problems with the paths themselves)."""
+def discover(paths: list[str], follow_links: bool = False) -> tuple[list[LogFile], list[str]]:
+    """All files under the paths, sorted per root. Returns (files, problems with the paths themselves).
+
+    A file symlink whose target lies outside the directory given is not followed unless `follow_links` (a
+    `shadow.log -> /etc/shadow` planted in a run dir would be read and quoted); it is listed as skipped."""
     files: list[LogFile] = []
     problems: list[str] = []
     several = len(paths) > 1
@@ -352,7 +355,7 @@ def discover(paths: list[str]) -> tuple[list[LogFile], list[str]]:
             problems.append(f"{root}: no such file or directory")
             continue
         if os.path.isdir(root):
-            found = _walk(root)
+            found = _walk(root, follow_links)
             if several:  # names relative to each root would collide (a/train.log, b/train.log): keep the root
                 for lf in found:
                     lf.rel = printable(os.path.normpath(os.path.join(root, lf.rel)))
@@ -362,24 +365,52 @@ def discover(paths: list[str]) -> tuple[list[LogFile], list[str]]:
     return files, problems
 
 
-def _walk(root: str) -> list[LogFile]:
+def _outside(full: str, real_root: str) -> str:
+    """The target of a symlink that leads out of the run directory, or ""."""
+    if not os.path.islink(full):
+        return ""
+    target = os.path.realpath(full)
+    return "" if target == real_root or target.startswith(real_root.rstrip(os.sep) + os.sep) else target
+
+
+def _walk(root: str, follow_links: bool = False) -> list[LogFile]:
+    """Every file under root, each directory's files (sorted) before its subdirectories (sorted), without
+    recursion: a tree thousands of levels deep is walked like a flat one. Directory symlinks are not followed
+    (`loop -> ..` cannot recurse)."""
     out: list[LogFile] = []
-
-    def onerror(err: OSError) -> None:
-        rel = os.path.relpath(err.filename, root) if err.filename else root
-        out.append(LogFile(path=err.filename or root, rel=printable(rel), kind="directory", status="unreadable",
-                           reason=err.strerror or str(err)))
-
-    for dirpath, dirnames, filenames in os.walk(root, onerror=onerror, followlinks=False):
-        dirnames.sort()
-        for d in list(dirnames):
-            full = os.path.join(dirpath, d)
-            if os.path.islink(full):
-                dirnames.remove(d)
-                out.append(LogFile(path=full, rel=printable(os.path.relpath(full, root)), kind="directory",
+    real_root = os.path.realpath(root)
+    stack = [root]
+    while stack:
+        dirpath = stack.pop()
+        try:
+            with os.scandir(dirpath) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except OSError as err:
+            rel = os.path.relpath(dirpath, root) if dirpath != root else root
+            out.append(LogFile(path=dirpath, rel=printable(rel), kind="directory", status="unreadable",
+                               reason=err.strerror or str(err)))
+            continue
+        subdirs, names = [], []
+        for e in entries:
+            try:
+                is_dir = e.is_dir(follow_symlinks=True)
+            except OSError:
+                is_dir = False
+            (subdirs if is_dir else names).append(e)
+        for d in subdirs:
+            if d.is_symlink():
+                out.append(LogFile(path=d.path, rel=printable(os.path.relpath(d.path, root)), kind="directory",
                                    status="skipped",
-                                   reason=f"symlink to a directory ({printable(os.readlink(full))}): not followed"))
-        for name in sorted(filenames):
-            full = os.path.join(dirpath, name)
-            out.append(_entry(full, os.path.relpath(full, root)))
+                                   reason=f"symlink to a directory ({printable(os.readlink(d.path))}): not followed"))
+        for e in names:
+            full = e.path
+            rel = os.path.relpath(full, root)
+            target = "" if follow_links else _outside(full, real_root)
+            if target:
+                out.append(LogFile(path=full, rel=printable(rel), kind="link", status="skipped",
+                                   reason=f"symlink out of the run directory (to {printable(target)}): not followed "
+                                          "(--follow-links reads it)"))
+                continue
+            out.append(_entry(full, rel))
+        stack.extend(reversed([d.path for d in subdirs if not d.is_symlink()]))
     return out

@@ -18,6 +18,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from triage.safe_load import read_regular
+
 FORMAT = 2
 
 
@@ -53,8 +55,8 @@ class YamlCache:
         """parse(path), or the data it gave last time if the file is unchanged."""
         key = str(path.resolve())
         try:
-            stamp = [len(raw := path.read_bytes()), zlib.crc32(raw)]
-        except OSError:
+            stamp = [len(raw := read_regular(path)), zlib.crc32(raw)]  # a FIFO or device refused, not waited on
+        except (OSError, ValueError):
             return parse(path)  # let the parser report it
         entry = self.old.get(key)
         if isinstance(entry, dict) and entry.get("stamp") == stamp and "data" in entry:
