@@ -242,3 +242,149 @@ def test_workers_end_when_their_parent_is_killed(tmp_path: Path, sig: signal.Sig
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+# --- hostile structured input -------------------------------------------------------------------------------------
+
+LAUGHS = "\n".join(['a0: &a0 ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
+                   + [f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 9) + "]" for i in range(1, 10)]) + "\n"
+DEEP_JSON = '[{"reward": 1, "x": ' + "[" * 10_000 + "]" * 10_000 + "}]"
+DEEP_YAML = "".join("  " * i + "k:\n" for i in range(3000))
+
+
+def _run_with(tmp_path: Path, name: str, text: str) -> object:
+    run_dir = tmp_path / "run"
+    run_dir.mkdir(exist_ok=True)
+    (run_dir / "train.log").write_text(OOM + "\n")
+    (run_dir / name).write_text(text)
+    return analyze(Settings(paths=[str(run_dir)]))
+
+
+@pytest.mark.parametrize(("name", "text", "note"), [
+    ("run.yaml", LAUGHS, "aliases expand to more than 1,000,000 nodes (an alias bomb?): not read as settings"),
+    ("results.json", DEEP_JSON, "nested deeper than 100 levels: not read as settings"),
+    ("config.yaml", DEEP_YAML, "nested deeper than 100 levels: not read as settings"),
+])
+def test_a_hostile_structured_file_in_the_run_dir_is_one_note(tmp_path: Path, name: str, text: str, note: str) -> None:
+    rep = _run_with(tmp_path, name, text)
+    assert oom_finding(rep).evidence[0].file == "train.log"  # the rest of the run is triaged as usual
+    (lf,) = [f for f in rep.files if f.rel == name]
+    assert (lf.status, lf.reason) == ("read", note)
+
+
+def test_a_deep_json_line_among_results_is_skipped(tmp_path: Path) -> None:
+    rows = [f'{{"reward": 0, "error": "sandbox timeout", "id": {i}}}' for i in range(20)]
+    text = "\n".join(rows[:10] + ['{"reward": 0, "x": ' + "[" * 10_000 + "]" * 10_000 + "}"] + rows[10:]) + "\n"
+    rep = _run_with(tmp_path, "results.jsonl", text)
+    (lf,) = [f for f in rep.files if f.rel == "results.jsonl"]
+    assert lf.status == "read" and lf.kind == "results"
+
+
+@pytest.mark.parametrize("text", [LAUGHS, DEEP_YAML])
+def test_a_hostile_file_the_user_names_is_exit_2_naming_it(tmp_path: Path, text: str) -> None:
+    from triage.analyze import InputError
+    from triage.library.rules import LibraryError, load_library
+
+    (tmp_path / "train.log").write_text(OOM + "\n")
+    cfg = tmp_path / "given.yaml"
+    cfg.write_text(text)
+    with pytest.raises(InputError, match=r"^.*given\.yaml: (aliases expand|nested deeper)"):
+        analyze(Settings(paths=[str(tmp_path / "train.log")], config=cfg))
+    rules = tmp_path / "rules"
+    rules.mkdir()
+    (rules / "bomb.yaml").write_text(text)
+    with pytest.raises(LibraryError, match=r"bomb\.yaml(:\d+: invalid YAML)?: (aliases expand|nested deeper|exceeded max)"):
+        load_library([rules])
+
+
+def test_an_alias_that_contains_itself_is_refused(tmp_path: Path) -> None:
+    rep = _run_with(tmp_path, "run.yaml", "inference: &a\n  loop: *a\n")
+    (lf,) = [f for f in rep.files if f.rel == "run.yaml"]
+    assert lf.reason == "an alias refers to a node that contains it: not read as settings"
+
+
+def test_ordinary_aliases_still_read(tmp_path: Path) -> None:
+    text = "inference:\n  max_context_length: &n 16384\n  max_prefill_tokens: *n\n"
+    rep = _run_with(tmp_path, "run.yaml", text)
+    (lf,) = [f for f in rep.files if f.rel == "run.yaml"]
+    assert (lf.kind, lf.reason) == ("config", "")
+
+
+@pytest.mark.parametrize("special", ["fifo", "device"])
+def test_fifos_and_devices_are_refused_where_a_file_is_expected(tmp_path: Path, special: str) -> None:
+    from triage.analyze import InputError
+    from triage.library.rules import LibraryError, load_library
+
+    (tmp_path / "train.log").write_text(OOM + "\n")
+    if special == "fifo":
+        given = tmp_path / "given.yaml"
+        os.mkfifo(given)
+        what = "a FIFO"
+    else:
+        given, what = Path("/dev/zero"), "a device"
+    with pytest.raises(InputError, match=f"given.yaml|/dev/zero"):
+        analyze(Settings(paths=[str(tmp_path / "train.log")], config=given))
+    with pytest.raises(InputError, match=f"{what}, not a regular file"):
+        analyze(Settings(paths=[str(tmp_path / "train.log")], config=given))
+    rules = tmp_path / "rules"
+    rules.mkdir()
+    if special == "fifo":
+        os.mkfifo(rules / "x.yaml")
+    else:
+        os.symlink("/dev/zero", rules / "x.yaml")
+    with pytest.raises(LibraryError, match=f"x.yaml: {what}, not a regular file"):
+        load_library([rules])
+
+
+# --- the directory tree -------------------------------------------------------------------------------------------
+
+def test_a_tree_1500_levels_deep_is_walked(tmp_path: Path) -> None:
+    here = tmp_path / "run"
+    here.mkdir()
+    cwd = os.getcwd()
+    try:  # built relative to each level: the full path would pass PATH_MAX on the way down
+        os.chdir(here)
+        for _ in range(1500):
+            os.mkdir("d")
+            os.chdir("d")
+        Path("train.log").write_text(OOM + "\n")
+    finally:
+        os.chdir(cwd)
+    from triage.input.discover import discover
+
+    try:
+        files, problems = discover([str(here)])
+        assert not problems
+        (lf,) = files
+        assert lf.rel == "d/" * 1500 + "train.log" and lf.kind == "trainer"
+    finally:  # taken down level by level too (a recursive removal would itself run out of stack)
+        os.chdir(here)
+        for _ in range(1500):
+            os.chdir("d")
+        try:
+            os.remove("train.log")
+            for _ in range(1500):
+                os.chdir("..")
+                os.rmdir("d")
+        finally:
+            os.chdir(cwd)
+
+
+def test_a_link_out_of_the_run_dir_is_not_followed_unless_asked(tmp_path: Path) -> None:
+    outside = tmp_path / "secret.txt"
+    outside.write_text("root:$6$saltsalt$hashhashhash:19000:0:99999:7:::\n" + OOM + "\n")
+    run_dir = tmp_path / "run"
+    (run_dir / "logs").mkdir(parents=True)
+    (run_dir / "logs" / "train.log").write_text(OOM + "\n")
+    os.symlink(outside, run_dir / "shadow.log")
+    os.symlink("logs/train.log", run_dir / "inside.log")  # a link inside the run dir is read
+    rep = analyze(Settings(paths=[str(run_dir)]))
+    by = {f.rel: f for f in rep.files}
+    assert (by["shadow.log"].status, by["shadow.log"].reason) == (
+        "skipped", f"symlink out of the run directory (to {outside}): not followed (--follow-links reads it)")
+    assert by["inside.log"].status == "read"
+    assert all(e.file != "shadow.log" for f in rep.findings for e in f.evidence)
+    assert rep.coverage_complete  # left out on purpose, and said so
+    rep = analyze(Settings(paths=[str(run_dir)], follow_links=True))
+    shadow = {f.rel: f for f in rep.files}["shadow.log"]
+    assert (shadow.status, shadow.lines) == ("read", 2)
