@@ -322,7 +322,7 @@ def test_fifos_and_devices_are_refused_where_a_file_is_expected(tmp_path: Path, 
         what = "a FIFO"
     else:
         given, what = Path("/dev/zero"), "a device"
-    with pytest.raises(InputError, match=f"given.yaml|/dev/zero"):
+    with pytest.raises(InputError, match="given.yaml|/dev/zero"):
         analyze(Settings(paths=[str(tmp_path / "train.log")], config=given))
     with pytest.raises(InputError, match=f"{what}, not a regular file"):
         analyze(Settings(paths=[str(tmp_path / "train.log")], config=given))
