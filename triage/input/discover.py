@@ -366,9 +366,7 @@ def discover(paths: list[str], follow_links: bool = False) -> tuple[list[LogFile
 
 
 def _outside(full: str, real_root: str) -> str:
-    """The target of a symlink that leads out of the run directory, or ""."""
-    if not os.path.islink(full):
-        return ""
+    """The target of a symlink (`full`) that leads out of the run directory, or ""."""
     target = os.path.realpath(full)
     return "" if target == real_root or target.startswith(real_root.rstrip(os.sep) + os.sep) else target
 
@@ -405,7 +403,7 @@ def _walk(root: str, follow_links: bool = False) -> list[LogFile]:
         for e in names:
             full = e.path
             rel = os.path.relpath(full, root)
-            target = "" if follow_links else _outside(full, real_root)
+            target = "" if follow_links or not e.is_symlink() else _outside(full, real_root)
             if target:
                 out.append(LogFile(path=full, rel=printable(rel), kind="link", status="skipped",
                                    reason=f"symlink out of the run directory (to {printable(target)}): not followed "
