@@ -82,7 +82,8 @@ def build(root: Path, *, small_files: int = 2000) -> list[Case]:
     filler = b"".join(f"{i:08d} {os.urandom(24).hex()}\n".encode() for i in range(20000))
     cut = gzip.compress(_log_around(DISK) + filler)
     write("cut.log.gz", cut[: len(cut) // 2],
-          Case("cut.log.gz", "read", "gzip stream is truncated (no end-of-stream marker, e.g. cut mid-write): read the …",
+          Case("cut.log.gz", "partial", "gzip stream is truncated (no end-of-stream marker, e.g. cut mid-write) at or "
+                                        "before compressed byte …",
                rule="other.disk-full", line=3))
 
     # --- text damage
@@ -117,7 +118,8 @@ def build(root: Path, *, small_files: int = 2000) -> list[Case]:
         sock.close()
     cases.append(Case("sock", "skipped", "socket: not opened", "special"))
     os.symlink("/dev/zero", root / "zero.log")
-    cases.append(Case("zero.log", "skipped", "device or special file: not opened", "special"))
+    cases.append(Case("zero.log", "skipped", "symlink out of the run directory (to /dev/zero): not followed "
+                                             "(--follow-links reads it)", "link"))
     os.symlink("does-not-exist.log", root / "dangling.log")
     cases.append(Case("dangling.log", "unreadable", "dangling symlink"))
     os.symlink("loop-b", root / "loop-a")

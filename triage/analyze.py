@@ -46,6 +46,7 @@ class Settings:
     # A process about to leave through os._exit (the console entry) passes a list: the analysis leaves its scan
     # objects in it for the OS to reclaim, instead of freeing hundreds of thousands of them one by one.
     retired: list[object] | None = None
+    follow_links: bool = False  # read files behind symlinks that lead out of the directories given
 
 
 def read_config(lf: LogFile) -> tuple[Event | None, str]:
@@ -58,7 +59,7 @@ def read_config(lf: LogFile) -> tuple[Event | None, str]:
 
 def _given_config(path: Path) -> LogFile:
     """`--config FILE`: it must exist and parse; anything else is a one-line input error."""
-    if not path.is_file():
+    if not path.exists():
         raise InputError(f"{path}: config file not found")
     lf = LogFile(path=str(path), rel=str(path), kind="config", size=path.stat().st_size)
     try:
@@ -106,10 +107,24 @@ def _scan_all(scanner: Scanner, files: list[LogFile]) -> tuple[list[FileResult],
     for lf in todo:
         r = by_file[id(lf)]
         if r.file is not lf:  # scanned in a worker process: bring its notes home
-            lf.lines, lf.reason = r.file.lines, r.file.reason
+            lf.lines, lf.reason, lf.status = r.file.lines, r.file.reason, r.file.status
             r.file = lf
         results.append(r)
+    for r in results:
+        _how_far(r)
     return results, config_events
+
+
+def _how_far(r: FileResult) -> None:
+    """A partial file's note says how far it was read: its lines counted, or (reading raised before the count was
+    kept) the last line the scan kept."""
+    lf = r.file
+    if lf.status != "partial":
+        return
+    seen = [ln.lineno for ln in r.unclaimed] + [h.line.lineno for h in r.hits] + [e.line.lineno for e in r.events]
+    lf.lines = max([lf.lines, *seen])
+    if lf.lines:
+        lf.reason += f" (read to line {lf.lines}" + (f" of a {lf.size}-byte file)" if lf.size else ")")
 
 
 @contextmanager
@@ -139,7 +154,7 @@ def analyze(settings: Settings, lib: Library | None = None) -> Report:
 
 def _analyze(settings: Settings, lib: Library) -> Report:
     entries = baseline.load(settings.baseline) if settings.baseline is not None else {}
-    files, problems = discover(settings.paths)
+    files, problems = discover(settings.paths, settings.follow_links)
     if problems:
         raise InputError(problems[0])
     if settings.config is not None:

@@ -132,7 +132,9 @@ def from_checks(lib: Library, run: Run, cfg: Config, redact_on: bool) -> list[Fi
         fn = CHECKS.get(rule.check)
         if fn is None:
             continue
-        results = fn(rule.params, run)
+        # a result without a line to show (an engine whose rows were all sampled away) is not one a report can
+        # stand behind: the others are the finding, and its numbers and title come from the first of them
+        results = [r for r in fn(rule.params, run) if r.evidence]
         if not results:
             continue
         lines = [ln for r in results for ln in r.evidence]

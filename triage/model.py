@@ -20,8 +20,8 @@ class LogFile:
     rel: str  # relative to the root the user gave; what reports print
     kind: str = "text"  # sglang, vllm, trainer, driver, rollout, verifier, results, config, metrics, text, binary,
     # wandb-internal, ...
-    status: str = "read"  # read | skipped | unreadable
-    reason: str = ""
+    status: str = "read"  # read | partial | skipped | unreadable (STATUSES)
+    reason: str = ""  # why skipped or unreadable; for partial, why and how far (notes of the reading joined by "; ")
     size: int = 0
     lines: int = 0
     compression: str = ""
@@ -30,6 +30,24 @@ class LogFile:
     @property
     def side(self) -> str:
         return KIND_SIDE.get(self.kind, "unknown")
+
+    @property
+    def covered(self) -> bool:
+        """Everything the file holds was read, or it was left out on purpose (a checkpoint, a FIFO, the wandb
+        client's own log): nothing in it can be missing from the findings without the report saying so."""
+        return self.status in ("read", "skipped")
+
+    def stopped(self, why: str) -> None:
+        """Reading ended before the end of the file (cut or damaged stream, killed reader, MemoryError): what was
+        read counts, and the file is partial with why and how far."""
+        if self.status == "read":
+            self.status = "partial"
+        self.reason = (self.reason + "; " if self.reason else "") + why
+
+
+# What became of a file: read whole; partial (reading stopped before its end: LogFile.reason says why and how far);
+# skipped on purpose (binary, special file, link out of the run dir, wandb's own log); unreadable (nothing of it read).
+STATUSES = ("read", "partial", "skipped", "unreadable")
 
 
 KIND_SIDE = {
@@ -203,6 +221,16 @@ class Report:
     figures: dict[str, float | None] = field(default_factory=dict)  # run figures `triage diff` compares
     timelines: list[Timeline] = field(default_factory=list)
     categories: list[str] = field(default_factory=list)  # the library's categories, in order (JUnit's testcases)
+
+    @property
+    def not_covered(self) -> list[LogFile]:
+        """Files of which some or all was not read though they were meant to be (partial or unreadable)."""
+        return [f for f in self.files if not f.covered]
+
+    @property
+    def coverage_complete(self) -> bool:
+        """Every file meant to be read was read to its end: only then may "no problems found" stand alone."""
+        return all(f.covered for f in self.files)
 
     def worst(self) -> str | None:
         sev = [f.severity for f in self.findings if not f.known]

@@ -2,7 +2,12 @@
 
 Patterns cover Hugging Face tokens, OpenAI-style keys, W&B keys, AWS access keys and secrets, bearer and
 JWT tokens, passwords in URLs, `--api-key X` style arguments and `*_TOKEN=`, `*_KEY=`, `*_SECRET=`,
-`PASSWORD=` assignments.
+`PASSWORD=` assignments; and the other families a secret scanner knows (the formats each vendor documents for its
+tokens, as detectors such as gitleaks list them; the expressions here are this project's own): GitHub
+fine-grained and OAuth/app tokens, GitLab tokens, Google API keys and OAuth tokens, Azure storage account keys
+and SAS signatures, PEM private keys (inline, with `\n` escapes, or the header line of a block), Slack tokens and
+webhooks, Stripe, npm, PyPI, Docker Hub, SendGrid, Databricks, Replicate and Groq keys, `Authorization:` headers
+of any scheme, `sshpass -p`, and an AWS secret key (40 base64 characters) printed next to its access key id.
 """
 
 from __future__ import annotations
@@ -11,45 +16,102 @@ import re
 from typing import Any
 
 MASK = "[REDACTED]"
+_AWS_ID = re.compile(r"\b(?:AKIA|ASIA)[A-Z0-9]{16}\b")
+_AWS_SECRET = re.compile(r"(?<![A-Za-z0-9/+=])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])")
 
+# Each pattern comes with its gate: literals (lower-cased, `|` between them) of which the text must hold one for the
+# pattern to be tried; testing them costs far less than running forty expressions over every line.
 PATTERNS = [
+    # PEM private keys: a whole inline block (a JSON string's `\n` escapes, or a block joined on one line), else
+    # everything after a BEGIN line's marker on that line
+    ("-----begin", re.compile(r"-----BEGIN ((?:[A-Z0-9]+ ){0,3})PRIVATE KEY((?: BLOCK)?)-----.*?-----END \1PRIVATE KEY\2-----"),
+     lambda m: MASK),
+    ("-----begin", re.compile(r"(-----BEGIN (?:[A-Z0-9]+ ){0,3}PRIVATE KEY(?: BLOCK)?-----)(.+)"), lambda m: f"{m.group(1)}{MASK}"),
     # environment-style assignments: HF_TOKEN=..., WANDB_API_KEY=..., AWS_SECRET_ACCESS_KEY=..., PASSWORD=...
     # (also as a quoted key of a printed dict: {'HF_TOKEN': 'hf_...'})
-    (re.compile(r"\b([A-Z][A-Z0-9_]*(?:_TOKEN|_KEY|_SECRET|PASSWORD|_PASSWD)|TOKEN|SECRET|PASSWORD)(['\"]?\s*[=:]\s*)(['\"]?)"
+    ("token|_key|secret|password|passwd",
+     re.compile(r"\b([A-Z][A-Z0-9_]*(?:_TOKEN|_KEY|_SECRET|PASSWORD|_PASSWD)|TOKEN|SECRET|PASSWORD)(['\"]?\s*[=:]\s*)(['\"]?)"
                 r"([^\s'\",;}]+)"),
      lambda m: f"{m.group(1)}{m.group(2)}{m.group(3)}{MASK}"),
     # config/JSON keys that hold secrets: api_key: ..., "password": "..."
-    (re.compile(r"(?i)([\"']?\b(?:api[_-]?key|access[_-]?token|auth[_-]?token|secret[_-]?key|password|passwd|hf[_-]?token|"
-                r"wandb[_-]?api[_-]?key|openai[_-]?api[_-]?key)\b[\"']?\s*[:=]\s*[\"']?)([^\s\"',}]+)"),
+    ("key|token|secret|passw|private", re.compile(r"(?i)([\"']?\b(?:api[_-]?key|access[_-]?token|auth[_-]?token|secret[_-]?key|password|passwd|hf[_-]?token|"
+                r"wandb[_-]?api[_-]?key|openai[_-]?api[_-]?key|client[_-]?secret|private[_-]?key(?:[_-]?id)?|account[_-]?key|"
+                r"sas[_-]?token|refresh[_-]?token|session[_-]?token)\b[\"']?\s*[:=]\s*[\"']?)([^\s\"',}]+)"),
      lambda m: f"{m.group(1)}{MASK}"),
     # --api-key X, --token X, --password X, --hf-token=X, --wandb-key X
     # (starts only where a flag can start, so a long run of dashes or words stays linear)
-    (re.compile(r"(?i)((?<![\w-])--[\w-]{0,60}?(?:api[-_]?key|token|password|secret|[-_]key)\b)(=|\s+)(['\"]?)([^\s'\"]+)"),
+    ("--", re.compile(r"(?i)((?<![\w-])--[\w-]{0,60}?(?:api[-_]?key|token|password|secret|[-_]key)\b)(=|\s+)(['\"]?)([^\s'\"]+)"),
      lambda m: f"{m.group(1)}{m.group(2)}{m.group(3)}{MASK}"),
-    # credentials in URLs: scheme://user:password@host
-    (re.compile(r"((?<![a-zA-Z0-9+.-])[a-zA-Z][a-zA-Z0-9+.-]{0,30}://[^\s:/@]+:)([^\s@/]+)(@)"),
+    # credentials in URLs: scheme://user:password@host, the user possibly empty (redis://:pw@host), the password
+    # possibly holding `@` or `/` unescaped: it runs to the last `@` that a host name and a path, port or end follow
+    ("://", re.compile(r"((?<![a-zA-Z0-9+.-])[a-zA-Z][a-zA-Z0-9+.-]{0,30}://[^\s:/@]{0,256}:)(\S{1,256}?)"
+                r"(@[A-Za-z0-9.\[\]_-]+(?::\d+)?(?=[/\s?#'\")\],;]|$))(?!\S*@[A-Za-z0-9.\[\]_-]+(?::\d+)?(?:[/\s?#'\")\],;]|$))"),
      lambda m: f"{m.group(1)}{MASK}{m.group(3)}"),
+    # Authorization headers of any scheme (Basic, Bearer, token, Digest ...) and API-key headers
+    ("authorization", re.compile(r"(?i)(\b(?:proxy-)?authorization[\"']?\s*[:=]\s*[\"']?(?:(?:basic|bearer|token|digest|negotiate|ntlm|"
+                r"apikey|sso-key)\s+)?)([^\s\"',;]{4,})"),
+     lambda m: f"{m.group(1)}{MASK}"),
+    ("api-key|auth-token|subscription-key",
+     re.compile(r"(?i)(\b(?:x-api-key|api-key|x-auth-token|ocp-apim-subscription-key|x-goog-api-key)[\"']?\s*[:=]\s*[\"']?)"
+                r"([^\s\"',;]{4,})"),
+     lambda m: f"{m.group(1)}{MASK}"),
     # Authorization: Bearer <token>
-    (re.compile(r"(?i)(\bbearer\s+)([A-Za-z0-9._~+/=-]{8,})"), lambda m: f"{m.group(1)}{MASK}"),
+    ("bearer", re.compile(r"(?i)(\bbearer\s+)([A-Za-z0-9._~+/=-]{8,})"), lambda m: f"{m.group(1)}{MASK}"),
+    # sshpass -p PASSWORD, and the password options of common clients (mysql -pPASS is a short option glued on)
+    ("sshpass", re.compile(r"(\bsshpass\s+(?:-[a-oq-zA-Z]\s+\S+\s+)*-p\s*)(['\"]?)([^\s'\"]+)"),
+     lambda m: f"{m.group(1)}{m.group(2)}{MASK}"),
+    # Azure storage connection strings and SAS tokens
+    ("accountkey|sharedaccess", re.compile(r"(?i)(\b(?:AccountKey|SharedAccessKey|SharedAccessSignature)\s*=\s*)([^;\s'\"]+)"),
+     lambda m: f"{m.group(1)}{MASK}"),
+    ("sig=", re.compile(r"([?&;]sig=)([A-Za-z0-9%+/=_-]{16,})"), lambda m: f"{m.group(1)}{MASK}"),
     # JWTs
-    (re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"), lambda m: MASK),
+    ("eyj", re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"), lambda m: MASK),
     # Hugging Face, OpenAI/Anthropic-style, GitHub, Slack tokens
-    (re.compile(r"\bhf_[A-Za-z0-9]{20,}"), lambda m: MASK),
-    (re.compile(r"\bsk-(?:proj-|ant-)?[A-Za-z0-9_-]{16,}"), lambda m: MASK),
-    (re.compile(r"\bgh[pousr]_[A-Za-z0-9]{30,}"), lambda m: MASK),
-    (re.compile(r"\bxox[abprs]-[A-Za-z0-9-]{10,}"), lambda m: MASK),
-    # AWS access key ids and secret keys
-    (re.compile(r"\b(?:AKIA|ASIA)[A-Z0-9]{16}\b"), lambda m: MASK),
-    (re.compile(r"(?i)(aws_secret_access_key\s*[=:]\s*)(\S+)"), lambda m: f"{m.group(1)}{MASK}"),
+    ("hf_", re.compile(r"\bhf_[A-Za-z0-9]{20,}"), lambda m: MASK),
+    ("sk-", re.compile(r"\bsk-(?:proj-|ant-)?[A-Za-z0-9_-]{16,}"), lambda m: MASK),
+    ("ghp_|gho_|ghu_|ghs_|ghr_", re.compile(r"\bgh[pousr]_[A-Za-z0-9]{30,}"), lambda m: MASK),
+    ("github_pat_", re.compile(r"\bgithub_pat_[A-Za-z0-9_]{20,}"), lambda m: MASK),  # GitHub fine-grained personal access token
+    ("xox", re.compile(r"\bxox[abeprs]-[A-Za-z0-9-]{10,}"), lambda m: MASK),
+    ("hooks.slack.com", re.compile(r"\bhooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9/_-]{16,}"), lambda m: MASK),
+    # GitLab: personal, deploy, runner, pipeline-trigger, CI-job, OAuth, feed, incoming-mail, agent tokens
+    ("glpat-|gldt-|glrt-|glptt-|glcbt-|gloas-|glsoat-|glft-|glimt-|glagent-|glffct-",
+     re.compile(r"\bgl(?:pat|dt|rt|ptt|cbt|oas|soat|ft|imt|agent|ffct)-[A-Za-z0-9_-]{20,}"), lambda m: MASK),
+    ("gr1348941", re.compile(r"\bGR1348941[A-Za-z0-9_-]{20,}"), lambda m: MASK),  # GitLab runner registration token
+    # Google: API keys, OAuth access and refresh tokens, OAuth client secrets
+    ("aiza", re.compile(r"\bAIza[0-9A-Za-z_-]{35}"), lambda m: MASK),
+    ("ya29.", re.compile(r"\bya29\.[0-9A-Za-z_-]{20,}"), lambda m: MASK),
+    ("1//0", re.compile(r"\b1//0[0-9A-Za-z_-]{30,}"), lambda m: MASK),
+    ("gocspx-", re.compile(r"\bGOCSPX-[0-9A-Za-z_-]{20,}"), lambda m: MASK),
+    # payment, package-registry and platform keys
+    ("_live_|_test_", re.compile(r"\b(?:sk|rk|pk)_(?:live|test)_[0-9A-Za-z]{16,}"), lambda m: MASK),  # Stripe
+    ("npm_", re.compile(r"\bnpm_[A-Za-z0-9]{36}\b"), lambda m: MASK),
+    ("pypi-age", re.compile(r"\bpypi-AgE[A-Za-z0-9_-]{40,}"), lambda m: MASK),
+    ("dckr_pat_", re.compile(r"\bdckr_pat_[A-Za-z0-9_-]{20,}"), lambda m: MASK),
+    ("sg.", re.compile(r"\bSG\.[A-Za-z0-9_-]{20,}\.[A-Za-z0-9_-]{20,}"), lambda m: MASK),  # SendGrid
+    ("dapi", re.compile(r"\bdapi[0-9a-f]{32}(?:-\d)?\b"), lambda m: MASK),  # Databricks
+    ("r8_", re.compile(r"\br8_[A-Za-z0-9]{30,}"), lambda m: MASK),  # Replicate
+    ("gsk_", re.compile(r"\bgsk_[A-Za-z0-9]{40,}"), lambda m: MASK),  # Groq
+    ("api_org_", re.compile(r"\bapi_org_[A-Za-z0-9]{20,}"), lambda m: MASK),  # Hugging Face organisation token
+    # AWS: a bare secret key (40 base64 characters) on a line that also holds an access key id; the ids; the
+    # secret under its config name, quoted or not
+    ("akia|asia", re.compile(r"\b(?:AKIA|ASIA)[A-Z0-9]{16}\b"), lambda m: MASK),
+    ("secret", re.compile(r"(?i)(aws_?secret_?access_?key[\"']?\s*[=:]\s*[\"']?)([^\s\"',}]+)"), lambda m: f"{m.group(1)}{MASK}"),
     # W&B API keys are 40 hex characters, usually after wandb login / WANDB_API_KEY (covered above)
-    (re.compile(r"(?i)(wandb login(?:\s+--?[a-z][\w-]*)*\s+)((?:local-)?[0-9a-f]{40})"), lambda m: f"{m.group(1)}{MASK}"),
-    (re.compile(r"(?i)(wandb\.login\([^)]{0,80}?key\s*=\s*['\"])([^'\"]+)"), lambda m: f"{m.group(1)}{MASK}"),
+    ("wandb login", re.compile(r"(?i)(wandb login(?:\s+--?[a-z][\w-]*)*\s+)((?:local-)?[0-9a-f]{40})"), lambda m: f"{m.group(1)}{MASK}"),
+    ("wandb.login", re.compile(r"(?i)(wandb\.login\([^)]{0,80}?key\s*=\s*['\"])([^'\"]+)"), lambda m: f"{m.group(1)}{MASK}"),
 ]
 
 
+_GATED = [(tuple(gate.split("|")), rx, repl) for gate, rx, repl in PATTERNS]
+
+
 def redact(text: str) -> str:
-    for rx, repl in PATTERNS:
-        text = rx.sub(repl, text)
+    if ("AKIA" in text or "ASIA" in text) and _AWS_ID.search(text):
+        text = _AWS_SECRET.sub(MASK, text)
+    low = text.lower()
+    for gate, rx, repl in _GATED:
+        if any(g in low for g in gate):
+            text = rx.sub(repl, text)
     return text
 
 
@@ -71,7 +133,7 @@ def redact_report(report: Any) -> None:
 
     Evidence is already redacted where findings are built (templates must be taken of redacted text); this
     sweep also covers what reaches a report by other roads: extracted numbers, knob values and their
-    sources, file names, coverage reasons and rule errors."""
+    sources, file names (of evidence, coverage and timelines), coverage reasons and rule errors."""
     for f in report.findings:
         f.title, f.explain = redact(f.title), redact(f.explain)
         f.numbers = redact_value(f.numbers)
@@ -83,6 +145,9 @@ def redact_report(report: Any) -> None:
             k.current, k.source = redact_value(k.current), redact(k.source)
     for lf in report.files:
         lf.rel, lf.reason = redact(lf.rel), redact(lf.reason)
+    for t in report.timelines:  # a source is a file name (and an engine's prefix): a secret in a name is masked here too
+        t.source, t.file = redact(t.source), redact(t.file)
+        t.marks = redact_value(t.marks)
     report.root = redact(report.root)
     report.errors = [redact(e) for e in report.errors]
     report.config = redact_value(report.config)

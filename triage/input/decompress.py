@@ -7,9 +7,10 @@ Guards, each for something run directories really contain:
   It asks the kernel not to update the access time (`O_NOATIME`, where permitted): reading a tree never
   writes into it, not even its metadata.
 - `UpTo` stops at the size the file had when opened: a log still being written (a live run) cannot keep the
-  reader busy forever. A note says the file grew.
+  reader busy forever. A note says the file grew. A file that shrinks while it is read (copytruncate rotation
+  mid-scan) ends where its data ends, and a `Cut` note says how far it was read.
 - `Tolerant` returns what a damaged compressed stream holds up to the damage: a gzip or xz log cut by a crash
-  mid-write still yields its last complete lines (often the interesting ones). A note says where it stopped.
+  mid-write still yields its last complete lines (often the interesting ones). A `Cut` note says where it stopped.
 """
 
 from __future__ import annotations
@@ -24,6 +25,12 @@ from collections.abc import Callable
 from typing import Any, BinaryIO
 
 Note = Callable[[str], None]
+
+
+class Cut(str):
+    """A note saying the stream ended before the file's end (truncated while read, damaged compressed data): the
+    file's coverage is partial (LogFile.stopped), not read."""
+
 PIECE = 1 << 16  # bytes asked of a decompressor per step: bounds memory whatever the compression ratio
 
 _FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
@@ -85,13 +92,15 @@ def safe_open(path: str) -> BinaryIO:
 class UpTo(io.RawIOBase):
     """The first `limit` bytes of a raw file: the size it had when it was opened."""
 
-    def __init__(self, raw: BinaryIO, note: Note = _quiet):
+    def __init__(self, raw: BinaryIO, note: Note = _quiet, path: str = ""):
         super().__init__()
         self.raw = raw
+        self.path = path
         self.limit = os.fstat(raw.fileno()).st_size
         self.pos = 0
         self.note = note
         self.grew = False
+        self.cut = False
 
     def readable(self) -> bool:
         return True
@@ -104,6 +113,9 @@ class UpTo(io.RawIOBase):
         with memoryview(buffer) as view:
             n = self.raw.readinto(view.cast("B")[:want]) or 0  # type: ignore[attr-defined]
         self.pos += n
+        if n == 0 and not self.cut:  # end of data short of the size at opening: cut under us (copytruncate)
+            self.cut = True
+            self.note(Cut(f"truncated while being read (copytruncate?): read to byte {self.pos} of {self.limit}"))
         return n
 
     def _check_growth(self) -> None:
@@ -150,6 +162,12 @@ class Tolerant(io.RawIOBase):
             return 0
         if not data:
             self.done = True
+            if self.name == "zstd" and isinstance(self.raw, io.BufferedReader) and isinstance(self.raw.raw, UpTo):
+                up = self.raw.raw
+                cut = zstd_cut_at(up.path, up.limit) if up.path else None
+                if cut is not None:
+                    self.done = False
+                    self._stop("is truncated (a frame cut short, e.g. cut mid-write)")
             return 0
         n = len(data)
         buffer[:n] = data
@@ -158,7 +176,10 @@ class Tolerant(io.RawIOBase):
 
     def _stop(self, what: str) -> None:
         self.done = True
-        self.note(f"{self.name} stream {what}: read the {self.produced} bytes before it")
+        where = ""
+        if isinstance(self.raw, io.BufferedReader) and isinstance(self.raw.raw, UpTo):
+            where = f" at or before compressed byte {self.raw.raw.pos} of {self.raw.raw.limit}"
+        self.note(Cut(f"{self.name} stream {what}{where}: read the {self.produced} bytes before it"))
 
     def close(self) -> None:
         try:
@@ -167,6 +188,49 @@ class Tolerant(io.RawIOBase):
                 self.raw.close()
         finally:
             super().close()
+
+
+def zstd_cut_at(path: str, size: int) -> int | None:
+    """Where the zstd data of the file's first `size` bytes stops being whole frames, or None when it ends on a
+    frame's end. The zstandard reader ends quietly at a frame cut short; this walks the frame and block headers
+    (RFC 8878 §3.1: frame header, then blocks of 3-byte headers with Last_Block, Block_Type and Block_Size, then
+    an optional 4-byte checksum; skippable frames 0x184D2A5? with a 4-byte size) without decompressing."""
+    try:
+        with safe_open(path) as fh:
+            pos = 0
+            while pos < size:
+                fh.seek(pos)
+                head = fh.read(18)
+                if len(head) < 4:
+                    return pos
+                magic = int.from_bytes(head[:4], "little")
+                if magic & 0xFFFFFFF0 == 0x184D2A50:  # skippable frame
+                    if len(head) < 8:
+                        return pos
+                    pos += 8 + int.from_bytes(head[4:8], "little")
+                    continue
+                if magic != 0xFD2FB528 or len(head) < 5:
+                    return pos
+                fhd = head[4]
+                single = fhd >> 5 & 1
+                fcs = (1 if single else 0, 2, 4, 8)[fhd >> 6]
+                pos += 5 + (0 if single else 1) + (0, 1, 2, 4)[fhd & 3] + fcs
+                while True:
+                    fh.seek(pos)
+                    bh = fh.read(3)
+                    if len(bh) < 3:
+                        return pos
+                    word = int.from_bytes(bh, "little")
+                    kind, bsize = word >> 1 & 3, word >> 3
+                    pos += 3 + (1 if kind == 1 else bsize)  # an RLE block holds one byte
+                    if pos > size:
+                        return size
+                    if word & 1:
+                        break
+                pos += 4 if fhd & 4 else 0
+            return None if pos == size else size
+    except OSError:
+        return None
 
 
 def _decompressor(raw: Any, compression: str) -> Any:
@@ -187,7 +251,7 @@ def _decompressor(raw: Any, compression: str) -> Any:
 
 def open_log(path: str, compression: str = "", note: Note = _quiet) -> BinaryIO:
     """A read-only byte stream of the file's content as of opening, decompressed when `compression` says so."""
-    raw: Any = UpTo(safe_open(path), note)
+    raw: Any = UpTo(safe_open(path), note, path)
     if not compression:
         return io.BufferedReader(raw, buffer_size=PIECE)  # type: ignore[return-value]
     buffered = io.BufferedReader(raw, buffer_size=PIECE)

@@ -12,6 +12,7 @@ import os
 import re
 import stat
 from pathlib import Path
+from typing import Any
 
 from triage.input.decompress import compression_of, safe_open, special_kind
 from triage.input.read import open_stream
@@ -202,6 +203,55 @@ def decide_kind(name: str, text: str) -> str:
     return best if scores[best] else "text"
 
 
+FILLER = b"\x00 \t\r\n\f\v"  # what a hole or a run of blank lines is made of
+LOOK_FURTHER = 64 << 20  # bytes of filler read past before deciding from the name alone (and reading it all)
+_HOLES = hasattr(os, "SEEK_DATA")
+
+
+def _past_filler(stream: Any, plain_fd: int | None) -> tuple[bytes, int, bool]:
+    """(up to SNIFF bytes from the first byte that is not filler, the offset where they start, whether the stream
+    ended), reading at most LOOK_FURTHER bytes of filler. The head of NULs that `cmd > log` plus copytruncate
+    leaves (the writer goes on at its old offset) is often a sparse hole: a plain file jumps over holes with
+    SEEK_DATA (lseek(2)) instead of reading their zeros."""
+    pos = 0
+    while pos < LOOK_FURTHER:
+        if plain_fd is not None and _HOLES:
+            try:
+                nxt = os.lseek(plain_fd, pos, os.SEEK_DATA)
+            except OSError:  # ENXIO: no data after pos; EINVAL: not supported here
+                nxt = pos
+            if nxt != pos:
+                stream.seek(nxt)
+                pos = nxt
+        piece = stream.read(1 << 20)
+        if not piece:
+            return b"", pos, True
+        body = piece.lstrip(FILLER)
+        if body:
+            start = pos + len(piece) - len(body)
+            more = stream.read(SNIFF - len(body)) if len(body) < SNIFF else b""
+            return (body + more)[:SNIFF], start, False
+        pos += len(piece)
+    return b"", pos, False
+
+
+def _look_further(logfile: LogFile, head: bytes) -> tuple[bytes, str]:
+    """The head to decide from when the first SNIFF bytes are only NULs or blank lines: the text after them, and
+    a note saying where it starts (or that the file is filler as far as was looked, and is read whole)."""
+    try:
+        opened = open_stream(logfile.path, logfile.compression) if logfile.compression else safe_open(logfile.path)
+        with opened as stream:
+            found, start, ended = _past_filler(stream, None if logfile.compression else stream.fileno())
+    except (OSError, ValueError):
+        return head, ""
+    what = "NUL bytes" if head.strip(b" \t\r\n\f\v") else "blank lines"
+    if found:
+        return found, f"text starts at byte {start} after {what}"
+    if ended:
+        return head, ""
+    return b"", f"only {what} in the first {start >> 20} MiB: read whole"
+
+
 def sniff(logfile: LogFile) -> None:
     """Fill in compression, kind and status from the first bytes of the file."""
     try:
@@ -222,6 +272,14 @@ def sniff(logfile: LogFile) -> None:
         if not head and notes:  # nothing decompressed at all: the scan would add nothing either
             logfile.status, logfile.reason = "unreadable", notes[0]
             return
+    if len(head) == SNIFF and not head.lstrip(FILLER):
+        # a hole or blank lines first is no reason to skip a file: decide from the text after them
+        head, note = _look_further(logfile, head)
+        if note:
+            logfile.reason = note
+        if not head:  # filler as far as was looked: the name decides, and the scan reads it all
+            logfile.kind = _kind_by_name(logfile.rel)
+            return
     why = _binary_reason(head, logfile.rel)
     if head.startswith(b"PAR1") and results_file.is_results(results_file.parquet_columns(logfile.path)):
         logfile.kind = "results"  # a Parquet table of per-sample verifier results (lighteval details, verl dumps)
@@ -231,15 +289,23 @@ def sniff(logfile: LogFile) -> None:
         return
     if not head.strip():
         logfile.kind, logfile.status, logfile.reason = "empty", "read", "empty file" if not head else "blank lines only"
-    name = logfile.rel
-    for ext in (".gz", ".bz2", ".xz", ".zst"):
-        if name.endswith(ext):
-            name = name[: -len(ext)]
-    name = re.sub(r"\.\d+$", "", name)  # rotated: train.log.1
     if logfile.kind != "empty":
-        logfile.kind = decide_kind(name, head.decode("utf-8", "replace"))
+        logfile.kind = decide_kind(_plain_name(logfile.rel), head.decode("utf-8", "replace"))
     if logfile.kind == "wandb-internal":
         logfile.status, logfile.reason = "skipped", "wandb client's own log (sync, uploads): not the run's output"
+
+
+def _plain_name(rel: str) -> str:
+    """The name without a compression suffix or a rotation number (train.log.1.gz: train.log)."""
+    for ext in (".gz", ".bz2", ".xz", ".zst"):
+        if rel.endswith(ext):
+            rel = rel[: -len(ext)]
+    return re.sub(r"\.\d+$", "", rel)
+
+
+def _kind_by_name(rel: str) -> str:
+    name = _plain_name(rel)
+    return wandb_kind(name) or kind_from_name(name) or "text"
 
 
 _UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f-\x9f]")
@@ -273,8 +339,11 @@ def _entry(path: str, rel: str) -> LogFile:
     return lf
 
 
-def discover(paths: list[str]) -> tuple[list[LogFile], list[str]]:
-    """All files under the paths, sorted per root. Returns (files, problems with the paths themselves)."""
+def discover(paths: list[str], follow_links: bool = False) -> tuple[list[LogFile], list[str]]:
+    """All files under the paths, sorted per root. Returns (files, problems with the paths themselves).
+
+    A file symlink whose target lies outside the directory given is not followed unless `follow_links` (a
+    `shadow.log -> /etc/shadow` planted in a run dir would be read and quoted); it is listed as skipped."""
     files: list[LogFile] = []
     problems: list[str] = []
     several = len(paths) > 1
@@ -286,7 +355,7 @@ def discover(paths: list[str]) -> tuple[list[LogFile], list[str]]:
             problems.append(f"{root}: no such file or directory")
             continue
         if os.path.isdir(root):
-            found = _walk(root)
+            found = _walk(root, follow_links)
             if several:  # names relative to each root would collide (a/train.log, b/train.log): keep the root
                 for lf in found:
                     lf.rel = printable(os.path.normpath(os.path.join(root, lf.rel)))
@@ -296,24 +365,50 @@ def discover(paths: list[str]) -> tuple[list[LogFile], list[str]]:
     return files, problems
 
 
-def _walk(root: str) -> list[LogFile]:
+def _outside(full: str, real_root: str) -> str:
+    """The target of a symlink (`full`) that leads out of the run directory, or ""."""
+    target = os.path.realpath(full)
+    return "" if target == real_root or target.startswith(real_root.rstrip(os.sep) + os.sep) else target
+
+
+def _walk(root: str, follow_links: bool = False) -> list[LogFile]:
+    """Every file under root, each directory's files (sorted) before its subdirectories (sorted), without
+    recursion: a tree thousands of levels deep is walked like a flat one. Directory symlinks are not followed
+    (`loop -> ..` cannot recurse)."""
     out: list[LogFile] = []
-
-    def onerror(err: OSError) -> None:
-        rel = os.path.relpath(err.filename, root) if err.filename else root
-        out.append(LogFile(path=err.filename or root, rel=printable(rel), kind="directory", status="unreadable",
-                           reason=err.strerror or str(err)))
-
-    for dirpath, dirnames, filenames in os.walk(root, onerror=onerror, followlinks=False):
-        dirnames.sort()
-        for d in list(dirnames):
-            full = os.path.join(dirpath, d)
-            if os.path.islink(full):
-                dirnames.remove(d)
-                out.append(LogFile(path=full, rel=printable(os.path.relpath(full, root)), kind="directory",
+    real_root = os.path.realpath(root)
+    stack = [root]
+    while stack:
+        dirpath = stack.pop()
+        try:
+            with os.scandir(dirpath) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except OSError as err:
+            rel = os.path.relpath(dirpath, root) if dirpath != root else root
+            out.append(LogFile(path=dirpath, rel=printable(rel), kind="directory", status="unreadable",
+                               reason=err.strerror or str(err)))
+            continue
+        subdirs, names = [], []
+        for e in entries:
+            try:
+                is_dir = e.is_dir(follow_symlinks=True)
+            except OSError:
+                is_dir = False
+            (subdirs if is_dir else names).append(e)
+        for d in subdirs:
+            if d.is_symlink():
+                out.append(LogFile(path=d.path, rel=printable(os.path.relpath(d.path, root)), kind="directory",
                                    status="skipped",
-                                   reason=f"symlink to a directory ({printable(os.readlink(full))}): not followed"))
-        for name in sorted(filenames):
-            full = os.path.join(dirpath, name)
-            out.append(_entry(full, os.path.relpath(full, root)))
+                                   reason=f"symlink to a directory ({printable(os.readlink(d.path))}): not followed"))
+        for e in names:
+            full = e.path
+            rel = os.path.relpath(full, root)
+            target = "" if follow_links or not e.is_symlink() else _outside(full, real_root)
+            if target:
+                out.append(LogFile(path=full, rel=printable(rel), kind="link", status="skipped",
+                                   reason=f"symlink out of the run directory (to {printable(target)}): not followed "
+                                          "(--follow-links reads it)"))
+                continue
+            out.append(_entry(full, rel))
+        stack.extend(reversed([d.path for d in subdirs if not d.is_symlink()]))
     return out

@@ -91,6 +91,8 @@ def iter_chunks(stream: BinaryIO, chunk_size: int = CHUNK) -> Iterator[str]:
         data = stream.read(chunk_size)
         final = not data
         text = decoder.decode(data, final=final)
+        if "\x00" in text:  # dropped before lines are measured: the NUL hole copytruncate leaves in front of a
+            text = text.replace("\x00", "")  # writer's next line is no part of that line, however long it is
         if skipping:
             nl = text.find("\n")
             if nl < 0:

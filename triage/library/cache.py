@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from triage import __version__
+from triage.safe_load import read_regular
 
 FORMAT = 3
 
@@ -82,8 +83,8 @@ class YamlCache:
         """parse(path), or the data it gave last time if the file's bytes are the same."""
         key = str(path.resolve())
         try:
-            source = hashlib.sha256(path.read_bytes()).hexdigest()
-        except OSError:
+            source = hashlib.sha256(read_regular(path)).hexdigest()  # a FIFO or device refused, not waited on
+        except (OSError, ValueError):
             return parse(path)  # let the parser report it
         entry = self._trusted(key, source)
         if entry is not None:

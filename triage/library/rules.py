@@ -24,6 +24,7 @@ import regex
 from triage.errors import TriageError
 from triage.library.cache import YamlCache
 from triage.model import KIND_SIDE, SEVERITIES
+from triage.safe_load import StructureError, load_yaml, read_regular
 
 RULE_KEYS = {
     "id", "category", "severity", "title", "anchor", "match", "side", "not_side", "near", "not_near",
@@ -269,13 +270,17 @@ Reader = Callable[[Path], Any]  # a file's parsed YAML
 
 def _read_yaml(path: Path) -> Any:
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_regular(path).decode("utf-8")  # a FIFO or a device is refused, never waited on
+    except StructureError as e:
+        raise LibraryError(f"{path}: {e}") from None
     except (OSError, UnicodeDecodeError) as e:
         raise LibraryError(f"{path}: cannot read: {e}") from None
     import yaml
 
     try:
-        return yaml.load(text, Loader=_line_loader())  # noqa: S506 - a SafeLoader subclass
+        return load_yaml(text, _line_loader())  # aliases and nesting measured before anything is built
+    except StructureError as e:
+        raise LibraryError(f"{path}: {e}") from None
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f"{path}:{mark.line + 1}" if mark else str(path)

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from triage.errors import TriageError
 from triage.model import Event, Line
+from triage.safe_load import StructureError, compose, read_regular
 
 if TYPE_CHECKING:
     import yaml
@@ -56,7 +57,7 @@ def parse_config(text: str, where: str) -> dict[str, tuple[Any, int]]:
 
     loader = yaml.SafeLoader(text)
     try:
-        node = loader.get_single_node()
+        node = compose(loader)  # aliases and nesting measured before anything is built (triage/safe_load.py)
         if node is None:
             raise ConfigError(f"{where}: empty configuration file")
         if not isinstance(node, yaml.MappingNode):
@@ -64,6 +65,8 @@ def parse_config(text: str, where: str) -> dict[str, tuple[Any, int]]:
         out: dict[str, tuple[Any, int]] = {}
         _leaves(loader, node, "", out)
         return out
+    except StructureError as e:
+        raise ConfigError(f"{where}: {e}: not read as settings") from None
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         at = f"{where}:{mark.line + 1}" if mark else where
@@ -75,8 +78,9 @@ def parse_config(text: str, where: str) -> dict[str, tuple[Any, int]]:
 def read_config_file(path: str, rel: str) -> Event:
     """A `config` event: fields {dotted.name: value}, and `_lines` {dotted.name: Line} for evidence."""
     try:
-        with open(path, "rb") as fh:
-            raw = fh.read(MAX_CONFIG_BYTES)
+        raw = read_regular(path, MAX_CONFIG_BYTES)  # a FIFO or a device is refused, never waited on
+    except StructureError as e:
+        raise ConfigError(f"{rel}: {e}") from None
     except OSError as e:
         raise ConfigError(f"{rel}: cannot read: {e.strerror or e}") from None
     text = raw.decode("utf-8", "replace")

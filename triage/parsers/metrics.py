@@ -28,13 +28,13 @@ The canonical names of these series are in vocabulary.py.
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from sys import intern
 from typing import Any
 
 from triage.model import Event, Line
+from triage.safe_load import json_loads
 
 SLIME = re.compile(r"\b(?P<tag>(?:critic-)?step|rollout|perf|eval|multi_turn) (?P<step>\d+): \{")
 DICT_PAIR = re.compile(r"'(?P<k>[^']+)':\s*(?:np\.float\d*\(|tensor\()?(?P<v>-?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+|nan|inf)|True|False)")
@@ -267,7 +267,7 @@ def parse(line: Line) -> Event | None:
     s = msg.strip()
     if s.startswith("{") and s.endswith("}") and '"' in s:
         try:
-            obj = json.loads(s)
+            obj = json_loads(s)  # nesting too deep to decode is a ValueError too (triage/safe_load.py)
         except ValueError:
             return None
         if isinstance(obj, dict):

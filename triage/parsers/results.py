@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
 from triage.model import Event, Line, LogFile
+from triage.safe_load import json_loads, json_raw_decode
 
 Opener = Callable[[str, str], BinaryIO]
 
@@ -192,7 +193,7 @@ def jsonl_head_columns(text: str, limit: int = 20) -> list[str]:
         if not s.startswith("{"):
             continue
         try:
-            obj = json.loads(s)
+            obj = json_loads(s)
         except ValueError:
             continue
         if isinstance(obj, dict):
@@ -227,7 +228,7 @@ def json_head_columns(text: str) -> list[str]:
     else:
         return []
     try:
-        obj, _ = json.JSONDecoder().raw_decode(body)
+        obj, _ = json_raw_decode(json.JSONDecoder(), body)
         return list(flatten(obj)) if isinstance(obj, dict) else []
     except ValueError:  # the first row runs past the head: its keys, nested ones included, as a flat list
         return list(dict.fromkeys(k for k in _KEY.findall(body[:16384])))
@@ -342,7 +343,7 @@ def _jsonl_rows(data: bytes) -> tuple[list[tuple[int, dict[str, Any]]], bool]:
         if not s.startswith(b"{"):
             continue
         try:
-            obj = json.loads(s)
+            obj = json_loads(s)
         except ValueError:
             continue
         if isinstance(obj, dict):
@@ -382,7 +383,7 @@ def _json_rows(text: str) -> tuple[list[tuple[int, dict[str, Any]]], bool]:
                 break
             pos = km.end()
         try:
-            obj, end = dec.raw_decode(text, pos)
+            obj, end = json_raw_decode(dec, text, pos)
         except ValueError:
             break
         if isinstance(obj, dict):

@@ -19,7 +19,7 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-from triage.model import SEVERITY_RANK, Evidence, Finding, Knob, LogFile, Report, Timeline
+from triage.model import Evidence, Finding, Knob, LogFile, Report, Timeline
 from triage.redact import redact
 from triage.report import RenderOptions
 from triage.report.gate import at_gate

@@ -18,7 +18,7 @@ from rich.text import Text
 from triage.input.read import visible
 from triage.model import Finding, Report
 from triage.report import RenderOptions
-from triage.report.common import clean, safe_report, verdict
+from triage.report.common import COMMAND_START, clean, safe_report, verdict
 
 STYLE = {"error": "bold red", "warning": "bold yellow", "info": "cyan"}
 MAX_LINE = 300
@@ -55,7 +55,10 @@ class Writer:
             self.console.print(Text(" " * (indent + (hang if i else 0))) + part, soft_wrap=True)
 
     def text(self) -> str:
-        return self.buf.getvalue()
+        """The report; a line that would begin with `::` (a GitHub Actions workflow command once leading white
+        space is trimmed) shows its first colon escaped, so quoted rule or log text is never obeyed."""
+        lines = self.buf.getvalue().split("\n")
+        return "\n".join(COMMAND_START.sub(lambda m: m.group()[:-2] + "\\x3a:", ln, count=1) for ln in lines)
 
 
 def _finding(out: Writer, i: int, f: Finding, options: RenderOptions) -> None:
@@ -93,7 +96,8 @@ def _coverage(out: Writer, report: Report, options: RenderOptions) -> None:
     summary = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items()))
     out.line(Text.assemble(("coverage", "bold"), f": {by_status.get('read', 0)} read ({summary or 'none'}), "
                                                  f"{by_status.get('skipped', 0)} skipped, "
-                                                 f"{by_status.get('unreadable', 0)} unreadable"))
+                                                 f"{by_status.get('unreadable', 0)} unreadable"
+                                                 + (f", {by_status['partial']} partial" if by_status.get("partial") else "")))
     for f in report.files:
         if f.status != "read" or f.reason:
             out.line(Text.assemble((f.status, "dim"), f" {_s(clean(f.rel, options))}: "

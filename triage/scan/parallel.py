@@ -146,7 +146,9 @@ def scan_files(scanner: Scanner, files: list[LogFile]) -> list[FileResult]:
     n = cores()
     here, shared = split(files, n)
     if not shared:
-        staged = n >= 2 and "fork" in multiprocessing.get_all_start_methods()
+        # two stages need the C prefilter in the reading stage: without it (not built, TRIAGE_NO_NATIVE=1) this
+        # process reads the file line for line
+        staged = n >= 2 and "fork" in multiprocessing.get_all_start_methods() and scanner.needles is not None
         return [_staged_scan(scanner, lf) if staged and _stageable(lf) else scanner.scan(lf) for lf in files]
     global _scanner, _shared, _taken
     _scanner, _shared, _taken = scanner, shared, multiprocessing.get_context("fork").Value("l", 0)
@@ -173,14 +175,57 @@ def scan_files(scanner: Scanner, files: list[LogFile]) -> list[FileResult]:
     return [out[id(lf)] for lf in files]
 
 
+_open_readers: list[Any] = []  # the read ends of the workers' pipes this process holds (a new worker closes them)
+PR_SET_PDEATHSIG = 1  # prctl(2) option: the signal a process gets when the thread that forked it ends (Linux)
+WATCH = 1.0  # seconds between two looks at the parent, where no parent-death signal is to be had
+
+
+def _die_with(parent: int) -> None:
+    """End this worker when its parent ends, however the parent ends (SIGKILL, the OOM killer, SIGTERM or SIGHUP
+    from `kill` or a timeout): the kernel's parent-death signal where there is one (Linux prctl), else a thread that
+    looks whether the parent changed. A worker left alone would scan (or block writing) for nobody."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        armed = libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) == 0
+    except (OSError, AttributeError):  # not Linux, or no C library to ask
+        armed = False
+    if os.getppid() != parent:  # the parent ended before the signal was armed
+        os._exit(0)
+    if armed:
+        return
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            threading.Event().wait(WATCH)
+        os._exit(0)
+
+    threading.Thread(target=watch, daemon=True).start()
+
+
+def _child(target: Callable[..., None], parent: int, *args: Any) -> None:
+    """What a forked worker runs first: close the pipe ends it inherited but does not use (its own read end, the
+    other workers'), so that its writes fail once the parent is gone instead of filling a pipe it reads itself;
+    then bind its life to the parent's and run target."""
+    for conn in _open_readers:
+        conn.close()
+    _open_readers.clear()
+    _die_with(parent)
+    target(*args)
+
+
 def _start(target: Callable[..., None], *args: Any) -> tuple[Any, Any] | None:
     """(a forked worker running target(*args, conn), the end of its pipe this process reads), or None when no
     process is to be had (fork refused: EAGAIN, ENOMEM)."""
     reader, writer = multiprocessing.get_context("fork").Pipe(duplex=False)
-    w = multiprocessing.get_context("fork").Process(target=target, args=(*args, writer), daemon=True)
+    _open_readers.append(reader)
+    w = multiprocessing.get_context("fork").Process(target=_child, args=(target, os.getpid(), *args, writer),
+                                                    daemon=True)
     try:
         w.start()
     except OSError:
+        _open_readers.remove(reader)
         reader.close()
         writer.close()
         return None
@@ -190,6 +235,8 @@ def _start(target: Callable[..., None], *args: Any) -> tuple[Any, Any] | None:
 
 def _end(w: Any, reader: Any) -> None:
     """Close a worker's pipe (a worker still sending then ends) and give it POLL seconds to exit, else kill it."""
+    if reader in _open_readers:
+        _open_readers.remove(reader)
     reader.close()
     w.join(timeout=POLL)
     if w.is_alive():

@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from triage.input.decompress import Cut
 from triage.input.read import MAX_LINE, TRUNCATED, iter_chunks, open_stream
 from triage.library.rules import MATCH_TIMEOUT, Library, Rule
 from triage.model import Event, Hit, Line, LogFile
@@ -131,8 +132,14 @@ class FileResult:
 
 def _note(lf: LogFile, res: FileResult, note: str) -> None:
     """Something about how the file was read that the coverage section must say (cut, damaged, growing)."""
-    lf.reason = (lf.reason + "; " if lf.reason else "") + note
+    if isinstance(note, Cut) or note.startswith(STOPPED):  # the file was not read to its end: partial
+        lf.stopped(note)
+    else:
+        lf.reason = (lf.reason + "; " if lf.reason else "") + note
     res.errors.append(f"{lf.rel}: {note}")
+
+
+STOPPED = "read stopped early"  # the scan's note when reading raised (OSError, MemoryError, a dead reading stage)
 
 
 class Scanner:
