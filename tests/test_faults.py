@@ -388,3 +388,18 @@ def test_a_link_out_of_the_run_dir_is_not_followed_unless_asked(tmp_path: Path) 
     rep = analyze(Settings(paths=[str(run_dir)], follow_links=True))
     shadow = {f.rel: f for f in rep.files}["shadow.log"]
     assert (shadow.status, shadow.lines) == ("read", 2)
+
+
+def test_the_exit_code_knows_a_verdict_is_incomplete(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    """Nothing at the gate in what was read, but a file was cut while reading: exit 3, not 0; the verdict names
+    the partial file. A finding at the gate still exits 1; `--fail-on never` exits 0."""
+    zstandard = pytest.importorskip("zstandard")
+    quiet = "\n".join(STEP.format(i=i) for i in range(20000)) + "\n"
+    data = zstandard.ZstdCompressor().compress(quiet.encode())
+    (tmp_path / "train.log.zst").write_bytes(data[: len(data) // 2])
+    res = cli(tmp_path)
+    assert res.code == 3, res.out + res.err
+    assert "partial" in res.out.splitlines()[0]
+    assert cli(tmp_path, "--fail-on", "never").code == 0
+    (tmp_path / "engine.log").write_text(OOM + "\n")
+    assert cli(tmp_path).code == 1

@@ -247,7 +247,8 @@ def _scan(
         write(report, export)
     for warning in emit(report, targets, options, os.environ):
         typer.echo(f"triage: warning: {warning}", err=True)
-    raise typer.Exit(scan_exit(report.findings, fail_on.value, wrote_baseline=write_baseline is not None))
+    raise typer.Exit(scan_exit(report.findings, fail_on.value, wrote_baseline=write_baseline is not None,
+                               complete=report.coverage_complete))
 
 
 def _scan_command() -> Any:
@@ -378,7 +379,7 @@ def merge(
     options = RenderOptions(color=color, width=width, verbose=verbose, fail_on=fail_on.value, redact=not no_redact)
     for warning in emit(report, [Target(main_fmt, output)], options, os.environ):
         typer.echo(f"triage: warning: {warning}", err=True)
-    raise typer.Exit(scan_exit(report.findings, fail_on.value))
+    raise typer.Exit(scan_exit(report.findings, fail_on.value, complete=report.coverage_complete))
 
 
 def explain(name: str = typer.Argument(..., help="A rule id, a category, or a knob (any alias)."),

@@ -135,7 +135,8 @@ def verdict(report: Report) -> str:
         missing = not_read(report)
         return f"{clean_run} in what was read ({missing} file(s): see coverage)" if missing else clean_run
     top = active[0]
-    return f"{top.severity}: {top.category}: {top.title}"
+    missing = not_read(report)
+    return f"{top.severity}: {top.category}: {top.title}" + (f" (coverage incomplete: {missing})" if missing else "")
 
 
 def coverage_counts(report: Report) -> str:
