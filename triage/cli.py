@@ -21,7 +21,7 @@ try:  # typer >= 0.28 coerces every value through pydantic; these helpers of its
     from typer._coercion import build_runtime_param
     from typer._param_types import coerce_cli_choice, coerce_cli_path
 except ImportError:  # an older typer: plain click coercion, nothing to avoid
-    build_runtime_param = None
+    build_runtime_param = None  # type: ignore[assignment]
 
 
 class _Slow(Exception):

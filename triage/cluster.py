@@ -59,7 +59,8 @@ def scan_here(job: NodeScan) -> str:
     node_id = ctx.get_node_id()
     node_ip = ray.util.get_node_ip_address()
     try:  # the session directory of the Ray instance this worker belongs to
-        session_logs = str(Path(ray._private.worker.global_worker.node.get_session_dir_path()) / "logs")
+        node: Any = ray._private.worker.global_worker.node
+        session_logs = str(Path(node.get_session_dir_path()) / "logs")
     except AttributeError:
         session_logs = SESSION_LOGS
     where = log_dir(job.pattern, node_ip, node_id, socket.gethostname(), session_logs)

@@ -148,7 +148,7 @@ def from_checks(lib: Library, run: Run, cfg: Config, redact_on: bool) -> list[Fi
     return out
 
 
-class _Blank(dict):  # type: ignore[type-arg]
+class _Blank(dict[str, str]):
     def __missing__(self, key: str) -> str:
         return "?"
 

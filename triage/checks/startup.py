@@ -146,7 +146,7 @@ def engines(run: Run) -> list[Engine]:
             if eng.cache_hit is not None and "compile" in eng.spans:
                 eng.spans["compile"].cached = True
         return list(out.values())
-    return run.once("startup_engines", build)  # type: ignore[no-any-return]
+    return run.once("startup_engines", build)
 
 
 def total_seconds(phases: dict[str, float]) -> float:

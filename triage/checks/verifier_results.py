@@ -73,7 +73,7 @@ def classify(t: Table) -> dict[str, list[int]]:
 
 
 def _classes(run: Run) -> list[tuple[Table, dict[str, list[int]]]]:
-    return run.once("verifier_results.classes", lambda r: [(t, classify(t)) for t in tables(r)])  # type: ignore[no-any-return]
+    return run.once("verifier_results.classes", lambda r: [(t, classify(t)) for t in tables(r)])
 
 
 def _evidence(pairs: list[tuple[Table, list[int]]]) -> list[Line]:
@@ -187,8 +187,7 @@ def _limit(params: dict[str, Any], run: Run, t: Table, lat: list[float]) -> tupl
         return v, f"verifier.timeout = {v:g} s ({cfg[1]})"  # type: ignore[index]
     for c in t.roles.limit + [c for c in t.roles.timeout if any(
             isinstance(x, (int, float)) and not isinstance(x, bool) for x in t.cols[c][:50])]:
-        vals = [as_float(x) for x in t.cols[c]]
-        vals = [x for x in vals if x and x > 0]
+        vals = [x for x in map(as_float, t.cols[c]) if x is not None and x > 0]
         if vals:
             common = Counter(vals).most_common(1)[0][0]
             return common, f"{c} = {common:g} s (column)"
@@ -214,8 +213,8 @@ def results_latency_tail(params: dict[str, Any], run: Run) -> list[CheckResult]:
         if not t.roles.latency:
             continue
         col = t.roles.latency[0]
-        pairs = [(i, as_float(v)) for i, v in enumerate(t.cols[col])]
-        pairs = [(i, _seconds(col, v)) for i, v in pairs if v is not None and math.isfinite(v) and v >= 0]
+        raw = [(i, as_float(v)) for i, v in enumerate(t.cols[col])]
+        pairs = [(i, _seconds(col, v)) for i, v in raw if v is not None and math.isfinite(v) and v >= 0]
         if len(pairs) < int(params.get("min_rows", 10)):
             continue
         lat = sorted(v for _, v in pairs)
@@ -249,9 +248,8 @@ def _judge_context(run: Run, t: Table, i: int) -> float | None:
 
 
 def _tokens(t: Table, i: int) -> float | None:
-    parts = [as_float(t.cols[c][i]) for c in t.roles.prompt_tokens[:1] + t.roles.response_tokens[:1]
-             + t.roles.rubric_tokens[:1]]
-    parts = [p for p in parts if p is not None]
+    parts = [p for p in (as_float(t.cols[c][i]) for c in t.roles.prompt_tokens[:1] + t.roles.response_tokens[:1]
+                         + t.roles.rubric_tokens[:1]) if p is not None]
     if parts:
         return sum(parts)
     total = [as_float(t.cols[c][i]) for c in t.roles.total_tokens[:1]]
@@ -299,8 +297,8 @@ def results_summary(params: dict[str, Any], run: Run) -> list[CheckResult]:
     timeouts = sum(len(c["timeout"]) for _, c in found)
     errors = sum(len(c["error"]) for _, c in found)
     nums: dict[str, Any] = {"files": [t.file for t, _ in found], "rows": rows, "timeouts": timeouts, "errors": errors}
-    rewards = [as_float(v) for t, _ in found if t.roles.reward for v in t.cols[t.roles.reward[0]]]
-    rewards = [v for v in rewards if v is not None and math.isfinite(v)]
+    rewards = [v for t, _ in found if t.roles.reward for v in map(as_float, t.cols[t.roles.reward[0]])
+               if v is not None and math.isfinite(v)]
     nums["arithmetic"] = f"{rows} rows in {len(found)} file{'s' if len(found) > 1 else ''}; {timeouts} timed out, {errors} errored"
     if rewards:
         nums["reward_mean"] = round(sum(rewards) / len(rewards), 4)

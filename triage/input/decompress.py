@@ -253,14 +253,14 @@ def open_log(path: str, compression: str = "", note: Note = _quiet) -> BinaryIO:
     """A read-only byte stream of the file's content as of opening, decompressed when `compression` says so."""
     raw: Any = UpTo(safe_open(path), note, path)
     if not compression:
-        return io.BufferedReader(raw, buffer_size=PIECE)  # type: ignore[return-value]
+        return io.BufferedReader(raw, buffer_size=PIECE)
     buffered = io.BufferedReader(raw, buffer_size=PIECE)
     try:
         inner = _decompressor(buffered, compression)
     except BaseException:
         buffered.close()
         raise
-    return io.BufferedReader(Tolerant(inner, compression, note, buffered), buffer_size=PIECE)  # type: ignore[return-value]
+    return io.BufferedReader(Tolerant(inner, compression, note, buffered), buffer_size=PIECE)
 
 
 def wrap_stdin(stream: Any, note: Note = _quiet) -> BinaryIO:
@@ -268,5 +268,5 @@ def wrap_stdin(stream: Any, note: Note = _quiet) -> BinaryIO:
     buffered = stream if hasattr(stream, "peek") else io.BufferedReader(stream)
     compression = compression_of(buffered.peek(8)[:8])
     if not compression:
-        return buffered  # type: ignore[no-any-return]
-    return io.BufferedReader(Tolerant(_decompressor(buffered, compression), compression, note))  # type: ignore[return-value]
+        return buffered
+    return io.BufferedReader(Tolerant(_decompressor(buffered, compression), compression, note))

@@ -388,7 +388,8 @@ def _walk(root: str, follow_links: bool = False) -> list[LogFile]:
             out.append(LogFile(path=dirpath, rel=printable(rel), kind="directory", status="unreadable",
                                reason=err.strerror or str(err)))
             continue
-        subdirs, names = [], []
+        subdirs: list[os.DirEntry[str]] = []
+        names: list[os.DirEntry[str]] = []
         for e in entries:
             try:
                 is_dir = e.is_dir(follow_symlinks=True)

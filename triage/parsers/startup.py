@@ -125,7 +125,7 @@ def _parse(line: Line, msg: str) -> Event | None:
     if "Load weight " in msg:
         m = LOAD_END.search(msg)
         if m:
-            extra = {k: float(v) for k, v in (("avail", m["avail"]), ("usage", m["usage"])) if v}
+            extra: dict[str, object] = {k: float(v) for k, v in (("avail", m["avail"]), ("usage", m["usage"])) if v}
             if not m["elapsed"]:  # before 2026-01-26 the end line carries no time: an end mark
                 extra["mark"] = "end"
             return _event(line, "weight_load", "sglang", "", float(m["elapsed"]) if m["elapsed"] else None,

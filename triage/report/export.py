@@ -63,7 +63,7 @@ def frames(report: Report) -> dict[str, Any]:
                      "value": pl.Float64}
     evidence = pl.List(pl.Struct({"file": pl.String, "line": pl.Int64, "text": pl.String}))
     knobs = pl.List(pl.Struct({"name": pl.String, "current": pl.String, "source": pl.String}))
-    findings_schema = {"rank": pl.Int64, "rule": pl.String, "category": pl.String, "severity": pl.String,
+    findings_schema: dict[str, Any] = {"rank": pl.Int64, "rule": pl.String, "category": pl.String, "severity": pl.String,
                        "title": pl.String, "count": pl.Int64, "known": pl.Boolean, "fingerprint": pl.String,
                        "file": pl.String, "line": pl.Int64, "text": pl.String, "evidence": evidence, "knobs": knobs,
                        "not_knobs": pl.List(pl.String), "explain": pl.String}
