@@ -20,6 +20,7 @@ checks see exactly what they saw when every record was kept.
 
 from __future__ import annotations
 
+import heapq
 from collections import deque
 from collections.abc import Iterable
 from typing import Any
@@ -29,6 +30,7 @@ from triage.parsers.vocabulary import canonical, reward_function
 
 CAP = 4096  # sampled records (their full values), whatever the log's length
 TAIL = 256  # the last records, kept whole (the last steps of a series, the last evidence)
+TOP = 16  # the highest values of each series, with their records: rare records over a threshold stay in view
 MAX_SHAPES = 4096  # distinct key sets counted exactly; a run prints a handful
 HASH = 0x9E3779B1  # 2^32 / golden ratio: consecutive positions hash far apart and evenly
 FULL = 1 << 32
@@ -39,7 +41,7 @@ Point = tuple[int, float, str]  # (record position in the store, value, raw key)
 class Summary:
     """One series' exact streaming summary; points are (position, value, raw key)."""
 
-    __slots__ = ("n", "bad", "nonzero", "first", "last", "lo", "hi", "bad_first", "bad_last")
+    __slots__ = ("n", "bad", "nonzero", "first", "last", "lo", "hi", "bad_first", "bad_last", "top")
 
     def __init__(self) -> None:
         self.n = 0
@@ -51,6 +53,7 @@ class Summary:
         self.hi: Point | None = None  # highest finite value (first record reaching it)
         self.bad_first: Point | None = None
         self.bad_last: Point | None = None
+        self.top: list[tuple[float, int, str]] = []  # the TOP highest finite values (value, position, key), a heap
 
     def slots(self) -> tuple[Point | None, ...]:
         return self.first, self.last, self.lo, self.hi, self.bad_first, self.bad_last
@@ -116,6 +119,13 @@ class MetricStore:
             self._set(s, "lo", point, ev)
         if s.hi is None or v > s.hi[1]:
             self._set(s, "hi", point, ev)
+        top = s.top
+        if len(top) < TOP:
+            heapq.heappush(top, (v, pos, key))
+            self._pin(pos, ev)
+        elif v > top[0][0]:
+            self._unpin(heapq.heapreplace(top, (v, pos, key))[1])
+            self._pin(pos, ev)
 
     def add(self, ev: Event) -> None:
         """One merged record (parsers/metrics.py), in log order."""
@@ -253,15 +263,20 @@ def _joined(a: Summary | None, b: Summary, off: int, store: MetricStore) -> Summ
     """a (the earlier files) followed by b (a later file, positions moved by `off`); pins of slots that lose
     are released."""
     s = Summary()
+    drop: list[Point | None] = []
     s.n, s.bad, s.nonzero = b.n, b.bad, b.nonzero
     s.first, s.last, s.lo, s.hi = _moved(b.first, off), _moved(b.last, off), _moved(b.lo, off), _moved(b.hi, off)
     s.bad_first, s.bad_last = _moved(b.bad_first, off), _moved(b.bad_last, off)
+    s.top = [(v, p + off, k) for v, p, k in b.top]
     if a is None:
         return s
+    both = sorted(a.top + s.top, reverse=True)
+    s.top = both[:TOP]
+    heapq.heapify(s.top)
+    drop.extend((p, v, k) for v, p, k in both[TOP:])
     s.n += a.n
     s.bad += a.bad
     s.nonzero += a.nonzero
-    drop: list[Point | None] = []
     s.first, lost = (a.first, s.first) if a.first is not None else (s.first, None)
     drop.append(lost)
     drop.append(a.last if s.last is not None else None)
