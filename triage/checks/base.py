@@ -109,12 +109,18 @@ class Run:
         first, last = min(t[1] for t in found), max(t[2] for t in found)
         return sum(t[0] for t in found), store.record(first), store.record(last)
 
-    def scaled(self, hits: int, seen: int, total: int) -> int:
-        """A count of viewed points (`hits` of `seen`) as a count over the run's `total` (the same when nothing
-        was thinned)."""
-        if not self.thinned or seen >= total or not seen:
-            return hits
-        return round(hits * total / seen)
+    def scaled(self, hits: list[Event], seen: list[Event], total: int) -> int:
+        """How many of the run's `total` records are like `hits` (viewed records, among the viewed `seen`): their
+        number when nothing was thinned, else estimated from the evenly spread sample alone (the view's pinned
+        records are the extremes, which would inflate the share), never below the hits seen."""
+        store = self.store()
+        if not store.thinned:
+            return len(hits)
+        self._index()
+        sampled = store.sampled_positions()
+        n_hits = sum(1 for ev in hits if self._order[id(ev)] in sampled)
+        n_seen = sum(1 for ev in seen if self._order[id(ev)] in sampled)
+        return max(len(hits), round(n_hits * total / n_seen) if n_seen else 0)
 
     def aliases(self, name: str) -> list[str]:
         """The raw keys of this run that hold canonical series `name` (parsers/vocabulary.py), preferred first."""

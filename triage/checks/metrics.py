@@ -34,7 +34,7 @@ def over_threshold(params: dict[str, Any], run: Run) -> tuple[str, list[tuple[Ev
             # all of them are in view when fewer than TOP values of the series reach the threshold
             if s is None or len(s.top) < TOP or s.top[0][0] < low:
                 return key, over, len(over)
-            return key, over, run.scaled(len(over), len(series), s.n)
+            return key, over, run.scaled([ev for ev, _ in over], [ev for ev, _ in series], s.n)
     return None
 
 

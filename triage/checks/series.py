@@ -12,7 +12,7 @@ from typing import Any
 from triage.checks.base import CheckResult, Run
 from triage.checks.metrics import _line
 from triage.model import Event, Line
-from triage.parsers.series_store import Summary
+from triage.parsers.series_store import SHARE, TOP, Summary
 
 Point = tuple[Event, float, str]  # (record, value, raw key)
 
@@ -173,7 +173,11 @@ def mean_length_at_cap(params: dict[str, Any], run: Run) -> list[CheckResult]:
         if limit > 0 and math.isfinite(p[1]) and p[1] >= share * limit:
             hits.append((p, limit, source))
     s = run.canon_summary("response_length")
-    count = run.scaled(len(hits), len(means), s.n) if s is not None else len(hits)
+    near = run.canon_summary(SHARE)  # every record at `share` of its longest response is in view unless TOP are
+    if s is not None and (cap or near is None or (len(near.top) == TOP and near.top[0][0] >= share)):
+        count = run.scaled([p[0] for p, _, _ in hits], [p[0] for p in means], s.n)  # more than the view holds
+    else:
+        count = len(hits)
     if count < int(params.get("min_steps", 2)):
         return []
     points = [h[0] for h in hits]

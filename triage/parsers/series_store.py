@@ -35,6 +35,7 @@ MAX_SHAPES = 4096  # distinct key sets counted exactly; a run prints a handful
 HASH = 0x9E3779B1  # 2^32 / golden ratio: consecutive positions hash far apart and evenly
 FULL = 1 << 32
 
+SHARE = "response_length/share_of_max"  # derived: a record's mean response length / its longest response
 Point = tuple[int, float, str]  # (record position in the store, value, raw key)
 
 
@@ -150,6 +151,12 @@ class MetricStore:
                     self._update(self.fns.setdefault(fn, Summary()), pos, v, k, ev)
         for name, (_, k) in best.items():
             self._update(self.canon.setdefault(name, Summary()), pos, values[k], k, ev)
+        if "response_length" in best and "response_length_max" in best:
+            # the mean response length as a share of the step's longest (checks/series.mean_length_at_cap): its
+            # highest values keep the steps nearest the cap in view, however rare
+            mean, longest = values[best["response_length"][1]], values[best["response_length_max"][1]]
+            if longest > 0 and mean - mean == 0:
+                self._update(self.canon.setdefault(SHARE, Summary()), pos, mean / longest, SHARE, ev)
         shape = tuple(values)
         if shape in self.shapes:
             self.shapes[shape] += 1
@@ -195,6 +202,10 @@ class MetricStore:
             kept.update((p, pin[0]) for p, pin in self._pins.items())
             self._view = sorted(kept.items(), key=lambda pe: pe[0])
         return self._view
+
+    def sampled_positions(self) -> set[int]:
+        """Positions of the evenly spread sample (not the pinned extremes nor the tail)."""
+        return set(self._sample)
 
     def record(self, pos: int) -> Event:
         """The record at a summary's point (pinned, so always kept)."""
