@@ -4,6 +4,8 @@ full series (issue 16)."""
 from __future__ import annotations
 
 import math
+import pickle
+from pathlib import Path
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -133,3 +135,40 @@ def test_thinned_store_answers_as_the_full_series(rows: list[dict[str, float]]) 
     if any(name == "no_policy_gradient" for name, *_ in answers):  # read from the view: equal when nothing was dropped
         return
     assert _answers(thin) == answers
+
+
+def test_long_verl_log_end_to_end(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """fixtures/real/040's verl step line printed for 6 000 steps (more than the store samples), the clip ratio
+    healthy except at steps 4 000 and 4 001 and grad_norm NaN at step 5 000: the cap-hit finding counts those two
+    steps and cites the first, the NaN error cites its line, and the run summary counts every record."""
+    from triage.analyze import Settings, analyze
+
+    real = Path(__file__).parent.parent / "fixtures/real/040-verl-step-response-clip-ratio-0p52/input/train.log"
+    template = real.read_text(encoding="utf-8").splitlines()[0]
+    lines = []
+    for step in range(1, 6001):
+        text = template.replace("step:5 - ", f"step:{step} - ")
+        if step not in (4000, 4001):
+            text = text.replace("response_length/clip_ratio:0.521", "response_length/clip_ratio:0.010")
+        if step == 5000:
+            text = text.replace("actor/grad_norm:0.180", "actor/grad_norm:nan")
+        lines.append(text)
+    (tmp_path / "train.log").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    report = analyze(Settings(paths=[str(tmp_path)]))
+    by_rule = {f.rule: f for f in report.findings}
+    nan = by_rule["health.grads-non-finite"]
+    assert [(e.file, e.line) for e in nan.evidence] == [("train.log", 5000)] and nan.numbers["records"] == 6000
+    cap = by_rule["gen.cap-hit-rate"]
+    assert cap.count == 2 and [e.line for e in cap.evidence] == [4000]  # the worst (first of two equal) = the first
+    assert cap.numbers["max"] == 0.521
+    assert by_rule["health.summary"].numbers["records"] == 6000
+
+
+def test_a_store_crosses_process_boundaries() -> None:
+    """A worker's file result (with its store) is pickled back to the parent."""
+    store = MetricStore(cap=4)
+    for i in range(50):
+        store.add(_record(i, {"reward": float(i)}))
+    back = pickle.loads(pickle.dumps(store))
+    assert back.total == 50 and back.sums["reward"].hi == store.sums["reward"].hi
+    assert [p for p, _ in back.view()] == [p for p, _ in store.view()]

@@ -56,11 +56,6 @@ class Run:
             self._store = MetricStore.join(stores) if stores else MetricStore()
         return self._store
 
-    @property
-    def thinned(self) -> bool:
-        """The view holds a sample of the records, not all of them (a long run)."""
-        return self.store().thinned
-
     def _index(self) -> dict[str, list[Event]]:
         """The viewed records holding each key, in log order, gathered in one pass (checks ask for a few dozen
         keys of thousands of records)."""

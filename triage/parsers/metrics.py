@@ -318,7 +318,8 @@ class Records:
 
     def __init__(self, sink: Any) -> None:
         self.sink = sink
-        self.out: deque[Event] = deque()
+        self.out: deque[Event] = deque()  # the open records, oldest first
+        self.keys: deque[tuple[Any, ...] | None] = deque()  # their (file, framework, tag, step), when stepped
         self.seen: dict[tuple[Any, ...], Event | None] = {}  # key -> open record (None: passed on)
         self.last_line = 0  # the line of the last value joined into a block record (wandb summary, NeMo-RL)
 
@@ -361,14 +362,13 @@ class Records:
     def _push(self, ev: Event, key: tuple[Any, ...] | None) -> None:
         if key is not None:
             self.seen[key] = ev
-            f = ev.fields
-            f["_key"] = key
         self.out.append(ev)
+        self.keys.append(key)
         if len(self.out) > WINDOW:
-            self._pass(self.out.popleft())
+            self._pass()
 
-    def _pass(self, ev: Event) -> None:
-        key = ev.fields.pop("_key", None)
+    def _pass(self) -> None:
+        ev, key = self.out.popleft(), self.keys.popleft()
         if key is not None:
             self.seen[key] = None
             if len(self.seen) > SEEN + WINDOW:  # forget the oldest keys passed on (dicts keep insertion order)
@@ -378,7 +378,7 @@ class Records:
 
     def close(self) -> None:
         while self.out:
-            self._pass(self.out.popleft())
+            self._pass()
 
 
 def merge_records(events: list[Event]) -> list[Event]:

@@ -56,9 +56,6 @@ class Summary:
         self.bad_last: Point | None = None
         self.top: list[tuple[float, int, str]] = []  # the TOP highest finite values (value, position, key), a heap
 
-    def slots(self) -> tuple[Point | None, ...]:
-        return self.first, self.last, self.lo, self.hi, self.bad_first, self.bad_last
-
 
 class MetricStore:
     """The merged metric records of one file (or, joined, of a run) in bounded memory."""
