@@ -371,7 +371,7 @@ class Records:
         ev, key = self.out.popleft(), self.keys.popleft()
         if key is not None:
             self.seen[key] = None
-            if len(self.seen) > SEEN + WINDOW:  # forget the oldest keys passed on (dicts keep insertion order)
+            if len(self.seen) > 2 * SEEN:  # forget the oldest keys passed on (dicts keep insertion order), in bulk
                 for k in [k for k, v in itertools.islice(self.seen.items(), len(self.seen) - SEEN) if v is None]:
                     del self.seen[k]
         self.sink(ev)
