@@ -20,21 +20,17 @@ PUBLISH_KEYS = ("timing_s/update_weights", "perf/update_weights_time", "perf/upd
 TRAIN_TAGS = ("step", "continued", "log", "record")
 
 
-def non_finite(series: list[tuple[Event, float]]) -> list[tuple[Event, float]]:
-    return [(ev, v) for ev, v in series if not math.isfinite(v)]
-
-
 def metric_non_finite(params: dict[str, Any], run: Run) -> list[CheckResult]:
-    """Any of `keys` NaN or infinite in any record (e.g. gradient norms)."""
+    """Any of `keys` NaN or infinite in any record (e.g. gradient norms): the first and last such record."""
     for key in params.get("keys") or []:
-        series = run.series(key)
-        bad = non_finite(series)
-        if bad:
-            ev, v = bad[0]
-            return [CheckResult(evidence=[_line(ev, key)] + ([_line(bad[-1][0], key)] if len(bad) > 1 else []),
-                                count=len(bad), numbers={"metric": key, "value": str(v), "non_finite": len(bad),
-                                                         "records": len(series),
-                                                         "arithmetic": f"{key} = {v} in {len(bad)} of {len(series)} records"})]
+        s = run.summary(key)
+        if s is not None and s.bad_first is not None and s.bad_last is not None:
+            ev, v, _ = run.point(s.bad_first)
+            last = run.point(s.bad_last)[0]
+            return [CheckResult(evidence=[_line(ev, key)] + ([_line(last, key)] if s.bad > 1 else []),
+                                count=s.bad, numbers={"metric": key, "value": str(v), "non_finite": s.bad,
+                                                      "records": s.n,
+                                                      "arithmetic": f"{key} = {v} in {s.bad} of {s.n} records"})]
     return []
 
 
@@ -60,8 +56,9 @@ def _telling_keys(params: dict[str, Any]) -> list[str]:
 
 def _spread(run: Run, ev: Event) -> tuple[float, float] | None:
     """(min, max) of the step's sample rewards, when the record holds them."""
-    lo = next((v for e, v, _ in run.canon("reward_min") if e is ev), None)
-    hi = next((v for e, v, _ in run.canon("reward_max") if e is ev), None)
+    lows, highs = run.once("reward_spreads", lambda r: ({id(e): v for e, v, _ in r.canon("reward_min")},
+                                                        {id(e): v for e, v, _ in r.canon("reward_max")}))
+    lo, hi = lows.get(id(ev)), highs.get(id(ev))
     return (lo, hi) if lo is not None and hi is not None else None
 
 
@@ -72,21 +69,23 @@ def no_policy_gradient(params: dict[str, Any], run: Run) -> list[CheckResult]:
 
     All-zero rewards are left to verifier.rewards-degenerate (same conclusion, a more specific cause)."""
     min_steps = int(params.get("min_steps", 3))
-    records = run.holding(_telling_keys(params))
+    telling = _telling_keys(params)
+    records = run.holding(telling)
     if not records:
         return []
     reasons = [_degenerate(ev.fields["values"], params) for ev in records]
     if any(r is None for r in reasons):
         return []
-    if len(records) < min_steps:
+    n = run.count_holding(telling)
+    if n < min_steps:
         # Fewer records than a persistence test needs: enough only when each of them (all the log holds) also
         # measured no gradient at all, grad_norm exactly 0 (a saturated batch in a healthy run still has the
         # KL/entropy terms' gradient), which is the no-gradient conclusion observed, not inferred.
         norms = {id(ev): v for ev, v, _ in run.canon("grad_norm")}
         if any(norms.get(id(ev)) != 0 for ev in records):
             return []
-    rewards = [v for _, v, _ in run.canon("reward")]
-    if rewards and all(v == 0 for v in rewards):
+    rewards = run.canon_summary("reward")
+    if rewards is not None and not rewards.nonzero:
         return []
     first, last = records[0], records[-1]
     key = next(iter(first.fields["values"]))
@@ -101,43 +100,40 @@ def no_policy_gradient(params: dict[str, Any], run: Run) -> list[CheckResult]:
         why = f"every sample scored {spreads[0][1]:g}"
     else:
         why = "the rewards within each group never differ"
-    return [CheckResult(evidence=evidence, count=len(records),
-                        numbers={"records": len(records), "reason": reason, "why": why,
-                                 "arithmetic": f"{reason} in {len(records)} of {len(records)} records"
-                                               f"{', grad_norm = 0 in each' if len(records) < min_steps else ''}: {why}"})]
+    return [CheckResult(evidence=evidence, count=n,
+                        numbers={"records": n, "reason": reason, "why": why,
+                                 "arithmetic": f"{reason} in {n} of {n} records"
+                                               f"{', grad_norm = 0 in each' if n < min_steps else ''}: {why}"})]
 
 
-def _train_records(run: Run) -> list[Event]:
-    return [ev for ev in run.metrics() if ev.fields.get("tag") in TRAIN_TAGS]
-
-
-def publications(run: Run) -> tuple[list[Line], list[Line]]:
-    """(lines showing a weight publication, lines showing one that failed)."""
+def publications(run: Run) -> tuple[int, list[Line]]:
+    """(weight publications seen: timer ends and records timing one, lines showing one that failed)."""
     return run.once("publications", _publications)  # type: ignore[no-any-return]
 
 
-def _publications(run: Run) -> tuple[list[Line], list[Line]]:
-    ok: list[Line] = []
+def _publications(run: Run) -> tuple[int, list[Line]]:
+    ok = 0
     failed: list[Line] = []
     for ev in run.timers():
         if ev.fields.get("name") == "update_weights" and ev.fields.get("phase") == "end":
-            (ok if ev.fields.get("ok", True) else failed).append(ev.line)
-    for ev in run.holding(PUBLISH_KEYS):
-        ok.append(_line(ev, next(k for k in PUBLISH_KEYS if k in ev.fields["values"])))
-    return ok, failed
+            if ev.fields.get("ok", True):
+                ok += 1
+            else:
+                failed.append(ev.line)
+    return ok + run.count_holding(PUBLISH_KEYS), failed
 
 
 def publication_missing(params: dict[str, Any], run: Run) -> list[CheckResult]:
     """Several training steps logged and no sign that weights ever reached the rollout engines."""
     min_steps = int(params.get("min_steps", 2))
-    steps = _train_records(run)
+    n, first, last = run.tag_records(TRAIN_TAGS)
     ok, failed = publications(run)
-    if len(steps) < min_steps or ok or failed:
+    if n < min_steps or first is None or last is None or ok or failed:
         return []
-    evidence = [steps[0].line] + ([steps[-1].line] if len(steps) > 1 else [])
-    return [CheckResult(evidence=evidence, count=len(steps),
-                        numbers={"train_records": len(steps), "publications": 0,
-                                 "arithmetic": f"0 publications in {len(steps)} training records"})]
+    evidence = [first.line] + ([last.line] if last is not first else [])
+    return [CheckResult(evidence=evidence, count=n,
+                        numbers={"train_records": n, "publications": 0,
+                                 "arithmetic": f"0 publications in {n} training records"})]
 
 
 def _first_value(values: dict[str, float], keys: list[str]) -> tuple[str, float] | None:
@@ -170,24 +166,22 @@ def run_summary(params: dict[str, Any], run: Run) -> list[CheckResult]:
     records = run.metrics()
     if not records:
         return []
-    numbers: dict[str, Any] = {"records": len(records)}
+    total = run.store().total
+    numbers: dict[str, Any] = {"records": total}
     facts: list[str] = []
     for label, keys in (("reward", params.get("reward_keys") or []), ("grad_norm", params.get("grad_keys") or [])):
         keys = list(keys) + [k for k in run.aliases(label) if k not in keys]  # every framework's name for it
-        found = [(k, run.series(k)) for k in keys]
-        found = [(k, s) for k, s in found if s]
+        found = [(k, s) for k in keys if (s := run.summary(k)) is not None and s.n]
         if found:
-            key, series = found[0]
-            bad = non_finite(series)
-            finite_vals = [v for _, v in series if math.isfinite(v)]
+            key, s = found[0]
             numbers[f"{label}_metric"] = key
-            numbers[f"{label}_non_finite"] = len(bad)
-            if finite_vals:
-                numbers[f"{label}_min"], numbers[f"{label}_max"] = min(finite_vals), max(finite_vals)
-            facts.append(f"{label} {'finite' if not bad else f'{len(bad)} non-finite'}")
+            numbers[f"{label}_non_finite"] = s.bad
+            if s.lo is not None and s.hi is not None:
+                numbers[f"{label}_min"], numbers[f"{label}_max"] = s.lo[1], s.hi[1]
+            facts.append(f"{label} {'finite' if not s.bad else f'{s.bad} non-finite'}")
     ok, failed = publications(run)
-    numbers["publications"], numbers["publications_failed"] = len(ok), len(failed)
-    facts.append(f"publication seen ×{len(ok)}" if ok else "publication not seen")
+    numbers["publications"], numbers["publications_failed"] = ok, len(failed)
+    facts.append(f"publication seen ×{ok}" if ok else "publication not seen")
     length_keys = list(params.get("length_keys") or [])
     length_keys += [k for k in run.aliases("response_length_max") if k not in length_keys]
     lengths = [m for ev in run.holding(length_keys) if (m := _first_value(ev.fields["values"], length_keys))]
@@ -205,7 +199,7 @@ def run_summary(params: dict[str, Any], run: Run) -> list[CheckResult]:
         numbers["stage_seconds"] = stages
     numbers["arithmetic"] = ", ".join(facts)
     evidence = [records[0].line] + ([records[-1].line] if len(records) > 1 else [])
-    return [CheckResult(evidence=evidence, count=len(records), numbers=numbers)]
+    return [CheckResult(evidence=evidence, count=total, numbers=numbers)]
 
 
 def cap_hits(params: dict[str, Any], run: Run) -> list[CheckResult]:
@@ -214,8 +208,8 @@ def cap_hits(params: dict[str, Any], run: Run) -> list[CheckResult]:
     found = over_threshold(params, run)
     if not found:
         return []
-    key, over = found
-    result = threshold_result(params, key, over)
+    key, over, count = found
+    result = threshold_result(params, key, over, count)
     worst_ev, worst = max(over, key=lambda ev_v: ev_v[1])
     values = worst_ev.fields["values"]
     longest = _first_value(values, list(params.get("max_keys") or []))

@@ -7,6 +7,7 @@ from typing import Any
 
 from triage.checks.base import CheckResult, Run
 from triage.model import Event, Line
+from triage.parsers.series_store import TOP
 
 
 def _line(ev: Event, key: str) -> Line:
@@ -18,26 +19,34 @@ def _series(records: list[Event], key: str) -> list[tuple[Event, float]]:
     return [(ev, ev.fields["values"][key]) for ev in records if key in ev.fields["values"]]
 
 
-def over_threshold(params: dict[str, Any], run: Run) -> tuple[str, list[tuple[Event, float]]] | None:
-    """(key, records where it is at least `min`) for the first of `keys` that shows the problem."""
+def over_threshold(params: dict[str, Any], run: Run) -> tuple[str, list[tuple[Event, float]], int] | None:
+    """(key, viewed records where it is at least `min`, how many such records the run holds) for the first of
+    `keys` that shows the problem."""
     low = float(params.get("min", 0.0))
     keys = list(params.get("keys") or [])
     if params.get("series"):  # a canonical series (parsers/vocabulary.py): every alias this run holds
         keys += [k for k in run.aliases(str(params["series"])) if k not in keys]
     for key in keys:
-        over = [(ev, v) for ev, v in run.series(key) if math.isfinite(v) and v >= low]
+        series = run.series(key)
+        over = [(ev, v) for ev, v in series if math.isfinite(v) and v >= low]
         if over:
-            return key, over
+            s = run.summary(key)
+            # all of them are in view when fewer than TOP values of the series reach the threshold
+            if s is None or len(s.top) < TOP or s.top[0][0] < low:
+                return key, over, len(over)
+            return key, over, run.scaled([ev for ev, _ in over], [ev for ev, _ in series], s.n)
     return None
 
 
-def threshold_result(params: dict[str, Any], key: str, over: list[tuple[Event, float]]) -> CheckResult:
+def threshold_result(params: dict[str, Any], key: str, over: list[tuple[Event, float]], count: int) -> CheckResult:
+    """`count`: records over the threshold in the whole run (`over` are those in view: series_store keeps the
+    highest values of every series, so the worst record and, unless more than TOP are over, all are in it)."""
     worst_ev, worst = max(over, key=lambda ev_v: ev_v[1])
     first_ev = over[0][0]
     evidence = [_line(worst_ev, key)] + ([_line(first_ev, key)] if first_ev is not worst_ev else [])
-    return CheckResult(evidence=evidence, count=len(over),
+    return CheckResult(evidence=evidence, count=count,
                        numbers={"metric": key, "max": worst, "threshold": float(params.get("min", 0.0)),
-                                "steps_over": len(over)})
+                                "steps_over": count})
 
 
 def metric_threshold(params: dict[str, Any], run: Run) -> list[CheckResult]:

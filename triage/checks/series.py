@@ -12,6 +12,7 @@ from typing import Any
 from triage.checks.base import CheckResult, Run
 from triage.checks.metrics import _line
 from triage.model import Event, Line
+from triage.parsers.series_store import SHARE, TOP, Summary
 
 Point = tuple[Event, float, str]  # (record, value, raw key)
 
@@ -39,6 +40,13 @@ def _at(points: list[Point], ev: Event) -> float | None:
     return None
 
 
+def _ends(run: Run, s: Summary) -> list[Line]:
+    """Evidence lines of a summary's first and last points (each line once)."""
+    assert s.first is not None and s.last is not None
+    first, last = run.point(s.first), run.point(s.last)
+    return _ev([first, last], 0, 1)
+
+
 # -- rewards ------------------------------------------------------------------------------------------------
 
 def _no_gradient(run: Run, records: dict[int, Event]) -> bool:
@@ -52,44 +60,45 @@ def rewards_all_zero(params: dict[str, Any], run: Run) -> list[CheckResult]:
     total and each reward function (warning: no policy gradient). Zero must persist: `min_steps` records, or
     two records in which two or more reward functions are all zero, or a closing run summary (wandb) whose
     reward max is zero (every sample of the last step scored 0), or records (one is enough) whose reward std and
-    grad_norm are both exactly 0 (no gradient measured, not only inferred)."""
+    grad_norm are both exactly 0 (no gradient measured, not only inferred). Counts, non-finite values and
+    "every value zero" come from the exact summaries (series_store.Summary), whatever the log's length."""
     min_steps = int(params.get("min_steps", 3))
-    total = run.canon("reward")
-    fns = run.reward_functions()
-    groups = ([("reward", total)] if total else []) + sorted(fns.items())
-    for _, series in groups:
-        bad = [i for i, (_, v, _) in enumerate(series) if not math.isfinite(v)]
-        if bad:
-            key = series[bad[0]][2]
-            arithmetic = f"{key} = {series[bad[0]][1]} in {len(bad)} of {len(series)} records"
-            return [CheckResult(evidence=_ev(series, bad[0]), count=len(bad), severity="error",
-                                numbers={"metric": key, "non_finite": len(bad), "records": len(series),
+    total = run.canon_summary("reward")
+    fns = run.fn_summaries()
+    groups = ([("reward", total)] if total is not None else []) + sorted(fns.items())
+    for _, s in groups:
+        if s.bad_first is not None:
+            ev, v, key = run.point(s.bad_first)
+            arithmetic = f"{key} = {v} in {s.bad} of {s.n} records"
+            return [CheckResult(evidence=[_line(ev, key)], count=s.bad, severity="error",
+                                numbers={"metric": key, "non_finite": s.bad, "records": s.n,
                                          "arithmetic": arithmetic},
                                 title=f"Rewards are not finite ({arithmetic})")]
-    if not groups or any(v != 0 for _, s in groups for _, v, _ in s):
+    if not groups or any(s.nonzero for _, s in groups):
         return []
-    records = {id(ev): ev for _, s in groups for ev, _, _ in s}
-    n = len(records)
+    n = run.count_holding(run.reward_keys())
+    viewed = {id(ev): ev for ev in run.holding(run.reward_keys())}
     maxima = run.canon("reward_max")
-    summary_zero = any(ev.fields.get("tag") == "summary" and _at(maxima, ev) == 0 for ev in records.values())
-    spreads = [v for _, v, _ in run.canon("reward_std")]
-    no_spread = bool(spreads) and all(v == 0 for v in spreads)
+    summary_zero = any(ev.fields.get("tag") == "summary" and _at(maxima, ev) == 0 for ev in viewed.values())
+    spread = run.canon_summary("reward_std")
+    no_spread = spread is not None and spread.n > 0 and not spread.nonzero
     if not (n >= min_steps or (n >= 2 and len(fns) >= 2) or summary_zero
-            or (no_spread and _no_gradient(run, records))):  # the update measured no gradient at all
+            or (no_spread and _no_gradient(run, viewed))):  # the update measured no gradient at all
         return []
     first = groups[0][1]
-    key = first[0][2]
+    assert first.first is not None
+    key = first.first[2]
     names = [fn for fn, _ in sorted(fns.items())]
-    arithmetic = f"{key} = 0 in {len(first)} of {len(first)} records"
+    arithmetic = f"{key} = 0 in {first.n} of {first.n} records"
     if names:
         arithmetic += f"; {len(names)} reward function{'s' if len(names) > 1 else ''} all 0 ({', '.join(names[:6])})"
     if summary_zero and n < min_steps:
         arithmetic += "; the run summary's reward max is 0: every sample of the last step scored 0"
     numbers: dict[str, Any] = {"metric": key, "records": n, "all": 0.0, "reward_functions": names,
                                "arithmetic": arithmetic}
-    evidence = _ev(first, 0, -1)
+    evidence = _ends(run, first)
     for ev, v, k in maxima:
-        if summary_zero and id(ev) in records and v == 0 and all(_line(ev, k) is not e for e in evidence):
+        if summary_zero and id(ev) in viewed and v == 0 and all(_line(ev, k) is not e for e in evidence):
             evidence.append(_line(ev, k))  # the summary's max: every sample of the last step scored 0
             break
     return [CheckResult(evidence=evidence, count=n, numbers=numbers,
@@ -103,7 +112,7 @@ def policy_collapse(params: dict[str, Any], run: Run) -> list[CheckResult]:
     (at most `ratio` of their median over the earlier records, or constant length / near-zero entropy)."""
     min_steps = int(params.get("min_steps", 5))
     ratio = float(params.get("ratio", 0.25))
-    rewards = run.canon("reward")
+    rewards = run.canon("reward")  # the last records are always in view (series_store.TAIL)
     if len(rewards) < 2 * min_steps:
         return []
     tail = rewards[-min_steps:]
@@ -136,19 +145,19 @@ def policy_collapse(params: dict[str, Any], run: Run) -> list[CheckResult]:
 
 def no_eos(params: dict[str, Any], run: Run) -> list[CheckResult]:
     """Not one response ended with EOS in any of at least `min_steps` records: every response ran to the cap."""
-    series = run.canon("num_eos")
-    if len(series) < int(params.get("min_steps", 2)) or any(v != 0 for _, v, _ in series):
+    s = run.canon_summary("num_eos")
+    if s is None or s.first is None or s.n < int(params.get("min_steps", 2)) or s.nonzero:
         return []
-    key = series[0][2]
-    arithmetic = f"{key} = 0 in {len(series)} of {len(series)} records"
-    numbers: dict[str, Any] = {"metric": key, "records": len(series), "arithmetic": arithmetic}
+    key = s.first[2]
+    arithmetic = f"{key} = 0 in {s.n} of {s.n} records"
+    numbers: dict[str, Any] = {"metric": key, "records": s.n, "arithmetic": arithmetic}
     cap = _cap(run)
     if cap:
         numbers["response_cap"], numbers["cap_source"] = cap
         numbers["arithmetic"] += f": every response ran to the cap of {cap[0]} tokens"
     else:
         numbers["arithmetic"] += ": every response ran to the response cap"
-    return [CheckResult(evidence=_ev(series, 0, -1), count=len(series), numbers=numbers)]
+    return [CheckResult(evidence=_ends(run, s), count=s.n, numbers=numbers)]
 
 
 def mean_length_at_cap(params: dict[str, Any], run: Run) -> list[CheckResult]:
@@ -156,21 +165,28 @@ def mean_length_at_cap(params: dict[str, Any], run: Run) -> list[CheckResult]:
     configured, else the step's longest response): nearly every response was cut."""
     share = float(params.get("min_share", 0.95))
     cap = _cap(run)
-    longest = run.canon("response_length_max")
+    longest = {id(ev): v for ev, v, _ in run.canon("response_length_max")}
     hits: list[tuple[Point, float, str]] = []
-    for p in run.canon("response_length"):
-        limit, source = (float(cap[0]), cap[1]) if cap else (_at(longest, p[0]) or 0.0, "the longest response")
+    means = run.canon("response_length")
+    for p in means:
+        limit, source = (float(cap[0]), cap[1]) if cap else (longest.get(id(p[0])) or 0.0, "the longest response")
         if limit > 0 and math.isfinite(p[1]) and p[1] >= share * limit:
             hits.append((p, limit, source))
-    if len(hits) < int(params.get("min_steps", 2)):
+    s = run.canon_summary("response_length")
+    near = run.canon_summary(SHARE)  # every record at `share` of its longest response is in view unless TOP are
+    if s is not None and (cap or near is None or (len(near.top) == TOP and near.top[0][0] >= share)):
+        count = run.scaled([p[0] for p, _, _ in hits], [p[0] for p in means], s.n)  # more than the view holds
+    else:
+        count = len(hits)
+    if count < int(params.get("min_steps", 2)):
         return []
     points = [h[0] for h in hits]
     (ev, mean, key), limit, source = hits[-1]
     arithmetic = (f"mean {key} {mean:g} = {100 * mean / limit:.0f}% of the cap {limit:g} ({source}) "
-                  f"in {len(hits)} records")
-    return [CheckResult(evidence=_ev(points, 0, -1), count=len(hits),
+                  f"in {count} records")
+    return [CheckResult(evidence=_ev(points, 0, -1), count=count,
                         numbers={"metric": key, "mean": mean, "response_cap": limit, "cap_source": source,
-                                 "records": len(hits), "arithmetic": arithmetic})]
+                                 "records": count, "arithmetic": arithmetic})]
 
 
 # -- step time ------------------------------------------------------------------------------------------------

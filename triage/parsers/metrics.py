@@ -28,12 +28,15 @@ The canonical names of these series are in vocabulary.py.
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
+from collections import deque
 from sys import intern
 from typing import Any
 
 from triage.model import Event, Line
+from triage.parsers.series_store import MetricStore
 from triage.safe_load import json_loads
 
 SLIME = re.compile(r"\b(?P<tag>(?:critic-)?step|rollout|perf|eval|multi_turn) (?P<step>\d+): \{")
@@ -287,9 +290,9 @@ def _joined(kept: Event, ev: Event) -> None:
         kept.fields.setdefault("lines", {}).update(dict.fromkeys(new, ev.line))
 
 
-def _dataset_joined(out: list[Event], ev: Event) -> None:
+def _dataset_joined(out: Any, ev: Event) -> None:
     """verl's `filter dataset len: M` completes the last open `dataset len: N` record of its file."""
-    for prev in reversed(out[-8:]):
+    for prev in reversed(list(out)[-8:]):
         pf = prev.fields
         if pf["framework"] != "dataset" or prev.line.file != ev.line.file:
             continue
@@ -303,17 +306,30 @@ def _dataset_joined(out: list[Event], ev: Event) -> None:
         return
 
 
-def merge_records(events: list[Event]) -> list[Event]:
-    """One record per (framework, tag, step): join verl fragments, drop MILES's duplicate prints."""
-    out: list[Event] = []
-    seen: dict[tuple[Any, ...], Event] = {}
-    last_line = 0  # the line of the last value joined into a block record (wandb summary, NeMo-RL results)
-    for ev in events:
+WINDOW = 256  # records still open to joins (a verl fragment, a MILES duplicate print, a broken dict's next line)
+SEEN = 8192  # (framework, tag, step) of records already passed on: a later duplicate print is dropped
+
+
+class Records:
+    """Joins the parsed metric records of one file as they come (append each, then close) and passes each
+    finished record to `sink`: one record per (framework, tag, step), verl fragments and broken dicts joined,
+    MILES's duplicate prints dropped. Only the last WINDOW records are held open, so a long log costs a
+    fixed amount here whatever its length."""
+
+    def __init__(self, sink: Any) -> None:
+        self.sink = sink
+        self.out: deque[Event] = deque()  # the open records, oldest first
+        self.keys: deque[tuple[Any, ...] | None] = deque()  # their (file, framework, tag, step), when stepped
+        self.seen: dict[tuple[Any, ...], Event | None] = {}  # key -> open record (None: passed on)
+        self.last_line = 0  # the line of the last value joined into a block record (wandb summary, NeMo-RL)
+
+    def append(self, ev: Event) -> None:
         f = ev.fields
+        out = self.out
         if f["tag"] == "continued":
             prev = out[-1] if out else None
             if prev is None or prev.line.file != ev.line.file:
-                continue
+                return
             if f["framework"] == "verl" and prev.fields["framework"] == "verl":
                 _joined(prev, ev)
             elif f["framework"] == "dataset":
@@ -324,23 +340,68 @@ def merge_records(events: list[Event]) -> list[Event]:
                 prev.fields["last"] = ev.line.lineno
                 if f.get("closes"):
                     prev.fields["open"] = False
-            continue
+            return
         if f["framework"] in BLOCKS:
             prev = out[-1] if out else None
             if (prev is not None and prev.fields["framework"] == f["framework"] and prev.line.file == ev.line.file
-                    and 0 < ev.line.lineno - last_line <= BLOCK_GAP
+                    and 0 < ev.line.lineno - self.last_line <= BLOCK_GAP
                     and not any(k in prev.fields["values"] for k in f["values"])):  # a key again: the next block
                 _joined(prev, ev)
             else:
-                out.append(ev)
-            last_line = ev.line.lineno
-            continue
+                self._push(ev, None)
+            self.last_line = ev.line.lineno
+            return
         key = (ev.line.file, f["framework"], f["tag"], f["step"]) if f["step"] is not None else None
-        if key is not None and key in seen:
-            _joined(seen[key], ev)
-            continue
-        if key is not None:
-            seen[key] = ev
-        out.append(ev)
-    return out
+        if key is not None and key in self.seen:
+            kept = self.seen[key]
+            if kept is not None:
+                _joined(kept, ev)
+            return  # a duplicate of a record passed on: MILES prints the same dict again
+        self._push(ev, key)
 
+    def _push(self, ev: Event, key: tuple[Any, ...] | None) -> None:
+        if key is not None:
+            self.seen[key] = ev
+        self.out.append(ev)
+        self.keys.append(key)
+        if len(self.out) > WINDOW:
+            self._pass()
+
+    def _pass(self) -> None:
+        ev, key = self.out.popleft(), self.keys.popleft()
+        if key is not None:
+            self.seen[key] = None
+            if len(self.seen) > 2 * SEEN:  # forget the oldest keys passed on (dicts keep insertion order), in bulk
+                for k in [k for k, v in itertools.islice(self.seen.items(), len(self.seen) - SEEN) if v is None]:
+                    del self.seen[k]
+        self.sink(ev)
+
+    def close(self) -> None:
+        while self.out:
+            self._pass()
+
+
+def merge_records(events: list[Event]) -> list[Event]:
+    """One record per (framework, tag, step): join verl fragments, drop MILES's duplicate prints."""
+    merged: list[Event] = []
+    records = Records(merged.append)
+    for ev in events:
+        records.append(ev)
+    records.close()
+    return merged
+
+
+class StoredRecords(Records):
+    """One file's records joined as they come into a MetricStore (bounded memory); close() adds the store to
+    `events` as one `metric_series` event, on the line of the file's last record."""
+
+    def __init__(self, events: list[Event]) -> None:
+        self.store = MetricStore()
+        super().__init__(self.store.add)
+        self.events = events
+
+    def close(self) -> None:
+        super().close()
+        ev = self.store.event()
+        if ev is not None:
+            self.events.append(ev)

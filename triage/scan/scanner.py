@@ -20,7 +20,7 @@ from triage.library.rules import MATCH_TIMEOUT, Library, Rule
 from triage.model import Event, Hit, Line, LogFile
 from triage.parsers import PARSERS, signals
 from triage.parsers.engine_stats import EngineStats, engine, engine_key
-from triage.parsers.metrics import merge_records
+from triage.parsers.metrics import StoredRecords
 from triage.scan import prefiltered as fastscan
 from triage.scan.origins import RAY_PREFIX, Context, Runs, SideFinder, split_ray
 from triage.scan.progress import Progress
@@ -214,7 +214,7 @@ class Scanner:
         self._raise_echo: set[int] = set()  # echoed `raise ...` source lines a rule matched
         pending: list[tuple[Line, list[tuple[Rule, Any]]]] = []
         errorish: list[Line] = []
-        metrics: list[Event] = []
+        metrics = StoredRecords(res.events)  # joined as they come, kept in bounded memory
         stream = None
         try:
             if staged is not None:
@@ -240,7 +240,7 @@ class Scanner:
         finally:
             if stream is not None:
                 stream.close()
-        res.events.extend(merge_records(metrics))
+        metrics.close()
         self._resolve(lf, res, ctx, pending, errorish)
         return res
 
@@ -430,7 +430,7 @@ class Scanner:
         """The file's orderly shutdown and the exception that ended its process, as events (signals.judge); the
         teardown noise after a shutdown leaves the hits and the unclaimed lines."""
         last = max([st.lineno[-1] for st in res.engines.values() if len(st.lineno)]
-                   + [ev.line.lineno for ev in res.events if ev.kind == "metrics"], default=0)
+                   + [ev.line.lineno for ev in res.events if ev.kind == "metric_series"], default=0)
 
         def progress_after(line: Line) -> bool:
             return last > (line.until or line.lineno)
