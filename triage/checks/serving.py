@@ -78,7 +78,8 @@ def _preemptions(es: EngineStats) -> CheckResult:
     lines = [ln for ln in (first, last) if ln is not None]
     if len(lines) == 2 and lines[0] is lines[1]:
         lines = lines[:1]
-    peak = max(es.usage) if len(es.usage) else -1.0
+    peak = es.peak_usage()
+    peak = -1.0 if peak is None else peak
     return CheckResult(evidence=lines, count=es.preempted, severity="" if es.preempted > 1 else "info",
                        title="The engine preempted running requests to free KV-cache space ({summary})",
                        numbers={"engine": es.origin, "program": es.engine, "retractions": es.preempted,
@@ -125,8 +126,9 @@ def pressure_seen(run: Run, file: str | None = None) -> tuple[float, int, int]:
     for es in run.engines.values():
         if file is not None and _file(es) != file:
             continue
-        if len(es.usage):
-            peak = max(peak, max(es.usage))
+        usage = es.peak_usage()
+        if usage is not None:
+            peak = max(peak, usage)
         rows += es.pressure_episodes.rows()
         n += es.preempted
     n += sum(v for f, v in retracted.items() if file is None or f == file)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import calendar
 import re
 from array import array
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -100,13 +101,14 @@ class Episode:
 
     first: Line
     last: Line
-    peak: Line | None = None  # the row of the highest usage (the most waiting among equals)
+    peak: Line | None = None  # the first row of the highest usage (the most waiting among equals)
     rows: int = 1
     peak_usage: float = -1.0
     peak_queue: float = 0.0
     peak_running: float = 0.0
     t0: float = -1.0
     t1: float = -1.0
+    peak_row_queue: float = 0.0  # the queue of the peak row
 
     @property
     def seconds(self) -> float:
@@ -131,26 +133,34 @@ class Episodes:
     def row(self, on: bool, line: Line, t: float, usage: float, queue: float, running: float,
             fresh: bool = False) -> None:
         """One stored row; `fresh`: it starts a new episode even if the previous row was in one."""
-        cur = self.cur
         if not on:
             self.cur = None
             return
-        if cur is not None and not fresh and line.lineno - cur.last.lineno <= ROW_GAP:
+        self.run(line, line, line, 1, t, t, usage, queue, queue, running, fresh)
+
+    def run(self, first: Line, last: Line, peak: Line, rows: int, t0: float, t1: float, usage: float,
+            peak_queue: float, queue: float, running: float, fresh: bool = False) -> None:
+        """`rows` consecutive rows in the condition, no two more than ROW_GAP lines apart (one row, or a run the C
+        prefilter folded): the same as adding them one by one. `usage` is their highest, `peak` the first row of
+        it (with the most waiting, `peak_queue`, among equals); `queue` and `running` their highest."""
+        cur = self.cur
+        if cur is not None and not fresh and first.lineno - cur.last.lineno <= ROW_GAP:
             before = cur.seconds
-            cur.last, cur.t1 = line, t
-            cur.rows += 1
+            cur.last, cur.t1 = last, t1
+            cur.rows += rows
             self.total_seconds += cur.seconds - before
         else:
             self.count += 1
-            cur = self.cur = Episode(line, line, t0=t, t1=t)
+            cur = self.cur = Episode(first, last, rows=rows, t0=t0, t1=t1)
+            self.total_seconds += cur.seconds
             if len(self.items) >= 2 * KEEP_EPISODES:
                 self._prune()
             self.items.append(cur)
-        self.total_rows += 1
+        self.total_rows += rows
         self.peak_usage = max(self.peak_usage, usage)
         self.peak_queue = max(self.peak_queue, queue)
-        if usage > cur.peak_usage or (usage == cur.peak_usage and queue > cur.peak_queue):
-            cur.peak = line
+        if usage > cur.peak_usage or (usage == cur.peak_usage and peak_queue > cur.peak_row_queue):
+            cur.peak, cur.peak_row_queue = peak, peak_queue
         cur.peak_usage = max(cur.peak_usage, usage)
         cur.peak_queue = max(cur.peak_queue, queue)
         cur.peak_running = max(cur.peak_running, running)
@@ -189,12 +199,39 @@ class EngineStats:
         self.lone_episodes = Episodes()  # 1..LONE_RUNNING requests decoding, nothing waiting
         self.first_line: Line | None = None
         self.total = 0  # rows seen, including those not kept in the arrays
+        # rows the C prefilter folded (not in the arrays): their highest usage and queue (as the arrays keep
+        # them, float32), and the first and last of them as (line number, time)
+        self.folded_usage = -1.0
+        self.folded_queue = -1.0
+        self.folded_ends: list[tuple[int, float]] = []
 
     def skip(self, rows: int) -> None:
         """Rows seen but not stored (below the pressure threshold, not sampled)."""
         self.total += rows
 
     def add(self, ev: Event) -> None:
+        """One row: stored in the arrays and judged (pressure, lone decode)."""
+        f: dict[str, Any] = ev.fields
+        usage, queue, running, decode, t = self.store(ev)
+        pressed = usage >= PRESSURE_USAGE and queue > 0
+        if pressed:
+            row = (ev.line, usage, queue)
+            if len(self.pressure) < KEEP_PRESSURE_LINES:
+                self.pressure.append(row)
+            self.last_pressure = row
+        episodes = self.pressure_episodes
+        if pressed or episodes.cur is not None:
+            episodes.row(pressed, ev.line, t, usage, queue, running)
+        # A straggler decodes alone: no request waits and none is admitted (an SGLang prefill row, a vLLM interval
+        # with prompt throughput, starts over: one request after another is not one request taking minutes).
+        lone = decode and 0 < running <= LONE_RUNNING and queue == 0
+        episodes = self.lone_episodes
+        if lone or episodes.cur is not None:
+            episodes.row(lone, ev.line, t, usage, queue, running, fresh=bool(f.get("prompt throughput (token/s)")))
+
+    def store(self, ev: Event) -> tuple[float, float, float, bool, float]:
+        """One row into the arrays (a row the C prefilter folded and sampled goes only here); returns its usage,
+        queue, running, whether it decodes, and its time."""
         f: dict[str, Any] = ev.fields
         usage = float(f.get("usage", -1.0))
         queue = float(f.get("#queue-req", 0))
@@ -220,28 +257,67 @@ class EngineStats:
             self.engine = f.get("engine", "sglang")
         if self.first_line is None:
             self.first_line = ev.line
-        pressed = usage >= PRESSURE_USAGE and queue > 0
-        if pressed:
-            row = (ev.line, usage, queue)
-            if len(self.pressure) < KEEP_PRESSURE_LINES:
-                self.pressure.append(row)
-            self.last_pressure = row
+        return usage, queue, running, decode, t
+
+    def fold(self, rec: tuple[Any, ...], base: int, line: Callable[[tuple[Any, ...]], Line]) -> None:
+        """A record of the C prefilter (_linescan.c, Fold): rows it folded, as if each had been added in turn
+        (EngineStats.add), but for the arrays. Its rows are (line index in the chunk, time, usage, queue, bytes);
+        `base`: lines before the chunk; `line(row)` makes the Line of a row."""
+        (fresh, closed, close_lone, rows, first, last, peak, usage, queue, running, evidence,
+         n_all, all_first, all_last, all_usage, all_queue) = rec
+        if n_all:
+            self.engine = self.engine or "sglang"
+            if self.first_line is None:
+                self.first_line = line(all_first)
+            self.folded_ends = [self.folded_ends[0] if self.folded_ends else (base + all_first[0] + 1, all_first[1]),
+                                (base + all_last[0] + 1, all_last[1])]
+            self.folded_usage = max(self.folded_usage, array("f", [all_usage])[0])
+            self.folded_queue = max(self.folded_queue, array("f", [all_queue])[0])
+        if close_lone:
+            self.lone_episodes.cur = None  # a folded row never decodes alone
         episodes = self.pressure_episodes
-        if pressed or episodes.cur is not None:
-            episodes.row(pressed, ev.line, t, usage, queue, running)
-        # A straggler decodes alone: no request waits and none is admitted (an SGLang prefill row, a vLLM interval
-        # with prompt throughput, starts over: one request after another is not one request taking minutes).
-        lone = decode and 0 < running <= LONE_RUNNING and queue == 0
-        episodes = self.lone_episodes
-        if lone or episodes.cur is not None:
-            episodes.row(lone, ev.line, t, usage, queue, running, fresh=bool(f.get("prompt throughput (token/s)")))
+        if fresh:
+            episodes.cur = None
+        if rows:
+            for row in evidence:
+                if len(self.pressure) >= KEEP_PRESSURE_LINES:
+                    break
+                self.pressure.append((line(row), row[2], row[3]))
+            self.last_pressure = (line(last), last[2], last[3])
+            episodes.run(line(first), line(last), line(peak), rows, first[1], last[1], usage, peak[3], queue, running)
+        if closed:
+            episodes.cur = None
 
     def __len__(self) -> int:
         return len(self.lineno)
 
+    def _ends(self) -> list[tuple[int, float]]:
+        """(line number, time) of the first and last rows kept, stored or folded."""
+        ends = list(self.folded_ends)
+        if len(self.lineno):
+            ends += [(self.lineno[0], self.time[0]), (self.lineno[-1], self.time[-1])]
+        return sorted(ends)
+
+    def last_lineno(self) -> int:
+        """The line of the last row kept (0 when none)."""
+        ends = self._ends()
+        return ends[-1][0] if ends else 0
+
+    def peak_usage(self) -> float | None:
+        """The highest usage of the rows kept (stored or folded), None without rows."""
+        if not len(self.usage) and not self.folded_ends:
+            return None
+        return max(max(self.usage, default=-1.0), self.folded_usage)
+
+    def peak_queue(self) -> float | None:
+        if not len(self.queue) and not self.folded_ends:
+            return None
+        return max(max(self.queue, default=-1.0), self.folded_queue)
+
     def seconds(self) -> float:
-        """Time the stored rows span (0 without time stamps)."""
-        if not len(self.time):
+        """Time the kept rows span (0 without time stamps)."""
+        ends = self._ends()
+        if not ends:
             return 0.0
-        t0, t1 = self.time[0], self.time[-1]
+        t0, t1 = ends[0][1], ends[-1][1]
         return t1 - t0 if 0 <= t0 <= t1 else 0.0

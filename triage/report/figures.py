@@ -67,9 +67,8 @@ def _retractions(run: Run, retracting: list[Hit]) -> int | None:
 def figures(lib: Library, run: Run, hits: list[Hit]) -> dict[str, Any]:
     engines = run.engines
     retracting = [h for h in hits if "retracted" in h.numbers]
-    usage = [max(e.usage) for e in engines.values() if len(e.usage)]
-    usage = [u for u in usage if u >= 0]
-    queue = [max(e.queue) for e in engines.values() if len(e.queue)]
+    usage = [u for e in engines.values() if (u := e.peak_usage()) is not None and u >= 0]
+    queue = [q for e in engines.values() if (q := e.peak_queue()) is not None]
     _, steps = step_series(lib, run)
     trunc = [v for key in _keys(lib, TRUNCATION_RULE) for _, v in _values(run, key)]
     return {

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO, NamedTuple
 from triage.input.read import ANSI, CHUNK, MAX_LINE, TRUNCATED, iter_chunks, normalise
 from triage.model import Line
 from triage.parsers import sglang
-from triage.parsers.engine_stats import engine, engine_key
+from triage.parsers.engine_stats import KEEP_PRESSURE_LINES, ROW_GAP, engine, engine_key
 from triage.scan.origins import RAY_PREFIX, Runs, split_ray
 
 if TYPE_CHECKING:
@@ -46,7 +46,8 @@ try:
 except ImportError:  # no compiler at install time: the Python path does everything
     _linescan = None
 
-K_CAND, K_STATS, K_USAGE = 0, 1, 2
+K_CAND, K_STATS, K_USAGE = 0, 1, 2  # needle kinds; the kinds of scan()'s lines: candidate, sampled row (K_STATS),
+K_FOLD, K_SAMPLED = 2, 3  # a record of folded rows, a folded row sampled for the timeline
 F_CR, F_ESC, F_NUL, F_RAY, F_MANY = 1, 2, 4, 8, 16
 STATS_MARKERS = ("Decode batch", "Prefill batch")
 ANSI_BYTES = re.compile(ANSI.pattern.encode())
@@ -118,6 +119,17 @@ def several_origins(head: bytes) -> bool:
     """Whether a file's head shows stats rows of several engines (a Ray driver log, DP-attention groups)."""
     lines = b"\n" + head
     return len(set(RAY_PREFIXES.findall(lines))) > 1 or len(set(DP_TAGS.findall(lines))) > 1
+
+
+HIGH_USAGE = re.compile(rb"usage: (?:0\.9|1[.,\s])")
+
+
+def saturated(head: bytes) -> bool:
+    """Whether most stats rows of a file's head have a pool usage of 0.9 or more: then the C side folds such rows
+    (scan(..., gap)) into runs. A file whose pressure comes in short episodes among quiet rows is left to
+    EngineStats.add row by row, which costs less there than one record per episode."""
+    rows = head.count(b"Decode batch") + head.count(b"Prefill batch")
+    return rows > 0 and 2 * len(HIGH_USAGE.findall(head)) >= rows
 
 
 class RowOwners:
@@ -215,23 +227,28 @@ def read_chunks(scanner: Scanner, lf: LogFile, stream: BinaryIO) -> Iterator[Chu
             head = bytes(mv[:min(cut, PAIR_SAMPLE)])
             matcher = needles.matcher(head)
             owners = RowOwners(lf.rel, head)
+            gap = ROW_GAP if saturated(head) else 0
             del head
         assert owners is not None
         raw = mv[:cut]
         chunk: Any = raw
         at = max(0, next_sample - offset)
-        nl, flags, quiet, ns, hits, per_origin = _linescan.scan(matcher, chunk, at, step, owners.per_origin)
+        args = (matcher, chunk, at, step, owners.per_origin, gap, KEEP_PRESSURE_LINES)
+        nl, flags, quiet, ns, hits, per_origin = _linescan.scan(*args)
         if flags & (F_ESC | F_NUL) and not flags & F_CR:  # colour codes (Ray colours its prefixes), NULs
             chunk = memoryview(ANSI_BYTES.sub(b"", chunk).replace(b"\x00", b""))  # what read.normalise removes
-            nl, flags, quiet, ns, hits, per_origin = _linescan.scan(matcher, chunk, at, step, owners.per_origin)
+            nl, flags, quiet, ns, hits, per_origin = _linescan.scan(matcher, chunk, *args[2:])
             flags &= ~(F_ESC | F_NUL)  # an ESC left over is text as the line-for-line reader sees it too
         if flags & ~F_RAY:  # `\r` redraws, or more engines than the C side keeps apart
+            if flags & F_MANY:  # folded rows of several engines: count per origin from now on
+                owners.per_origin = True
             yield Chunk(lines, chunk, [], True, {})
         else:
             next_sample = offset + cut + ns - len(chunk)  # ns counts in the (maybe cleaned) chunk
-            hits = [(1, rel, start, stop, row_key(lf.rel, chunk[start:stop])) if kind else (kind, rel, start, stop, ids)
-                    for kind, rel, start, stop, ids in hits]  # a sampled row's timeline, for RowOwners
-            sampled = Counter(tag for kind, _, _, _, tag in hits if kind)
+            hits = [(kind, rel, start, stop, ids if kind == K_CAND else row_key(lf.rel, chunk[start:stop]) if kind != K_FOLD
+                     else (row_key(lf.rel, chunk[start:stop]), ids))
+                    for kind, rel, start, stop, ids in hits]  # a row's timeline, for RowOwners and the fold
+            sampled = Counter(tag for kind, _, _, _, tag in hits if kind in (K_STATS, K_SAMPLED))
             yield Chunk(lines, chunk, hits, False, owners.skips(quiet, per_origin, sampled))
         lines += nl
         if final:
@@ -293,17 +310,36 @@ def _fast_hits(scanner: Scanner, lf: LogFile, data: Any, hits: list[Any], base: 
                 plan = plans[tag] = scanner.plan(frozenset(anchor_of[i] for i in tag))
             scanner._line(lf, lineno, text, res, ctx, pending, errorish, metrics, plan)
             runs.after(ctx, lineno, text)
+        elif kind == K_FOLD:
+            key, rec = tag
+            made: dict[int, Line] = {}  # one Line per row (evidence compares lines by identity)
+
+            def line(row: tuple[Any, ...], made: dict[int, Line] = made) -> Line:
+                got = made.get(row[0])
+                if got is None:
+                    got = made[row[0]] = _row_line(lf, base + row[0] + 1, row[4].decode("ascii"))
+                return got
+
+            engine(res, key).fold(rec, base, line)
         else:
-            _stats_row(lf, lineno, text, tag, res)
+            _stats_row(lf, lineno, text, tag, res, kind == K_SAMPLED)
 
 
-def _stats_row(lf: LogFile, lineno: int, text: str, key: str, res: FileResult) -> None:
-    """A stats line with no anchor, of timeline `key`: only its row matters (what `_line` would do, minus the
-    rest)."""
+def _row_line(lf: LogFile, lineno: int, text: str) -> Line:
     msg, actor, pid, repeat = split_ray(text)
-    ev = sglang.parse(Line(lf.rel, lineno, text, msg, actor, pid, repeat))
+    return Line(lf.rel, lineno, text, msg, actor, pid, repeat)
+
+
+def _stats_row(lf: LogFile, lineno: int, text: str, key: str, res: FileResult, folded: bool = False) -> None:
+    """A stats line with no anchor, of timeline `key`: only its row matters (what `_line` would do, minus the
+    rest). `folded`: the C side folded the row already; it goes only into the timeline."""
+    ev = sglang.parse(_row_line(lf, lineno, text))
     if ev is not None and ev.kind == "stats":
-        engine(res, key).add(ev)
+        es = engine(res, key)
+        if folded:
+            es.store(ev)
+        else:
+            es.add(ev)
 
 
 def origin_key(file: str, origin: bytes) -> str:

@@ -422,7 +422,7 @@ class Scanner:
     def _exits(self, lf: LogFile, res: FileResult, ctx: Context, claimed: dict[int, str]) -> None:
         """The file's orderly shutdown and the exception that ended its process, as events (signals.judge); the
         teardown noise after a shutdown leaves the hits and the unclaimed lines."""
-        last = max([st.lineno[-1] for st in res.engines.values() if len(st.lineno)]
+        last = max([st.last_lineno() for st in res.engines.values()]
                    + [ev.line.lineno for ev in res.events if ev.kind == "metrics"], default=0)
 
         def progress_after(line: Line) -> bool:
