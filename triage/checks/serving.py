@@ -12,13 +12,19 @@ def _minutes(seconds: float) -> str:
     return f"{seconds / 60:.1f} min" if seconds >= 90 else f"{seconds:.0f} s"
 
 
+def retracted(ev: Any) -> int:
+    """Requests a retraction event stands for: its count for each copy of its line, plus what the lines of its
+    family folded into it (origins.Families) counted beyond that."""
+    return int(ev.fields.get("count", 1)) * ev.line.repeat + int(ev.fields.get("extra", 0))
+
+
 def retractions(run: Run) -> dict[str, int]:
     """Retracted (SGLang) or preempted (vLLM) requests per file, from the engines' own lines."""
     def count(r: Run) -> dict[str, int]:
         out: dict[str, int] = {}
         for ev in r.events:
             if ev.kind == "retraction":
-                out[ev.line.file] = out.get(ev.line.file, 0) + int(ev.fields.get("count", 1)) * ev.line.repeat
+                out[ev.line.file] = out.get(ev.line.file, 0) + retracted(ev)
         return out
     return run.once("retractions", count)
 

@@ -16,6 +16,7 @@ from statistics import median
 from typing import Any
 
 from triage.checks.base import Run
+from triage.checks.serving import retracted
 from triage.library.rules import Library
 from triage.model import Event, Hit, Timeline
 from triage.parsers.engine_stats import EngineStats
@@ -55,7 +56,7 @@ def _retractions(run: Run, retracting: list[Hit]) -> int | None:
     """Requests retracted (SGLang) or preempted (vLLM): the engines' own retraction and preemption lines, and the
     preemptions vLLM V1 counts in its stats rows; the rules' numbers when no parser event holds them."""
     events = [e for e in run.events if e.kind == "retraction"]
-    counted = sum(int(e.fields.get("count", 1)) * e.line.repeat for e in events)
+    counted = sum(retracted(e) for e in events)
     counted += sum(es.preempted for es in run.engines.values())
     if not events and retracting:
         counted += sum(_retracted(h) for h in retracting)

@@ -21,7 +21,7 @@ from triage.parsers import PARSERS, signals
 from triage.parsers.engine_stats import EngineStats, engine, engine_key
 from triage.parsers.metrics import merge_records
 from triage.scan import prefiltered as fastscan
-from triage.scan.origins import RAY_PREFIX, Context, Runs, SideFinder, split_ray
+from triage.scan.origins import RAY_PREFIX, Context, Families, Runs, SideFinder, split_ray
 from triage.scan.progress import Progress
 
 # Error-like text: candidates for the unclassified report and context for tracebacks.
@@ -204,6 +204,7 @@ class Scanner:
         res = FileResult(lf)
         ctx = Context()
         self._frame_at = -2
+        self._family = Families()
         self._raise_echo: set[int] = set()  # echoed `raise ...` source lines a rule matched
         pending: list[tuple[Line, list[tuple[Rule, Any]]]] = []
         errorish: list[Line] = []
@@ -278,6 +279,7 @@ class Scanner:
         if plan is None:  # the line-for-line path: which anchors the message holds
             plan = self.plan(frozenset(a for a in self.anchors if a in msg))
         is_stats = False
+        event = None  # an event of another kind: kept once the line is known not to fold into its family
         for parser in () if echo else plan.parsers:  # an echoed raise is for the rules, not an event
             ev = parser.parse(line)
             if ev is not None:
@@ -289,7 +291,7 @@ class Scanner:
                     metrics.append(ev)
                     is_stats = True  # metric dicts are data, not traceback context
                 else:
-                    res.events.append(ev)
+                    event = ev
                 break
         matched = []
         error_line: bool | None = None  # asked only when an errors_only rule's anchor is in the line
@@ -310,12 +312,20 @@ class Scanner:
                         continue
                     if mo:
                         matched.append((rule, mo))
+        family = None
+        if matched and not is_stats and not frame and not echo and not plan.signal:
+            family = self._family.fold(line, matched, event, ctx)
+            if family is None:
+                return  # counted into the line before it
+        if event is not None:
+            res.events.append(event)
         if matched:
             pending.append((line, matched))
             if echo:
                 self._raise_echo.add(lineno)
         if not is_stats:
             ctx.add(line)
+            self._family.kept(line, family, event)
             if plan.signal:
                 res.marks.append(line)
             if not matched and plan.errorish and not frame and not echo and (ERRORISH.search(msg) or error_level_only(line)):
