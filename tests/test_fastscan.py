@@ -235,7 +235,6 @@ def test_folded_pressure_rows_give_what_python_gives_row_by_row(tmp_path: Path, 
                                                                  seed: int) -> None:
     monkeypatch.setattr(fastscan, "SAMPLE_ALL_BELOW", 0)
     monkeypatch.setattr(fastscan, "TIMELINE_ROWS", 50)
-    monkeypatch.setattr(fastscan, "saturated", lambda head: True)
     monkeypatch.setattr(fastscan, "CHUNK", 1 << 18)  # several chunks: runs cross chunk ends
     records = []
     real = fastscan._linescan.scan

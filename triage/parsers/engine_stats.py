@@ -18,7 +18,6 @@ import calendar
 import re
 from array import array
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -95,20 +94,55 @@ ROW_GAP = 500  # lines: two stored rows further apart than this are not consecut
 LONE_RUNNING = 2  # "one or a few requests decoding alone": at most this many running, none waiting
 
 
-@dataclass
+class RowRef:
+    """A row the C prefilter folded, as its Line once someone asks for it: episodes keep their first, last and peak
+    rows, and most episodes of a long run are dropped (Episodes._prune) before anyone does."""
+
+    __slots__ = ("lineno", "_make", "_line")
+
+    def __init__(self, lineno: int, make: Callable[[], Line]):
+        self.lineno = lineno
+        self._make: Callable[[], Line] | None = make
+        self._line: Line | None = None
+
+    def get(self) -> Line:
+        if self._line is None:
+            assert self._make is not None
+            self._line, self._make = self._make(), None
+        return self._line
+
+
+def _real(row: Line | RowRef | None) -> Any:
+    return row.get() if type(row) is RowRef else row
+
+
 class Episode:
     """Consecutive rows of one engine that share a condition (pool pressure, a lone straggler)."""
 
-    first: Line
-    last: Line
-    peak: Line | None = None  # the first row of the highest usage (the most waiting among equals)
-    rows: int = 1
-    peak_usage: float = -1.0
-    peak_queue: float = 0.0
-    peak_running: float = 0.0
-    t0: float = -1.0
-    t1: float = -1.0
-    peak_row_queue: float = 0.0  # the queue of the peak row
+    __slots__ = ("_first", "_last", "_peak", "rows", "peak_usage", "peak_queue", "peak_running", "t0", "t1",
+                 "peak_row_queue")
+
+    def __init__(self, first: Line | RowRef, last: Line | RowRef, rows: int = 1, t0: float = -1.0, t1: float = -1.0):
+        self._first, self._last = first, last
+        self._peak: Line | RowRef | None = None  # the first row of the highest usage (the most waiting among equals)
+        self.rows = rows
+        self.peak_usage = -1.0
+        self.peak_queue = 0.0
+        self.peak_running = 0.0
+        self.t0, self.t1 = t0, t1
+        self.peak_row_queue = 0.0  # the queue of the peak row
+
+    @property
+    def first(self) -> Line:
+        return _real(self._first)  # type: ignore[no-any-return]
+
+    @property
+    def last(self) -> Line:
+        return _real(self._last)  # type: ignore[no-any-return]
+
+    @property
+    def peak(self) -> Line | None:
+        return _real(self._peak)  # type: ignore[no-any-return]
 
     @property
     def seconds(self) -> float:
@@ -138,15 +172,15 @@ class Episodes:
             return
         self.run(line, line, line, 1, t, t, usage, queue, queue, running, fresh)
 
-    def run(self, first: Line, last: Line, peak: Line, rows: int, t0: float, t1: float, usage: float,
-            peak_queue: float, queue: float, running: float, fresh: bool = False) -> None:
+    def run(self, first: Line | RowRef, last: Line | RowRef, peak: Line | RowRef, rows: int, t0: float, t1: float,
+            usage: float, peak_queue: float, queue: float, running: float, fresh: bool = False) -> None:
         """`rows` consecutive rows in the condition, no two more than ROW_GAP lines apart (one row, or a run the C
         prefilter folded): the same as adding them one by one. `usage` is their highest, `peak` the first row of
         it (with the most waiting, `peak_queue`, among equals); `queue` and `running` their highest."""
         cur = self.cur
-        if cur is not None and not fresh and first.lineno - cur.last.lineno <= ROW_GAP:
+        if cur is not None and not fresh and first.lineno - cur._last.lineno <= ROW_GAP:
             before = cur.seconds
-            cur.last, cur.t1 = last, t1
+            cur._last, cur.t1 = last, t1
             cur.rows += rows
             self.total_seconds += cur.seconds - before
         else:
@@ -160,7 +194,7 @@ class Episodes:
         self.peak_usage = max(self.peak_usage, usage)
         self.peak_queue = max(self.peak_queue, queue)
         if usage > cur.peak_usage or (usage == cur.peak_usage and peak_queue > cur.peak_row_queue):
-            cur.peak, cur.peak_row_queue = peak, peak_queue
+            cur._peak, cur.peak_row_queue = peak, peak_queue
         cur.peak_usage = max(cur.peak_usage, usage)
         cur.peak_queue = max(cur.peak_queue, queue)
         cur.peak_running = max(cur.peak_running, running)
@@ -194,7 +228,7 @@ class EngineStats:
         self.preempt_rows: tuple[Line | None, Line | None] = (None, None)  # first and last row reporting some
         # rows with usage >= 0.9 and a waiting queue, for evidence: (line, usage, queue); first few and the last
         self.pressure: list[tuple[Line, float, float]] = []
-        self.last_pressure: tuple[Line, float, float] | None = None
+        self._last_pressure: tuple[Line | RowRef, float, float] | None = None
         self.pressure_episodes = Episodes()  # usage >= 0.9 while requests wait
         self.lone_episodes = Episodes()  # 1..LONE_RUNNING requests decoding, nothing waiting
         self.first_line: Line | None = None
@@ -218,7 +252,7 @@ class EngineStats:
             row = (ev.line, usage, queue)
             if len(self.pressure) < KEEP_PRESSURE_LINES:
                 self.pressure.append(row)
-            self.last_pressure = row
+            self._last_pressure = row
         episodes = self.pressure_episodes
         if pressed or episodes.cur is not None:
             episodes.row(pressed, ev.line, t, usage, queue, running)
@@ -259,16 +293,22 @@ class EngineStats:
             self.first_line = ev.line
         return usage, queue, running, decode, t
 
-    def fold(self, rec: tuple[Any, ...], base: int, line: Callable[[tuple[Any, ...]], Line]) -> None:
+    @property
+    def last_pressure(self) -> tuple[Line, float, float] | None:
+        """The last row with usage >= 0.9 and a waiting queue: (line, usage, queue)."""
+        last = self._last_pressure
+        return None if last is None else (_real(last[0]), last[1], last[2])
+
+    def fold(self, rec: tuple[Any, ...], base: int, line: Callable[[tuple[Any, ...]], RowRef]) -> None:
         """A record of the C prefilter (_linescan.c, Fold): rows it folded, as if each had been added in turn
         (EngineStats.add), but for the arrays. Its rows are (line index in the chunk, time, usage, queue, bytes);
-        `base`: lines before the chunk; `line(row)` makes the Line of a row."""
+        `base`: lines before the chunk; `line(row)` makes the RowRef of a row (one per row)."""
         (fresh, closed, close_lone, rows, first, last, peak, usage, queue, running, evidence,
          n_all, all_first, all_last, all_usage, all_queue) = rec
         if n_all:
             self.engine = self.engine or "sglang"
             if self.first_line is None:
-                self.first_line = line(all_first)
+                self.first_line = line(all_first).get()
             self.folded_ends = [self.folded_ends[0] if self.folded_ends else (base + all_first[0] + 1, all_first[1]),
                                 (base + all_last[0] + 1, all_last[1])]
             self.folded_usage = max(self.folded_usage, array("f", [all_usage])[0])
@@ -282,8 +322,8 @@ class EngineStats:
             for row in evidence:
                 if len(self.pressure) >= KEEP_PRESSURE_LINES:
                     break
-                self.pressure.append((line(row), row[2], row[3]))
-            self.last_pressure = (line(last), last[2], last[3])
+                self.pressure.append((line(row).get(), row[2], row[3]))
+            self._last_pressure = (line(last), last[2], last[3])
             episodes.run(line(first), line(last), line(peak), rows, first[1], last[1], usage, peak[3], queue, running)
         if closed:
             episodes.cur = None

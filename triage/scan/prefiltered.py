@@ -5,7 +5,11 @@ compiler is available) reads each 4 MiB chunk of bytes once and returns only:
 - candidate lines: those holding any anchor (rule anchors, parser anchors, error words), with the
   anchors found, so `Scanner._line` skips its loop over every anchor;
 - stats lines that must be parsed: SGLang `Decode batch`/`Prefill batch` rows whose pool usage is
-  not plainly below 0.9 (so pressure rows and saturation counts stay exact), rows that look odd;
+  not plainly below 0.9 and that the C side cannot fold (odd values, a lone decode), rows that look odd;
+- records of the plain high-usage rows it folded (K_FOLD): runs of pressure rows and the rows that end
+  them, in line order with the other lines, which EngineStats.fold applies as if each row had been
+  added (so pressure rows, episodes and saturation counts stay exact, and a saturated pool costs a
+  record per episode, not a Python call per row);
 - a sample of the other stats rows for the timelines: all of them in files up to SAMPLE_ALL_BELOW,
   otherwise about TIMELINE_ROWS rows per file, evenly spaced, and the count of those not sampled.
 
@@ -34,7 +38,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO, NamedTuple
 from triage.input.read import ANSI, CHUNK, MAX_LINE, TRUNCATED, iter_chunks, normalise
 from triage.model import Line
 from triage.parsers import sglang
-from triage.parsers.engine_stats import KEEP_PRESSURE_LINES, ROW_GAP, engine, engine_key
+from triage.parsers.engine_stats import KEEP_PRESSURE_LINES, ROW_GAP, RowRef, engine, engine_key
 from triage.scan.origins import RAY_PREFIX, Runs, split_ray
 
 if TYPE_CHECKING:
@@ -119,17 +123,6 @@ def several_origins(head: bytes) -> bool:
     """Whether a file's head shows stats rows of several engines (a Ray driver log, DP-attention groups)."""
     lines = b"\n" + head
     return len(set(RAY_PREFIXES.findall(lines))) > 1 or len(set(DP_TAGS.findall(lines))) > 1
-
-
-HIGH_USAGE = re.compile(rb"usage: (?:0\.9|1[.,\s])")
-
-
-def saturated(head: bytes) -> bool:
-    """Whether most stats rows of a file's head have a pool usage of 0.9 or more: then the C side folds such rows
-    (scan(..., gap)) into runs. A file whose pressure comes in short episodes among quiet rows is left to
-    EngineStats.add row by row, which costs less there than one record per episode."""
-    rows = head.count(b"Decode batch") + head.count(b"Prefill batch")
-    return rows > 0 and 2 * len(HIGH_USAGE.findall(head)) >= rows
 
 
 class RowOwners:
@@ -227,13 +220,12 @@ def read_chunks(scanner: Scanner, lf: LogFile, stream: BinaryIO) -> Iterator[Chu
             head = bytes(mv[:min(cut, PAIR_SAMPLE)])
             matcher = needles.matcher(head)
             owners = RowOwners(lf.rel, head)
-            gap = ROW_GAP if saturated(head) else 0
             del head
         assert owners is not None
         raw = mv[:cut]
         chunk: Any = raw
         at = max(0, next_sample - offset)
-        args = (matcher, chunk, at, step, owners.per_origin, gap, KEEP_PRESSURE_LINES)
+        args = (matcher, chunk, at, step, owners.per_origin, ROW_GAP, KEEP_PRESSURE_LINES)
         nl, flags, quiet, ns, hits, per_origin = _linescan.scan(*args)
         if flags & (F_ESC | F_NUL) and not flags & F_CR:  # colour codes (Ray colours its prefixes), NULs
             chunk = memoryview(ANSI_BYTES.sub(b"", chunk).replace(b"\x00", b""))  # what read.normalise removes
@@ -245,9 +237,13 @@ def read_chunks(scanner: Scanner, lf: LogFile, stream: BinaryIO) -> Iterator[Chu
             yield Chunk(lines, chunk, [], True, {})
         else:
             next_sample = offset + cut + ns - len(chunk)  # ns counts in the (maybe cleaned) chunk
-            hits = [(kind, rel, start, stop, ids if kind == K_CAND else row_key(lf.rel, chunk[start:stop]) if kind != K_FOLD
-                     else (row_key(lf.rel, chunk[start:stop]), ids))
-                    for kind, rel, start, stop, ids in hits]  # a row's timeline, for RowOwners and the fold
+            folded = ""  # the C side folds one engine's rows (a second one makes it F_MANY): one key a chunk
+            for i, (kind, rel, start, stop, ids) in enumerate(hits):  # a row's timeline, for RowOwners and the fold
+                if kind == K_FOLD:
+                    folded = folded or row_key(lf.rel, chunk[start:stop])
+                    hits[i] = (kind, rel, start, stop, (folded, ids))
+                elif kind != K_CAND:
+                    hits[i] = (kind, rel, start, stop, row_key(lf.rel, chunk[start:stop]))
             sampled = Counter(tag for kind, _, _, _, tag in hits if kind in (K_STATS, K_SAMPLED))
             yield Chunk(lines, chunk, hits, False, owners.skips(quiet, per_origin, sampled))
         lines += nl
@@ -312,12 +308,13 @@ def _fast_hits(scanner: Scanner, lf: LogFile, data: Any, hits: list[Any], base: 
             runs.after(ctx, lineno, text)
         elif kind == K_FOLD:
             key, rec = tag
-            made: dict[int, Line] = {}  # one Line per row (evidence compares lines by identity)
+            made: dict[int, RowRef] = {}  # one per row (evidence compares lines by identity)
 
-            def line(row: tuple[Any, ...], made: dict[int, Line] = made) -> Line:
+            def line(row: tuple[Any, ...], made: dict[int, RowRef] = made) -> RowRef:
                 got = made.get(row[0])
                 if got is None:
-                    got = made[row[0]] = _row_line(lf, base + row[0] + 1, row[4].decode("ascii"))
+                    lineno, text = base + row[0] + 1, row[4]
+                    got = made[row[0]] = RowRef(lineno, lambda: _row_line(lf, lineno, text.decode("ascii")))
                 return got
 
             engine(res, key).fold(rec, base, line)
