@@ -11,10 +11,11 @@ from triage.analyze import Settings, analyze
 from triage.input.discover import discover
 from triage.library.rules import load_library
 from triage.report import RenderOptions, render
+from triage.scan import native
 from triage.scan import prefiltered as fastscan
 from triage.scan.scanner import Scanner
 
-pytestmark = pytest.mark.skipif(not fastscan.available(), reason="the C prefilter is not built")
+pytestmark = pytest.mark.skipif(not native.available(), reason="the C prefilter is not built")
 
 LIB = load_library()
 
@@ -237,8 +238,8 @@ def test_folded_pressure_rows_give_what_python_gives_row_by_row(tmp_path: Path, 
     monkeypatch.setattr(fastscan, "TIMELINE_ROWS", 50)
     monkeypatch.setattr(fastscan, "CHUNK", 1 << 18)  # several chunks: runs cross chunk ends
     records = []
-    real = fastscan._linescan.scan
-    monkeypatch.setattr(fastscan._linescan, "scan", lambda *a: (r := real(*a), records.extend(
+    real = native._linescan.scan
+    monkeypatch.setattr(native._linescan, "scan", lambda *a: (r := real(*a), records.extend(
         h for h in r[4] if h[0] == fastscan.K_FOLD))[0])
     log = tmp_path / "sglang-engine-0.log"
     lines = pressure_log(12000, seed)
