@@ -7,9 +7,11 @@ parser gives the same normalized fields: `usage` (0..1, the KV pool's share in u
 old SGLang stamps have no year, so times only compare within one log). Checks read the arrays (pressure
 episodes, lone stragglers) and reports draw them as timelines.
 
-The arrays hold every row of a small log. Of a large one (see fastscan.py) they hold every row whose
-pool usage is 0.9 or more, plus an evenly spaced sample of the others (about 1000 per file), so
-memory stays flat whatever the log's size; `total` counts every row seen, stored or not.
+The arrays hold every row of a small log read line for line. Of a log the C prefilter reads (scan/prefiltered.py)
+they hold an evenly spaced sample of the rows (about 1000 per file, every row up to 1 MiB) and the rows Python
+parses; the plain rows with a pool usage of 0.9 or more it folds into records (EngineStats.fold: pressure rows,
+episodes, peaks and ends, as if each had been added), so memory stays flat whatever the log's size; `total` counts
+every row seen, stored or not.
 """
 
 from __future__ import annotations

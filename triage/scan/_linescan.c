@@ -14,7 +14,8 @@
  *          (\b(Decode|Prefill) batch(\(mixed #running-req: N\))?( \[N\])?[.,] ) it counts a stats row;
  *          elsewhere its line is a candidate
  *   USAGE  `usage: `: unless its value is plainly below 0.9 (0.[0-8]d*), the line becomes a candidate,
- *          so every row with a high pool usage is parsed in Python (which drops non-stats lines)
+ *          so every row with a high pool usage is parsed in Python (which drops non-stats lines), unless
+ *          the call folds such rows (gap > 0: see Fold) and the row is plain
  *   flags  a stats line with a Ray actor prefix `(`, and the single bytes \r, ESC, NUL
  *
  * scan() returns the candidate lines (with the needles they hold), a sample of the other stats lines
@@ -677,12 +678,17 @@ static int fold_record(Scan *st, int closed) {
         PyTuple_SET_ITEM(ev, k, r);
     }
     PyObject *payload;
-    if (f->seg)
-        payload = Py_BuildValue("(iiinNNNdddNnNNdd)", f->closing, closed, f->close_lone, f->rows, fold_row(st, &f->first, 1),
-                                fold_row(st, &f->last, 1), fold_row(st, &f->peak, 1), f->max_u, f->max_q, f->max_run, ev,
-                                f->all, f->all ? fold_row(st, &f->all_first, 1) : Py_NewRef(Py_None),
+    if (f->seg) {  /* a row that is first, last, peak or the first of all is one tuple (one Line in Python) */
+        PyObject *first = fold_row(st, &f->first, 1);
+        PyObject *last = !first || f->last.bol == f->first.bol ? Py_XNewRef(first) : fold_row(st, &f->last, 1);
+        PyObject *peak = !first || f->peak.bol == f->first.bol ? Py_XNewRef(first)
+                         : f->peak.bol == f->last.bol ? Py_XNewRef(last) : fold_row(st, &f->peak, 1);
+        PyObject *all_first = !f->all ? Py_NewRef(Py_None)
+                              : f->all_first.bol == f->first.bol ? Py_XNewRef(first) : fold_row(st, &f->all_first, 1);
+        payload = Py_BuildValue("(iiinNNNdddNnNNdd)", f->closing, closed, f->close_lone, f->rows, first, last, peak,
+                                f->max_u, f->max_q, f->max_run, ev, f->all, all_first,
                                 f->all ? fold_row(st, &f->all_last, 0) : Py_NewRef(Py_None), f->all_u, f->all_q);
-    else
+    } else
         payload = Py_BuildValue("(iiinOOOdddNnNNdd)", f->closing, closed, f->close_lone, (Py_ssize_t)0, Py_None, Py_None,
                                 Py_None, -1.0, 0.0, 0.0, ev, f->all,
                                 f->all ? fold_row(st, &f->all_first, 1) : Py_NewRef(Py_None),

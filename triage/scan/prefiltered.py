@@ -3,13 +3,14 @@
 Python never sees most lines of a large log. The C helper `_linescan` (built from _linescan.c when a
 compiler is available) reads each 4 MiB chunk of bytes once and returns only:
 - candidate lines: those holding any anchor (rule anchors, parser anchors, error words), with the
-  anchors found, so `Scanner._line` skips its loop over every anchor;
+  anchors found, so `Scanner.line` skips its loop over every anchor;
 - stats lines that must be parsed: SGLang `Decode batch`/`Prefill batch` rows whose pool usage is
   not plainly below 0.9 and that the C side cannot fold (odd values, a lone decode), rows that look odd;
 - records of the plain high-usage rows it folded (K_FOLD): runs of pressure rows and the rows that end
   them, in line order with the other lines, which EngineStats.fold applies as if each row had been
   added (so pressure rows, episodes and saturation counts stay exact, and a saturated pool costs a
-  record per episode, not a Python call per row);
+  record per episode, not a Python call per row). Only in a file of one engine: where the C side counts rows
+  per origin (a Ray driver log, DP-attention groups) those rows are parsed in Python as before;
 - a sample of the other stats rows for the timelines: all of them in files up to SAMPLE_ALL_BELOW,
   otherwise about TIMELINE_ROWS rows per file, evenly spaced, and the count of those not sampled.
 
@@ -18,7 +19,8 @@ scanned again. When one file holds the stats rows of several engines (a Ray driv
 prefixes, DP-attention groups), the C side counts the rows it skips per origin, so each engine's row
 count stays exact (RowOwners). A chunk the prefilter cannot vouch for (`\\r` redraws, more than 64 origins) is
 decoded and scanned by the pure-Python path, line for line, so behaviour never depends on which path ran.
-Without the C helper, `available()` is False and scan.py uses the Python path only.
+Without the C helper, `native.available()` is False and scanner.py uses the Python path only. This module drives
+the C helper (its interface: native.py) for a scanner it knows only as a filescan.LineScanner, into a FileScan.
 
 Two stages, which one process runs one after the other (scan_file) or two processes side by side
 (parallel.Staged, for one big file): read_chunks reads and prefilters, yielding a Chunk per chunk (its
