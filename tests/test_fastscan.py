@@ -252,3 +252,23 @@ def test_folded_pressure_rows_give_what_python_gives_row_by_row(tmp_path: Path, 
     assert eps.count > 50 and eps.total_rows > 1000  # the run really has pressure, in many episodes
     assert sum(rec[4][3] for rec in records) > eps.total_rows // 2  # most of it folded in C, not read row by row
     assert [(h.rule, h.line.lineno) for h in fast.hits] == [(h.rule, h.line.lineno) for h in slow.hits]
+
+
+def test_a_saturated_pool_keeps_bounded_rows_and_exact_counts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import gc
+
+    from triage.model import Line
+
+    monkeypatch.setattr(fastscan, "SAMPLE_ALL_BELOW", 0)
+    monkeypatch.setattr(fastscan, "TIMELINE_ROWS", 50)
+    n = 30000
+    log = tmp_path / "sglang-engine-0.log"
+    log.write_text("\n".join(DECODE.format(s=i % 60, u=("0.97", "0.99", "1.00")[i % 3], q=5 + i % 30)
+                             for i in range(n)) + "\n")
+    (es,) = scan(log).engines.values()
+    eps = es.pressure_episodes
+    assert es.total == n and eps.total_rows == n and eps.count == 1 and eps.peak_queue == 34
+    assert len(es) <= 60  # the timeline's sample, not every saturated row
+    assert [ln.lineno for ln, _, _ in es.pressure] == list(range(1, 21)) and es.last_pressure[0].lineno == n
+    assert (eps.items[0].first.lineno, eps.items[0].peak.lineno, eps.items[0].last.lineno) == (1, 30, n)  # 1.00 and 34 waiting
+    assert sum(isinstance(o, Line) for o in gc.get_objects()) < 200
