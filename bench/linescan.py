@@ -24,6 +24,7 @@ import time
 from pathlib import Path
 
 from triage.library.rules import load_library
+from triage.scan import native
 from triage.scan import prefiltered as fastscan
 from triage.scan.scanner import Scanner
 
@@ -61,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--simd", help="the loop scan() takes: one of _linescan.PATHS, or '' for the scalar one")
     ap.add_argument("--no-check", action="store_true", help="skip the comparison with the scalar path")
     args = ap.parse_args(argv)
-    ls = fastscan._linescan
+    ls = native._linescan
     if ls is None:
         print("triage._linescan is not built", file=sys.stderr)
         return 2
@@ -76,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
     total_bytes, total_time = 0, 0.0
     for f in files:
         data = f.read_bytes()
-        matcher = scanner.needles.matcher(data[:fastscan.PAIR_SAMPLE])
+        matcher = scanner.needles.matcher(data[:native.PAIR_SAMPLE])
         parts = chunks(data, args.chunk)
         step = 0 if len(data) <= fastscan.SAMPLE_ALL_BELOW else len(data) // fastscan.TIMELINE_ROWS
         run(ls.scan, matcher, parts, step)  # one untimed pass: the file's pages and the tables warm

@@ -13,7 +13,7 @@ from realcases import cli  # noqa: F401  (cli is a fixture)
 from triage.analyze import Settings, analyze
 from triage.input.read import line_text, normalise, read_text, visible
 from triage.report import FORMATS, RenderOptions, render
-from triage.scan import prefiltered
+from triage.scan import native as c_helper
 
 OOM = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"
 HOSTILE = {
@@ -57,7 +57,7 @@ def _log(tmp_path: Path, lines: list[str]) -> Path:
 @pytest.mark.parametrize("native", [True, False])
 def test_evidence_on_both_paths_carries_no_control(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                    native: bool) -> None:
-    if native and not prefiltered.available():
+    if native and not c_helper.available():
         pytest.skip("the C prefilter is not built")
     monkeypatch.setenv("TRIAGE_NO_NATIVE", "" if native else "1")
     if native:

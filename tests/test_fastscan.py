@@ -11,10 +11,11 @@ from triage.analyze import Settings, analyze
 from triage.input.discover import discover
 from triage.library.rules import load_library
 from triage.report import RenderOptions, render
+from triage.scan import native
 from triage.scan import prefiltered as fastscan
 from triage.scan.scanner import Scanner
 
-pytestmark = pytest.mark.skipif(not fastscan.available(), reason="the C prefilter is not built")
+pytestmark = pytest.mark.skipif(not native.available(), reason="the C prefilter is not built")
 
 LIB = load_library()
 
@@ -190,3 +191,84 @@ def test_a_line_longer_than_a_chunk_is_bounded(tmp_path: Path, monkeypatch: pyte
     assert res.file.lines == 2
     assert [h.line.lineno for h in res.hits] == [2]
     assert res.errors == []
+
+
+def pressure_log(n: int, seed: int = 3) -> list[str]:
+    """Stats rows of one engine whose pool fills and drains: saturated runs (usage 0.95-1.00 with a queue), quiet
+    stretches, full pools with nothing waiting, lone decodes, and now and then a line Python must read."""
+    import random
+
+    rng = random.Random(seed)
+    out, high = [], False
+    for i in range(n):
+        if rng.random() < 0.03:
+            high = not high
+        s = i % 60
+        if high:
+            u, q = f"{rng.choice((0.95, 0.97, 0.99, 1.0)):.2f}", rng.choice((0, 3, 5, 12, 40))
+        else:
+            u, q = f"{rng.uniform(0.2, 0.89):.2f}", rng.choice((0, 0, 1))
+        row = (DECODE if rng.random() < 0.8 else PREFILL).format(s=s, u=u, q=q)
+        r = rng.random()
+        if r < 0.01:
+            row = row.replace("#running-req: 40", "#running-req: 1").replace(f"#queue-req: {q}", "#queue-req: 0")
+        elif r < 0.015:
+            row = row.replace(f"token usage: {u}", "token usage: 97%")  # odd value: Python reads it
+        elif r < 0.02:
+            out.append("[2026-05-24 00:53:00 TP0] Scheduler: request aborted, retrying")
+        out.append(row)
+    return out
+
+
+def pressure_view(es):  # type: ignore[no-untyped-def]
+    eps = es.pressure_episodes
+    return {"total": es.total, "peak": es.peak_usage(), "queue": es.peak_queue(),
+            "pressure": [(ln.lineno, ln.text, u, q) for ln, u, q in es.pressure],
+            "last": (es.last_pressure[0].lineno, es.last_pressure[1:]) if es.last_pressure else None,
+            "first": es.first_line.lineno if es.first_line else None,
+            "totals": (eps.count, eps.total_rows, eps.total_seconds, eps.peak_usage, eps.peak_queue, eps.dropped),
+            "episodes": [(e.first.lineno, e.last.lineno, e.peak.lineno if e.peak else None, e.rows, e.peak_usage,
+                          e.peak_queue, e.peak_running, e.t0, e.t1) for e in eps.items]}
+
+
+@pytest.mark.parametrize("seed", [3, 4])
+def test_folded_pressure_rows_give_what_python_gives_row_by_row(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                 seed: int) -> None:
+    monkeypatch.setattr(fastscan, "SAMPLE_ALL_BELOW", 0)
+    monkeypatch.setattr(fastscan, "TIMELINE_ROWS", 50)
+    monkeypatch.setattr(fastscan, "CHUNK", 1 << 18)  # several chunks: runs cross chunk ends
+    records = []
+    real = native._linescan.scan
+    monkeypatch.setattr(native._linescan, "scan", lambda *a: (r := real(*a), records.extend(
+        h for h in r[4] if h[0] == fastscan.K_FOLD))[0])
+    log = tmp_path / "sglang-engine-0.log"
+    lines = pressure_log(12000, seed)
+    log.write_text("\n".join(lines) + "\n")
+    fast, slow = scan(log), scan(log, native=False)
+    (key,) = slow.engines
+    assert list(fast.engines) == [key]
+    assert pressure_view(fast.engines[key]) == pressure_view(slow.engines[key])
+    eps = fast.engines[key].pressure_episodes
+    assert eps.count > 50 and eps.total_rows > 1000  # the run really has pressure, in many episodes
+    assert sum(rec[4][3] for rec in records) > eps.total_rows // 2  # most of it folded in C, not read row by row
+    assert [(h.rule, h.line.lineno) for h in fast.hits] == [(h.rule, h.line.lineno) for h in slow.hits]
+
+
+def test_a_saturated_pool_keeps_bounded_rows_and_exact_counts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import gc
+
+    from triage.model import Line
+
+    monkeypatch.setattr(fastscan, "SAMPLE_ALL_BELOW", 0)
+    monkeypatch.setattr(fastscan, "TIMELINE_ROWS", 50)
+    n = 30000
+    log = tmp_path / "sglang-engine-0.log"
+    log.write_text("\n".join(DECODE.format(s=i % 60, u=("0.97", "0.99", "1.00")[i % 3], q=5 + i % 30)
+                             for i in range(n)) + "\n")
+    (es,) = scan(log).engines.values()
+    eps = es.pressure_episodes
+    assert es.total == n and eps.total_rows == n and eps.count == 1 and eps.peak_queue == 34
+    assert len(es) <= 60  # the timeline's sample, not every saturated row
+    assert [ln.lineno for ln, _, _ in es.pressure] == list(range(1, 21)) and es.last_pressure[0].lineno == n
+    assert (eps.items[0].first.lineno, eps.items[0].peak.lineno, eps.items[0].last.lineno) == (1, 30, n)  # 1.00 and 34 waiting
+    assert sum(isinstance(o, Line) for o in gc.get_objects()) < 200

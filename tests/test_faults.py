@@ -17,7 +17,7 @@ import pytest
 from triage.analyze import Settings, analyze
 from triage.checks import CHECKS
 from triage.checks.base import CheckResult
-from triage.scan import parallel, scanner
+from triage.scan import native, parallel, scanner
 from triage.scan import prefiltered as fastscan
 
 needs_fork = pytest.mark.skipif("fork" not in multiprocessing.get_all_start_methods(), reason="no fork")
@@ -130,7 +130,7 @@ def test_a_truncated_zst_is_partial_with_the_damage_offset(tmp_path: Path) -> No
 
 
 def test_a_memory_error_mid_file_leaves_it_partial(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    if not fastscan.available():
+    if not native.available():
         pytest.skip("the C prefilter is not built")
     monkeypatch.setenv("TRIAGE_JOBS", "1")
     monkeypatch.setattr(fastscan, "CHUNK", 64 << 10)

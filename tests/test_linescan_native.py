@@ -18,10 +18,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from triage.library.rules import load_library
-from triage.scan import prefiltered as fastscan
+from triage.scan import native
 from triage.scan.scanner import Scanner
 
-ls = fastscan._linescan
+ls = native._linescan
 pytestmark = pytest.mark.skipif(ls is None or not hasattr(ls, "scan_scalar"),
                                 reason="the C prefilter (triage._linescan) is not built")
 
@@ -37,12 +37,12 @@ FILLER = b"[2026-05-24 00:50:00] INFO:     10.0.183.111:46537 - \"POST /generate
 
 
 @pytest.fixture(scope="module")
-def needles() -> fastscan.Needles:
-    return Scanner(load_library(None)).needles or fastscan.Needles(set(), set())
+def needles() -> native.Needles:
+    return Scanner(load_library(None)).needles or native.Needles(set(), set())
 
 
 @pytest.fixture(scope="module")
-def texts(needles: fastscan.Needles) -> list[bytes]:
+def texts(needles: native.Needles) -> list[bytes]:
     return [n for n, _ in needles.items if len(n) > 1]
 
 
@@ -67,8 +67,8 @@ def same(matcher: object, buf: bytes, steps: tuple[tuple[int, int], ...] = STEPS
                 assert got == want, (path, buf[:200], next_sample, step, origins)
 
 
-def matcher_for(needles: fastscan.Needles, buf: bytes) -> object:
-    return needles.matcher(buf[:fastscan.PAIR_SAMPLE])
+def matcher_for(needles: native.Needles, buf: bytes) -> object:
+    return needles.matcher(buf[:native.PAIR_SAMPLE])
 
 
 def test_the_module_says_which_path_scan_takes() -> None:
@@ -88,7 +88,7 @@ def test_more_single_bytes_than_the_compare_takes() -> None:
         same(m, DECODE + b"\n" + FILLER + bytes([special]) + b"\n" + DECODE)
 
 
-def test_empty_and_tiny_buffers(needles: fastscan.Needles, texts: list[bytes]) -> None:
+def test_empty_and_tiny_buffers(needles: native.Needles, texts: list[bytes]) -> None:
     m = matcher_for(needles, DECODE)
     for buf in (b"", b"\n", b"x", b"\r", b"\x00", b"\x1b", b"\n\n\n", b"ab", b"abc"):
         same(m, buf)
@@ -97,7 +97,7 @@ def test_empty_and_tiny_buffers(needles: fastscan.Needles, texts: list[bytes]) -
         same(m, t + b"\n")
 
 
-def test_every_fixture_file(needles: fastscan.Needles) -> None:
+def test_every_fixture_file(needles: native.Needles) -> None:
     files = [p for p in sorted(FIXTURES.rglob("*")) if p.is_file()]
     checked = 0
     for path in files:
@@ -113,7 +113,7 @@ def test_every_fixture_file(needles: fastscan.Needles) -> None:
     assert checked > 50
 
 
-def test_each_needle_at_every_offset_around_block_boundaries(needles: fastscan.Needles,
+def test_each_needle_at_every_offset_around_block_boundaries(needles: native.Needles,
                                                              texts: list[bytes]) -> None:
     head = b"\n".join([DECODE, PREFILL, FILLER] * 20)
     m = matcher_for(needles, head)
@@ -125,7 +125,7 @@ def test_each_needle_at_every_offset_around_block_boundaries(needles: fastscan.N
             same(m, t + pad, steps=((0, 0),))  # the needle starts it
 
 
-def test_needles_straddling_64_byte_blocks_in_long_buffers(needles: fastscan.Needles, texts: list[bytes]) -> None:
+def test_needles_straddling_64_byte_blocks_in_long_buffers(needles: native.Needles, texts: list[bytes]) -> None:
     m = matcher_for(needles, DECODE)
     rnd = random.Random(7)
     for base in (16, 32, 64, 128, 4096, 4096 * 3):
@@ -143,7 +143,7 @@ def test_needles_straddling_64_byte_blocks_in_long_buffers(needles: fastscan.Nee
             same(m, buf[1:], steps=((0, 0),))
 
 
-def test_stats_rows_in_bulk_with_samples_and_candidates(needles: fastscan.Needles) -> None:
+def test_stats_rows_in_bulk_with_samples_and_candidates(needles: native.Needles) -> None:
     rows = []
     for i in range(3000):
         r = DECODE if i % 3 else PREFILL
@@ -162,7 +162,7 @@ def test_stats_rows_in_bulk_with_samples_and_candidates(needles: fastscan.Needle
         same(m, buf, steps=((0, step), (12345, step)))
 
 
-def test_lines_with_cr_esc_and_nul(needles: fastscan.Needles) -> None:
+def test_lines_with_cr_esc_and_nul(needles: native.Needles) -> None:
     m = matcher_for(needles, DECODE)
     for special in (b"\r", b"\x1b[0m", b"\x00", b"\r\n"):
         for off in range(0, 70):
@@ -184,7 +184,7 @@ def fragments(texts: list[bytes]) -> list[bytes]:
 
 @settings(max_examples=300, deadline=None)
 @given(st.data())
-def test_random_buffers_of_needle_fragments(needles: fastscan.Needles, texts: list[bytes], data: st.DataObject) -> None:
+def test_random_buffers_of_needle_fragments(needles: native.Needles, texts: list[bytes], data: st.DataObject) -> None:
     frags = fragments(texts)
     pieces = data.draw(st.lists(st.sampled_from(frags) | st.binary(max_size=8), max_size=60))
     buf = b"".join(pieces)

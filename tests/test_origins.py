@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from triage.scan.origins import sglang_rank, split_ray
+from triage.scan.origins import Context, sglang_rank, split_ray
 
 
 def test_ray_prefix_with_ip_and_repeat_count() -> None:
@@ -56,3 +56,46 @@ def test_sglang_rank_tags(line: str, tags: str) -> None:
 def test_container_rank_time_and_logger_prefixes_are_removed(line: str, msg: str, actor: str) -> None:
     got = split_ray(line)
     assert (got[0], got[1]) == (msg, actor)
+
+
+def storm(n: int) -> list[str]:
+    """A retraction storm: n retraction lines whose numbers change, stats rows between some of them."""
+    out = []
+    for i in range(n):
+        ratio = (i % 50) / 100
+        out.append(f"[2026-05-24 00:{i // 60 % 60:02d}:{i % 60:02d} TP0] KV cache pool is full. Retract requests. "
+                   f"#retracted_reqs: {1 + i % 3}, #new_tokens_gained: {100 + i % 700}, "
+                   f"#new_token_ratio: {ratio:.4f} -> {ratio + 0.2:.4f}")
+        if i % 4 == 0:
+            out.append(f"[2026-05-24 00:00:{i % 60:02d} TP0] Decode batch, #running-req: 40, #token: 2000, "
+                       f"token usage: 0.50, cuda graph: True, gen throughput (token/s): 2210.45, #queue-req: 0")
+    return out
+
+
+@pytest.mark.parametrize("native", [True, False])
+def test_a_retraction_storm_keeps_one_line_and_counts_every_request(tmp_path, monkeypatch, native):
+    import gc
+
+    from triage.analyze import Settings, analyze
+    from triage.library.rules import load_library
+    from triage.model import Line
+
+    if native:
+        monkeypatch.delenv("TRIAGE_NO_NATIVE", raising=False)
+    else:
+        monkeypatch.setenv("TRIAGE_NO_NATIVE", "1")
+    added = []
+    real_add = Context.add
+    monkeypatch.setattr(Context, "add", lambda self, line: (added.append(line.lineno), real_add(self, line))[1])
+    n = 20000
+    lines = storm(n) + ["[2026-05-24 01:00:00 TP0] Scheduler hit an exception: Traceback (most recent call last):",
+                        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB."]
+    (tmp_path / "sglang-engine-0.log").write_text("\n".join(lines) + "\n")
+    lib = load_library()
+    report = analyze(Settings(paths=[str(tmp_path)]), lib)
+    retract = [f for f in report.findings if f.rule == "serving.kv-retraction"]
+    assert len(retract) == 1 and retract[0].count == n
+    assert retract[0].first.line == 1 and retract[0].last.line == len(lines) - 2
+    assert report.figures["retractions"] == sum(1 + i % 3 for i in range(n))
+    assert len(added) <= 4  # the storm's first line and the traceback: not one context line per retraction
+    assert sum(isinstance(o, Line) for o in gc.get_objects()) < 200

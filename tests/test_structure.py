@@ -40,13 +40,13 @@ def module_name(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def runtime_imports(path: Path) -> set[str]:
+def runtime_imports(path: Path, typing: bool = False) -> set[str]:
     """triage modules this file imports when it runs (imports under `if TYPE_CHECKING:` are for the type
-    checker only)."""
+    checker only; `typing`: those too)."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
     skip: set[int] = set()
     for node in ast.walk(tree):
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+        if not typing and isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
             skip |= {id(n) for stmt in node.body for n in ast.walk(stmt)}
     me = module_name(path)
     package = me if path.name == "__init__.py" else me.rsplit(".", 1)[0]
@@ -73,6 +73,7 @@ def runtime_imports(path: Path) -> set[str]:
 
 
 GRAPH = {module_name(p): runtime_imports(p) for p in PACKAGE.rglob("*.py")}
+TYPED_GRAPH = {module_name(p): runtime_imports(p, typing=True) for p in PACKAGE.rglob("*.py")}
 
 
 def test_every_module_has_a_stage():
@@ -86,7 +87,8 @@ def test_no_upward_import(module):
     assert upward == [], f"{module} (stage {mine}) imports from later stages: {upward}"
 
 
-def test_no_import_circle():
+def circles(graph: dict[str, set[str]], within: str = "triage") -> None:
+    """Raise on an import circle among the modules under `within`."""
     done: set[str] = set()
 
     def visit(m: str, path: list[str]) -> None:
@@ -94,13 +96,30 @@ def test_no_import_circle():
             raise AssertionError("import circle: " + " -> ".join(path[path.index(m):] + [m]))
         if m in done:
             return
-        for t in sorted(GRAPH.get(m, ())):
-            if t in GRAPH and not m.startswith(t + "."):  # a package's own __init__ is not a circle
-                visit(t, path + [m])
+        for t in sorted(graph.get(m, ())):
+            if t in graph and t.startswith(within) and not m.startswith(t + "."):  # a package's own __init__ is not
+                visit(t, path + [m])  # a circle
         done.add(m)
 
-    for m in sorted(GRAPH):
-        visit(m, [])
+    for m in sorted(graph):
+        if m.startswith(within):
+            visit(m, [])
+
+
+def test_no_import_circle():
+    circles(GRAPH)
+
+
+def test_no_import_circle_even_for_the_type_checker():
+    """Modules do not name each other in a circle even under `if TYPE_CHECKING:` (prefiltered.py knows a scanner
+    only as filescan.LineScanner)."""
+    circles(TYPED_GRAPH)
+
+
+def test_the_native_prefilter_interface_is_a_leaf():
+    # `from triage.scan import _linescan` (the C extension) reads as the package; nothing else of triage
+    assert sorted(TYPED_GRAPH["triage.scan.native"]) == ["triage.scan"]
+    assert "triage.scan.scanner" not in TYPED_GRAPH["triage.scan.prefiltered"]
 
 
 def test_graph_is_read():

@@ -12,13 +12,19 @@ def _minutes(seconds: float) -> str:
     return f"{seconds / 60:.1f} min" if seconds >= 90 else f"{seconds:.0f} s"
 
 
+def retracted(ev: Any) -> int:
+    """Requests a retraction event stands for: its count for each copy of its line, plus what the lines of its
+    family folded into it (origins.Families) counted beyond that."""
+    return int(ev.fields.get("count", 1)) * ev.line.repeat + int(ev.fields.get("extra", 0))
+
+
 def retractions(run: Run) -> dict[str, int]:
     """Retracted (SGLang) or preempted (vLLM) requests per file, from the engines' own lines."""
     def count(r: Run) -> dict[str, int]:
         out: dict[str, int] = {}
         for ev in r.events:
             if ev.kind == "retraction":
-                out[ev.line.file] = out.get(ev.line.file, 0) + int(ev.fields.get("count", 1)) * ev.line.repeat
+                out[ev.line.file] = out.get(ev.line.file, 0) + retracted(ev)
         return out
     return run.once("retractions", count)
 
@@ -78,7 +84,8 @@ def _preemptions(es: EngineStats) -> CheckResult:
     lines = [ln for ln in (first, last) if ln is not None]
     if len(lines) == 2 and lines[0] is lines[1]:
         lines = lines[:1]
-    peak = max(es.usage) if len(es.usage) else -1.0
+    peak = es.peak_usage()
+    peak = -1.0 if peak is None else peak
     return CheckResult(evidence=lines, count=es.preempted, severity="" if es.preempted > 1 else "info",
                        title="The engine preempted running requests to free KV-cache space ({summary})",
                        numbers={"engine": es.origin, "program": es.engine, "retractions": es.preempted,
@@ -125,8 +132,9 @@ def pressure_seen(run: Run, file: str | None = None) -> tuple[float, int, int]:
     for es in run.engines.values():
         if file is not None and _file(es) != file:
             continue
-        if len(es.usage):
-            peak = max(peak, max(es.usage))
+        usage = es.peak_usage()
+        if usage is not None:
+            peak = max(peak, usage)
         rows += es.pressure_episodes.rows()
         n += es.preempted
     n += sum(v for f, v in retracted.items() if file is None or f == file)

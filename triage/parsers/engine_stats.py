@@ -7,9 +7,11 @@ parser gives the same normalized fields: `usage` (0..1, the KV pool's share in u
 old SGLang stamps have no year, so times only compare within one log). Checks read the arrays (pressure
 episodes, lone stragglers) and reports draw them as timelines.
 
-The arrays hold every row of a small log. Of a large one (see fastscan.py) they hold every row whose
-pool usage is 0.9 or more, plus an evenly spaced sample of the others (about 1000 per file), so
-memory stays flat whatever the log's size; `total` counts every row seen, stored or not.
+The arrays hold every row of a small log read line for line. Of a log the C prefilter reads (scan/prefiltered.py)
+they hold an evenly spaced sample of the rows (about 1000 per file, every row up to 1 MiB) and the rows Python
+parses; the plain rows with a pool usage of 0.9 or more it folds into records (EngineStats.fold: pressure rows,
+episodes, peaks and ends, as if each had been added), so memory stays flat whatever the log's size; `total` counts
+every row seen, stored or not.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from __future__ import annotations
 import calendar
 import re
 from array import array
-from dataclasses import dataclass
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
@@ -94,19 +96,55 @@ ROW_GAP = 500  # lines: two stored rows further apart than this are not consecut
 LONE_RUNNING = 2  # "one or a few requests decoding alone": at most this many running, none waiting
 
 
-@dataclass
+class RowRef:
+    """A row the C prefilter folded, as its Line once someone asks for it: episodes keep their first, last and peak
+    rows, and most episodes of a long run are dropped (Episodes._prune) before anyone does."""
+
+    __slots__ = ("lineno", "_make", "_line")
+
+    def __init__(self, lineno: int, make: Callable[[], Line]):
+        self.lineno = lineno
+        self._make: Callable[[], Line] | None = make
+        self._line: Line | None = None
+
+    def get(self) -> Line:
+        if self._line is None:
+            assert self._make is not None
+            self._line, self._make = self._make(), None
+        return self._line
+
+
+def _real(row: Line | RowRef | None) -> Any:
+    return row.get() if type(row) is RowRef else row
+
+
 class Episode:
     """Consecutive rows of one engine that share a condition (pool pressure, a lone straggler)."""
 
-    first: Line
-    last: Line
-    peak: Line | None = None  # the row of the highest usage (the most waiting among equals)
-    rows: int = 1
-    peak_usage: float = -1.0
-    peak_queue: float = 0.0
-    peak_running: float = 0.0
-    t0: float = -1.0
-    t1: float = -1.0
+    __slots__ = ("_first", "_last", "_peak", "rows", "peak_usage", "peak_queue", "peak_running", "t0", "t1",
+                 "peak_row_queue")
+
+    def __init__(self, first: Line | RowRef, last: Line | RowRef, rows: int = 1, t0: float = -1.0, t1: float = -1.0):
+        self._first, self._last = first, last
+        self._peak: Line | RowRef | None = None  # the first row of the highest usage (the most waiting among equals)
+        self.rows = rows
+        self.peak_usage = -1.0
+        self.peak_queue = 0.0
+        self.peak_running = 0.0
+        self.t0, self.t1 = t0, t1
+        self.peak_row_queue = 0.0  # the queue of the peak row
+
+    @property
+    def first(self) -> Line:
+        return _real(self._first)  # type: ignore[no-any-return]
+
+    @property
+    def last(self) -> Line:
+        return _real(self._last)  # type: ignore[no-any-return]
+
+    @property
+    def peak(self) -> Line | None:
+        return _real(self._peak)  # type: ignore[no-any-return]
 
     @property
     def seconds(self) -> float:
@@ -131,26 +169,34 @@ class Episodes:
     def row(self, on: bool, line: Line, t: float, usage: float, queue: float, running: float,
             fresh: bool = False) -> None:
         """One stored row; `fresh`: it starts a new episode even if the previous row was in one."""
-        cur = self.cur
         if not on:
             self.cur = None
             return
-        if cur is not None and not fresh and line.lineno - cur.last.lineno <= ROW_GAP:
+        self.run(line, line, line, 1, t, t, usage, queue, queue, running, fresh)
+
+    def run(self, first: Line | RowRef, last: Line | RowRef, peak: Line | RowRef, rows: int, t0: float, t1: float,
+            usage: float, peak_queue: float, queue: float, running: float, fresh: bool = False) -> None:
+        """`rows` consecutive rows in the condition, no two more than ROW_GAP lines apart (one row, or a run the C
+        prefilter folded): the same as adding them one by one. `usage` is their highest, `peak` the first row of
+        it (with the most waiting, `peak_queue`, among equals); `queue` and `running` their highest."""
+        cur = self.cur
+        if cur is not None and not fresh and first.lineno - cur._last.lineno <= ROW_GAP:
             before = cur.seconds
-            cur.last, cur.t1 = line, t
-            cur.rows += 1
+            cur._last, cur.t1 = last, t1
+            cur.rows += rows
             self.total_seconds += cur.seconds - before
         else:
             self.count += 1
-            cur = self.cur = Episode(line, line, t0=t, t1=t)
+            cur = self.cur = Episode(first, last, rows=rows, t0=t0, t1=t1)
+            self.total_seconds += cur.seconds
             if len(self.items) >= 2 * KEEP_EPISODES:
                 self._prune()
             self.items.append(cur)
-        self.total_rows += 1
+        self.total_rows += rows
         self.peak_usage = max(self.peak_usage, usage)
         self.peak_queue = max(self.peak_queue, queue)
-        if usage > cur.peak_usage or (usage == cur.peak_usage and queue > cur.peak_queue):
-            cur.peak = line
+        if usage > cur.peak_usage or (usage == cur.peak_usage and peak_queue > cur.peak_row_queue):
+            cur._peak, cur.peak_row_queue = peak, peak_queue
         cur.peak_usage = max(cur.peak_usage, usage)
         cur.peak_queue = max(cur.peak_queue, queue)
         cur.peak_running = max(cur.peak_running, running)
@@ -184,17 +230,44 @@ class EngineStats:
         self.preempt_rows: tuple[Line | None, Line | None] = (None, None)  # first and last row reporting some
         # rows with usage >= 0.9 and a waiting queue, for evidence: (line, usage, queue); first few and the last
         self.pressure: list[tuple[Line, float, float]] = []
-        self.last_pressure: tuple[Line, float, float] | None = None
+        self._last_pressure: tuple[Line | RowRef, float, float] | None = None
         self.pressure_episodes = Episodes()  # usage >= 0.9 while requests wait
         self.lone_episodes = Episodes()  # 1..LONE_RUNNING requests decoding, nothing waiting
         self.first_line: Line | None = None
         self.total = 0  # rows seen, including those not kept in the arrays
+        # rows the C prefilter folded (not in the arrays): their highest usage and queue (as the arrays keep
+        # them, float32), and the first and last of them as (line number, time)
+        self.folded_usage = -1.0
+        self.folded_queue = -1.0
+        self.folded_ends: list[tuple[int, float]] = []
 
     def skip(self, rows: int) -> None:
         """Rows seen but not stored (below the pressure threshold, not sampled)."""
         self.total += rows
 
     def add(self, ev: Event) -> None:
+        """One row: stored in the arrays and judged (pressure, lone decode)."""
+        f: dict[str, Any] = ev.fields
+        usage, queue, running, decode, t = self.store(ev)
+        pressed = usage >= PRESSURE_USAGE and queue > 0
+        if pressed:
+            row = (ev.line, usage, queue)
+            if len(self.pressure) < KEEP_PRESSURE_LINES:
+                self.pressure.append(row)
+            self._last_pressure = row
+        episodes = self.pressure_episodes
+        if pressed or episodes.cur is not None:
+            episodes.row(pressed, ev.line, t, usage, queue, running)
+        # A straggler decodes alone: no request waits and none is admitted (an SGLang prefill row, a vLLM interval
+        # with prompt throughput, starts over: one request after another is not one request taking minutes).
+        lone = decode and 0 < running <= LONE_RUNNING and queue == 0
+        episodes = self.lone_episodes
+        if lone or episodes.cur is not None:
+            episodes.row(lone, ev.line, t, usage, queue, running, fresh=bool(f.get("prompt throughput (token/s)")))
+
+    def store(self, ev: Event) -> tuple[float, float, float, bool, float]:
+        """One row into the arrays (a row the C prefilter folded and sampled goes only here); returns its usage,
+        queue, running, whether it decodes, and its time."""
         f: dict[str, Any] = ev.fields
         usage = float(f.get("usage", -1.0))
         queue = float(f.get("#queue-req", 0))
@@ -220,28 +293,73 @@ class EngineStats:
             self.engine = f.get("engine", "sglang")
         if self.first_line is None:
             self.first_line = ev.line
-        pressed = usage >= PRESSURE_USAGE and queue > 0
-        if pressed:
-            row = (ev.line, usage, queue)
-            if len(self.pressure) < KEEP_PRESSURE_LINES:
-                self.pressure.append(row)
-            self.last_pressure = row
+        return usage, queue, running, decode, t
+
+    @property
+    def last_pressure(self) -> tuple[Line, float, float] | None:
+        """The last row with usage >= 0.9 and a waiting queue: (line, usage, queue)."""
+        last = self._last_pressure
+        return None if last is None else (_real(last[0]), last[1], last[2])
+
+    def fold(self, rec: tuple[Any, ...], base: int, line: Callable[[tuple[Any, ...]], RowRef]) -> None:
+        """A record of the C prefilter (_linescan.c, Fold): rows it folded, as if each had been added in turn
+        (EngineStats.add), but for the arrays. Its rows are (line index in the chunk, time, usage, queue, bytes);
+        `base`: lines before the chunk; `line(row)` makes the RowRef of a row (one per row)."""
+        (fresh, closed, close_lone, rows, first, last, peak, usage, queue, running, evidence,
+         n_all, all_first, all_last, all_usage, all_queue) = rec
+        if n_all:
+            self.engine = self.engine or "sglang"
+            if self.first_line is None:
+                self.first_line = line(all_first).get()
+            self.folded_ends = [self.folded_ends[0] if self.folded_ends else (base + all_first[0] + 1, all_first[1]),
+                                (base + all_last[0] + 1, all_last[1])]
+            self.folded_usage = max(self.folded_usage, array("f", [all_usage])[0])
+            self.folded_queue = max(self.folded_queue, array("f", [all_queue])[0])
+        if close_lone:
+            self.lone_episodes.cur = None  # a folded row never decodes alone
         episodes = self.pressure_episodes
-        if pressed or episodes.cur is not None:
-            episodes.row(pressed, ev.line, t, usage, queue, running)
-        # A straggler decodes alone: no request waits and none is admitted (an SGLang prefill row, a vLLM interval
-        # with prompt throughput, starts over: one request after another is not one request taking minutes).
-        lone = decode and 0 < running <= LONE_RUNNING and queue == 0
-        episodes = self.lone_episodes
-        if lone or episodes.cur is not None:
-            episodes.row(lone, ev.line, t, usage, queue, running, fresh=bool(f.get("prompt throughput (token/s)")))
+        if fresh:
+            episodes.cur = None
+        if rows:
+            for row in evidence:
+                if len(self.pressure) >= KEEP_PRESSURE_LINES:
+                    break
+                self.pressure.append((line(row).get(), row[2], row[3]))
+            self._last_pressure = (line(last), last[2], last[3])
+            episodes.run(line(first), line(last), line(peak), rows, first[1], last[1], usage, peak[3], queue, running)
+        if closed:
+            episodes.cur = None
 
     def __len__(self) -> int:
         return len(self.lineno)
 
+    def _ends(self) -> list[tuple[int, float]]:
+        """(line number, time) of the first and last rows kept, stored or folded."""
+        ends = list(self.folded_ends)
+        if len(self.lineno):
+            ends += [(self.lineno[0], self.time[0]), (self.lineno[-1], self.time[-1])]
+        return sorted(ends)
+
+    def last_lineno(self) -> int:
+        """The line of the last row kept (0 when none)."""
+        ends = self._ends()
+        return ends[-1][0] if ends else 0
+
+    def peak_usage(self) -> float | None:
+        """The highest usage of the rows kept (stored or folded), None without rows."""
+        if not len(self.usage) and not self.folded_ends:
+            return None
+        return max(max(self.usage, default=-1.0), self.folded_usage)
+
+    def peak_queue(self) -> float | None:
+        if not len(self.queue) and not self.folded_ends:
+            return None
+        return max(max(self.queue, default=-1.0), self.folded_queue)
+
     def seconds(self) -> float:
-        """Time the stored rows span (0 without time stamps)."""
-        if not len(self.time):
+        """Time the kept rows span (0 without time stamps)."""
+        ends = self._ends()
+        if not ends:
             return 0.0
-        t0, t1 = self.time[0], self.time[-1]
+        t0, t1 = ends[0][1], ends[-1][1]
         return t1 - t0 if 0 <= t0 <= t1 else 0.0

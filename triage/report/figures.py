@@ -16,6 +16,7 @@ from statistics import median
 from typing import Any
 
 from triage.checks.base import Run
+from triage.checks.serving import retracted
 from triage.library.rules import Library
 from triage.model import Event, Hit, Timeline
 from triage.parsers.engine_stats import EngineStats
@@ -55,7 +56,7 @@ def _retractions(run: Run, retracting: list[Hit]) -> int | None:
     """Requests retracted (SGLang) or preempted (vLLM): the engines' own retraction and preemption lines, and the
     preemptions vLLM V1 counts in its stats rows; the rules' numbers when no parser event holds them."""
     events = [e for e in run.events if e.kind == "retraction"]
-    counted = sum(int(e.fields.get("count", 1)) * e.line.repeat for e in events)
+    counted = sum(retracted(e) for e in events)
     counted += sum(es.preempted for es in run.engines.values())
     if not events and retracting:
         counted += sum(_retracted(h) for h in retracting)
@@ -67,9 +68,8 @@ def _retractions(run: Run, retracting: list[Hit]) -> int | None:
 def figures(lib: Library, run: Run, hits: list[Hit]) -> dict[str, Any]:
     engines = run.engines
     retracting = [h for h in hits if "retracted" in h.numbers]
-    usage = [max(e.usage) for e in engines.values() if len(e.usage)]
-    usage = [u for u in usage if u >= 0]
-    queue = [max(e.queue) for e in engines.values() if len(e.queue)]
+    usage = [u for e in engines.values() if (u := e.peak_usage()) is not None and u >= 0]
+    queue = [q for e in engines.values() if (q := e.peak_queue()) is not None]
     _, steps = step_series(lib, run)
     trunc = [v for key in _keys(lib, TRUNCATION_RULE) for _, v in _values(run, key)]
     return {

@@ -14,7 +14,8 @@
  *          (\b(Decode|Prefill) batch(\(mixed #running-req: N\))?( \[N\])?[.,] ) it counts a stats row;
  *          elsewhere its line is a candidate
  *   USAGE  `usage: `: unless its value is plainly below 0.9 (0.[0-8]d*), the line becomes a candidate,
- *          so every row with a high pool usage is parsed in Python (which drops non-stats lines)
+ *          so every row with a high pool usage is parsed in Python (which drops non-stats lines), unless
+ *          the call folds such rows (gap > 0: see Fold) and the row is plain
  *   flags  a stats line with a Ray actor prefix `(`, and the single bytes \r, ESC, NUL
  *
  * scan() returns the candidate lines (with the needles they hold), a sample of the other stats lines
@@ -298,7 +299,8 @@ static int digits(const unsigned char *b, Py_ssize_t n, Py_ssize_t *t) {
 }
 
 /* Does SGLang's stats shape start at s (the marker `Decode batch`/`Prefill batch` of length len)? */
-static ALWAYS_INLINE int stats_shape(const unsigned char *b, Py_ssize_t n, Py_ssize_t s, Py_ssize_t len) {
+/* Where SGLang's stats shape that starts at s ends (just past its `, `), or 0 when it does not start there. */
+static ALWAYS_INLINE Py_ssize_t stats_shape(const unsigned char *b, Py_ssize_t n, Py_ssize_t s, Py_ssize_t len) {
     static const char mixed[] = "(mixed #running-req: ";
     Py_ssize_t t = s + len, ml = (Py_ssize_t)sizeof(mixed) - 1;
     if (s > 0 && is_word(b[s - 1])) return 0;
@@ -313,7 +315,7 @@ static ALWAYS_INLINE int stats_shape(const unsigned char *b, Py_ssize_t n, Py_ss
         if (!digits(b, n, &t) || t >= n || b[t] != ']') return 0;
         t++;
     }
-    return t + 1 < n && (b[t] == '.' || b[t] == ',') && b[t + 1] == ' ';
+    return t + 1 < n && (b[t] == '.' || b[t] == ',') && b[t + 1] == ' ' ? t + 2 : 0;
 }
 
 /* A usage value plainly below 0.9: 0.[0-8][0-9]* ending the pair (comma, blank, end of line). */
@@ -413,6 +415,58 @@ static Py_ssize_t origin_of(Origins *o, const unsigned char *b, Py_ssize_t bol, 
     return o->last = o->n++;
 }
 
+/* ---- The fold: plain SGLang stats rows with a high pool usage, kept as runs instead of returned ----
+ *
+ * Python reads a row whose usage is not plainly below 0.9 (EngineStats.add: pressure rows, episodes). In a
+ * pool saturated for hours that is every row, and one Python call per row is 30x grep. So scan(...,
+ * fold=...) parses such a row here when it has the plain shape (ASCII, at most FOLD_ROW_MAX bytes, `key:
+ * value` pairs after the marker, see fold_parse) and is not a lone-decode row, and keeps it in a run:
+ *   a segment  consecutive pressed rows (usage >= 0.9 and a queue) of the file's engine, no two more than
+ *              `gap` lines apart and no other row of the engine between them: rows, first/last/peak row,
+ *              peaks, and the first `evidence` pressed rows of the call (the texts of those rows only);
+ *   a close    another row of the engine (below 0.9, or no queue) after pressed rows Python may still hold
+ *              an open episode for.
+ * Records (kind 2) go into the output in line order with the lines Python parses: the open run is written
+ * out before any other line is (fold_flush), so Python applies them in the order the rows came
+ * (EngineStats.fold). Folded rows stay counted as quiet rows; one the sampler picks is returned as kind 3
+ * (for the timeline only). The fold runs only when the file holds one engine (not in origin mode); rows of
+ * a second engine in a call set F_MANY, and that chunk goes through the Python path. */
+#define FOLD_ROW_MAX 1024
+#define FOLD_EVIDENCE 20
+
+typedef struct {
+    Py_ssize_t ln, bol, eol;  /* line index in the buffer, bounds */
+    double t, u, q;           /* time stamp (s, -1 none), usage, queue */
+} FoldRow;
+
+typedef struct {
+    int on;                   /* this call folds */
+    Py_ssize_t gap;           /* lines: rows further apart do not continue a segment */
+    Py_ssize_t evidence;      /* pressed rows whose text the call may still return */
+    /* the row whose marker was counted last, until its line is done: 1 quiet, 2 folded */
+    int p_kind, p_pressed;
+    Py_ssize_t p_s, p_mlen, p_bol, p_eol;
+    double p_u, p_q, p_run, p_t;
+    /* the open segment */
+    int seg, fresh;
+    Py_ssize_t rows;
+    FoldRow first, last, peak;
+    double max_u, max_q, max_run;
+    Py_ssize_t nev;
+    FoldRow ev[FOLD_EVIDENCE];
+    /* every folded row since the last record (pressed or not): what the timeline's peaks and ends need */
+    Py_ssize_t all;
+    FoldRow all_first, all_last;
+    double all_u, all_q;
+    int close_lone;           /* a folded row ends a lone-decode episode */
+    int py_open;              /* Python may hold an open pressure episode of the engine */
+    int closing;              /* a row ended it while no segment was open */
+    Py_ssize_t close_s;       /* that row's marker */
+    /* the line index of folded rows (its own counter: records are not emitted at their rows' offsets) */
+    Py_ssize_t nl_pos, nl_cnt, n_pos;
+    Origins org;              /* the engines folded rows came from (more than one: F_MANY) */
+} Fold;
+
 /* The state of one scan() call, shared by all loops. */
 typedef struct {
     const Matcher *m;
@@ -428,11 +482,309 @@ typedef struct {
     Py_ssize_t c_bol, c_eol;            /* the pending candidate line (c_bol < 0: none) */
     Py_ssize_t *ids, nids, ids_cap;     /* its needle indices (ids_local, or a larger heap array) */
     Py_ssize_t ids_local[32];
+    Fold fold;                          /* pressure rows kept as runs (fold.on: this call folds) */
 } Scan;
+
+/* ---- the fold (see the Fold comment above) ---- */
+
+/* Newlines before bol: the fold's own counter, the way emit() counts (bol never goes back). */
+static Py_ssize_t fold_line(Scan *st, Py_ssize_t bol) {
+    Fold *f = &st->fold;
+    Emit *em = &st->em;
+    if (em->fused) {
+        Py_ssize_t n_bol = em->nl_w - em->count(em->b + bol, em->b + em->w);
+        if (bol > f->nl_pos) f->nl_cnt += n_bol - f->n_pos;
+        f->n_pos = n_bol;
+    } else
+        f->nl_cnt += em->count(em->b + f->nl_pos, em->b + bol);
+    f->nl_pos = bol;
+    return f->nl_cnt;
+}
+
+static int dig2(const unsigned char *p, int *v) {
+    if (p[0] < '0' || p[0] > '9' || p[1] < '0' || p[1] > '9') return 0;
+    *v = (p[0] - '0') * 10 + (p[1] - '0');
+    return 1;
+}
+
+static int is_leap(long y) { return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0; }
+
+/* Days from 1970-01-01 to y-m-d (proleptic Gregorian; H. Hinnant's days_from_civil). */
+static long days_from_civil(long y, int m, int d) {
+    y -= m <= 2;
+    long era = (y >= 0 ? y : y - 399) / 400;
+    long yoe = y - era * 400;
+    long doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+    long doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    return era * 146097 + doe - 719468;
+}
+
+/* engine_stats.row_time over an ASCII line without control bytes: the first STAMP match that ends within the
+ * line's first 80 characters, in seconds (a year-less date is put in 2001; an impossible date is -1), or -1. */
+static double stamp_time(const unsigned char *p, Py_ssize_t len) {
+    static const int mdays[12] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    Py_ssize_t L = len < 80 ? len : 80;
+    int Y, Y2, mo, d, H, M, S;
+    for (Py_ssize_t i = 0; i < L; i++) {
+        const unsigned char *q = p + i;
+        long year = -1;
+        int at = -1;  /* offset of the month digits */
+        if (i + 19 <= L && dig2(q, &Y) && dig2(q + 2, &Y2) && q[4] == '-') {
+            const unsigned char *r = q + 5;
+            if (dig2(r, &mo) && r[2] == '-' && dig2(r + 3, &d) && (r[5] == ' ' || r[5] == 'T') && dig2(r + 6, &H)
+                && r[8] == ':' && dig2(r + 9, &M) && r[11] == ':' && dig2(r + 12, &S)) {
+                year = Y * 100 + Y2;
+                at = 5;
+            }
+        }
+        if (at < 0 && i + 14 <= L && dig2(q, &mo) && q[2] == '-' && dig2(q + 3, &d) && (q[5] == ' ' || q[5] == 'T')
+            && dig2(q + 6, &H) && q[8] == ':' && dig2(q + 9, &M) && q[11] == ':' && dig2(q + 12, &S)) {
+            year = 2001;
+            at = 0;
+        }
+        if (at >= 0) {
+            if (year < 1 || mo < 1 || mo > 12 || d < 1 || d > mdays[mo - 1] + (mo == 2 && is_leap(year))) return -1.0;
+            return (double)days_from_civil(year, mo, d) * 86400.0 + H * 3600 + M * 60 + S;
+        }
+        if (q[0] == '[' && i + 10 <= L && dig2(q + 1, &H) && q[3] == ':' && dig2(q + 4, &M) && q[6] == ':'
+            && dig2(q + 7, &S) && (q[9] == ']' || q[9] == '.' || q[9] == ',' || q[9] == ' '))
+            return (double)(H * 3600 + M * 60 + S);
+    }
+    return -1.0;
+}
+
+static int key_is(const unsigned char *k, Py_ssize_t len, const char *name) {
+    size_t n = strlen(name);
+    return (size_t)len == n && !memcmp(k, name, n);
+}
+
+/* Parse the row whose stats marker (of length mlen) is at s, line [bol, eol), into the pending row; 0 when it
+ * is not plain (Python parses it) or decodes alone (a lone-decode row is Python's too). Plain: ASCII with no
+ * control byte, no other `batch` before the marker, then `key: value` pairs separated by `, ` (an optional
+ * `,` and blanks at the end); a key is `#?[A-Za-z][A-Za-z0-9 #-/().]*` of at most 60 bytes, a value `-?D+(.D+)?`
+ * (at most 15 digits) or True/False. On such a line sglang.STAT_PAIR finds exactly these pairs. */
+static int fold_parse(Scan *st, Py_ssize_t s, Py_ssize_t mlen, Py_ssize_t bol, Py_ssize_t eol) {
+    const unsigned char *b = st->b;
+    Fold *f = &st->fold;
+    if (eol - bol > FOLD_ROW_MAX || b[bol] == ' ') return 0;
+    for (Py_ssize_t k = bol; k < eol; k++)
+        if (b[k] < 0x20 || b[k] >= 0x7f) return 0;
+    for (Py_ssize_t k = bol; k + 5 <= s; k++)
+        if (b[k] == 'b' && !memcmp(b + k, "batch", 5)) return 0;
+    Py_ssize_t pos = stats_shape(b, eol, s, mlen);
+    if (!pos) return 0;
+    double usage = -1.0, full = -1.0, queue = 0.0, extra = 0.0, running = 0.0;
+    int have_usage = 0, have_full = 0, have_pre = 0, have_ret = 0;
+    double pre = 0.0, ret = 0.0;
+    while (pos < eol) {
+        Py_ssize_t k0 = pos;
+        if (b[pos] == '#') pos++;
+        if (pos >= eol || !(((b[pos] | 0x20) >= 'a' && (b[pos] | 0x20) <= 'z'))) return 0;
+        pos++;
+        while (pos < eol && b[pos] != ':') {
+            unsigned char c = b[pos];
+            if (!(((c | 0x20) >= 'a' && (c | 0x20) <= 'z') || (c >= '0' && c <= '9') || c == ' ' || c == '#' || c == '-'
+                  || c == '/' || c == '(' || c == ')' || c == '.')) return 0;
+            pos++;
+        }
+        Py_ssize_t k1 = pos;
+        if (k1 - k0 > 60 || pos + 1 >= eol || b[pos + 1] != ' ') return 0;
+        while (k1 > k0 && b[k1 - 1] == ' ') k1--;  /* the key as key.strip() gives it */
+        pos += 2;
+        Py_ssize_t v0 = pos;
+        int boolean = 0;
+        if (eol - pos >= 4 && !memcmp(b + pos, "True", 4)) { pos += 4; boolean = 1; }
+        else if (eol - pos >= 5 && !memcmp(b + pos, "False", 5)) { pos += 5; boolean = 1; }
+        else {
+            if (pos < eol && b[pos] == '-') pos++;
+            Py_ssize_t d0 = pos;
+            while (pos < eol && b[pos] >= '0' && b[pos] <= '9') pos++;
+            if (pos == d0) return 0;
+            if (pos < eol && b[pos] == '.') {
+                Py_ssize_t f0 = ++pos;
+                while (pos < eol && b[pos] >= '0' && b[pos] <= '9') pos++;
+                if (pos == f0) return 0;
+            }
+            if (pos - d0 > 16) return 0;
+        }
+        Py_ssize_t v1 = pos;
+        if (pos < eol) {  /* what may follow a value: `, ` and the next pair, a final `,`, blanks to the end */
+            if (b[pos] == ',' && pos + 1 == eol) pos = eol;
+            else if (b[pos] == ',' && b[pos + 1] == ' ' && pos + 2 < eol && b[pos + 2] != ' ') pos += 2;
+            else if (b[pos] == ' ' || b[pos] == ',') {
+                Py_ssize_t t = pos + (b[pos] == ',');
+                while (t < eol && b[t] == ' ') t++;
+                if (t != eol) return 0;
+                pos = eol;
+            } else return 0;
+        }
+        const unsigned char *key = b + k0;
+        Py_ssize_t klen = k1 - k0;
+        double *slot = NULL;
+        if (key_is(key, klen, "token usage")) { slot = &usage; have_usage = 1; }
+        else if (key_is(key, klen, "full token usage")) { slot = &full; have_full = 1; }
+        else if (key_is(key, klen, "#queue-req")) slot = &queue;
+        else if (key_is(key, klen, "#running-req")) slot = &running;
+        else if (key_is(key, klen, "#prealloc-req")) { slot = &pre; have_pre = 1; }
+        else if (key_is(key, klen, "#retracted-req")) { slot = &ret; have_ret = 1; }
+        if (slot) {
+            if (boolean) return 0;
+            char num[24];
+            memcpy(num, b + v0, (size_t)(v1 - v0));
+            num[v1 - v0] = 0;
+            *slot = strtod(num, NULL);
+        }
+    }
+    if (!have_usage && have_full) { usage = full; have_usage = 1; }
+    if (have_pre) extra += pre;
+    if (have_ret) extra += ret;
+    queue += extra;
+    int decode = b[s] == 'D';
+    if (decode && running > 0 && running <= 2 && queue == 0) return 0;  /* lone decode: EngineStats.lone_episodes */
+    f->p_u = have_usage ? usage : -1.0;
+    f->p_q = queue;
+    f->p_run = running;
+    f->p_t = stamp_time(b + bol, eol - bol);
+    f->p_pressed = f->p_u >= 0.9 && queue > 0;
+    f->p_bol = bol;
+    f->p_eol = eol;
+    return 1;
+}
+
+static PyObject *fold_row(Scan *st, const FoldRow *r, int text) {
+    if (text)
+        return Py_BuildValue("(nddd y#)", r->ln, r->t, r->u, r->q, (const char *)st->b + r->bol, r->eol - r->bol);
+    return Py_BuildValue("(ndddO)", r->ln, r->t, r->u, r->q, Py_None);
+}
+
+/* Write out the open segment and what the folded rows since the last record add (kind 2):
+ * (2, line index, key row start, key row end, (fresh, closed, close_lone, rows, first, last, peak, max_u, max_q,
+ *  max_running, evidence, all, all_first, all_last, all_u, all_q)); rows are (line index, t, usage, queue, bytes). */
+static int fold_record(Scan *st, int closed) {
+    Fold *f = &st->fold;
+    Py_ssize_t kb, ke, kl;
+    if (f->seg) { kb = f->first.bol; ke = f->first.eol; kl = f->first.ln; }
+    else if (f->all) { kb = f->all_first.bol; ke = f->all_first.eol; kl = f->all_first.ln; }
+    else {  /* a close alone: the row that closed */
+        kb = line_start(st->b, f->close_s);
+        ke = line_end(st->b, st->n, f->close_s);
+        kl = fold_line(st, kb);
+    }
+    PyObject *ev = PyTuple_New(f->seg ? f->nev : 0);
+    if (!ev) return -1;
+    for (Py_ssize_t k = 0; f->seg && k < f->nev; k++) {
+        PyObject *r = fold_row(st, &f->ev[k], 1);
+        if (!r) { Py_DECREF(ev); return -1; }
+        PyTuple_SET_ITEM(ev, k, r);
+    }
+    PyObject *payload;
+    if (f->seg) {  /* a row that is first, last, peak or the first of all is one tuple (one Line in Python) */
+        PyObject *first = fold_row(st, &f->first, 1);
+        PyObject *last = !first || f->last.bol == f->first.bol ? Py_XNewRef(first) : fold_row(st, &f->last, 1);
+        PyObject *peak = !first || f->peak.bol == f->first.bol ? Py_XNewRef(first)
+                         : f->peak.bol == f->last.bol ? Py_XNewRef(last) : fold_row(st, &f->peak, 1);
+        PyObject *all_first = !f->all ? Py_NewRef(Py_None)
+                              : f->all_first.bol == f->first.bol ? Py_XNewRef(first) : fold_row(st, &f->all_first, 1);
+        payload = Py_BuildValue("(iiinNNNdddNnNNdd)", f->closing, closed, f->close_lone, f->rows, first, last, peak,
+                                f->max_u, f->max_q, f->max_run, ev, f->all, all_first,
+                                f->all ? fold_row(st, &f->all_last, 0) : Py_NewRef(Py_None), f->all_u, f->all_q);
+    } else
+        payload = Py_BuildValue("(iiinOOOdddNnNNdd)", f->closing, closed, f->close_lone, (Py_ssize_t)0, Py_None, Py_None,
+                                Py_None, -1.0, 0.0, 0.0, ev, f->all,
+                                f->all ? fold_row(st, &f->all_first, 1) : Py_NewRef(Py_None),
+                                f->all ? fold_row(st, &f->all_last, 0) : Py_NewRef(Py_None), f->all_u, f->all_q);
+    if (!payload) return -1;
+    PyObject *t = Py_BuildValue("(innnN)", 2, kl, kb, ke, payload);
+    if (!t) return -1;
+    int r = PyList_Append(st->em.out, t);
+    Py_DECREF(t);
+    f->py_open = f->seg && !closed ? 1 : (f->seg || f->closing ? 0 : f->py_open);
+    f->seg = f->closing = f->close_lone = 0;
+    f->all = 0;
+    f->nev = 0;
+    return r;
+}
+
+/* The engine had a row that is not a pressure row (markers at s): it ends the pressure episode. */
+static int fold_close(Scan *st, Py_ssize_t s) {
+    Fold *f = &st->fold;
+    if (f->seg) return fold_record(st, 1);
+    if (f->py_open && !f->closing) { f->closing = 1; f->close_s = s; }
+    return 0;
+}
+
+/* The row pending since its marker is done: fold it (or note that a quiet row ended an episode). */
+static int fold_commit(Scan *st) {
+    Fold *f = &st->fold;
+    int kind = f->p_kind;
+    f->p_kind = 0;
+    if (kind == 0) return 0;
+    if (kind == 1) return fold_close(st, f->p_s);
+    FoldRow row = {fold_line(st, f->p_bol), f->p_bol, f->p_eol, f->p_t, f->p_u, f->p_q};
+    if (!f->all) { f->all_first = row; f->all_u = row.u; f->all_q = row.q; }
+    f->all++;
+    f->all_last = row;
+    if (row.u > f->all_u) f->all_u = row.u;
+    if (row.q > f->all_q) f->all_q = row.q;
+    f->close_lone = 1;
+    if (!f->p_pressed) return fold_close(st, f->p_s);
+    if (f->seg && row.ln - f->last.ln > f->gap && fold_record(st, 0) < 0) return -1;
+    if (!f->seg) {
+        f->seg = 1;
+        f->rows = 0;
+        f->first = f->peak = row;
+        f->max_u = row.u; f->max_q = row.q; f->max_run = f->p_run;
+        f->nev = 0;
+    }
+    f->rows++;
+    f->last = row;
+    if (row.u > f->peak.u || (row.u == f->peak.u && row.q > f->peak.q)) f->peak = row;
+    if (row.u > f->max_u) f->max_u = row.u;
+    if (row.q > f->max_q) f->max_q = row.q;
+    if (f->p_run > f->max_run) f->max_run = f->p_run;
+    if (f->evidence > 0) { f->ev[f->nev++] = row; f->evidence--; }
+    return 0;
+}
+
+/* A usage value not plainly below 0.9 at s: 1 when its row is folded (plain, of the file's one engine), 0 when
+ * Python is to parse the line, -1 on error. */
+static int fold_high(Scan *st, Py_ssize_t s) {
+    Fold *f = &st->fold;
+    if (!f->on || !f->p_kind) return 0;
+    const unsigned char *b = st->b;
+    Py_ssize_t bol = line_start(b, s);
+    if (f->p_s < bol || f->p_s > s) return 0;  /* no counted marker before it on its line */
+    if (f->p_kind == 2) return 1;  /* a second usage (mamba) on a row already folded */
+    if (!fold_parse(st, f->p_s, f->p_mlen, bol, line_end(b, st->n, s))) return 0;
+    if (origin_of(&f->org, b, bol, f->p_s) != 0) st->flags |= F_MANY;  /* a second engine: this chunk is Python's */
+    f->p_kind = 2;
+    if (st->last_sample == bol) {  /* sampled: for the timeline only (kind 3) */
+        Py_ssize_t k = PyList_GET_SIZE(st->em.out) - 1;
+        PyObject *old = PyList_GET_ITEM(st->em.out, k);
+        PyObject *t = PyTuple_New(5);
+        if (!t) return -1;
+        PyTuple_SET_ITEM(t, 0, PyLong_FromLong(3));
+        for (int j = 1; j < 5; j++) PyTuple_SET_ITEM(t, j, Py_NewRef(PyTuple_GET_ITEM(old, j)));
+        if (!PyTuple_GET_ITEM(t, 0) || PyList_SetItem(st->em.out, k, t) < 0) return -1;
+    }
+    return 1;
+}
+
+/* Before a line is returned to Python: the rows before it are written out. */
+static int fold_flush(Scan *st) {
+    Fold *f = &st->fold;
+    if (!f->on) return 0;
+    if (fold_commit(st) < 0) return -1;
+    if ((f->seg || f->closing || f->all) && fold_record(st, 0) < 0) return -1;
+    f->py_open = 1;  /* the line may be a row Python adds */
+    return 0;
+}
+
 
 /* Emit the pending candidate line, if any. */
 static int finish_cand(Scan *st) {
     if (st->c_bol < 0) return 0;
+    if (fold_flush(st) < 0) return -1;
     PyObject *tup = PyTuple_New(st->nids);
     if (!tup) return -1;
     for (Py_ssize_t k = 0; k < st->nids; k++) {
@@ -476,6 +828,7 @@ static ALWAYS_INLINE int found(Scan *st, int32_t e, Py_ssize_t s) {
             st->quiet++;
             st->last_mark = s;
             st->last_mark_id = id;
+            if (st->fold.on && fold_commit(st) < 0) return -1;  /* the row before is done */
             if (st->origins) {  /* which engine's row: find its line start and origin */
                 Py_ssize_t bol = line_start(b, s), o = origin_of(&st->org, b, bol, s);
                 if (o < 0) st->flags |= F_MANY;
@@ -487,17 +840,28 @@ static ALWAYS_INLINE int found(Scan *st, int32_t e, Py_ssize_t s) {
                 if (b[bol] == '(') st->flags |= F_RAY;  /* a Ray actor prefix: the row's engine is its pid */
                 if (b[bol] == ' ' || b[bol] == '\t') cand = 1;  /* may be traceback context */
                 else {
-                    if (emit(&st->em, 1, bol, line_end(b, n, s), NULL) < 0) return -1;
+                    if (fold_flush(st) < 0 || emit(&st->em, 1, bol, line_end(b, n, s), NULL) < 0) return -1;
                     st->last_sample = bol;
                     st->next_sample = bol + st->step;
                 }
             }
+            if (st->fold.on) {  /* quiet until its usage says otherwise */
+                st->fold.p_kind = 1;
+                st->fold.p_s = s;
+                st->fold.p_mlen = nd->len;
+            }
         }
     } else if (nd->kind == K_USAGE) {
-        if (!low_usage(b, s + nd->len, n)) cand = 1;  /* Python checks it is a stats row */
+        if (!low_usage(b, s + nd->len, n)) {
+            int r = fold_high(st, s);  /* a plain row: folded here */
+            if (r < 0) return -1;
+            if (r) return 0;
+            cand = 1;  /* Python checks it is a stats row */
+        }
     }
     if (!cand) return 0;
     Py_ssize_t bol = line_start(b, s);
+    if (st->fold.p_kind && st->fold.p_s >= bol) st->fold.p_kind = 0;  /* its row is Python's after all */
     Py_ssize_t marker = -1;  /* the stats marker counted on this line before it became a candidate */
     if (st->last_mark >= bol) {  /* counted as quiet, but Python parses it */
         st->quiet--;
@@ -734,22 +1098,29 @@ TARGET_AVX512 static int run_avx512(Scan *st) {
 }
 #endif
 
-/* scan(matcher, buffer, next_sample, step, origins=False)
+/* scan(matcher, buffer, next_sample, step, origins=False, gap=0, evidence=0)
  *   -> (lines, flags, quiet_stats, next_sample, [(kind, line_index, start, end, ids), ...], per_origin)
  * per_origin: None, or with origins=True {origin bytes: quiet stats rows} (see Origins).
- * kind 0: candidate line, ids = tuple of the needle indices found in it; kind 1: sampled stats line.
+ * kind 0: candidate line, ids = tuple of the needle indices found in it; kind 1: sampled stats line;
+ * with gap > 0 (and origins=False) high-usage rows are folded (see Fold): kind 2, a record (ids = its payload,
+ * start/end = a row of its engine); kind 3, a folded row sampled for the timeline.
  * line_index counts newlines before the line (0 for the buffer's first line). */
 static PyObject *scan_with(PyObject *args, int loop) {
     PyObject *cap;
     Py_buffer view;
     Py_ssize_t next_sample, step;
     int origins = 0;
-    if (!PyArg_ParseTuple(args, "Oy*nn|p", &cap, &view, &next_sample, &step, &origins)) return NULL;
+    Py_ssize_t gap = 0, evidence = 0;
+    if (!PyArg_ParseTuple(args, "Oy*nn|pnn", &cap, &view, &next_sample, &step, &origins, &gap, &evidence)) return NULL;
     Matcher *m = (Matcher *)PyCapsule_GetPointer(cap, "triage.scan._linescan.Matcher");
     if (!m) { PyBuffer_Release(&view); return NULL; }
     Scan *st = PyMem_Calloc(1, sizeof(Scan));  /* the origin table makes it ~10 KB: not on the stack */
     if (!st) { PyBuffer_Release(&view); return PyErr_NoMemory(); }
     st->origins = origins;
+    st->fold.on = gap > 0 && !origins;
+    st->fold.gap = gap;
+    st->fold.evidence = evidence < FOLD_EVIDENCE ? evidence : FOLD_EVIDENCE;
+    st->fold.py_open = 1;  /* Python may hold an episode from the chunk before */
     st->m = m;
     st->b = view.buf;
     st->n = view.len;
@@ -784,7 +1155,7 @@ static PyObject *scan_with(PyObject *args, int loop) {
     }
     if (!err) {
         if (st->n > 0) st->flags |= m->single[st->b[st->n - 1]];  /* the last byte of an odd-length buffer */
-        err = finish_cand(st) < 0;
+        err = finish_cand(st) < 0 || fold_flush(st) < 0;
     }
     if (st->ids != st->ids_local) PyMem_Free(st->ids);
     PyObject *per_origin = Py_None;

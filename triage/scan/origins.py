@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left, bisect_right
+from typing import Any
 
 from triage.model import Line
 from triage.parsers.signals import callee_of
@@ -181,3 +182,51 @@ class Runs:
             self.line, self.text, self.own = tail, text, tail.repeat
         else:
             self.line = None
+
+
+DIGITS = re.compile(r"\d+")
+FAMILY_GAP = 64  # lines: a line folds into its family's line only this close to the last one folded
+
+
+class Families:
+    """A storm of lines of one family is one line with a count: `KV cache pool is full. Retract requests.
+    #retracted_reqs: 1, #new_token_ratio: 0.3 -> 0.5` a million times, the numbers changing and stats rows in
+    between, costs one line's memory, side lookup and claim. A line folds into the line kept before it when:
+    no other context line came between (stats rows may) and it is at most FAMILY_GAP lines after the last one
+    folded; the same process printed both; their messages differ only in digits; the same rules matched both,
+    none of them judging numbers or neighbours (`when`, `knobs_when`, `near`, `not_near`); and the line's event,
+    if any, is a retraction. The kept line counts the folded ones in `repeat` (first and last line: `lineno`,
+    `until`); its retraction event adds what their own counts add beyond its own (`extra`), so the number of
+    retracted requests stays exact. Both scan paths call it from Scanner._line."""
+
+    __slots__ = ("line", "key", "event")
+
+    def __init__(self) -> None:
+        self.line: Line | None = None
+        self.key: tuple[Any, ...] | None = None
+        self.event: Any = None
+
+    def fold(self, line: Line, matched: list[Any], event: Any, ctx: Context) -> tuple[Any, ...] | None:
+        """None when `line` was folded into the kept line; else its family key (empty when it has none)."""
+        if event is not None and event.kind != "retraction":
+            return ()
+        if any(r.when or r.knobs_when or r.near is not None or r.not_near is not None for r, _ in matched):
+            return ()
+        key = (line.actor, line.pid, DIGITS.sub("", line.msg), tuple(sorted(r.id for r, _ in matched)))
+        kept = self.line
+        if (kept is not None and key == self.key and ctx.lines and ctx.lines[-1] is kept
+                and line.lineno - (kept.until or kept.lineno) <= FAMILY_GAP):
+            if (event is None) != (self.event is None):
+                return ()
+            kept.repeat += line.repeat
+            kept.until = line.lineno
+            if event is not None:
+                own = int(self.event.fields.get("count", 1))
+                extra = (int(event.fields.get("count", 1)) - own) * line.repeat
+                self.event.fields["extra"] = self.event.fields.get("extra", 0) + extra
+            return None
+        return key
+
+    def kept(self, line: Line, key: tuple[Any, ...] | None, event: Any) -> None:
+        """A line went into the context: the next of its family folds into it (key None or empty: it has none)."""
+        self.line, self.key, self.event = (line, key, event) if key else (None, None, None)

@@ -33,10 +33,11 @@ from typing import TYPE_CHECKING, Any
 
 from triage.input.read import CHUNK, open_stream
 from triage.scan import prefiltered as fastscan
+from triage.scan.filescan import FileResult
 
 if TYPE_CHECKING:
     from triage.model import LogFile
-    from triage.scan.scanner import FileResult, Scanner
+    from triage.scan.scanner import Scanner
 
 BIG = 16 << 20  # bytes: engine logs smaller than this are not worth a process
 STAGED_ABOVE = 128 << 20  # bytes: a file of this process's own this big is read by a worker while it parses
@@ -92,8 +93,6 @@ def _take() -> int:
 
 
 def _lost(lf: LogFile, why: str) -> FileResult:
-    from triage.scan.scanner import FileResult
-
     lf.status = "unreadable"
     lf.reason = (lf.reason + "; " if lf.reason else "") + f"not scanned: {why}"
     res = FileResult(lf)
@@ -311,7 +310,7 @@ def _read_stage(lf: LogFile, conn: Any) -> None:
     assert _scanner is not None
     try:
         with open_stream(lf.path, lf.compression, lambda text: outbox.put(("note", text))) as stream:
-            for item in fastscan.read_chunks(_scanner, lf, stream):
+            for item in fastscan.read_chunks(_scanner.needles, lf, stream):
                 outbox.put(item.packed() if isinstance(item, fastscan.Chunk) else item)
                 if isinstance(item, fastscan.Rest):  # the rest goes to the line-for-line reader, as bytes
                     while data := stream.read(CHUNK):

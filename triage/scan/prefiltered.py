@@ -3,9 +3,14 @@
 Python never sees most lines of a large log. The C helper `_linescan` (built from _linescan.c when a
 compiler is available) reads each 4 MiB chunk of bytes once and returns only:
 - candidate lines: those holding any anchor (rule anchors, parser anchors, error words), with the
-  anchors found, so `Scanner._line` skips its loop over every anchor;
+  anchors found, so `Scanner.line` skips its loop over every anchor;
 - stats lines that must be parsed: SGLang `Decode batch`/`Prefill batch` rows whose pool usage is
-  not plainly below 0.9 (so pressure rows and saturation counts stay exact), rows that look odd;
+  not plainly below 0.9 and that the C side cannot fold (odd values, a lone decode), rows that look odd;
+- records of the plain high-usage rows it folded (K_FOLD): runs of pressure rows and the rows that end
+  them, in line order with the other lines, which EngineStats.fold applies as if each row had been
+  added (so pressure rows, episodes and saturation counts stay exact, and a saturated pool costs a
+  record per episode, not a Python call per row). Only in a file of one engine: where the C side counts rows
+  per origin (a Ray driver log, DP-attention groups) those rows are parsed in Python as before;
 - a sample of the other stats rows for the timelines: all of them in files up to SAMPLE_ALL_BELOW,
   otherwise about TIMELINE_ROWS rows per file, evenly spaced, and the count of those not sampled.
 
@@ -14,7 +19,8 @@ scanned again. When one file holds the stats rows of several engines (a Ray driv
 prefixes, DP-attention groups), the C side counts the rows it skips per origin, so each engine's row
 count stays exact (RowOwners). A chunk the prefilter cannot vouch for (`\\r` redraws, more than 64 origins) is
 decoded and scanned by the pure-Python path, line for line, so behaviour never depends on which path ran.
-Without the C helper, `available()` is False and scan.py uses the Python path only.
+Without the C helper, `native.available()` is False and scanner.py uses the Python path only. This module drives
+the C helper (its interface: native.py) for a scanner it knows only as a filescan.LineScanner, into a FileScan.
 
 Two stages, which one process runs one after the other (scan_file) or two processes side by side
 (parallel.Staged, for one big file): read_chunks reads and prefilters, yielding a Chunk per chunk (its
@@ -24,9 +30,7 @@ the file's result. Both stages see the same chunks, so the result is the same ei
 
 from __future__ import annotations
 
-import os
 import re
-from array import array
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, BinaryIO, NamedTuple
@@ -34,66 +38,34 @@ from typing import TYPE_CHECKING, Any, BinaryIO, NamedTuple
 from triage.input.read import ANSI, CHUNK, MAX_LINE, TRUNCATED, iter_chunks, line_text, normalise
 from triage.model import Line
 from triage.parsers import sglang
-from triage.parsers.engine_stats import engine, engine_key
+from triage.parsers.engine_stats import KEEP_PRESSURE_LINES, ROW_GAP, RowRef, engine, engine_key
+from triage.scan.native import (
+    F_CR,
+    F_ESC,
+    F_MANY,
+    F_NUL,
+    F_RAY,
+    K_CAND,
+    K_FOLD,
+    K_SAMPLED,
+    K_STATS,
+    ORIGIN_SAMPLE,
+    PAIR_SAMPLE,
+    Needles,
+    _linescan,
+    several_origins,
+)
 from triage.scan.origins import RAY_PREFIX, Runs, split_ray
 
 if TYPE_CHECKING:
     from triage.model import LogFile
-    from triage.scan.scanner import FileResult, Scanner
+    from triage.scan.filescan import FileResult, FileScan, LineScanner
+    from triage.scan.progress import Progress
 
-try:
-    from triage.scan import _linescan  # type: ignore[attr-defined]
-except ImportError:  # no compiler at install time: the Python path does everything
-    _linescan = None
-
-K_CAND, K_STATS, K_USAGE = 0, 1, 2
-F_CR, F_ESC, F_NUL, F_RAY, F_MANY = 1, 2, 4, 8, 16
-STATS_MARKERS = ("Decode batch", "Prefill batch")
 ANSI_BYTES = re.compile(ANSI.pattern.encode())
 SAMPLE_ALL_BELOW = 1 << 20  # bytes: smaller files keep every stats row
 TIMELINE_ROWS = 1000  # stats rows sampled per larger file (plus every row with usage >= 0.9): one point each on
 # a chart (they draw up to figures.MAX_POINTS); a sample twice as large would only be folded two rows a point
-PAIR_SAMPLE = 1 << 20  # bytes of a file's head used to pick each needle's rarest byte pair
-ORIGIN_SAMPLE = 256 << 10  # bytes of it that tell whether the file holds several engines' stats rows (thousands of
-# lines; a file that shows only one there switches to per-origin counting when its sampled rows show more)
-
-
-def available() -> bool:
-    """The C helper is built and not switched off (TRIAGE_NO_NATIVE=1 forces the Python path)."""
-    return _linescan is not None and not os.environ.get("TRIAGE_NO_NATIVE")
-
-
-class Needles:
-    """The needle list for one Scanner; `matcher(head)` files each needle under its rarest pair."""
-
-    def __init__(self, anchors: set[str], rule_anchors: set[str]):
-        self.items: list[tuple[bytes, int]] = []
-        self.anchor_of: list[str | None] = []  # needle index -> the anchor it stands for
-        for a in sorted(anchors):
-            kind = K_STATS if a in STATS_MARKERS and a not in rule_anchors else K_CAND  # a rule must see every row
-            self._add(a.encode(), kind, a)
-        self._add(b"usage: ", K_USAGE, None)
-        for byte, flag in ((b"\r", F_CR), (b"\x1b", F_ESC), (b"\x00", F_NUL)):
-            self._add(byte, flag, None)
-
-    def _add(self, needle: bytes, kind: int, anchor: str | None) -> None:
-        if len(needle) == 2:  # the C side files needles under two adjacent pairs: pad to 3 bytes
-            raise ValueError(f"anchor {needle!r}: anchors need at least 3 characters")
-        self.items.append((needle, kind))
-        self.anchor_of.append(anchor)
-
-    def matcher(self, head: bytes) -> Any:
-        counts = array("I")
-        counts.frombytes(_linescan.pair_counts(head))
-        spec = []
-        for needle, kind in self.items:
-            if len(needle) == 1:
-                spec.append((needle, 0, kind))
-                continue
-            off = min(range(len(needle) - 2), key=lambda i: counts[needle[i] | needle[i + 1] << 8]
-                      + counts[needle[i + 1] | needle[i + 2] << 8])
-            spec.append((needle, off, kind))
-        return _linescan.compile(spec)
 
 
 class _Prepend:
@@ -107,17 +79,6 @@ class _Prepend:
             out, self.head = self.head, b""
             return out
         return self.rest.read(n)
-
-
-# At line starts, matched in b"\n" + head: a pattern that starts with a literal lets `re` skip ahead to it.
-RAY_PREFIXES = re.compile(rb"\n(\([\w.:-]+(?: pid=\d+)?(?:, ip=[0-9a-fA-F.:]+)?\))")  # Ray actor prefixes
-DP_TAGS = re.compile(rb"\n(?:\([^)\n]*\) ?)?\[[^\]\n]* (DP\d+)")  # DP-attention rank tags
-
-
-def several_origins(head: bytes) -> bool:
-    """Whether a file's head shows stats rows of several engines (a Ray driver log, DP-attention groups)."""
-    lines = b"\n" + head
-    return len(set(RAY_PREFIXES.findall(lines))) > 1 or len(set(DP_TAGS.findall(lines))) > 1
 
 
 class RowOwners:
@@ -179,19 +140,18 @@ class Rest(NamedTuple):
     head: bytes  # the bytes from offset that stage 1 already read
 
 
-def scan_file(scanner: Scanner, lf: LogFile, stream: BinaryIO, res: FileResult, ctx: Any,
-              pending: list[Any], errorish: list[Line], metrics: list[Any]) -> int:
-    """Scan one file's bytes into res (hits via pending/errorish, events, engine timelines): both stages here.
-
-    Returns the number of lines read."""
-    return parse_chunks(scanner, lf, read_chunks(scanner, lf, stream), res, ctx, pending, errorish, metrics,
+def scan_file(scanner: LineScanner, fs: FileScan, stream: BinaryIO, progress: Progress | None = None) -> int:
+    """Scan one file's bytes into fs (its result, pending claims, context): both stages here. `progress` is told
+    the bytes read. Returns the number of lines read."""
+    assert scanner.needles is not None
+    return parse_chunks(scanner, fs, read_chunks(scanner.needles, fs.lf, stream, progress),
                         lambda rest: _Prepend(rest.head, stream))
 
 
-def read_chunks(scanner: Scanner, lf: LogFile, stream: BinaryIO) -> Iterator[Chunk | Rest | int]:
-    """Stage 1: each chunk's candidate lines, sampled rows and skipped-row counts; then a Rest, or the line
-    count of the file. Python never sees the other lines."""
-    needles: Needles = scanner.needles
+def read_chunks(needles: Needles, lf: LogFile, stream: BinaryIO,
+                progress: Progress | None = None) -> Iterator[Chunk | Rest | int]:
+    """Stage 1: each chunk's candidate lines, sampled rows, fold records and skipped-row counts; then a Rest, or
+    the line count of the file. Python never sees the other lines."""
     step = 0 if lf.size <= SAMPLE_ALL_BELOW else lf.size // TIMELINE_ROWS
     buf = bytearray(CHUNK + MAX_LINE + 1)
     mv = memoryview(buf)
@@ -203,8 +163,8 @@ def read_chunks(scanner: Scanner, lf: LogFile, stream: BinaryIO) -> Iterator[Chu
     owners: RowOwners | None = None
     while True:
         n = stream.readinto(mv[have:have + CHUNK]) or 0  # type: ignore[attr-defined]
-        if scanner.progress is not None and not lf.compression:
-            scanner.progress.add(n)
+        if progress is not None and not lf.compression:
+            progress.add(n)
         end = have + n
         final = n == 0
         cut = end if final else buf.rfind(b"\n", 0, end) + 1
@@ -220,18 +180,26 @@ def read_chunks(scanner: Scanner, lf: LogFile, stream: BinaryIO) -> Iterator[Chu
         raw = mv[:cut]
         chunk: Any = raw
         at = max(0, next_sample - offset)
-        nl, flags, quiet, ns, hits, per_origin = _linescan.scan(matcher, chunk, at, step, owners.per_origin)
+        args = (matcher, chunk, at, step, owners.per_origin, ROW_GAP, KEEP_PRESSURE_LINES)
+        nl, flags, quiet, ns, hits, per_origin = _linescan.scan(*args)
         if flags & (F_ESC | F_NUL) and not flags & F_CR:  # colour codes (Ray colours its prefixes), NULs
             chunk = memoryview(ANSI_BYTES.sub(b"", chunk).replace(b"\x00", b""))  # what read.normalise removes
-            nl, flags, quiet, ns, hits, per_origin = _linescan.scan(matcher, chunk, at, step, owners.per_origin)
+            nl, flags, quiet, ns, hits, per_origin = _linescan.scan(matcher, chunk, *args[2:])
             flags &= ~(F_ESC | F_NUL)  # an ESC left over is text as the line-for-line reader sees it too
         if flags & ~F_RAY:  # `\r` redraws, or more engines than the C side keeps apart
+            if flags & F_MANY:  # folded rows of several engines: count per origin from now on
+                owners.per_origin = True
             yield Chunk(lines, chunk, [], True, {})
         else:
             next_sample = offset + cut + ns - len(chunk)  # ns counts in the (maybe cleaned) chunk
-            hits = [(1, rel, start, stop, row_key(lf.rel, chunk[start:stop])) if kind else (kind, rel, start, stop, ids)
-                    for kind, rel, start, stop, ids in hits]  # a sampled row's timeline, for RowOwners
-            sampled = Counter(tag for kind, _, _, _, tag in hits if kind)
+            folded = ""  # the C side folds one engine's rows (a second one makes it F_MANY): one key a chunk
+            for i, (kind, rel, start, stop, ids) in enumerate(hits):  # a row's timeline, for RowOwners and the fold
+                if kind == K_FOLD:
+                    folded = folded or row_key(lf.rel, chunk[start:stop])
+                    hits[i] = (kind, rel, start, stop, (folded, ids))
+                elif kind != K_CAND:
+                    hits[i] = (kind, rel, start, stop, row_key(lf.rel, chunk[start:stop]))
+            sampled = Counter(tag for kind, _, _, _, tag in hits if kind in (K_STATS, K_SAMPLED))
             yield Chunk(lines, chunk, hits, False, owners.skips(quiet, per_origin, sampled))
         lines += nl
         if final:
@@ -245,8 +213,7 @@ def read_chunks(scanner: Scanner, lf: LogFile, stream: BinaryIO) -> Iterator[Chu
         offset += cut
 
 
-def parse_chunks(scanner: Scanner, lf: LogFile, chunks: Iterable[Chunk | Rest | int], res: FileResult, ctx: Any,
-                 pending: list[Any], errorish: list[Line], metrics: list[Any],
+def parse_chunks(scanner: LineScanner, fs: FileScan, chunks: Iterable[Chunk | Rest | int],
                  reopen: Callable[[Rest], Any]) -> int:
     """Stage 2: the lines stage 1 returned, into res. `reopen(rest)` gives the stream of the file from
     rest.offset on (its head first). Returns the number of lines read."""
@@ -254,16 +221,13 @@ def parse_chunks(scanner: Scanner, lf: LogFile, chunks: Iterable[Chunk | Rest | 
         if isinstance(item, int):
             return item
         if isinstance(item, Rest):
-            return item.base + _python_rest(scanner, lf, reopen(item), item.base, res, ctx, pending, errorish,
-                                            metrics)
+            return item.base + _python_rest(scanner, fs, reopen(item), item.base)
         if item.python:
-            _python_chunk(scanner, lf, str(item.data, "utf-8", "replace"), item.base, res, ctx, pending, errorish,
-                          metrics)
+            _python_chunk(scanner, fs, str(item.data, "utf-8", "replace"), item.base)
         else:
-            _fast_hits(scanner, lf, item.data, item.hits, item.base, scanner.needles, res, ctx, pending, errorish,
-                       metrics)
+            _fast_hits(scanner, fs, item.data, item.hits, item.base)
             for key, n in item.skips.items():
-                engine(res, key).skip(n)
+                engine(fs.res, key).skip(n)
     raise EOFError("the reading stage ended without the file's line count")
 
 
@@ -274,10 +238,11 @@ def row_key(file: str, text: Any) -> str:
     return engine_key(file, pid, RAY_PREFIX.sub("", line, count=1) if actor else line)
 
 
-def _fast_hits(scanner: Scanner, lf: LogFile, data: Any, hits: list[Any], base: int, needles: Needles,
-               res: FileResult, ctx: Any, pending: list[Any], errorish: list[Line], metrics: list[Any]) -> None:
+def _fast_hits(scanner: LineScanner, fs: FileScan, data: Any, hits: list[Any], base: int) -> None:
     """Feed the prefilter's lines to the scanner."""
-    anchor_of = needles.anchor_of
+    assert scanner.needles is not None
+    anchor_of = scanner.needles.anchor_of
+    lf, res, ctx = fs.lf, fs.res, fs.ctx
     plans: dict[tuple[int, ...], Any] = {}  # needle ids -> the scanner's plan for them
     runs = Runs()
     for kind, rel, start, end, tag in hits:
@@ -291,19 +256,39 @@ def _fast_hits(scanner: Scanner, lf: LogFile, data: Any, hits: list[Any], base: 
             plan = plans.get(tag)
             if plan is None:
                 plan = plans[tag] = scanner.plan(frozenset(anchor_of[i] for i in tag))
-            scanner._line(lf, lineno, text, res, ctx, pending, errorish, metrics, plan)
+            scanner.line(fs, lineno, text, plan)
             runs.after(ctx, lineno, text)
+        elif kind == K_FOLD:
+            key, rec = tag
+            made: dict[int, RowRef] = {}  # one per row (evidence compares lines by identity)
+
+            def line(row: tuple[Any, ...], made: dict[int, RowRef] = made) -> RowRef:
+                got = made.get(row[0])
+                if got is None:
+                    lineno, text = base + row[0] + 1, row[4]
+                    got = made[row[0]] = RowRef(lineno, lambda: _row_line(lf, lineno, text.decode("ascii")))
+                return got
+
+            engine(res, key).fold(rec, base, line)
         else:
-            _stats_row(lf, lineno, text, tag, res)
+            _stats_row(lf, lineno, text, tag, res, kind == K_SAMPLED)
 
 
-def _stats_row(lf: LogFile, lineno: int, text: str, key: str, res: FileResult) -> None:
-    """A stats line with no anchor, of timeline `key`: only its row matters (what `_line` would do, minus the
-    rest)."""
+def _row_line(lf: LogFile, lineno: int, text: str) -> Line:
     msg, actor, pid, repeat = split_ray(text)
-    ev = sglang.parse(Line(lf.rel, lineno, text, msg, actor, pid, repeat))
+    return Line(lf.rel, lineno, text, msg, actor, pid, repeat)
+
+
+def _stats_row(lf: LogFile, lineno: int, text: str, key: str, res: FileResult, folded: bool = False) -> None:
+    """A stats line with no anchor, of timeline `key`: only its row matters (what `_line` would do, minus the
+    rest). `folded`: the C side folded the row already; it goes only into the timeline."""
+    ev = sglang.parse(_row_line(lf, lineno, text))
     if ev is not None and ev.kind == "stats":
-        engine(res, key).add(ev)
+        es = engine(res, key)
+        if folded:
+            es.store(ev)
+        else:
+            es.add(ev)
 
 
 def origin_key(file: str, origin: bytes) -> str:
@@ -316,15 +301,13 @@ def origin_key(file: str, origin: bytes) -> str:
     return f"{key} {dp}" if dp.startswith("DP") else key
 
 
-def _python_chunk(scanner: Scanner, lf: LogFile, text: str, base: int, res: FileResult, ctx: Any,
-                  pending: list[Any], errorish: list[Line], metrics: list[Any]) -> None:
-    for lineno, t in scanner.candidates([normalise(text)], first_lineno=base + 1):
-        scanner._line(lf, lineno, t, res, ctx, pending, errorish, metrics)
+def _python_chunk(scanner: LineScanner, fs: FileScan, text: str, base: int) -> None:
+    for lineno, t in scanner.candidates([normalise(text)], fs, first_lineno=base + 1):
+        scanner.line(fs, lineno, t)
 
 
-def _python_rest(scanner: Scanner, lf: LogFile, stream: Any, base: int, res: FileResult, ctx: Any,
-                 pending: list[Any], errorish: list[Line], metrics: list[Any]) -> int:
+def _python_rest(scanner: LineScanner, fs: FileScan, stream: Any, base: int) -> int:
     """The rest of the file through the line-for-line reader; returns its line count."""
-    for lineno, t in scanner.candidates(iter_chunks(stream), first_lineno=base + 1):
-        scanner._line(lf, lineno, t, res, ctx, pending, errorish, metrics)
-    return scanner.lines_seen - base
+    for lineno, t in scanner.candidates(iter_chunks(stream), fs, first_lineno=base + 1):
+        scanner.line(fs, lineno, t)
+    return fs.lines_seen - base

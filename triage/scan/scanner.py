@@ -11,17 +11,16 @@ from __future__ import annotations
 
 import itertools
 import re
-from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from triage.input.decompress import Cut
 from triage.input.read import MAX_LINE, TRUNCATED, iter_chunks, open_stream
 from triage.library.rules import MATCH_TIMEOUT, Library, Rule
-from triage.model import Event, Hit, Line, LogFile
+from triage.model import Hit, Line, LogFile
 from triage.parsers import PARSERS, signals
-from triage.parsers.engine_stats import EngineStats, engine, engine_key
-from triage.parsers.metrics import StoredRecords
+from triage.parsers.engine_stats import engine, engine_key
+from triage.scan import native
 from triage.scan import prefiltered as fastscan
+from triage.scan.filescan import FileResult, FileScan
 from triage.scan.origins import RAY_PREFIX, Context, Runs, SideFinder, split_ray
 from triage.scan.progress import Progress
 
@@ -119,29 +118,6 @@ class Plan(NamedTuple):
     signal: bool  # it holds a shutdown or signal-exit literal (signals.SIGNAL_ANCHORS)
 
 
-@dataclass
-class FileResult:
-    file: LogFile
-    hits: list[Hit] = field(default_factory=list)
-    unclaimed: list[Line] = field(default_factory=list)
-    events: list[Event] = field(default_factory=list)
-    engines: dict[str, EngineStats] = field(default_factory=dict)
-    errors: list[str] = field(default_factory=list)
-    marks: list[Line] = field(default_factory=list)  # lines holding a shutdown or signal-exit literal
-
-
-def _note(lf: LogFile, res: FileResult, note: str) -> None:
-    """Something about how the file was read that the coverage section must say (cut, damaged, growing)."""
-    if isinstance(note, Cut) or note.startswith(STOPPED):  # the file was not read to its end: partial
-        lf.stopped(note)
-    else:
-        lf.reason = (lf.reason + "; " if lf.reason else "") + note
-    res.errors.append(f"{lf.rel}: {note}")
-
-
-STOPPED = "read stopped early"  # the scan's note when reading raised (OSError, MemoryError, a dead reading stage)
-
-
 class Scanner:
     def __init__(self, lib: Library):
         self.lib = lib
@@ -159,9 +135,8 @@ class Scanner:
         self.anchor_list = sorted(by_anchor)
         self.anchors = tuple(sorted(anchors))
         self.broken: set[str] = set()  # rules whose regex ran away once: off for the rest of the run
-        self.needles = fastscan.Needles(anchors, set(by_anchor)) if fastscan.available() else None
+        self.needles = native.Needles(anchors, set(by_anchor)) if native.available() else None
         self._plans: dict[Any, Plan] = {}
-        self.lines_seen = 0
         self.progress: Progress | None = None  # told the bytes scanned, when a bar shows them
 
     def _timed_out(self, rule: Rule, where: str, what: str, res: FileResult) -> None:
@@ -171,8 +146,8 @@ class Scanner:
                           f"rule disabled for the rest of the run (catastrophic backtracking?)")
 
     # -- streaming -------------------------------------------------------------------------
-    def candidates(self, chunks: Any, first_lineno: int = 1) -> Any:
-        """(lineno, text) of each line (or `\\r` fragment) holding an anchor; then sets `lines_seen`."""
+    def candidates(self, chunks: Any, fs: FileScan, first_lineno: int = 1) -> Any:
+        """(lineno, text) of each line (or `\\r` fragment) holding an anchor; then sets `fs.lines_seen`."""
         nl_before = first_lineno - 1
         search = self.prefilter.search
         partial = False
@@ -203,56 +178,48 @@ class Scanner:
                 pos = end + 1
             nl_before += chunk.count("\n")
             partial = bool(chunk) and not chunk.endswith("\n")
-        self.lines_seen = nl_before + partial
+        fs.lines_seen = nl_before + partial
 
     def scan(self, lf: LogFile, chunks: Any = None, staged: Any = None) -> FileResult:
         """One file's result. `chunks`: its text, when it is not read from lf.path (stdin); `staged`: its
         chunks as another process reads and prefilters them (parallel.Staged), for this one to parse."""
         res = FileResult(lf)
-        ctx = Context()
-        self._frame_at = -2
-        self._raise_echo: set[int] = set()  # echoed `raise ...` source lines a rule matched
-        pending: list[tuple[Line, list[tuple[Rule, Any]]]] = []
-        errorish: list[Line] = []
-        metrics = StoredRecords(res.events)  # joined as they come, kept in bounded memory
+        fs = FileScan(lf, res)
         stream = None
         try:
             if staged is not None:
-                lf.lines = fastscan.parse_chunks(self, lf, staged.items(lambda note: _note(lf, res, note)), res, ctx,
-                                                 pending, errorish, metrics, staged.reopen)
+                lf.lines = fastscan.parse_chunks(self, fs, staged.items(fs.note), staged.reopen)
                 counted = True  # by the process that read it
             else:
                 if chunks is None:
-                    stream = open_stream(lf.path, lf.compression, lambda note: _note(lf, res, note))
+                    stream = open_stream(lf.path, lf.compression, fs.note)
                 counted = chunks is None and self.needles is not None and hasattr(stream, "readinto")
                 if counted:
-                    lf.lines = fastscan.scan_file(self, lf, stream, res, ctx, pending, errorish, metrics)
+                    lf.lines = fastscan.scan_file(self, fs, stream, self.progress)
                 else:
-                    self._scan_lines(lf, chunks if chunks is not None else iter_chunks(stream), res, ctx, pending,
-                                     errorish, metrics)
-                    lf.lines = max(lf.lines, self.lines_seen)
+                    self._scan_lines(fs, chunks if chunks is not None else iter_chunks(stream))
+                    lf.lines = max(lf.lines, fs.lines_seen)
             if self.progress is not None and (lf.compression or not counted):
                 self.progress.add(lf.size)  # counted when done: the chunks were not the file's own bytes
         except (OSError, EOFError, ValueError) as e:
-            _note(lf, res, f"read stopped early: {e}")
+            fs.note(f"read stopped early: {e}")
         except Exception as e:  # noqa: BLE001 - one odd file must not end the run
-            _note(lf, res, f"read stopped early: {type(e).__name__}: {e}")
+            fs.note(f"read stopped early: {type(e).__name__}: {e}")
         finally:
             if stream is not None:
                 stream.close()
-        metrics.close()
-        self._resolve(lf, res, ctx, pending, errorish)
+        fs.metrics.close()
+        self._resolve(fs)
         return res
 
-    def _scan_lines(self, lf: LogFile, chunks: Any, res: FileResult, ctx: Context, pending: list[Any],
-                    errorish: list[Line], metrics: list[Event]) -> None:
+    def _scan_lines(self, fs: FileScan, chunks: Any) -> None:
         """The line-for-line path (stdin, compressed files, no C prefilter)."""
         runs = Runs()
-        for lineno, text in self.candidates(chunks):
+        for lineno, text in self.candidates(chunks, fs):
             if runs.folds(lineno, text):
                 continue
-            self._line(lf, lineno, text, res, ctx, pending, errorish, metrics)
-            runs.after(ctx, lineno, text)
+            self.line(fs, lineno, text)
+            runs.after(fs.ctx, lineno, text)
 
     def plan(self, found: frozenset[str | None]) -> Plan:
         """What to try on a line holding these anchors (a frozenset; fastscan maps the prefilter's needle
@@ -268,16 +235,16 @@ class Scanner:
             self._plans[found] = plan
         return plan
 
-    def _line(self, lf: LogFile, lineno: int, text: str, res: FileResult, ctx: Context,
-              pending: list[Any], errorish: list[Line], metrics: list[Event], plan: Plan | None = None) -> None:
+    def line(self, fs: FileScan, lineno: int, text: str, plan: Plan | None = None) -> None:
         """One candidate line. `plan`: what to try on it, when the prefilter knows which anchors it holds."""
+        lf, res, ctx = fs.lf, fs.res, fs.ctx
         msg, actor, pid, repeat = split_ray(text)
         line = Line(lf.rel, lineno, text, msg, actor, pid, repeat)
         frame = 'File "' in msg and FRAME.match(msg) is not None
         echo = False  # a `raise X("...")` source line under its frame: it ran, and names what a cut paste lost
         if frame:
-            self._frame_at = lineno
-        elif lineno == self._frame_at + 1 and msg[:1].isspace():
+            fs.frame_at = lineno
+        elif lineno == fs.frame_at + 1 and msg[:1].isspace():
             if not msg.lstrip().startswith("raise "):
                 ctx.add(line)  # the source line a traceback echoes under its frame: context, never a match
                 return
@@ -285,6 +252,7 @@ class Scanner:
         if plan is None:  # the line-for-line path: which anchors the message holds
             plan = self.plan(frozenset(a for a in self.anchors if a in msg))
         is_stats = False
+        event = None  # an event of another kind: kept once the line is known not to fold into its family
         for parser in () if echo else plan.parsers:  # an echoed raise is for the rules, not an event
             ev = parser.parse(line)
             if ev is not None:
@@ -293,10 +261,10 @@ class Scanner:
                     engine(res, key).add(ev)
                     is_stats = True
                 elif ev.kind == "metrics":
-                    metrics.append(ev)
+                    fs.metrics.append(ev)
                     is_stats = True  # metric dicts are data, not traceback context
                 else:
-                    res.events.append(ev)
+                    event = ev
                 break
         matched = []
         error_line: bool | None = None  # asked only when an errors_only rule's anchor is in the line
@@ -317,16 +285,24 @@ class Scanner:
                         continue
                     if mo:
                         matched.append((rule, mo))
+        family = None
+        if matched and not is_stats and not frame and not echo and not plan.signal:
+            family = fs.family.fold(line, matched, event, ctx)
+            if family is None:
+                return  # counted into the line before it
+        if event is not None:
+            res.events.append(event)
         if matched:
-            pending.append((line, matched))
+            fs.pending.append((line, matched))
             if echo:
-                self._raise_echo.add(lineno)
+                fs.raise_echo.add(lineno)
         if not is_stats:
             ctx.add(line)
+            fs.family.kept(line, family, event)
             if plan.signal:
                 res.marks.append(line)
             if not matched and plan.errorish and not frame and not echo and (ERRORISH.search(msg) or error_level_only(line)):
-                errorish.append(line)
+                fs.errorish.append(line)
 
     # -- claims ----------------------------------------------------------------------------
     def _holds(self, rule: Rule, line: Line, numbers: dict[str, Any], ctx: Context, lf: LogFile,
@@ -348,12 +324,13 @@ class Scanner:
             return None
         return side
 
-    def _resolve(self, lf: LogFile, res: FileResult, ctx: Context, pending: list[Any], errorish: list[Line]) -> None:
+    def _resolve(self, fs: FileScan) -> None:
+        lf, res, ctx, pending, errorish = fs.lf, fs.res, fs.ctx, fs.pending, fs.errorish
         claimed: dict[int, str] = {}  # id(line) -> the rule that claimed it
         side_cache: dict[tuple[int, int], str] = {}
         follow: list[tuple[Hit, Rule]] = []
-        if self._raise_echo:
-            pending = self._drop_raise_echoes(pending)
+        if fs.raise_echo:
+            pending = self._drop_raise_echoes(pending, fs.raise_echo)
         for line, matched in pending:
             matched.sort(key=lambda rm: -rm[0].priority)
             for rule, mo in matched:
@@ -386,13 +363,13 @@ class Scanner:
         res.unclaimed = sorted((ln for ln in errorish if id(ln) not in claimed), key=lambda ln: ln.lineno)
         self._exits(lf, res, ctx, claimed)
 
-    def _drop_raise_echoes(self, pending: list[Any]) -> list[Any]:
+    def _drop_raise_echoes(self, pending: list[Any], echoes: set[int]) -> list[Any]:
         """An echoed `raise X("...")` source line is evidence only when the exception line it raised is missing
         (a paste cut before it): a hit of the same rule on a line within the next 40 makes the echo redundant.
         `pending` is in line order, so only the few entries after each echo are looked at."""
         keep = []
         for i, (line, matched) in enumerate(pending):
-            if line.lineno in self._raise_echo:
+            if line.lineno in echoes:
                 ids = {r.id for r, _ in matched}
                 at = line.lineno
                 later = itertools.takewhile(lambda e, at=at: e[0].lineno - at <= 40, pending[i + 1:i + 200])
@@ -429,7 +406,7 @@ class Scanner:
     def _exits(self, lf: LogFile, res: FileResult, ctx: Context, claimed: dict[int, str]) -> None:
         """The file's orderly shutdown and the exception that ended its process, as events (signals.judge); the
         teardown noise after a shutdown leaves the hits and the unclaimed lines."""
-        last = max([st.lineno[-1] for st in res.engines.values() if len(st.lineno)]
+        last = max([st.last_lineno() for st in res.engines.values()]
                    + [ev.line.lineno for ev in res.events if ev.kind == "metric_series"], default=0)
 
         def progress_after(line: Line) -> bool:

@@ -1,0 +1,77 @@
+"""What scanning one file makes and holds: its result (FileResult, kept), and its scan state (FileScan: the context
+lines, the claims pending until the file is done, metric records, error-like lines, the traceback frame position),
+which lives as long as the file is scanned. The scan stages (scanner.py, prefiltered.py) pass one FileScan between
+them instead of its parts; LineScanner is what prefiltered.py asks of a scanner."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+from triage.input.decompress import Cut
+from triage.model import Event, Hit, Line, LogFile
+from triage.parsers.engine_stats import EngineStats
+from triage.parsers.metrics import StoredRecords
+from triage.scan.origins import Context, Families
+
+if TYPE_CHECKING:
+    from triage.scan.native import Needles
+
+
+@dataclass
+class FileResult:
+    file: LogFile
+    hits: list[Hit] = field(default_factory=list)
+    unclaimed: list[Line] = field(default_factory=list)
+    events: list[Event] = field(default_factory=list)
+    engines: dict[str, EngineStats] = field(default_factory=dict)
+    errors: list[str] = field(default_factory=list)
+    marks: list[Line] = field(default_factory=list)  # lines holding a shutdown or signal-exit literal
+
+
+@dataclass
+class FileScan:
+    """One file's scan state, from its first line to its claims."""
+
+    lf: LogFile
+    res: FileResult
+    ctx: Context = field(default_factory=Context)  # candidate lines (not stats rows): `near` windows, tracebacks
+    pending: list[tuple[Line, list[tuple[Any, Any]]]] = field(default_factory=list)  # (line, [(rule, match)])
+    errorish: list[Line] = field(default_factory=list)  # error-like lines, for the unclaimed report
+    metrics: StoredRecords = field(init=False)  # metric records, joined as they come, kept in bounded memory
+    frame_at: int = -2  # the line of the last traceback frame (`File "...", line N`)
+    raise_echo: set[int] = field(default_factory=set)  # echoed `raise ...` source lines a rule matched
+    family: Families = field(default_factory=Families)  # the line a storm of its family folds into
+    lines_seen: int = 0  # lines the line-for-line reader counted
+
+    def __post_init__(self) -> None:
+        self.metrics = StoredRecords(self.res.events)
+
+    def note(self, note: str) -> None:
+        """Something about how the file was read that the coverage section must say (cut, damaged, growing).
+        A file not read to its end (a cut, or reading that raised) is partial."""
+        lf = self.lf
+        if isinstance(note, Cut) or note.startswith(STOPPED):
+            lf.stopped(note)
+        else:
+            lf.reason = (lf.reason + "; " if lf.reason else "") + note
+        self.res.errors.append(f"{lf.rel}: {note}")
+
+
+STOPPED = "read stopped early"  # the scan's note when reading raised (OSError, MemoryError, a dead reading stage)
+
+
+class LineScanner(Protocol):
+    """What the prefiltered path asks of a scanner (Scanner is one)."""
+
+    needles: Needles | None
+
+    def plan(self, found: frozenset[str | None]) -> Any:
+        """What to try on a line holding these anchors."""
+
+    def line(self, fs: FileScan, lineno: int, text: str, plan: Any = None) -> None:
+        """One candidate line into fs."""
+
+    def candidates(self, chunks: Iterable[str], fs: FileScan, first_lineno: int = 1) -> Iterator[tuple[int, str]]:
+        """(lineno, text) of each candidate line of the text chunks; then fs.lines_seen is set."""

@@ -1,0 +1,74 @@
+"""The C prefilter's interface (_linescan.c): whether it is built, the needle list it files under byte pairs, and
+what its results mean (needle kinds, line kinds, flags). A leaf: it knows nothing of scanners or files; prefiltered.py
+drives it, Scanner gives it its anchors."""
+
+from __future__ import annotations
+
+import os
+import re
+from array import array
+from typing import Any
+
+try:
+    from triage.scan import _linescan  # type: ignore[attr-defined]
+except ImportError:  # no compiler at install time: the Python path does everything
+    _linescan = None
+
+K_CAND, K_STATS, K_USAGE = 0, 1, 2  # needle kinds; the kinds of scan()'s lines: candidate, sampled row (K_STATS),
+K_FOLD, K_SAMPLED = 2, 3  # a record of folded rows, a folded row sampled for the timeline
+F_CR, F_ESC, F_NUL, F_RAY, F_MANY = 1, 2, 4, 8, 16
+STATS_MARKERS = ("Decode batch", "Prefill batch")
+PAIR_SAMPLE = 1 << 20  # bytes of a file's head used to pick each needle's rarest byte pair
+ORIGIN_SAMPLE = 256 << 10  # bytes of it that tell whether the file holds several engines' stats rows (thousands of
+# lines; a file that shows only one there switches to per-origin counting when its sampled rows show more)
+
+
+def available() -> bool:
+    """The C helper is built and not switched off (TRIAGE_NO_NATIVE=1 forces the Python path)."""
+    return _linescan is not None and not os.environ.get("TRIAGE_NO_NATIVE")
+
+
+class Needles:
+    """The needle list for one Scanner; `matcher(head)` files each needle under its rarest pair."""
+
+    def __init__(self, anchors: set[str], rule_anchors: set[str]):
+        self.items: list[tuple[bytes, int]] = []
+        self.anchor_of: list[str | None] = []  # needle index -> the anchor it stands for
+        for a in sorted(anchors):
+            kind = K_STATS if a in STATS_MARKERS and a not in rule_anchors else K_CAND  # a rule must see every row
+            self._add(a.encode(), kind, a)
+        self._add(b"usage: ", K_USAGE, None)
+        for byte, flag in ((b"\r", F_CR), (b"\x1b", F_ESC), (b"\x00", F_NUL)):
+            self._add(byte, flag, None)
+
+    def _add(self, needle: bytes, kind: int, anchor: str | None) -> None:
+        if len(needle) == 2:  # the C side files needles under two adjacent pairs: pad to 3 bytes
+            raise ValueError(f"anchor {needle!r}: anchors need at least 3 characters")
+        self.items.append((needle, kind))
+        self.anchor_of.append(anchor)
+
+    def matcher(self, head: bytes) -> Any:
+        counts = array("I")
+        counts.frombytes(_linescan.pair_counts(head))
+        spec = []
+        for needle, kind in self.items:
+            if len(needle) == 1:
+                spec.append((needle, 0, kind))
+                continue
+            off = min(range(len(needle) - 2), key=lambda i: counts[needle[i] | needle[i + 1] << 8]
+                      + counts[needle[i + 1] | needle[i + 2] << 8])
+            spec.append((needle, off, kind))
+        return _linescan.compile(spec)
+
+
+# At line starts, matched in b"\n" + head: a pattern that starts with a literal lets `re` skip ahead to it.
+RAY_PREFIXES = re.compile(rb"\n(\([\w.:-]+(?: pid=\d+)?(?:, ip=[0-9a-fA-F.:]+)?\))")  # Ray actor prefixes
+DP_TAGS = re.compile(rb"\n(?:\([^)\n]*\) ?)?\[[^\]\n]* (DP\d+)")  # DP-attention rank tags
+
+
+def several_origins(head: bytes) -> bool:
+    """Whether a file's head shows stats rows of several engines (a Ray driver log, DP-attention groups)."""
+    lines = b"\n" + head
+    return len(set(RAY_PREFIXES.findall(lines))) > 1 or len(set(DP_TAGS.findall(lines))) > 1
+
+
