@@ -123,7 +123,7 @@ class Run:
         if found is None:
             ranked = sorted((c[1], k) for k in self.store().sums if (c := canonical(k)) is not None and c[0] == name)
             found = self._memo[f"aliases:{name}"] = [k for _, k in ranked]
-        return found  # type: ignore[no-any-return]
+        return found
 
     def canon(self, name: str) -> list[tuple[Event, float, str]]:
         """(record, value, raw key) of canonical series `name` over the viewed records, in log order: in each
@@ -138,7 +138,7 @@ class Run:
                 key = next(k for k in keys if k in values)
                 found.append((ev, values[key], key))
             self._memo[f"canon:{name}"] = found
-        return found  # type: ignore[no-any-return]
+        return found
 
     def reward_keys(self) -> list[str]:
         """The raw keys of every reward series: the step total's aliases and each reward function's keys."""
@@ -158,7 +158,7 @@ class Run:
             for s in found.values():
                 s.sort(key=lambda t: self._order[id(t[0])])
             self._memo["reward_functions"] = found
-        return found  # type: ignore[no-any-return]
+        return found
 
     def metric_keys(self) -> set[str]:
         """Every key some metric record holds."""

@@ -230,7 +230,7 @@ def parse(line: Line) -> Event | None:
             is_open = "}" not in msg[t.start():]  # broken over lines: the next lines continue it
             if len(values) >= 2 or (values and is_open):
                 tag = "eval" if t.group().startswith("{'eval_") else "log"
-                fields = {"framework": "trl", "tag": tag, "step": None, "values": values}
+                fields: dict[str, Any] = {"framework": "trl", "tag": tag, "step": None, "values": values}
                 if is_open:
                     fields["open"] = True
                 return Event("metrics", line, fields)

@@ -132,7 +132,8 @@ class MetricStore:
         self._view = None
         f = ev.fields
         values: dict[str, float] = f["values"]
-        sums, best = self.sums, {}
+        sums = self.sums
+        best: dict[str, Any] = {}
         for k, v in values.items():
             s = sums.get(k)
             if s is None:
@@ -206,7 +207,7 @@ class MetricStore:
 
     def record(self, pos: int) -> Event:
         """The record at a summary's point (pinned, so always kept)."""
-        return self._pins[pos][0]  # type: ignore[no-any-return]
+        return self._pins[pos][0]
 
     def count_holding(self, keys: Iterable[str]) -> int:
         """Records holding any of `keys` (exact unless the run printed more than MAX_SHAPES record shapes)."""
