@@ -12,7 +12,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "triage"
 
 # Stages from the bottom up. A module may import from its own stage and the ones before it.
 STAGES: list[tuple[str, ...]] = [
-    ("triage", "triage.model", "triage.redact", "triage.template", "triage.errors", "triage.library.cache",
+    ("triage", "triage.model", "triage.redact", "triage.template", "triage.prefixes", "triage.errors", "triage.library.cache",
      "triage.safe_load"),
     ("triage.library",),
     ("triage.parsers",),  # line and file parsers; discover sniffs a file's kind with them

@@ -43,9 +43,6 @@ class Settings:
     redact: bool = True
     baseline: Path | None = None  # hide the findings this baseline holds (they stay visible as known)
     today: dt.date | None = None  # for baseline expiry; default: the local date
-    # A process about to leave through os._exit (the console entry) passes a list: the analysis leaves its scan
-    # objects in it for the OS to reclaim, instead of freeing hundreds of thousands of them one by one.
-    retired: list[object] | None = None
     follow_links: bool = False  # read files behind symlinks that lead out of the directories given
 
 
@@ -146,13 +143,16 @@ def batch_gc() -> Iterator[None]:
             gc.enable()
 
 
-def analyze(settings: Settings, lib: Library | None = None) -> Report:
+def analyze(settings: Settings, lib: Library | None = None, retired: list[object] | None = None) -> Report:
+    """The report for the settings' paths. `retired`: a process about to leave through os._exit (the console entry)
+    passes a list, and the analysis leaves its scan objects in it for the OS to reclaim instead of freeing hundreds
+    of thousands of them one by one."""
     lib = lib or load_checked_library(settings.patterns)
     with batch_gc():
-        return _analyze(settings, lib)
+        return _analyze(settings, lib, retired)
 
 
-def _analyze(settings: Settings, lib: Library) -> Report:
+def _analyze(settings: Settings, lib: Library, retired: list[object] | None) -> Report:
     entries = baseline.load(settings.baseline) if settings.baseline is not None else {}
     files, problems = discover(settings.paths, settings.follow_links)
     if problems:
@@ -180,6 +180,6 @@ def _analyze(settings: Settings, lib: Library) -> Report:
         redact_report(report)
     if settings.baseline is not None:
         baseline.apply(report, entries, settings.today or dt.date.today())
-    if settings.retired is not None:
-        settings.retired.append((results, events, hits, run))
+    if retired is not None:
+        retired.append((results, events, hits, run))
     return report

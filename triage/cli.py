@@ -233,7 +233,7 @@ def _scan(
         raise UsageError("no paths given: a run directory, log files, or - for standard input (or --ray)")
     else:
         report = analyze(Settings(paths=paths, patterns=patterns, config=config, redact=not no_redact,
-                                  baseline=baseline, retired=_RETIRED, follow_links=follow_links))
+                                  baseline=baseline, follow_links=follow_links), retired=_RETIRED)
     main_fmt = resolve(fmt, os.environ)
     targets = [Target(main_fmt, output)] + [Target(name, p) for name, p in also.items() if p is not None]
     color, width = _text_options(main_fmt, output)

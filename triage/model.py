@@ -232,6 +232,10 @@ class Report:
         """Every file meant to be read was read to its end: only then may "no problems found" stand alone."""
         return all(f.covered for f in self.files)
 
+    def live(self) -> list[Finding]:
+        """The findings no baseline entry hides: the ones that gate and lead the verdict."""
+        return [f for f in self.findings if not f.known]
+
     def worst(self) -> str | None:
-        sev = [f.severity for f in self.findings if not f.known]
+        sev = [f.severity for f in self.live()]
         return min(sev, key=SEVERITY_RANK.__getitem__) if sev else None

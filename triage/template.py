@@ -7,6 +7,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from triage.prefixes import RAY_ACTOR
+
 
 def _long_quote(m: re.Match[str]) -> str:
     """A quoted string that is free text (it holds a space, or is long: model output, a message, a prompt) is
@@ -16,7 +18,7 @@ def _long_quote(m: re.Match[str]) -> str:
 
 
 MASKS: list[tuple[re.Pattern[str], Any]] = [
-    (re.compile(r"^\((?:[\w.:-]+)(?: pid=\d+)?(?:, ip=[\w.:]+)?\) ?"), ""),
+    (re.compile("^" + RAY_ACTOR + " ?"), ""),
     (re.compile(r"\[(?:\d{4}-\d\d-\d\d[ T])?\d\d:\d\d:\d\d(?:[.,]\d+)?(?: [A-Z_]+\d+)*\] ?"), ""),
     (re.compile(r"\b\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?\b"), "<time>"),
     (re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b"), "<id>"),

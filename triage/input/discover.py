@@ -19,6 +19,7 @@ from triage.input.read import open_stream
 from triage.model import LogFile
 from triage.parsers import results as results_file
 from triage.parsers.config_file import looks_like_config
+from triage.prefixes import RAY_ACTOR
 
 SNIFF = 64 << 10  # bytes of (decompressed) content used to decide a file's kind
 
@@ -69,7 +70,7 @@ LOWER_MARKERS = {
                           r"|timer train"),
     "verifier": re.compile(r"reward|judge|verif|sandbox|compute_score|remote_rm"),
 }
-RAY_ACTOR = re.compile(r"\n\((\w+) pid=\d+")
+RAY_ACTORS = re.compile("\n" + RAY_ACTOR)
 # vLLM (V1, 0.10+) prefixes its own processes as Ray prefixes its actors: `(APIServer pid=1) INFO 08-01 ...`,
 # `(EngineCore_DP0 pid=2)`, `(VllmWorker rank=0 pid=3)`, `(Worker_TP1 pid=4)`. Several of them in one file make
 # a vLLM server log, not a Ray driver's combined log.
@@ -117,7 +118,7 @@ def content_scores(text: str) -> dict[str, int]:
     scores = {kind: len(rx.findall(text)) for kind, rx in CONTENT_MARKERS.items()}
     low = text.lower()
     scores.update({kind: len(rx.findall(low)) for kind, rx in LOWER_MARKERS.items()})
-    actors = set(RAY_ACTOR.findall(text))
+    actors = {m["actor"] for m in RAY_ACTORS.finditer(text) if m["pid"]}
     vllm_procs = {a for a in actors if VLLM_PROCESS.match(a)}
     if vllm_procs:
         scores["vllm"] += 3 * len(vllm_procs)

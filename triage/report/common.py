@@ -112,10 +112,6 @@ def gating(f: Finding, fail_on: str) -> bool:
     return not f.known and at_gate(f.severity, fail_on)
 
 
-def live(report: Report) -> list[Finding]:
-    return [f for f in report.findings if not f.known]
-
-
 INCOMPLETE = ("unreadable", "partial")  # a file ended so: what it holds past that point was not judged
 
 
@@ -128,7 +124,7 @@ def not_read(report: Report) -> str:
 def verdict(report: Report) -> str:
     """One line: the top live finding, or that there is none (with how many known ones the baseline hides);
     never a plain "no problems found" over files it could not read."""
-    active = live(report)
+    active = report.live()
     if not active:
         known = len(report.findings)
         clean_run = f"no new problems ({known} known)" if known else "no problems found"

@@ -18,7 +18,7 @@ from collections import Counter
 
 from triage.model import Finding, Report
 from triage.report import RenderOptions
-from triage.report.common import advice, evidence_text, live, outside_named, run_path, safe_report, shown_path, verdict
+from triage.report.common import advice, evidence_text, outside_named, run_path, safe_report, shown_path, verdict
 
 MAX_PER_LEVEL = 10
 LEVEL = {"error": "error", "warning": "warning", "info": "notice"}
@@ -47,7 +47,7 @@ def render(report: Report, options: RenderOptions) -> str:
     shown: Counter[str] = Counter()
     left: Counter[str] = Counter()
     lines = []
-    for f in live(report):
+    for f in report.live():
         level = LEVEL[f.severity]
         if shown[level] < MAX_PER_LEVEL:
             shown[level] += 1
@@ -58,7 +58,7 @@ def render(report: Report, options: RenderOptions) -> str:
     for level, n in left.items():
         lines.append(f"triage: {n} more {level} finding(s) not annotated (GitHub shows {MAX_PER_LEVEL} per level); "
                      "see the job summary or the JSON report")
-    known = len(report.findings) - len(live(report))
+    known = len(report.findings) - len(report.live())
     if known:
         lines.append(f"triage: {known} known finding(s) hidden by the baseline")
     return "\n".join(lines) + "\n"

@@ -14,7 +14,7 @@ from typing import Any
 
 from triage.model import Finding, Report
 from triage.report import RenderOptions
-from triage.report.common import evidence_text, live, message, outside_named, safe_report, shown_path
+from triage.report.common import evidence_text, message, outside_named, safe_report, shown_path
 
 SEVERITY = {"error": "critical", "warning": "major", "info": "info"}
 
@@ -36,7 +36,7 @@ def _issue(f: Finding, fingerprint: str) -> dict[str, Any]:
 def as_list(report: Report) -> list[dict[str, Any]]:
     report = outside_named(safe_report(report))
     out, seen = [], set()
-    for f in live(report):
+    for f in report.live():
         fp = f.fingerprint
         n = 0
         while fp in seen:  # fingerprints are unique per run already; a merged report could repeat one

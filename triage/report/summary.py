@@ -18,7 +18,7 @@ from collections import Counter
 
 from triage.model import Finding, Report
 from triage.report import RenderOptions
-from triage.report.common import clean, coverage_counts, knob_text, line_path, live, phrase, verdict, where
+from triage.report.common import clean, coverage_counts, knob_text, line_path, phrase, verdict, where
 
 # (finding details, table rows, coverage lines) tried in turn until the summary fits
 LEVELS = ((50, 500, 200), (20, 200, 50), (10, 100, 20), (5, 50, 10), (3, 20, 5), (1, 10, 3), (0, 5, 0))
@@ -108,7 +108,7 @@ def _coverage(report: Report, lines: int, options: RenderOptions) -> list[str]:
 
 
 def _build(report: Report, options: RenderOptions, details: int, rows: int, cov: int) -> str:
-    active = live(report)
+    active = report.live()
     counts = Counter(f.severity for f in active)
     known = [f for f in report.findings if f.known]
     tally = ", ".join(f"{counts[s]} {s}" for s in ("error", "warning", "info") if counts[s]) or "none"

@@ -127,7 +127,7 @@ def _configuration(out: Writer, report: Report, options: RenderOptions) -> None:
 def render(report: Report, options: RenderOptions) -> str:
     report = safe_report(report)
     out = Writer(options)
-    live = [f for f in report.findings if not f.known]
+    live = report.live()
     worst = live[0].severity if live else ""
     out.line(Text.assemble(("triage", STYLE.get(worst, "bold green")), f": {_s(verdict(report))}  ",
                            (f"({len(live)} finding{'s' if len(live) != 1 else ''}, {len(report.files)} files)", "dim")))
