@@ -34,6 +34,7 @@ import os
 import random
 import re
 import sys
+import zlib
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -87,6 +88,8 @@ PROFILES: dict[str, Profile] = {
 }
 
 START = datetime(2026, 5, 24, 0, 50, 0)
+# this generator's own fingerprint, written into counts.json: a cached run dir of an older generator is stale
+GENERATOR = f"{zlib.crc32(Path(__file__).read_bytes()):08x}"
 RETRACT = "KV cache pool is full. Retract requests. "
 
 
@@ -377,7 +380,8 @@ def _trainer(kind: str, rng: random.Random) -> TrainerWriter | VerlTrainerWriter
 def _write_truth(out: Path, truth: list[Injected], counts: dict[str, object]) -> None:
     out.with_name(out.name + ".truth.json").write_text(json.dumps([asdict(t) for t in truth], indent=1),
                                                         encoding="utf-8")
-    out.with_name(out.name + ".counts.json").write_text(json.dumps(counts, indent=1), encoding="utf-8")
+    out.with_name(out.name + ".counts.json").write_text(json.dumps(counts | {"generator": GENERATOR}, indent=1),
+                                                         encoding="utf-8")
 
 
 class _LineFile:
@@ -473,8 +477,8 @@ def generate(out: Path, size: int, engines: int = 4, seed: int = 0, corpus: Path
             counts["high_rows"] += writer.high  # type: ignore[operator]
             counts["retractions"] += writer.retractions  # type: ignore[operator]
             counts["engine_lines"] += line_no  # type: ignore[operator]
-            if storm and prof.inject and key == "engine:1":
-                # the storm itself is a failure to find: a retraction finding pointing into it
+            if storm and prof.inject and key == "engine:0":
+                # the storm itself is a failure to find: a retraction finding pointing into the first engine's
                 truth.append(Injected("retraction-storm (generated)", names[key], storm[0], storm[1],
                                       "serving-oom-retraction", [RETRACT.strip()]))
         else:
