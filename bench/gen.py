@@ -439,8 +439,8 @@ def generate(out: Path, size: int, engines: int = 4, seed: int = 0, corpus: Path
     names = {f"engine:{i}": f"sglang-engine-{i}.log" for i in range(engines)} | {"train": "train.log"}
     plan: dict[str, list[tuple[float, str, str]]] = {k: [] for k in targets}
     for case, fname, where, frac in prof.inject:
-        if where.startswith("engine:") and int(where.split(":")[1]) < 0:
-            where = f"engine:{engines + int(where.split(':')[1])}"
+        if where.startswith("engine:"):  # -1: the last engine; an index past the last wraps round
+            where = f"engine:{int(where.split(':')[1]) % engines}"
         plan[where].append((frac, case, fname))
     truth: list[Injected] = []
     counts: dict[str, object] = {"profile": profile if not healthy else "healthy", "files": len(targets),
