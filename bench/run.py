@@ -203,6 +203,7 @@ def bench(profile: str, size_text: str, args: argparse.Namespace) -> dict:
             "peak_rss_mb": peak[0] / 1e6, "peak_pss_mb": peak[1] / 1e6,
             "found": found, "injected": len(truth), "missing": missing,
             "findings": sorted({f["rule"] for f in report.get("findings", [])}),
+            "loud": sorted({f["rule"] for f in report.get("findings", []) if f.get("severity") in ("error", "warning")}),
             "counts": {k: v for k, v in counts.items() if k not in ("profile", "generator")},
             "triage_runs_s": tt, "grep_runs_s": gt}
 

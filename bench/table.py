@@ -34,7 +34,8 @@ def markdown(rows: list[dict]) -> str:
         cells = [r["profile"], r["size"], f"{r['mib']:.0f}", str(r["files"]), str(r["runs"]), f"{r['triage_s']:.2f}",
                  f"{r['grep_s']:.2f}", f"**{r['ratio']:.2f}**", f"{r['triage_cpu_s']:.2f}", f"{r['grep_cpu_s']:.2f}",
                  f"{r['cpu_ratio']:.2f}", f"{r['peak_pss_mb']:.0f}", f"{r['peak_rss_mb']:.0f}",
-                 f"{r['found']}/{r['injected']}" + (f" (missing {', '.join(r['missing'])})" if r["missing"] else ""),
+                 f"{r['found']}/{r['injected']}" + (f" (missing {', '.join(r['missing'])})" if r["missing"] else "")
+                 + (f", warnings: {', '.join(r['loud'])}" if r["profile"] == "healthy" and r.get("loud") else ""),
                  holds(r)]
         out.append("| " + " | ".join(cells) + " |")
     return "\n".join(out)
