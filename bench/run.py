@@ -1,12 +1,16 @@
-"""Time triage against `grep -E -c` over the same generated run directory, side by side.
+"""Time triage against `grep -E` over the same generated run directories, side by side, one row per profile and size.
 
-    python -m bench.run [--sizes 100M,1G] [--runs 5] [--triage .venv/bin/triage] [--out bench/out] [--ray]
+    python -m bench.run [--profiles mixed,storm,...] [--sizes 100M,1G] [--runs 5] [--triage .venv/bin/triage]
+                        [--out bench/out] [--json ROWS.json]
 
-For each size: generate the run dir once (cached under --out), then alternate triage and grep
-runs (grep's output goes to a file: GNU grep stops at the first match when writing to /dev/null),
-take the median wall time of each, and print their ratio. One more triage run, untimed, samples
-the memory of triage and every process it starts (PSS and RSS, summed, every 5 ms) for the peak, and
-its JSON report is checked against the injected failures (recall).
+For each profile (bench.gen.PROFILES) and size: generate the run dir once (cached under --out, made again when
+the generator changed), then alternate grep and triage runs (--runs pairs, fewer when they pass --budget seconds;
+grep's output goes to a file: GNU grep stops at the first match when writing to /dev/null) and take the median
+wall time and the median CPU time of each. CPU time is user + system of the whole process tree (os.wait4 reports
+a process's own time plus that of every descendant it waited for), so a worker triage forks is counted.
+One more triage run, untimed, samples the
+memory of triage and every process it starts (PSS and RSS, summed, every 5 ms) for the peak, and its JSON report
+is checked against the injected failures (recall).
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ import threading
 import time
 from pathlib import Path
 
-from .gen import DEFAULT_CORPUS, Injected, generate, merge_ray, parse_size
+from .gen import DEFAULT_CORPUS, GENERATOR, PROFILES, generate, parse_size
 
 # Ten literal anchors of the rule library: the grep a user would write by hand for these failures.
 GREP_ALTERNATION = ("out of memory|Traceback|Error|KV cache pool is full|Retract requests|longer than the model"
@@ -66,8 +70,15 @@ def tree_memory(pid: int) -> tuple[int, int]:
     return rss, pss
 
 
-def run_sampled(cmd: list[str], stdout: Path) -> tuple[float, tuple[int, int], int]:
-    """(seconds, (peak tree RSS, peak tree PSS) in bytes, exit code)."""
+def _wait(proc: subprocess.Popen) -> tuple[int, float]:
+    """Reap `proc`: (exit code, CPU seconds, user + system, of it and every descendant it waited for)."""
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    return proc.returncode, usage.ru_utime + usage.ru_stime
+
+
+def run_sampled(cmd: list[str], stdout: Path) -> tuple[float, tuple[int, int], int, float]:
+    """(seconds, (peak tree RSS, peak tree PSS) in bytes, exit code, CPU seconds)."""
     peak = (0, 0)
     with open(stdout, "wb") as out:
         t0 = time.perf_counter()
@@ -83,18 +94,20 @@ def run_sampled(cmd: list[str], stdout: Path) -> tuple[float, tuple[int, int], i
 
         th = threading.Thread(target=sample, daemon=True)
         th.start()
-        rc = proc.wait()
+        rc, cpu = _wait(proc)
         seconds = time.perf_counter() - t0
         done.set()
         th.join()
-    return seconds, peak, rc
+    return seconds, peak, rc, cpu
 
 
-def timed(cmd: list[str], stdout: Path) -> float:
+def timed(cmd: list[str], stdout: Path) -> tuple[float, float]:
+    """(wall seconds, CPU seconds of the process tree)."""
     with open(stdout, "wb") as out:
         t0 = time.perf_counter()
-        subprocess.run(cmd, stdout=out, stderr=subprocess.DEVNULL, check=False)
-        return time.perf_counter() - t0
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.DEVNULL)
+        _, cpu = _wait(proc)
+        return time.perf_counter() - t0, cpu
 
 
 def recall(report: dict, truth: list[dict]) -> tuple[int, list[str]]:
@@ -115,22 +128,19 @@ def recall(report: dict, truth: list[dict]) -> tuple[int, list[str]]:
     return found, missing
 
 
-def run_dir(out: Path, size_text: str, engines: int, corpus: Path, ray: bool = False) -> tuple[Path, list[dict]]:
-    d = out / f"run-{size_text}-{engines}e"
-    truth_path = d.with_name(d.name + ".truth.json")
-    if not truth_path.is_file():
-        if d.exists():
-            shutil.rmtree(d)
-        generate(d, parse_size(size_text), engines, corpus=corpus, progress=_progress(parse_size(size_text)))
-    if ray:  # the same run as one Ray driver log
-        r = d.with_name(d.name + "-ray")
-        ray_truth = r.with_name(r.name + ".truth.json")
-        if not ray_truth.is_file():
-            if r.exists():
-                shutil.rmtree(r)
-            merge_ray(d, [Injected(**t) for t in json.loads(truth_path.read_text())], r)
-        d, truth_path = r, ray_truth
-    return d, json.loads(truth_path.read_text())
+def run_dir(out: Path, profile: str, size_text: str, engines: int, corpus: Path) -> tuple[Path, list[dict], dict]:
+    """The run dir of `profile` at `size_text` (generated unless cached by this generator): (dir, truth, counts)."""
+    d = out / f"{profile}-{size_text}-{engines}e"
+    truth_path, counts_path = (d.with_name(d.name + x) for x in (".truth.json", ".counts.json"))
+    fresh = counts_path.is_file() and truth_path.is_file() and \
+        json.loads(counts_path.read_text()).get("generator") == GENERATOR
+    if not fresh:
+        for stale in (d, d.with_name(d.name + "-files")):
+            if stale.exists():
+                shutil.rmtree(stale)
+        generate(d, parse_size(size_text), engines, corpus=corpus, profile=profile,
+                 progress=_progress(parse_size(size_text)))
+    return d, json.loads(truth_path.read_text()), json.loads(counts_path.read_text())
 
 
 def _progress(total: int):  # type: ignore[no-untyped-def]
@@ -153,26 +163,57 @@ def _progress(total: int):  # type: ignore[no-untyped-def]
     return advance
 
 
-def bench(size_text: str, args: argparse.Namespace) -> dict:
-    d, truth = run_dir(args.out, size_text, args.engines, args.corpus, args.ray)
-    files = sorted(str(p) for p in d.iterdir())
-    size = sum(os.path.getsize(f) for f in files)
+def _tree_bytes(d: Path) -> tuple[int, int]:
+    """(bytes, files) under d."""
+    size = files = 0
+    for root, _, names in os.walk(d):
+        for name in names:
+            size += os.path.getsize(os.path.join(root, name))
+            files += 1
+    return size, files
+
+
+def bench(profile: str, size_text: str, args: argparse.Namespace) -> dict:
+    d, truth, counts = run_dir(args.out, profile, size_text, args.engines, args.corpus)
+    size, nfiles = _tree_bytes(d)
     triage_cmd = args.triage.split() + [str(d), "--format", "json", "--fail-on", "never"]
-    grep_cmd = ["grep", "-E", "-c", GREP_ALTERNATION, *files]
+    # -r over the directory: the same files triage reads, and no argument list too long for many small files
+    grep_cmd = ["grep", "-E", "-c", "-r", GREP_ALTERNATION, str(d)]
     t_out, g_out = args.out / f"triage-{os.getpid()}.json", args.out / f"grep-{os.getpid()}.txt"
-    timed(triage_cmd, t_out)  # warm the page cache and any lazy state once
-    tt, gt = [], []
-    for _ in range(args.runs):
-        gt.append(timed(grep_cmd, g_out))
-        tt.append(timed(triage_cmd, t_out))
-    _, peak, _ = run_sampled(triage_cmd, t_out)
+    tt, gt, tc, gc = [], [], [], []
+    if args.single:  # one grep run (it warms the page cache), then one triage run, timed and sampled
+        wall, cpu = timed(grep_cmd, g_out)
+        gt.append(wall)
+        gc.append(cpu)
+        wall, peak, _, cpu = run_sampled(triage_cmd, t_out)
+        tt.append(wall)
+        tc.append(cpu)
+    else:
+        timed(triage_cmd, t_out)  # warm the page cache and any lazy state once
+        began = time.perf_counter()
+        for i in range(args.runs):
+            if i and time.perf_counter() - began > args.budget:  # a regime where triage is slow: fewer pairs
+                break
+            wall, cpu = timed(grep_cmd, g_out)
+            gt.append(wall)
+            gc.append(cpu)
+            wall, cpu = timed(triage_cmd, t_out)
+            tt.append(wall)
+            tc.append(cpu)
+        _, peak, _, _ = run_sampled(triage_cmd, t_out)
     report = json.loads(t_out.read_text())
     found, missing = recall(report, truth)
     tri, gre = statistics.median(tt), statistics.median(gt)
-    return {"size": size_text, "mib": size / 2**20, "triage_s": tri, "grep_s": gre, "ratio": tri / gre,
+    return {"profile": profile, "size": size_text, "mib": size / 2**20, "files": nfiles, "runs": len(tt),
+            "triage_s": tri, "grep_s": gre, "ratio": tri / gre,
+            "triage_cpu_s": statistics.median(tc), "grep_cpu_s": statistics.median(gc),
+            "cpu_ratio": statistics.median(tc) / max(statistics.median(gc), 1e-9),
             "peak_rss_mb": peak[0] / 1e6, "peak_pss_mb": peak[1] / 1e6,
             "found": found, "injected": len(truth), "missing": missing,
-            "findings": sorted({f["rule"] for f in report.get("findings", [])})}
+            "findings": sorted({f["rule"] for f in report.get("findings", [])}),
+            "loud": sorted({f["rule"] for f in report.get("findings", []) if f.get("severity") in ("error", "warning")}),
+            "counts": {k: v for k, v in counts.items() if k not in ("profile", "generator")},
+            "triage_runs_s": tt, "grep_runs_s": gt}
 
 
 def compile_package() -> None:
@@ -186,29 +227,56 @@ def compile_package() -> None:
     compileall.compile_dir(str(Path(triage.__file__).parent), quiet=1)
 
 
+HEADER = (f"{'profile':<12} {'size':>5} {'MiB':>5} {'files':>6} {'runs':>4} {'triage s':>8} {'grep s':>6} {'ratio':>6} "
+          f"{'tri CPU s':>9} {'grep CPU s':>10} {'CPU ratio':>9} {'PSS MB':>6} {'RSS sum':>7} {'recall':>7}")
+
+
+def format_row(r: dict) -> str:
+    return (f"{r['profile']:<12} {r['size']:>5} {r['mib']:>5.0f} {r['files']:>6} {r['runs']:>4} {r['triage_s']:>8.2f} "
+            f"{r['grep_s']:>6.2f} {r['ratio']:>6.2f} {r['triage_cpu_s']:>9.2f} {r['grep_cpu_s']:>10.2f} "
+            f"{r['cpu_ratio']:>9.2f} {r['peak_pss_mb']:>6.0f} {r['peak_rss_mb']:>7.0f} "
+            f"{r['found']:>3}/{r['injected']:<3}" + (f" missing: {', '.join(r['missing'])}" if r["missing"] else ""))
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--profiles", default=",".join(PROFILES),
+                    help=f"comma-separated, of: {', '.join(PROFILES)} (default: all)")
     ap.add_argument("--sizes", default="100M,1G")
     ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--budget", type=float, default=300,
+                    help="seconds of alternating runs per row after which no new pair starts (at least one pair)")
+    ap.add_argument("--single", action="store_true",
+                    help="one grep run, then one triage run that is both timed and sampled (for slow regimes)")
     ap.add_argument("--engines", type=int, default=4)
     ap.add_argument("--triage", default=str(Path(sys.executable).with_name("triage")))
     ap.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "out")
     ap.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
-    ap.add_argument("--ray", action="store_true", help="the same runs as one Ray driver log each")
+    ap.add_argument("--ray", action="store_true", help="the ray profile only (same as --profiles ray)")
+    ap.add_argument("--json", type=Path, help="also write the rows, with every run's seconds, to this file")
     args = ap.parse_args(argv)
+    profiles = ["ray"] if args.ray else [p.strip() for p in args.profiles.split(",") if p.strip()]
+    unknown = [p for p in profiles if p not in PROFILES]
+    if unknown:
+        ap.error(f"unknown profile {', '.join(unknown)} (known: {', '.join(PROFILES)})")
+    sizes = [s.strip() for s in args.sizes.split(",") if s.strip()]
     args.out.mkdir(parents=True, exist_ok=True)
     compile_package()
-    rows = [bench(s.strip(), args) for s in args.sizes.split(",") if s.strip()]
-    print(f"{'size':>6} {'MiB':>6} {'triage s':>9} {'grep s':>7} {'ratio':>6} {'peak PSS MB':>11} "
-          f"{'(RSS sum)':>9} {'recall':>7}")
-    for r in rows:
-        print(f"{r['size']:>6} {r['mib']:>6.0f} {r['triage_s']:>9.2f} {r['grep_s']:>7.2f} {r['ratio']:>6.2f} "
-              f"{r['peak_pss_mb']:>11.0f} {r['peak_rss_mb']:>9.0f} {r['found']:>3}/{r['injected']:<3}"
-              + (f" missing: {', '.join(r['missing'])}" if r["missing"] else ""))
-    if len(rows) >= 2:
-        print(f"memory {rows[-1]['size']} / {rows[0]['size']}: PSS {rows[-1]['peak_pss_mb'] / rows[0]['peak_pss_mb']:.2f}x, "
-              f"RSS sum {rows[-1]['peak_rss_mb'] / rows[0]['peak_rss_mb']:.2f}x; "
-              f"same findings: {'yes' if rows[-1]['findings'] == rows[0]['findings'] else 'no'}")
+    print(HEADER, flush=True)
+    rows = []
+    for profile in profiles:
+        mine = []
+        for size in sizes:
+            mine.append(bench(profile, size, args))
+            print(format_row(mine[-1]), flush=True)
+            if args.json:
+                args.json.write_text(json.dumps(rows + mine, indent=1), encoding="utf-8")
+        if len(mine) >= 2:
+            print(f"{'':<12} memory {mine[-1]['size']} / {mine[0]['size']}: "
+                  f"PSS {mine[-1]['peak_pss_mb'] / mine[0]['peak_pss_mb']:.2f}x, "
+                  f"RSS sum {mine[-1]['peak_rss_mb'] / mine[0]['peak_rss_mb']:.2f}x; "
+                  f"same findings: {'yes' if mine[-1]['findings'] == mine[0]['findings'] else 'no'}", flush=True)
+        rows += mine
     return 0
 
 

@@ -23,3 +23,13 @@ def test_healthy_bench_run_raises_no_warning(tmp_path: Path, size: int) -> None:
     rules = {f.rule for f in report.findings}
     assert "config.pool-fits-few-sequences" in rules  # still reported, as info: the run's stats peak below 0.9
     assert report.worst() == "info"
+
+
+def test_the_healthy_profile_and_the_healthy_flag_write_the_same_run(tmp_path: Path) -> None:
+    from bench.gen import main
+
+    assert main([str(tmp_path / "flag"), "--size", "1M", "--healthy"]) == 0
+    assert main([str(tmp_path / "profile"), "--size", "1M", "--profile", "healthy"]) == 0
+    for name in ("sglang-engine-0.log", "train.log"):
+        assert (tmp_path / "flag" / name).read_bytes() == (tmp_path / "profile" / name).read_bytes()
+    assert (tmp_path / "flag.truth.json").read_text() == "[]"
