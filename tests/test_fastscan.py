@@ -272,3 +272,36 @@ def test_a_saturated_pool_keeps_bounded_rows_and_exact_counts(tmp_path: Path, mo
     assert [ln.lineno for ln, _, _ in es.pressure] == list(range(1, 21)) and es.last_pressure[0].lineno == n
     assert (eps.items[0].first.lineno, eps.items[0].peak.lineno, eps.items[0].last.lineno) == (1, 30, n)  # 1.00 and 34 waiting
     assert sum(isinstance(o, Line) for o in gc.get_objects()) < 200
+
+
+def test_a_folded_result_survives_the_trip_back_from_a_worker(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Workers send their FileResult back pickled: rows the C prefilter folded (kept as RowRefs that make their
+    Line on demand) must travel too, or a whole engine log is lost ("its result could not be sent back")."""
+    import pickle
+
+    monkeypatch.setattr(fastscan, "SAMPLE_ALL_BELOW", 0)
+    monkeypatch.setattr(fastscan, "CHUNK", 1 << 18)
+    log = tmp_path / "sglang-engine-0.log"
+    log.write_text("\n".join(pressure_log(12000, 3) + OOM) + "\n")
+    res = scan(log)
+    back = pickle.loads(pickle.dumps(res))
+    (key,) = res.engines
+    assert pressure_view(back.engines[key]) == pressure_view(res.engines[key])
+    assert [(h.rule, h.line.lineno) for h in back.hits] == [(h.rule, h.line.lineno) for h in res.hits]
+    assert any(h.rule == "serving.engine-cuda-oom" for h in back.hits)
+
+
+def test_a_pressure_run_split_across_workers_loses_no_engine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same through the real worker processes: every engine log read, the OOM found."""
+    from triage.scan import parallel
+
+    monkeypatch.setenv("TRIAGE_JOBS", "2")
+    monkeypatch.setattr(fastscan, "CHUNK", 1 << 18)
+    monkeypatch.setattr(parallel, "BIG", 1 << 20)  # these 2 MB engine logs go to a worker
+    for i in range(3):
+        lines = pressure_log(12000, i) + (OOM if i == 1 else [])
+        (tmp_path / f"sglang-engine-{i}.log").write_text("\n".join(lines) + "\n")
+    report = analyze(Settings(paths=[str(tmp_path)]), LIB)
+    assert [(f.rel, f.status) for f in report.files] == [(f"sglang-engine-{i}.log", "read") for i in range(3)]
+    oom = next(f for f in report.findings if f.rule == "serving.engine-cuda-oom")
+    assert oom.evidence[-1].file == "sglang-engine-1.log"

@@ -113,6 +113,21 @@ class RowRef:
             self._line, self._make = self._make(), None
         return self._line
 
+    def __reduce__(self) -> tuple[Any, tuple[int, Line]]:
+        """A worker's result is pickled to go back to the parent: the row travels as its Line (the closure that
+        would make it cannot be pickled)."""
+        return (_made_ref, (self.lineno, self.get()))
+
+
+def _made_ref(lineno: int, line: Line) -> RowRef:
+    ref = RowRef(lineno, _no_maker)
+    ref._line, ref._make = line, None
+    return ref
+
+
+def _no_maker() -> Line:
+    raise AssertionError("a RowRef rebuilt from a pickle holds its Line")
+
 
 def _real(row: Line | RowRef | None) -> Any:
     return row.get() if type(row) is RowRef else row
