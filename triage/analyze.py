@@ -19,7 +19,7 @@ from triage.input.decompress import wrap_stdin
 from triage.input.discover import discover
 from triage.input.read import iter_chunks, open_stream
 from triage.library.rules import Library
-from triage.model import Event, LogFile, Report
+from triage.model import SCANNED_KINDS, Event, LogFile, Report
 from triage.parsers import results as results_file
 from triage.parsers.config_file import ConfigError, read_config_file
 from triage.redact import redact_report
@@ -27,8 +27,6 @@ from triage.report import baseline
 from triage.report.figures import figures, timelines
 from triage.scan import parallel, progress
 from triage.scan.scanner import FileResult, Scanner
-
-SCANNED_KINDS = {"sglang", "vllm", "trainer", "driver", "rollout", "verifier", "metrics", "text"}
 
 
 class InputError(TriageError):

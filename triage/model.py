@@ -50,6 +50,11 @@ class LogFile:
 STATUSES = ("read", "partial", "skipped", "unreadable")
 
 
+# File kinds (discover.py decides them). Engine logs are the big ones (workers take them); the scanned kinds are read
+# line by line; results and configs are read as data; the rest (binary, wandb-internal, …) is skipped.
+ENGINE_KINDS = ("sglang", "vllm")
+SCANNED_KINDS = frozenset({*ENGINE_KINDS, "trainer", "driver", "rollout", "verifier", "metrics", "text"})
+
 KIND_SIDE = {
     "sglang": "engine",
     "vllm": "engine",

@@ -16,7 +16,7 @@ from typing import Any
 
 from triage.input.decompress import compression_of, safe_open, special_kind
 from triage.input.read import open_stream
-from triage.model import LogFile
+from triage.model import ENGINE_KINDS, LogFile
 from triage.parsers import results as results_file
 from triage.parsers.config_file import looks_like_config
 from triage.prefixes import RAY_ACTOR
@@ -194,9 +194,9 @@ def decide_kind(name: str, text: str) -> str:
         return "driver"
     if by_name == "verifier":
         return "verifier"
-    engine = max(("sglang", "vllm"), key=lambda k: scores[k])
+    engine = max(ENGINE_KINDS, key=lambda k: scores[k])
     named_trainer = by_name == "trainer" and STRONG_TRAINER_NAME.search(name.lower())
-    if scores[engine] >= 3 and by_name not in ("sglang", "vllm") and not named_trainer:
+    if scores[engine] >= 3 and by_name not in ENGINE_KINDS and not named_trainer:
         return engine
     if by_name:
         return by_name
