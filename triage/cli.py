@@ -237,7 +237,7 @@ def _scan(
     main_fmt = resolve(fmt, os.environ)
     targets = [Target(main_fmt, output)] + [Target(name, p) for name, p in also.items() if p is not None]
     color, width = _text_options(main_fmt, output)
-    options = RenderOptions(color=color, width=width, verbose=verbose, fail_on=fail_on.value, redact=not no_redact,
+    options = RenderOptions(color=color, width=width, verbose=verbose, fail_on=fail_on.value,
                             sarif_category=sarif_category, max_chars=bound)
     if write_baseline is not None:
         _write_baseline(report, write_baseline, baseline)
@@ -373,10 +373,10 @@ def merge(
 
     if fmt not in choices():
         raise UsageError(f"--format: one of {', '.join(choices())}, not {fmt!r}")
-    report = merge_files(reports, load_library(patterns))
+    report = merge_files(reports, load_library(patterns), redact=not no_redact)
     main_fmt = resolve(fmt, os.environ)
     color, width = _text_options(main_fmt, output)
-    options = RenderOptions(color=color, width=width, verbose=verbose, fail_on=fail_on.value, redact=not no_redact)
+    options = RenderOptions(color=color, width=width, verbose=verbose, fail_on=fail_on.value)
     for warning in emit(report, [Target(main_fmt, output)], options, os.environ):
         typer.echo(f"triage: warning: {warning}", err=True)
     raise typer.Exit(scan_exit(report.findings, fail_on.value, complete=report.coverage_complete))

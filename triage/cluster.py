@@ -21,6 +21,7 @@ from typing import Any
 from triage.errors import TriageError
 from triage.library.rules import Library
 from triage.model import Report
+from triage.redact import redact_report
 from triage.report.merge import MergeError, Part, from_json, merge
 
 TIMEOUT = 600.0  # seconds one node may take; a node that takes longer is reported as not scanned
@@ -65,7 +66,7 @@ def scan_here(job: NodeScan) -> str:
         session_logs = SESSION_LOGS
     where = log_dir(job.pattern, node_ip, node_id, socket.gethostname(), session_logs)
     report = analyze(Settings(paths=[where], patterns=[Path(p) for p in job.patterns], redact=job.redact))
-    data = as_dict(report, job.redact)
+    data = as_dict(report)
     data["root"] = f"{node_ip}:{where}"
     return json.dumps(data)
 
@@ -114,6 +115,8 @@ def triage_cluster(address: str | None, pattern: str, lib: Library, patterns: li
         raise ClusterError("--ray: no node could be scanned: " + "; ".join(problems or ["no alive node"]))
     report = merge(parts, lib)
     report.errors = problems + report.errors
+    if redact:  # nodes redacted their own reports; the node names and notes added here are masked too
+        redact_report(report)
     return report
 
 

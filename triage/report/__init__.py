@@ -61,7 +61,6 @@ class RenderOptions:
     width: int | None = None  # wrap the text report at this many columns (a terminal's width); None: no wrap
     verbose: bool = False
     fail_on: str = "error"  # the gate: JUnit fails a category at or above it
-    redact: bool = True  # mask secrets in everything not already redacted (config values, reasons, paths)
     sarif_category: str | None = None  # SARIF runAutomationDetails.id: one category per upload (--sarif-category)
     max_chars: int | None = None  # the Markdown summary's bound in characters (--max-chars; None: 61,440)
 

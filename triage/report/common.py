@@ -20,7 +20,6 @@ from collections.abc import Callable
 from typing import Any
 
 from triage.model import Evidence, Finding, Knob, LogFile, Report, Timeline
-from triage.redact import redact
 from triage.report import RenderOptions
 from triage.report.gate import at_gate
 
@@ -201,9 +200,8 @@ def message(f: Finding) -> str:
 
 
 def clean(value: Any, options: RenderOptions) -> str:
-    """Any text not already redacted by findings.py (config values, sources, paths, notes) on its way out."""
-    text = safe_text(value)
-    return redact(text) if options.redact else text
+    """Any value as printable text (the report it comes from was redacted when it was built)."""
+    return safe_text(value)
 
 
 def _same(text: str) -> str:

@@ -7,36 +7,25 @@ import json
 from typing import Any
 
 from triage.model import Finding, Report
-from triage.redact import redact
 from triage.report import RenderOptions
 from triage.report.common import safe_report, verdict
 
 
-def _config(report: Report, redact_on: bool) -> dict[str, Any]:
-    if not redact_on:
-        return report.config
-    return {k: {"value": redact(v["value"]) if isinstance(v.get("value"), str) else v.get("value"),
-                "source": redact(str(v.get("source", "")))} for k, v in report.config.items()}
+def _finding(f: Finding) -> dict[str, Any]:
+    return f.to_dict() | {"known": f.known, "baseline": f.baseline}
 
 
-def _finding(f: Finding, redact_on: bool) -> dict[str, Any]:
-    d = f.to_dict() | {"known": f.known, "baseline": f.baseline}
-    if redact_on:  # evidence is redacted by findings.py; knob values come from config and logs
-        for k in d["knobs"]:
-            k["current"] = redact(k["current"]) if isinstance(k["current"], str) else k["current"]
-            k["source"] = redact(k["source"])
-    return d
-
-
-def as_dict(report: Report, redact_on: bool = True) -> dict[str, object]:
+def as_dict(report: Report) -> dict[str, object]:
+    """The report as JSON data. Nothing is redacted here: a report is redacted once, when it is built
+    (analyze, merge), and formats only render it."""
     return {
         "version": report.version,
         "root": report.root,
         "verdict": verdict(report),
-        "findings": [_finding(f, redact_on) for f in report.findings],
+        "findings": [_finding(f) for f in report.findings],
         "files": [{"path": f.rel, "kind": f.kind, "status": f.status, "reason": f.reason, "lines": f.lines,
                    "size": f.size} | ({"node": f.node} if f.node else {}) for f in report.files],
-        "config": _config(report, redact_on),
+        "config": report.config,
         "errors": report.errors,
         "figures": report.figures,
         "timelines": [t.to_dict() for t in report.timelines],
@@ -64,4 +53,4 @@ def dumps(value: Any, level: int = 0) -> str:
 
 
 def render(report: Report, options: RenderOptions) -> str:
-    return dumps(as_dict(safe_report(report), options.redact)) + "\n"
+    return dumps(as_dict(safe_report(report))) + "\n"

@@ -26,6 +26,7 @@ from triage.errors import TriageError
 from triage.findings import MAX_EVIDENCE, MAX_UNCLASSIFIED, fingerprint, merge_symptoms, rank
 from triage.library.rules import Library
 from triage.model import SEVERITY_RANK, Evidence, Finding, Knob, LogFile, Report, Timeline
+from triage.redact import redact_report
 from triage.scan.scanner import FINAL_EXC
 from triage.template import template
 
@@ -278,6 +279,11 @@ def _node_timeline(t: Timeline, node: str) -> Timeline:
     return t
 
 
-def merge_files(paths: Iterable[Path], lib: Library) -> Report:
+def merge_files(paths: Iterable[Path], lib: Library, redact: bool = True) -> Report:
+    """The reports in these files as one. `redact`: mask secrets in the merged report (a part written with
+    `--no-redact` may hold them); the merged report is built here, so here is its one redaction point."""
     taken: set[str] = set()
-    return merge([Part(node_name(p, taken), read(p)) for p in paths], lib)
+    report = merge([Part(node_name(p, taken), read(p)) for p in paths], lib)
+    if redact:
+        redact_report(report)
+    return report
