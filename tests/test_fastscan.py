@@ -240,7 +240,7 @@ def test_folded_pressure_rows_give_what_python_gives_row_by_row(tmp_path: Path, 
     records = []
     real = native._linescan.scan
     monkeypatch.setattr(native._linescan, "scan", lambda *a: (r := real(*a), records.extend(
-        h for h in r[4] if h[0] == fastscan.K_FOLD))[0])
+        h for h in r[4] if h[0] in (fastscan.K_FOLD, fastscan.K_BATCH)))[0])
     log = tmp_path / "sglang-engine-0.log"
     lines = pressure_log(12000, seed)
     log.write_text("\n".join(lines) + "\n")
@@ -250,8 +250,54 @@ def test_folded_pressure_rows_give_what_python_gives_row_by_row(tmp_path: Path, 
     assert pressure_view(fast.engines[key]) == pressure_view(slow.engines[key])
     eps = fast.engines[key].pressure_episodes
     assert eps.count > 50 and eps.total_rows > 1000  # the run really has pressure, in many episodes
-    assert sum(rec[4][3] for rec in records) > eps.total_rows // 2  # most of it folded in C, not read row by row
+    folded = sum(rec[4][3] if rec[0] == fastscan.K_FOLD else rec[4][1] for rec in records)
+    assert folded > eps.total_rows // 2  # most of it folded in C, not read row by row
     assert [(h.rule, h.line.lineno) for h in fast.hits] == [(h.rule, h.line.lineno) for h in slow.hits]
+
+
+def flipping_log(n: int, seed: int) -> list[str]:
+    """Rows of one engine flipping in and out of pressure on their own (a pool hovering around 0.9): most episodes
+    are one row, some a few rows over several seconds; now and then a line Python must read."""
+    import random
+
+    rng = random.Random(seed)
+    out = []
+    for i in range(n):
+        pressed = rng.random() < (0.6 if i % 997 < 40 else 0.11)  # stretches where longer episodes form
+        u, q = (f"{rng.uniform(0.9, 0.99):.2f}", rng.randrange(1, 30)) if pressed else \
+            (f"{rng.uniform(0.2, 0.85):.2f}", rng.choice((0, 0, 1, 2)))
+        row = (DECODE if rng.random() < 0.8 else PREFILL).format(s=(i // 7) % 60, u=u, q=q)
+        out.append(row.replace("00:53:", f"{i // 420 % 24:02d}:{i // 7 // 60 % 60:02d}:", 1))
+        if rng.random() < 0.002:
+            out.append("[2026-05-24 00:53:00 TP0] Scheduler: request aborted, retrying")
+    return out
+
+
+@pytest.mark.parametrize(("seed", "keep"), [(5, 256), (6, 8)])
+def test_many_short_pressure_episodes_reach_python_as_batches(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                              seed: int, keep: int) -> None:
+    from triage.parsers import engine_stats
+
+    monkeypatch.setattr(fastscan, "SAMPLE_ALL_BELOW", 0)
+    monkeypatch.setattr(fastscan, "TIMELINE_ROWS", 50)
+    monkeypatch.setattr(fastscan, "CHUNK", 1 << 18)
+    monkeypatch.setattr(fastscan, "KEEP_EPISODES", keep)
+    monkeypatch.setattr(engine_stats, "KEEP_EPISODES", keep)
+    records = []
+    real = native._linescan.scan
+    monkeypatch.setattr(native._linescan, "scan", lambda *a: (r := real(*a), records.extend(
+        h for h in r[4] if h[0] in (fastscan.K_FOLD, fastscan.K_BATCH)))[0])
+    log = tmp_path / "sglang-engine-0.log"
+    log.write_text("\n".join(flipping_log(20000, seed)) + "\n")
+    fast, slow = scan(log), scan(log, native=False)
+    (key,) = slow.engines
+    assert pressure_view(fast.engines[key]) == pressure_view(slow.engines[key])
+    eps = fast.engines[key].pressure_episodes
+    assert eps.count > 2000 and max(e.seconds for e in eps.items) > 0
+    assert len(eps.items) <= keep + 3 and eps.dropped == eps.count - len(eps.items)
+    assert len(records) < eps.count // 4  # a record per batch, not per episode
+    sent = sum(len(rec[4][6]) for rec in records if rec[0] == fastscan.K_BATCH)
+    assert sent < eps.count // 2  # episodes that cannot be among the longest are not handed over
 
 
 def test_a_saturated_pool_keeps_bounded_rows_and_exact_counts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -364,14 +364,7 @@ class EngineStats:
         `base`: lines before the chunk; `line(row)` makes the RowRef of a row (one per row)."""
         (fresh, closed, close_lone, rows, first, last, peak, usage, queue, running, evidence,
          n_all, all_first, all_last, all_usage, all_queue) = rec
-        if n_all:
-            self.engine = self.engine or "sglang"
-            if self.first_line is None:
-                self.first_line = line(all_first).get()
-            self.folded_ends = [self.folded_ends[0] if self.folded_ends else (base + all_first[0] + 1, all_first[1]),
-                                (base + all_last[0] + 1, all_last[1])]
-            self.folded_usage = max(self.folded_usage, array("f", [all_usage])[0])
-            self.folded_queue = max(self.folded_queue, array("f", [all_queue])[0])
+        self._folded(n_all, all_first, all_last, all_usage, all_queue, base, line)
         if close_lone:
             self.lone_episodes.close()  # a folded row never decodes alone
         episodes = self.pressure_episodes
@@ -386,6 +379,40 @@ class EngineStats:
             episodes.run(line(first), line(last), line(peak), rows, first[1], last[1], usage, peak[3], queue, running)
         if closed:
             episodes.close()
+
+    def _folded(self, n_all: int, all_first: Any, all_last: Any, all_usage: float, all_queue: float, base: int,
+                line: Callable[[tuple[Any, ...]], RowRef]) -> None:
+        """What `n_all` folded rows (pressed or not) add beyond the episodes: first line, ends, peaks."""
+        if n_all:
+            self.engine = self.engine or "sglang"
+            if self.first_line is None:
+                self.first_line = line(all_first).get()
+            self.folded_ends = [self.folded_ends[0] if self.folded_ends else (base + all_first[0] + 1, all_first[1]),
+                                (base + all_last[0] + 1, all_last[1])]
+            self.folded_usage = max(self.folded_usage, array("f", [all_usage])[0])
+            self.folded_queue = max(self.folded_queue, array("f", [all_queue])[0])
+
+    def fold_batch(self, rec: tuple[Any, ...], base: int, line: Callable[[tuple[Any, ...]], RowRef]) -> None:
+        """A batch of the C prefilter (_linescan.c, Batch): closed pressure episodes in a row, each starting anew, as
+        if their rows had been added in turn (EngineStats.add), but for the arrays. An episode is (first, last, peak,
+        rows, highest usage, queue and running); rows as in `fold`."""
+        count, rows, seconds, usage, queue, close_lone, eps, evidence, n_all, all_first, all_last, all_u, all_q = rec
+        self._folded(n_all, all_first, all_last, all_u, all_q, base, line)
+        if close_lone:
+            self.lone_episodes.close()
+        for row in evidence:
+            if len(self.pressure) >= KEEP_PRESSURE_LINES:
+                break
+            self.pressure.append((line(row).get(), row[2], row[3]))
+        sent = []
+        for first, last, peak, n, peak_usage, peak_queue, running in eps:
+            e = Episode(line(first), line(last), rows=n, t0=first[1], t1=last[1])
+            e._peak, e.peak_row_queue = line(peak), peak[3]
+            e.peak_usage, e.peak_queue, e.peak_running = peak_usage, peak_queue, running
+            sent.append(e)
+        last = eps[-1][1]
+        self._last_pressure = (line(last), last[2], last[3])
+        self.pressure_episodes.batch(count, rows, seconds, usage, queue, sent)
 
     def __len__(self) -> int:
         return len(self.lineno)

@@ -30,6 +30,7 @@ the file's result. Both stages see the same chunks, so the result is the same ei
 
 from __future__ import annotations
 
+import heapq
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
@@ -38,13 +39,14 @@ from typing import TYPE_CHECKING, Any, BinaryIO, NamedTuple
 from triage.input.read import ANSI, CHUNK, MAX_LINE, TRUNCATED, iter_chunks, line_text, normalise
 from triage.model import Line
 from triage.parsers import sglang
-from triage.parsers.engine_stats import KEEP_PRESSURE_LINES, ROW_GAP, RowRef, engine, engine_key
+from triage.parsers.engine_stats import KEEP_EPISODES, KEEP_PRESSURE_LINES, ROW_GAP, RowRef, engine, engine_key
 from triage.scan.native import (
     F_CR,
     F_ESC,
     F_MANY,
     F_NUL,
     F_RAY,
+    K_BATCH,
     K_CAND,
     K_FOLD,
     K_SAMPLED,
@@ -111,6 +113,29 @@ class RowOwners:
         return {key: n - sampled[key] for key, n in counts.items() if n > sampled[key]}
 
 
+class Bars:
+    """What a batched pressure episode must beat to be handed over as one of the longest (_linescan.c, Batch): per
+    engine timeline, the KEEP_EPISODES longest (seconds, rows) of the episodes handed over so far. Python keeps the
+    longest of those and more (Episodes), so its own bar is never lower: nothing it would keep is held back."""
+
+    def __init__(self) -> None:
+        self.heaps: dict[str, list[tuple[float, int]]] = {}
+
+    def bar(self, key: str) -> tuple[float, int]:
+        heap = self.heaps.get(key, [])
+        return heap[0] if len(heap) >= KEEP_EPISODES else (-1.0, -1)
+
+    def saw(self, key: str, episodes: Iterable[tuple[Any, ...]]) -> None:
+        heap = self.heaps.setdefault(key, [])
+        for first, last, _, rows, *_ in episodes:
+            t0, t1 = first[1], last[1]
+            item = (t1 - t0 if t0 >= 0 and t1 >= t0 else 0.0, rows)
+            if len(heap) < KEEP_EPISODES:
+                heapq.heappush(heap, item)
+            elif item > heap[0]:
+                heapq.heapreplace(heap, item)
+
+
 class Chunk(NamedTuple):
     """What reading a chunk (stage 1: the C prefilter) hands to parsing it (stage 2: Python)."""
 
@@ -161,6 +186,7 @@ def read_chunks(needles: Needles, lf: LogFile, stream: BinaryIO,
     lines = 0
     matcher = None
     owners: RowOwners | None = None
+    bars, bar_key = Bars(), ""  # the timeline folded rows went to last
     while True:
         n = stream.readinto(mv[have:have + CHUNK]) or 0  # type: ignore[attr-defined]
         if progress is not None and not lf.compression:
@@ -180,12 +206,20 @@ def read_chunks(needles: Needles, lf: LogFile, stream: BinaryIO,
         raw = mv[:cut]
         chunk: Any = raw
         at = max(0, next_sample - offset)
-        args = (matcher, chunk, at, step, owners.per_origin, ROW_GAP, KEEP_PRESSURE_LINES)
+        bar = bars.bar(bar_key)
+        args = (matcher, chunk, at, step, owners.per_origin, ROW_GAP, KEEP_PRESSURE_LINES, KEEP_EPISODES, *bar)
         nl, flags, quiet, ns, hits, per_origin = _linescan.scan(*args)
         if flags & (F_ESC | F_NUL) and not flags & F_CR:  # colour codes (Ray colours its prefixes), NULs
             chunk = memoryview(ANSI_BYTES.sub(b"", chunk).replace(b"\x00", b""))  # what read.normalise removes
             nl, flags, quiet, ns, hits, per_origin = _linescan.scan(matcher, chunk, *args[2:])
             flags &= ~(F_ESC | F_NUL)  # an ESC left over is text as the line-for-line reader sees it too
+        batch = next((h for h in hits if h[0] == K_BATCH), None)
+        if batch is not None and not flags & ~F_RAY:
+            key = row_key(lf.rel, chunk[batch[2]:batch[3]])
+            if key != bar_key and bar != (-1.0, -1):  # another engine's rows than the bar was for: none held back
+                nl, flags, quiet, ns, hits, per_origin = _linescan.scan(matcher, chunk, *args[2:-2], -1.0, -1)
+            bar_key = key
+            bars.saw(key, (ep for h in hits if h[0] == K_BATCH for ep in h[4][6]))
         if flags & ~F_RAY:  # `\r` redraws, or more engines than the C side keeps apart
             if flags & F_MANY:  # folded rows of several engines: count per origin from now on
                 owners.per_origin = True
@@ -194,7 +228,7 @@ def read_chunks(needles: Needles, lf: LogFile, stream: BinaryIO,
             next_sample = offset + cut + ns - len(chunk)  # ns counts in the (maybe cleaned) chunk
             folded = ""  # the C side folds one engine's rows (a second one makes it F_MANY): one key a chunk
             for i, (kind, rel, start, stop, ids) in enumerate(hits):  # a row's timeline, for RowOwners and the fold
-                if kind == K_FOLD:
+                if kind in (K_FOLD, K_BATCH):
                     folded = folded or row_key(lf.rel, chunk[start:stop])
                     hits[i] = (kind, rel, start, stop, (folded, ids))
                 elif kind != K_CAND:
@@ -258,7 +292,7 @@ def _fast_hits(scanner: LineScanner, fs: FileScan, data: Any, hits: list[Any], b
                 plan = plans[tag] = scanner.plan(frozenset(anchor_of[i] for i in tag))
             scanner.line(fs, lineno, text, plan)
             runs.after(ctx, lineno, text)
-        elif kind == K_FOLD:
+        elif kind in (K_FOLD, K_BATCH):
             key, rec = tag
             made: dict[int, RowRef] = {}  # one per row (evidence compares lines by identity)
 
@@ -269,7 +303,10 @@ def _fast_hits(scanner: LineScanner, fs: FileScan, data: Any, hits: list[Any], b
                     got = made[row[0]] = RowRef(lineno, lambda: _row_line(lf, lineno, text.decode("ascii")))
                 return got
 
-            engine(res, key).fold(rec, base, line)
+            if kind == K_FOLD:
+                engine(res, key).fold(rec, base, line)
+            else:
+                engine(res, key).fold_batch(rec, base, line)
         else:
             _stats_row(lf, lineno, text, tag, res, kind == K_SAMPLED)
 
