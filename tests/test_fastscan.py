@@ -318,3 +318,62 @@ def test_a_saturated_pool_keeps_bounded_rows_and_exact_counts(tmp_path: Path, mo
     assert [ln.lineno for ln, _, _ in es.pressure] == list(range(1, 21)) and es.last_pressure[0].lineno == n
     assert (eps.items[0].first.lineno, eps.items[0].peak.lineno, eps.items[0].last.lineno) == (1, 30, n)  # 1.00 and 34 waiting
     assert sum(isinstance(o, Line) for o in gc.get_objects()) < 200
+
+
+def storm_log(n: int, seed: int) -> list[str]:
+    """A retraction storm of one engine: the same wording with changing numbers, stats rows between, now and then
+    another wording, a line of another family, a gap longer than a family bridges, a Ray line and a repeat count."""
+    import random
+
+    rng = random.Random(seed)
+    out = []
+    for i in range(n):
+        t = f"[2026-05-24 01:{i // 600 % 60:02d}:{i // 10 % 60:02d} TP{i % 2}] "
+        r = rng.random()
+        if r < 0.002:
+            out.append(t + "Scheduler hit an exception: RuntimeError: CUDA error: an illegal memory access")
+        elif r < 0.004:
+            out.extend(DECODE.format(s=i % 60, u="0.50", q=0) for _ in range(80))  # a gap of 80 lines
+        elif r < 0.005:
+            out.append(f"(SGLangEngine pid={100 + i % 3}) {t}KV cache pool is full. Retract requests. "
+                       f"#retracted_reqs: {rng.randrange(1, 9)}, #new_token_ratio: 0.3 -> 0.5")
+        elif r < 0.006:
+            out.append(f"{t}KV cache pool is full. Retract requests. #retracted_reqs: 2, #new_token_ratio: 0.3 -> 0.5 "
+                       "[repeated 3x across cluster]")
+        elif r < 0.01:
+            out.append(f"{t}Decode out of memory happened. #retracted_reqs: {rng.randrange(1, 4)}")
+        elif r < 0.75:
+            a = rng.uniform(0.05, 0.5)
+            out.append(f"{t}KV cache pool is full. Retract requests. #retracted_reqs: {rng.randrange(1, 40)}, "
+                       f"#new_tokens_gained: {rng.randrange(100, 900)}, #new_token_ratio: {a:.4f} -> {a + 0.2:.4f}")
+        else:
+            out.append(DECODE.format(s=i % 60, u=f"{rng.uniform(0.2, 0.85):.2f}", q=rng.choice((0, 1))))
+    return out
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_a_retraction_storm_is_counted_in_c_as_python_counts_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                 seed: int) -> None:
+    from triage.checks.serving import retracted
+
+    monkeypatch.setattr(fastscan, "CHUNK", 1 << 16)  # many chunks: a family crosses chunk ends
+    counted = []
+    real = native._linescan.scan
+    monkeypatch.setattr(native._linescan, "scan", lambda *a: (r := real(*a), counted.extend(
+        h[4][0] for h in r[4] if h[0] == fastscan.K_FAMILY))[0])
+    log = tmp_path / "sglang-engine-0.log"
+    lines = storm_log(30000, seed)
+    log.write_text("\n".join(lines) + "\n")
+    fast, slow = scan(log), scan(log, native=False)
+
+    def view(res):  # type: ignore[no-untyped-def]
+        return ([(h.rule, h.line.lineno, h.line.until, h.line.repeat) for h in res.hits],
+                [(e.line.lineno, e.fields.get("count"), e.fields.get("extra"), retracted(e)) for e in res.events
+                 if e.kind == "retraction"])
+
+    assert view(fast) == view(slow)
+    storm = sum(1 for ln in lines if "Retract requests" in ln and not ln.startswith("(") and "repeated" not in ln)
+    assert sum(counted) > storm * 0.8  # most of the storm counted in C, not handed over line by line
+    total = sum(retracted(e) for e in slow.events if e.kind == "retraction")
+    assert total == sum(int(ln.split("#retracted_reqs: ")[1].split(",")[0]) * (3 if "repeated 3x" in ln else 1)
+                        for ln in lines if "#retracted_reqs: " in ln)

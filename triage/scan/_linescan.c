@@ -353,8 +353,8 @@ typedef struct {
     Py_ssize_t w, nl_w, n_pos;
 } Emit;
 
-/* Append (kind, line_index, bol, eol, ids) to the output; ids: a new reference or NULL (None), stolen. */
-static int emit(Emit *em, int kind, Py_ssize_t bol, Py_ssize_t eol, PyObject *ids) {
+/* The line index of the line starting at bol (bol never goes back). */
+static Py_ssize_t em_line(Emit *em, Py_ssize_t bol) {
     if (em->fused) {  /* the same number: newlines in [nl_pos, bol), or 0 if bol <= nl_pos */
         Py_ssize_t n_bol = em->nl_w - em->count(em->b + bol, em->b + em->w);
         if (bol > em->nl_pos) em->nl_cnt += n_bol - em->n_pos;
@@ -362,6 +362,12 @@ static int emit(Emit *em, int kind, Py_ssize_t bol, Py_ssize_t eol, PyObject *id
     } else
         em->nl_cnt += em->count(em->b + em->nl_pos, em->b + bol);
     em->nl_pos = bol;
+    return em->nl_cnt;
+}
+
+/* Append (kind, line_index, bol, eol, ids) to the output; ids: a new reference or NULL (None), stolen. */
+static int emit(Emit *em, int kind, Py_ssize_t bol, Py_ssize_t eol, PyObject *ids) {
+    em_line(em, bol);
     PyObject *t = PyTuple_New(5);
     if (!t) { Py_XDECREF(ids); return -1; }
     if (!ids) { ids = Py_None; Py_INCREF(ids); }
@@ -500,6 +506,27 @@ typedef struct {
     Batch bat;
 } Fold;
 
+/* ---- A family: candidate lines that fold into the line Python kept last (origins.Families) ----
+ * Python says, for the call, which line its next candidate lines may fold into: that line's text with its digit
+ * runs removed, its needle indices, its last line (index relative to this buffer, may be negative), the gap
+ * allowed and which digit run (0-based, -1: none) holds the count its event adds up. While the candidate lines
+ * that come are printable ASCII of at most FAM_LINE_MAX bytes, hold the same needles, equal that text but for
+ * their digit runs and are at most `gap` lines after the last one, they are only counted (see fam_folds for
+ * what other lines do). The count goes out as one record (kind 5) before the next line returned: (5, line
+ * index of the last folded, 0, 0, (lines, sum of their counts)), for the line Python kept last. Stats rows
+ * between do not matter (Python keeps them out of the context). */
+#define FAM_LINE_MAX 4096
+typedef struct {
+    int on;                   /* armed and not yet ended in this call */
+    const unsigned char *text;
+    Py_ssize_t len;
+    Py_ssize_t ids[32], nids;
+    Py_ssize_t until, gap, run;
+    int waiting;              /* other candidate lines came: the next line of the family is returned, not counted */
+    Py_ssize_t n;             /* lines folded, not yet written out */
+    long long sum;
+} Family;
+
 /* The state of one scan() call, shared by all loops. */
 typedef struct {
     const Matcher *m;
@@ -516,6 +543,7 @@ typedef struct {
     Py_ssize_t *ids, nids, ids_cap;     /* its needle indices (ids_local, or a larger heap array) */
     Py_ssize_t ids_local[32];
     Fold fold;                          /* pressure rows kept as runs (fold.on: this call folds) */
+    Family fam;                         /* candidate lines of the family of Python's last line, counted here */
 } Scan;
 
 /* ---- the fold (see the Fold comment above) ---- */
@@ -928,9 +956,81 @@ static int fold_flush(Scan *st) {
 }
 
 
+/* Write out the lines the family folded, if any. */
+static int fam_flush(Scan *st) {
+    Family *fm = &st->fam;
+    if (!fm->n) return 0;
+    PyObject *t = Py_BuildValue("(inii(nL))", 5, fm->until, 0, 0, fm->n, fm->sum);
+    if (!t) return -1;
+    int r = PyList_Append(st->em.out, t);
+    Py_DECREF(t);
+    fm->n = 0;
+    fm->sum = 0;
+    return r;
+}
+
+/* Whether the pending candidate line is of the family: the same needles, printable ASCII, the family's text but for
+ * its digit runs (the count run parsed into *count). */
+static int fam_match(Scan *st, long long *count) {
+    Family *fm = &st->fam;
+    const unsigned char *b = st->b;
+    Py_ssize_t bol = st->c_bol, eol = st->c_eol;
+    if (eol - bol > FAM_LINE_MAX || st->nids != fm->nids) return 0;
+    for (Py_ssize_t k = 0; k < st->nids; k++)
+        if (st->ids[k] != fm->ids[k]) return 0;
+    Py_ssize_t j = 0, run = 0;
+    *count = -1;
+    for (Py_ssize_t k = bol; k < eol;) {
+        unsigned char c = b[k];
+        if (c >= '0' && c <= '9') {
+            Py_ssize_t d0 = k;
+            long long v = 0;
+            while (k < eol && b[k] >= '0' && b[k] <= '9') { if (k - d0 < 18) v = v * 10 + (b[k] - '0'); k++; }
+            if (run++ == fm->run) {
+                if (k - d0 > 18) return 0;
+                *count = v;
+            }
+            continue;
+        }
+        if (c < 0x20 || c >= 0x7f || j >= fm->len || fm->text[j] != c) return 0;
+        j++;
+        k++;
+    }
+    return j == fm->len && (fm->run < 0 || *count >= 0);
+}
+
+/* The pending candidate line and the family: 1 when it is counted (not returned). A line of the family too far
+ * from the last one, or the first after other candidate lines (`waiting`), is returned: Python keeps it as the
+ * line its family folds into (as it kept the one the call began with: same text but digits, same needles, so
+ * the same rules and the same decision), and counting goes on after it. */
+static int fam_folds(Scan *st) {
+    Family *fm = &st->fam;
+    long long count;
+    if (!fam_match(st, &count)) {
+        fm->waiting = 1;
+        return fam_flush(st) < 0 ? -1 : 0;
+    }
+    Py_ssize_t ln = em_line(&st->em, st->c_bol);
+    if (fm->waiting || ln - fm->until > fm->gap) {
+        if (fam_flush(st) < 0) return -1;  /* what the line before it took, first */
+        fm->waiting = 0;
+        fm->until = ln;
+        return 0;
+    }
+    fm->until = ln;
+    fm->n++;
+    fm->sum += fm->run >= 0 ? count : 0;
+    return 1;
+}
+
 /* Emit the pending candidate line, if any. */
 static int finish_cand(Scan *st) {
     if (st->c_bol < 0) return 0;
+    if (st->fam.on) {
+        int r = fam_folds(st);
+        if (r < 0) return -1;
+        if (r) { st->c_bol = -1; return 0; }
+    }
     if (fold_flush(st) < 0) return -1;
     PyObject *tup = PyTuple_New(st->nids);
     if (!tup) return -1;
@@ -1245,13 +1345,15 @@ TARGET_AVX512 static int run_avx512(Scan *st) {
 }
 #endif
 
-/* scan(matcher, buffer, next_sample, step, origins=False, gap=0, evidence=0, keep=0, bar_s=-1, bar_r=-1)
+/* scan(matcher, buffer, next_sample, step, origins=False, gap=0, evidence=0, keep=0, bar_s=-1, bar_r=-1,
+ *      family=None)
  *   -> (lines, flags, quiet_stats, next_sample, [(kind, line_index, start, end, ids), ...], per_origin)
  * per_origin: None, or with origins=True {origin bytes: quiet stats rows} (see Origins).
  * kind 0: candidate line, ids = tuple of the needle indices found in it; kind 1: sampled stats line;
  * with gap > 0 (and origins=False) high-usage rows are folded (see Fold): kind 2, a record (ids = its payload,
  * start/end = a row of its engine); kind 3, a folded row sampled for the timeline. With keep > 0, closed episodes
- * in a row are handed over as one record (see Batch): kind 4; bar_s, bar_r: see Batch.
+ * in a row are handed over as one record (see Batch): kind 4; bar_s, bar_r: see Batch. family: None or (text without
+ * digit runs, needle indices, last line index, gap, count run): see Family; kind 5.
  * line_index counts newlines before the line (0 for the buffer's first line). */
 static PyObject *scan_with(PyObject *args, int loop) {
     PyObject *cap;
@@ -1260,20 +1362,41 @@ static PyObject *scan_with(PyObject *args, int loop) {
     int origins = 0;
     Py_ssize_t gap = 0, evidence = 0, keep = 0, bar_r = -1;
     double bar_s = -1.0;
-    if (!PyArg_ParseTuple(args, "Oy*nn|pnnndn", &cap, &view, &next_sample, &step, &origins, &gap, &evidence, &keep,
-                          &bar_s, &bar_r)) return NULL;
+    PyObject *family = Py_None;
+    if (!PyArg_ParseTuple(args, "Oy*nn|pnnndnO", &cap, &view, &next_sample, &step, &origins, &gap, &evidence, &keep,
+                          &bar_s, &bar_r, &family)) return NULL;
+    Py_buffer fam_text = {0};
+    PyObject *fam_ids = NULL;
+    Py_ssize_t fam_until = 0, fam_gap = 0, fam_run = -1;
+    if (family != Py_None && !PyArg_ParseTuple(family, "y*O!nnn", &fam_text, &PyTuple_Type, &fam_ids, &fam_until,
+                                               &fam_gap, &fam_run)) { PyBuffer_Release(&view); return NULL; }
     Matcher *m = (Matcher *)PyCapsule_GetPointer(cap, "triage.scan._linescan.Matcher");
-    if (!m) { PyBuffer_Release(&view); return NULL; }
-    Scan *st = PyMem_Calloc(1, sizeof(Scan));  /* the origin table makes it ~10 KB: not on the stack */
-    if (!st) { PyBuffer_Release(&view); return PyErr_NoMemory(); }
+    Scan *st = m ? PyMem_Calloc(1, sizeof(Scan)) : NULL;  /* the origin table makes it ~10 KB: not on the stack */
+    if (!st) {
+        PyBuffer_Release(&view);
+        if (fam_ids) PyBuffer_Release(&fam_text);
+        return m ? PyErr_NoMemory() : NULL;
+    }
     st->origins = origins;
+    if (fam_ids && PyTuple_GET_SIZE(fam_ids) <= 32) {
+        Family *fm = &st->fam;
+        fm->on = 1;
+        fm->text = fam_text.buf;
+        fm->len = fam_text.len;
+        fm->nids = PyTuple_GET_SIZE(fam_ids);
+        for (Py_ssize_t k = 0; k < fm->nids; k++) fm->ids[k] = PyLong_AsSsize_t(PyTuple_GET_ITEM(fam_ids, k));
+        fm->until = fam_until;
+        fm->gap = fam_gap;
+        fm->run = fam_run;
+        if (PyErr_Occurred()) goto fail;
+    }
     st->fold.on = gap > 0 && !origins;
     st->fold.gap = gap;
     st->fold.evidence = evidence < FOLD_EVIDENCE ? evidence : FOLD_EVIDENCE;
     st->fold.py_open = 1;  /* Python may hold an episode from the chunk before */
     if (st->fold.on && keep > 0) {
         st->fold.bat.cand = PyMem_Malloc((size_t)keep * sizeof(Ep));
-        if (!st->fold.bat.cand) { PyBuffer_Release(&view); PyMem_Free(st); return PyErr_NoMemory(); }
+        if (!st->fold.bat.cand) { PyErr_NoMemory(); goto fail; }
         st->fold.bat.on = 1;
         st->fold.bat.keep = keep;
         st->fold.bat.bar_s = bar_s;
@@ -1290,7 +1413,7 @@ static PyObject *scan_with(PyObject *args, int loop) {
     st->ids = st->ids_local;
     st->ids_cap = (Py_ssize_t)(sizeof(st->ids_local) / sizeof(st->ids_local[0]));
     st->em.out = PyList_New(0);
-    if (!st->em.out) { PyBuffer_Release(&view); PyMem_Free(st->fold.bat.cand); PyMem_Free(st); return NULL; }
+    if (!st->em.out) goto fail;
     int err;
     if (loop == P_AVX512 && !m->simd_ok) loop = P_AVX2;  /* more single bytes than its compare takes */
     switch (loop) {
@@ -1313,8 +1436,9 @@ static PyObject *scan_with(PyObject *args, int loop) {
     }
     if (!err) {
         if (st->n > 0) st->flags |= m->single[st->b[st->n - 1]];  /* the last byte of an odd-length buffer */
-        err = finish_cand(st) < 0 || fold_flush(st) < 0;
+        err = finish_cand(st) < 0 || fold_flush(st) < 0 || fam_flush(st) < 0;
     }
+    if (fam_ids) PyBuffer_Release(&fam_text);
     if (st->ids != st->ids_local) PyMem_Free(st->ids);
     PyMem_Free(st->fold.bat.cand);
     PyObject *per_origin = Py_None;
@@ -1338,6 +1462,12 @@ static PyObject *scan_with(PyObject *args, int loop) {
     PyObject *out = Py_BuildValue("(ninnNN)", lines, st->flags, st->quiet, st->next_sample, st->em.out, per_origin);
     PyMem_Free(st);
     return out;
+fail:
+    PyBuffer_Release(&view);
+    if (fam_ids) PyBuffer_Release(&fam_text);
+    PyMem_Free(st->fold.bat.cand);
+    PyMem_Free(st);
+    return NULL;
 }
 
 static PyObject *scan(PyObject *self, PyObject *args) {

@@ -15,8 +15,8 @@ except ImportError:  # no compiler at install time: the Python path does everyth
     _linescan = None
 
 K_CAND, K_STATS, K_USAGE = 0, 1, 2  # needle kinds; the kinds of scan()'s lines: candidate, sampled row (K_STATS),
-K_FOLD, K_SAMPLED, K_BATCH = 2, 3, 4  # a record of folded rows, a folded row sampled for the timeline, a batch
-# of closed pressure episodes (_linescan.c, Batch)
+K_FOLD, K_SAMPLED, K_BATCH, K_FAMILY = 2, 3, 4, 5  # a record of folded rows, a folded row sampled for the
+# timeline, a batch of closed pressure episodes (_linescan.c, Batch), lines counted into Python's last line (Family)
 F_CR, F_ESC, F_NUL, F_RAY, F_MANY = 1, 2, 4, 8, 16
 STATS_MARKERS = ("Decode batch", "Prefill batch")
 PAIR_SAMPLE = 1 << 20  # bytes of a file's head used to pick each needle's rarest byte pair

@@ -48,6 +48,7 @@ from triage.scan.native import (
     F_RAY,
     K_BATCH,
     K_CAND,
+    K_FAMILY,
     K_FOLD,
     K_SAMPLED,
     K_STATS,
@@ -169,14 +170,16 @@ def scan_file(scanner: LineScanner, fs: FileScan, stream: BinaryIO, progress: Pr
     """Scan one file's bytes into fs (its result, pending claims, context): both stages here. `progress` is told
     the bytes read. Returns the number of lines read."""
     assert scanner.needles is not None
-    return parse_chunks(scanner, fs, read_chunks(scanner.needles, fs.lf, stream, progress),
-                        lambda rest: _Prepend(rest.head, stream))
+    chunks = read_chunks(scanner.needles, fs.lf, stream, progress, lambda base: fs.family.native(fs.ctx, base))
+    return parse_chunks(scanner, fs, chunks, lambda rest: _Prepend(rest.head, stream))
 
 
-def read_chunks(needles: Needles, lf: LogFile, stream: BinaryIO,
-                progress: Progress | None = None) -> Iterator[Chunk | Rest | int]:
+def read_chunks(needles: Needles, lf: LogFile, stream: BinaryIO, progress: Progress | None = None,
+                family: Callable[[int], Any] | None = None) -> Iterator[Chunk | Rest | int]:
     """Stage 1: each chunk's candidate lines, sampled rows, fold records and skipped-row counts; then a Rest, or
-    the line count of the file. Python never sees the other lines."""
+    the line count of the file. Python never sees the other lines. `family(lines before the chunk)`: what the C side
+    may count into the line Python kept last (origins.Families.native), asked before each chunk once stage 2 has
+    parsed the one before (one process only)."""
     step = 0 if lf.size <= SAMPLE_ALL_BELOW else lf.size // TIMELINE_ROWS
     buf = bytearray(CHUNK + MAX_LINE + 1)
     mv = memoryview(buf)
@@ -207,7 +210,8 @@ def read_chunks(needles: Needles, lf: LogFile, stream: BinaryIO,
         chunk: Any = raw
         at = max(0, next_sample - offset)
         bar = bars.bar(bar_key)
-        args = (matcher, chunk, at, step, owners.per_origin, ROW_GAP, KEEP_PRESSURE_LINES, KEEP_EPISODES, *bar)
+        fam = family(lines) if family is not None else None
+        args = (matcher, chunk, at, step, owners.per_origin, ROW_GAP, KEEP_PRESSURE_LINES, KEEP_EPISODES, *bar, fam)
         nl, flags, quiet, ns, hits, per_origin = _linescan.scan(*args)
         if flags & (F_ESC | F_NUL) and not flags & F_CR:  # colour codes (Ray colours its prefixes), NULs
             chunk = memoryview(ANSI_BYTES.sub(b"", chunk).replace(b"\x00", b""))  # what read.normalise removes
@@ -217,7 +221,7 @@ def read_chunks(needles: Needles, lf: LogFile, stream: BinaryIO,
         if batch is not None and not flags & ~F_RAY:
             key = row_key(lf.rel, chunk[batch[2]:batch[3]])
             if key != bar_key and bar != (-1.0, -1):  # another engine's rows than the bar was for: none held back
-                nl, flags, quiet, ns, hits, per_origin = _linescan.scan(matcher, chunk, *args[2:-2], -1.0, -1)
+                nl, flags, quiet, ns, hits, per_origin = _linescan.scan(matcher, chunk, *args[2:-3], -1.0, -1, fam)
             bar_key = key
             bars.saw(key, (ep for h in hits if h[0] == K_BATCH for ep in h[4][6]))
         if flags & ~F_RAY:  # `\r` redraws, or more engines than the C side keeps apart
@@ -231,7 +235,7 @@ def read_chunks(needles: Needles, lf: LogFile, stream: BinaryIO,
                 if kind in (K_FOLD, K_BATCH):
                     folded = folded or row_key(lf.rel, chunk[start:stop])
                     hits[i] = (kind, rel, start, stop, (folded, ids))
-                elif kind != K_CAND:
+                elif kind not in (K_CAND, K_FAMILY):
                     hits[i] = (kind, rel, start, stop, row_key(lf.rel, chunk[start:stop]))
             sampled = Counter(tag for kind, _, _, _, tag in hits if kind in (K_STATS, K_SAMPLED))
             yield Chunk(lines, chunk, hits, False, owners.skips(quiet, per_origin, sampled))
@@ -292,6 +296,10 @@ def _fast_hits(scanner: LineScanner, fs: FileScan, data: Any, hits: list[Any], b
                 plan = plans[tag] = scanner.plan(frozenset(anchor_of[i] for i in tag))
             scanner.line(fs, lineno, text, plan)
             runs.after(ctx, lineno, text)
+            if fs.family.line is not None and fs.family.line.lineno == lineno:
+                fs.family.ids = tag  # the C side may count the lines of its family (Families.native)
+        elif kind == K_FAMILY:
+            fs.family.counted(tag[0], tag[1], lineno)
         elif kind in (K_FOLD, K_BATCH):
             key, rec = tag
             made: dict[int, RowRef] = {}  # one per row (evidence compares lines by identity)
