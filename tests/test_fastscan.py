@@ -377,3 +377,22 @@ def test_a_retraction_storm_is_counted_in_c_as_python_counts_it(tmp_path: Path, 
     total = sum(retracted(e) for e in slow.events if e.kind == "retraction")
     assert total == sum(int(ln.split("#retracted_reqs: ")[1].split(",")[0]) * (3 if "repeated 3x" in ln else 1)
                         for ln in lines if "#retracted_reqs: " in ln)
+
+
+def test_small_files_share_one_matcher_and_read_into_buffers_their_size(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    compiled, sizes = [], []
+    real_compile = native._linescan.compile
+    monkeypatch.setattr(native._linescan, "compile", lambda spec: compiled.append(1) or real_compile(spec))
+    monkeypatch.setattr(fastscan, "bytearray", lambda n: sizes.append(n) or bytearray(n), raising=False)
+    scanner = Scanner(LIB)
+    want = []
+    for i in range(3):
+        log = tmp_path / f"worker-{i}.log"
+        log.write_text("step 1\n" * (10 + i) + "RuntimeError: CUDA error: out of memory\n")
+        want.append(log.stat().st_size + 1 + fastscan.MAX_LINE + 1)
+        files, _ = discover([str(log)])
+        res = scanner.scan(files[0])
+        assert [h.line.lineno for h in res.hits] == [11 + i]
+    assert len(compiled) == 1
+    assert sizes == want  # not a 4 MiB chunk each

@@ -195,7 +195,10 @@ def read_chunks(needles: Needles, lf: LogFile, stream: BinaryIO, progress: Progr
     may count into the line Python kept last (origins.Families.native), asked before each chunk once stage 2 has
     parsed the one before (one process only)."""
     step = 0 if lf.size <= SAMPLE_ALL_BELOW else lf.size // TIMELINE_ROWS
-    buf = bytearray(CHUNK + MAX_LINE + 1)
+    # a file of known size smaller than a chunk reads into a buffer its size (zeroing 4 MiB for each of 200 k small
+    # files is most of their cost); should it grow meanwhile, a line the buffer cannot hold goes to the line reader
+    known = not lf.compression and lf.path != "-" and 0 < lf.size < CHUNK
+    buf = bytearray((lf.size + 1 if known else CHUNK) + MAX_LINE + 1)
     mv = memoryview(buf)
     have = 0  # bytes carried over from the previous read (a partial last line)
     offset = 0  # file offset of buf[0]
