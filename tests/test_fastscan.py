@@ -351,12 +351,12 @@ def storm_log(n: int, seed: int) -> list[str]:
     return out
 
 
-@pytest.mark.parametrize("seed", [1, 2])
+@pytest.mark.parametrize(("seed", "chunk"), [(1, 1 << 16), (2, 1 << 16), (3, 1 << 20)])
 def test_a_retraction_storm_is_counted_in_c_as_python_counts_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                                 seed: int) -> None:
+                                                                 seed: int, chunk: int) -> None:
     from triage.checks.serving import retracted
 
-    monkeypatch.setattr(fastscan, "CHUNK", 1 << 16)  # many chunks: a family crosses chunk ends
+    monkeypatch.setattr(fastscan, "CHUNK", chunk)  # many chunks: a family crosses chunk ends; or the first part alone
     counted = []
     real = native._linescan.scan
     monkeypatch.setattr(native._linescan, "scan", lambda *a: (r := real(*a), counted.extend(

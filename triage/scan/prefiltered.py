@@ -67,6 +67,9 @@ if TYPE_CHECKING:
 
 ANSI_BYTES = re.compile(ANSI.pattern.encode())
 SAMPLE_ALL_BELOW = 1 << 20  # bytes: smaller files keep every stats row
+FIRST_PART = 64 << 10  # bytes of the first chunk scanned alone (one process): the parser has kept the first line of
+# a storm before the C prefilter reads on, so it counts the rest of the chunk (Families.native) instead of handing
+# over every line of it
 TIMELINE_ROWS = 1000  # stats rows sampled per larger file (plus every row with usage >= 0.9): one point each on
 # a chart (they draw up to figures.MAX_POINTS); a sample twice as large would only be folded two rows a point
 
@@ -222,6 +225,9 @@ def read_chunks(needles: Needles, lf: LogFile, stream: BinaryIO, progress: Progr
             matcher = needles.matcher(head)
             owners = RowOwners(lf.rel, head)
             del head
+            first = buf.rfind(b"\n", 0, FIRST_PART) + 1
+            if family is not None and 0 < first < cut:  # the head first: a storm in it is counted from its end on
+                cut = first
         assert owners is not None
         raw = mv[:cut]
         chunk: Any = raw
