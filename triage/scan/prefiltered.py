@@ -11,6 +11,11 @@ compiler is available) reads each 4 MiB chunk of bytes once and returns only:
   added (so pressure rows, episodes and saturation counts stay exact, and a saturated pool costs a
   record per episode, not a Python call per row). Only in a file of one engine: where the C side counts rows
   per origin (a Ray driver log, DP-attention groups) those rows are parsed in Python as before;
+- batches of closed pressure episodes (K_BATCH: totals, evidence, and the episodes Python may keep, those
+  that beat the longest it already has, Bars), where a pool flips in and out of pressure row after row;
+- counts of the candidate lines of one family (K_FAMILY): in one process, the C side is told before each chunk
+  which line the parser kept last (origins.Families.native) and counts the lines of its family, so a storm of
+  `Retract requests` lines costs a count, not a Python call per line;
 - a sample of the other stats rows for the timelines: all of them in files up to SAMPLE_ALL_BELOW,
   otherwise about TIMELINE_ROWS rows per file, evenly spaced, and the count of those not sampled.
 
