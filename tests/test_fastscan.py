@@ -240,7 +240,7 @@ def test_folded_pressure_rows_give_what_python_gives_row_by_row(tmp_path: Path, 
     records = []
     real = native._linescan.scan
     monkeypatch.setattr(native._linescan, "scan", lambda *a: (r := real(*a), records.extend(
-        h for h in r[4] if h[0] == fastscan.K_FOLD))[0])
+        h for h in r[4] if h[0] in (fastscan.K_FOLD, fastscan.K_BATCH)))[0])
     log = tmp_path / "sglang-engine-0.log"
     lines = pressure_log(12000, seed)
     log.write_text("\n".join(lines) + "\n")
@@ -250,8 +250,54 @@ def test_folded_pressure_rows_give_what_python_gives_row_by_row(tmp_path: Path, 
     assert pressure_view(fast.engines[key]) == pressure_view(slow.engines[key])
     eps = fast.engines[key].pressure_episodes
     assert eps.count > 50 and eps.total_rows > 1000  # the run really has pressure, in many episodes
-    assert sum(rec[4][3] for rec in records) > eps.total_rows // 2  # most of it folded in C, not read row by row
+    folded = sum(rec[4][3] if rec[0] == fastscan.K_FOLD else rec[4][1] for rec in records)
+    assert folded > eps.total_rows // 2  # most of it folded in C, not read row by row
     assert [(h.rule, h.line.lineno) for h in fast.hits] == [(h.rule, h.line.lineno) for h in slow.hits]
+
+
+def flipping_log(n: int, seed: int) -> list[str]:
+    """Rows of one engine flipping in and out of pressure on their own (a pool hovering around 0.9): most episodes
+    are one row, some a few rows over several seconds; now and then a line Python must read."""
+    import random
+
+    rng = random.Random(seed)
+    out = []
+    for i in range(n):
+        pressed = rng.random() < (0.6 if i % 997 < 40 else 0.11)  # stretches where longer episodes form
+        u, q = (f"{rng.uniform(0.9, 0.99):.2f}", rng.randrange(1, 30)) if pressed else \
+            (f"{rng.uniform(0.2, 0.85):.2f}", rng.choice((0, 0, 1, 2)))
+        row = (DECODE if rng.random() < 0.8 else PREFILL).format(s=(i // 7) % 60, u=u, q=q)
+        out.append(row.replace("00:53:", f"{i // 420 % 24:02d}:{i // 7 // 60 % 60:02d}:", 1))
+        if rng.random() < 0.002:
+            out.append("[2026-05-24 00:53:00 TP0] Scheduler: request aborted, retrying")
+    return out
+
+
+@pytest.mark.parametrize(("seed", "keep"), [(5, 256), (6, 8)])
+def test_many_short_pressure_episodes_reach_python_as_batches(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                              seed: int, keep: int) -> None:
+    from triage.parsers import engine_stats
+
+    monkeypatch.setattr(fastscan, "SAMPLE_ALL_BELOW", 0)
+    monkeypatch.setattr(fastscan, "TIMELINE_ROWS", 50)
+    monkeypatch.setattr(fastscan, "CHUNK", 1 << 18)
+    monkeypatch.setattr(fastscan, "KEEP_EPISODES", keep)
+    monkeypatch.setattr(engine_stats, "KEEP_EPISODES", keep)
+    records = []
+    real = native._linescan.scan
+    monkeypatch.setattr(native._linescan, "scan", lambda *a: (r := real(*a), records.extend(
+        h for h in r[4] if h[0] in (fastscan.K_FOLD, fastscan.K_BATCH)))[0])
+    log = tmp_path / "sglang-engine-0.log"
+    log.write_text("\n".join(flipping_log(20000, seed)) + "\n")
+    fast, slow = scan(log), scan(log, native=False)
+    (key,) = slow.engines
+    assert pressure_view(fast.engines[key]) == pressure_view(slow.engines[key])
+    eps = fast.engines[key].pressure_episodes
+    assert eps.count > 2000 and max(e.seconds for e in eps.items) > 0
+    assert len(eps.items) <= keep + 3 and eps.dropped == eps.count - len(eps.items)
+    assert len(records) < eps.count // 4  # a record per batch, not per episode
+    sent = sum(len(rec[4][6]) for rec in records if rec[0] == fastscan.K_BATCH)
+    assert sent < eps.count // 2  # episodes that cannot be among the longest are not handed over
 
 
 def test_a_saturated_pool_keeps_bounded_rows_and_exact_counts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -305,3 +351,81 @@ def test_a_pressure_run_split_across_workers_loses_no_engine(tmp_path: Path, mon
     assert [(f.rel, f.status) for f in report.files] == [(f"sglang-engine-{i}.log", "read") for i in range(3)]
     oom = next(f for f in report.findings if f.rule == "serving.engine-cuda-oom")
     assert oom.evidence[-1].file == "sglang-engine-1.log"
+
+
+def storm_log(n: int, seed: int) -> list[str]:
+    """A retraction storm of one engine: the same wording with changing numbers, stats rows between, now and then
+    another wording, a line of another family, a gap longer than a family bridges, a Ray line and a repeat count."""
+    import random
+
+    rng = random.Random(seed)
+    out = []
+    for i in range(n):
+        t = f"[2026-05-24 01:{i // 600 % 60:02d}:{i // 10 % 60:02d} TP{i % 2}] "
+        r = rng.random()
+        if r < 0.002:
+            out.append(t + "Scheduler hit an exception: RuntimeError: CUDA error: an illegal memory access")
+        elif r < 0.004:
+            out.extend(DECODE.format(s=i % 60, u="0.50", q=0) for _ in range(80))  # a gap of 80 lines
+        elif r < 0.005:
+            out.append(f"(SGLangEngine pid={100 + i % 3}) {t}KV cache pool is full. Retract requests. "
+                       f"#retracted_reqs: {rng.randrange(1, 9)}, #new_token_ratio: 0.3 -> 0.5")
+        elif r < 0.006:
+            out.append(f"{t}KV cache pool is full. Retract requests. #retracted_reqs: 2, #new_token_ratio: 0.3 -> 0.5 "
+                       "[repeated 3x across cluster]")
+        elif r < 0.01:
+            out.append(f"{t}Decode out of memory happened. #retracted_reqs: {rng.randrange(1, 4)}")
+        elif r < 0.75:
+            a = rng.uniform(0.05, 0.5)
+            out.append(f"{t}KV cache pool is full. Retract requests. #retracted_reqs: {rng.randrange(1, 40)}, "
+                       f"#new_tokens_gained: {rng.randrange(100, 900)}, #new_token_ratio: {a:.4f} -> {a + 0.2:.4f}")
+        else:
+            out.append(DECODE.format(s=i % 60, u=f"{rng.uniform(0.2, 0.85):.2f}", q=rng.choice((0, 1))))
+    return out
+
+
+@pytest.mark.parametrize(("seed", "chunk"), [(1, 1 << 16), (2, 1 << 16), (3, 1 << 20)])
+def test_a_retraction_storm_is_counted_in_c_as_python_counts_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                 seed: int, chunk: int) -> None:
+    from triage.checks.serving import retracted
+
+    monkeypatch.setattr(fastscan, "CHUNK", chunk)  # many chunks: a family crosses chunk ends; or the first part alone
+    counted = []
+    real = native._linescan.scan
+    monkeypatch.setattr(native._linescan, "scan", lambda *a: (r := real(*a), counted.extend(
+        h[4][0] for h in r[4] if h[0] == fastscan.K_FAMILY))[0])
+    log = tmp_path / "sglang-engine-0.log"
+    lines = storm_log(30000, seed)
+    log.write_text("\n".join(lines) + "\n")
+    fast, slow = scan(log), scan(log, native=False)
+
+    def view(res):  # type: ignore[no-untyped-def]
+        return ([(h.rule, h.line.lineno, h.line.until, h.line.repeat) for h in res.hits],
+                [(e.line.lineno, e.fields.get("count"), e.fields.get("extra"), retracted(e)) for e in res.events
+                 if e.kind == "retraction"])
+
+    assert view(fast) == view(slow)
+    storm = sum(1 for ln in lines if "Retract requests" in ln and not ln.startswith("(") and "repeated" not in ln)
+    assert sum(counted) > storm * 0.8  # most of the storm counted in C, not handed over line by line
+    total = sum(retracted(e) for e in slow.events if e.kind == "retraction")
+    assert total == sum(int(ln.split("#retracted_reqs: ")[1].split(",")[0]) * (3 if "repeated 3x" in ln else 1)
+                        for ln in lines if "#retracted_reqs: " in ln)
+
+
+def test_small_files_share_one_matcher_and_read_into_buffers_their_size(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    compiled, sizes = [], []
+    real_compile = native._linescan.compile
+    monkeypatch.setattr(native._linescan, "compile", lambda spec: compiled.append(1) or real_compile(spec))
+    monkeypatch.setattr(fastscan, "bytearray", lambda n: sizes.append(n) or bytearray(n), raising=False)
+    scanner = Scanner(LIB)
+    want = []
+    for i in range(3):
+        log = tmp_path / f"worker-{i}.log"
+        log.write_text("step 1\n" * (10 + i) + "RuntimeError: CUDA error: out of memory\n")
+        want.append(log.stat().st_size + 1 + fastscan.MAX_LINE + 1)
+        files, _ = discover([str(log)])
+        res = scanner.scan(files[0])
+        assert [h.line.lineno for h in res.hits] == [11 + i]
+    assert len(compiled) == 1
+    assert sizes == want  # not a 4 MiB chunk each

@@ -211,3 +211,38 @@ def test_random_needle_sets_over_a_small_alphabet(data: st.DataObject) -> None:
     m = ls.compile(spec)
     text = data.draw(st.binary(max_size=600).map(lambda b: bytes(ALPHABET[x % len(ALPHABET)] for x in b)))
     same(m, text, steps=((0, 0), (0, 5), (len(text) // 2, 9)))
+
+
+def test_batched_episodes_and_counted_families_are_the_same_on_every_path(needles: native.Needles) -> None:
+    import random
+    import re
+
+    rng = random.Random(11)
+    rows = []
+    for i in range(6000):
+        r = rng.random()
+        if r < 0.5:
+            rows.append(b"[2026-05-24 00:53:%02d TP0] KV cache pool is full. Retract requests. #retracted_reqs: %d, "
+                        b"#new_token_ratio: 0.%d -> 0.%d" % (i % 60, rng.randrange(1, 50), rng.randrange(10), 5))
+        elif r < 0.51:
+            rows.append(b"RuntimeError: CUDA error: out of memory")
+        else:
+            row = DECODE if rng.random() < 0.8 else PREFILL
+            if rng.random() < 0.3:
+                row = row.replace(b"0.32", b"0.9%d" % rng.randrange(10))
+            rows.append(row)
+    buf = b"\n".join(rows) + b"\n"
+    m = matcher_for(needles, buf)
+    head = next(r for r in rows if b"Retract" in r)
+    (hit,) = [h for h in ls.scan_scalar(m, head + b"\n", 0, 0)[4] if h[0] == native.K_CAND]
+    text = re.sub(rb"[0-9]+", b"", head)
+    run = len(re.findall(rb"[0-9]+", head[:head.index(b"reqs: ") + 6]))
+    for family in (None, (text, hit[4], -1, 64, run), (text, hit[4], -100, 64, -1)):
+        for keep, bar in ((0, (-1.0, -1)), (256, (-1.0, -1)), (4, (0.0, 1)), (4, (5.0, 3))):
+            args = (m, buf, 0, 1000, False, 500, 20, keep, *bar, family)
+            want = ls.scan_scalar(*args)
+            kinds = {h[0] for h in want[4]}
+            assert (native.K_BATCH in kinds) == (keep > 0) and (native.K_FAMILY in kinds) == (family is not None)
+            for path in PATHS:
+                ls.set_simd(path)
+                assert ls.scan(*args) == want, (path, family, keep, bar)

@@ -182,6 +182,7 @@ def driver_log(root: Path, long_line: bool = False) -> Path:
 def test_one_big_file_read_by_a_worker_while_this_process_parses(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                                  long_line: bool) -> None:
     monkeypatch.setattr(parallel, "STAGED_ABOVE", 0)
+    monkeypatch.setattr(parallel, "STAGED_MAX_CANDIDATES", 1 << 30)
     monkeypatch.setattr(fastscan, "CHUNK", 64 << 10)  # many chunks, and a long line longer than one
     monkeypatch.setattr(parallel, "CHUNK", 64 << 10)
     (tmp_path / "run").mkdir()
@@ -204,6 +205,7 @@ def test_one_big_file_read_by_a_worker_while_this_process_parses(tmp_path: Path,
 @needs_fork
 def test_a_reading_worker_that_dies_is_reported(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(parallel, "STAGED_ABOVE", 0)
+    monkeypatch.setattr(parallel, "STAGED_MAX_CANDIDATES", 1 << 30)
     monkeypatch.setattr(fastscan, "CHUNK", 64 << 10)
     real = fastscan.read_chunks
 
@@ -218,3 +220,22 @@ def test_a_reading_worker_that_dies_is_reported(tmp_path: Path, monkeypatch: pyt
     assert rep["errors"] == ["driver.log: read stopped early: the process reading it died (killed or out of memory?)"]
     assert rep["files"][0]["status"] == "partial"  # what was parsed counts; the coverage says the rest is missing
     assert rep["files"][0]["reason"].startswith("read stopped early: the process reading it died")
+
+
+@needs_fork
+def test_a_file_dense_with_candidate_lines_is_not_split(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # a retraction storm: in one process the C prefilter counts the family, which a worker reading ahead cannot
+    monkeypatch.setattr(parallel, "STAGED_ABOVE", 0)
+    storm = "[2026-05-24 00:00:{s:02d} TP0] KV cache pool is full. Retract requests. #retracted_reqs: {n}"
+    log = tmp_path / "sglang-engine-0.log"
+    log.write_text("\n".join(storm.format(s=i % 60, n=1 + i % 7) for i in range(20000)) + "\n")
+    staged = []
+    monkeypatch.setattr(parallel, "_staged_scan", lambda scanner, lf: staged.append(lf) or scanner.scan(lf))
+    rep = report(tmp_path, monkeypatch, "2")
+    assert staged == []
+    assert rep["files"][0]["lines"] == 20000 and "serving.kv-retraction" in {f["rule"] for f in rep["findings"]}
+    big = tmp_path / "quiet" / "sglang-engine-0.log"
+    big.parent.mkdir()
+    big.write_text("\n".join(storm.format(s=i % 60, n=1) if i % 500 == 0 else f"step {i} ok" for i in range(20000)))
+    report(big.parent, monkeypatch, "2")
+    assert [lf.rel for lf in staged] == ["sglang-engine-0.log"]  # a few candidates: the split pays

@@ -17,6 +17,7 @@ every row seen, stored or not.
 from __future__ import annotations
 
 import calendar
+import heapq
 import re
 from array import array
 from collections.abc import Callable
@@ -168,12 +169,20 @@ class Episode:
 
 
 class Episodes:
-    """Episodes of one condition, built as rows arrive (no second pass, no line kept but their ends)."""
+    """Episodes of one condition, built as rows arrive (no second pass, no line kept but their ends).
+
+    Kept: the first episode, the last, the first of the highest peak (usage, then queue) and the KEEP_EPISODES
+    longest (seconds, then rows; the earlier among equals). Each is a choice over all episodes that a part of the
+    log can make alone and that the parts' choices give again, so the C prefilter can hand over many closed
+    episodes at once (`batch`) and keep the same ones as adding them row by row."""
 
     def __init__(self) -> None:
-        self.items: list[Episode] = []  # the longest KEEP_EPISODES episodes
-        self.cur: Episode | None = None
-        self.dropped = 0
+        self.cur: Episode | None = None  # the episode rows may still extend
+        self._first: Episode | None = None
+        self._last: Episode | None = None
+        self._top: Episode | None = None  # of the closed ones (the open one is the last)
+        self._longest: list[tuple[float, int, int, int, Episode]] = []  # heap: (seconds, rows, -line, seq, episode)
+        self._seq = 0
         # over every episode, kept or not
         self.count = 0
         self.total_rows = 0
@@ -181,11 +190,53 @@ class Episodes:
         self.peak_usage = -1.0
         self.peak_queue = 0.0
 
+    @property
+    def items(self) -> list[Episode]:
+        """The episodes kept, in log order."""
+        kept = {id(e): e for e in (self._first, self._top, self._last) if e is not None}
+        kept.update((id(x[4]), x[4]) for x in self._longest)
+        return sorted(kept.values(), key=lambda e: e._first.lineno)
+
+    @property
+    def dropped(self) -> int:
+        return self.count - len(self.items)
+
+    def bar(self) -> tuple[float, int]:
+        """(seconds, rows) a closed episode must beat to be one of the longest kept (-1, -1 while there is room)."""
+        if len(self._longest) < KEEP_EPISODES:
+            return -1.0, -1
+        return self._longest[0][0], self._longest[0][1]
+
+    def close(self) -> None:
+        """The open episode, if any, is over: it takes its place among the kept ones."""
+        cur, self.cur = self.cur, None
+        if cur is not None:
+            self._retire(cur)
+
+    def _retire(self, e: Episode) -> None:
+        top = self._top
+        if top is None or (e.peak_usage, e.peak_queue) > (top.peak_usage, top.peak_queue):
+            self._top = e
+        self._seq += 1
+        item = (e.seconds, e.rows, -e._first.lineno, self._seq, e)
+        if len(self._longest) < KEEP_EPISODES:
+            heapq.heappush(self._longest, item)
+        elif item[:3] > self._longest[0][:3]:
+            heapq.heapreplace(self._longest, item)
+
+    def _new(self, e: Episode) -> None:
+        self.close()
+        self.count += 1
+        self.total_seconds += e.seconds
+        if self._first is None:
+            self._first = e
+        self._last = self.cur = e
+
     def row(self, on: bool, line: Line, t: float, usage: float, queue: float, running: float,
             fresh: bool = False) -> None:
         """One stored row; `fresh`: it starts a new episode even if the previous row was in one."""
         if not on:
-            self.cur = None
+            self.close()
             return
         self.run(line, line, line, 1, t, t, usage, queue, queue, running, fresh)
 
@@ -201,12 +252,8 @@ class Episodes:
             cur.rows += rows
             self.total_seconds += cur.seconds - before
         else:
-            self.count += 1
-            cur = self.cur = Episode(first, last, rows=rows, t0=t0, t1=t1)
-            self.total_seconds += cur.seconds
-            if len(self.items) >= 2 * KEEP_EPISODES:
-                self._prune()
-            self.items.append(cur)
+            cur = Episode(first, last, rows=rows, t0=t0, t1=t1)
+            self._new(cur)
         self.total_rows += rows
         self.peak_usage = max(self.peak_usage, usage)
         self.peak_queue = max(self.peak_queue, queue)
@@ -216,14 +263,24 @@ class Episodes:
         cur.peak_queue = max(cur.peak_queue, queue)
         cur.peak_running = max(cur.peak_running, running)
 
-    def _prune(self) -> None:
-        """Keep the first episode and the KEEP_EPISODES - 1 longest others, in log order (one sort per
-        KEEP_EPISODES new episodes, so a log that flips in and out of the condition stays linear)."""
-        items = self.items
-        longest = sorted(items[1:], key=lambda e: (e.seconds, e.rows), reverse=True)[:KEEP_EPISODES - 1]
-        keep = {id(e) for e in longest} | {id(items[0])}
-        self.items = [e for e in items if id(e) in keep]
-        self.dropped += len(items) - len(self.items)
+    def batch(self, count: int, rows: int, seconds: float, usage: float, queue: float, sent: list[Episode]) -> None:
+        """`count` closed episodes in a row, none of them continuing the open one (which they close): `rows`, `seconds`,
+        `usage` and `queue` over all of them; `sent` (log order) holds their first, last and top episodes and every
+        one of them that may be among the longest kept (all that beat `bar()`, or at least KEEP_EPISODES of them)."""
+        self.close()
+        if self._first is None:
+            self._first = sent[0]
+        seen: set[int] = set()
+        for e in sent:  # in log order: the top among equal peaks is the earliest
+            if id(e) not in seen:
+                seen.add(id(e))
+                self._retire(e)
+        self._last = sent[-1]
+        self.count += count
+        self.total_rows += rows
+        self.total_seconds += seconds
+        self.peak_usage = max(self.peak_usage, usage)
+        self.peak_queue = max(self.peak_queue, queue)
 
     def rows(self) -> int:
         return self.total_rows
@@ -322,19 +379,12 @@ class EngineStats:
         `base`: lines before the chunk; `line(row)` makes the RowRef of a row (one per row)."""
         (fresh, closed, close_lone, rows, first, last, peak, usage, queue, running, evidence,
          n_all, all_first, all_last, all_usage, all_queue) = rec
-        if n_all:
-            self.engine = self.engine or "sglang"
-            if self.first_line is None:
-                self.first_line = line(all_first).get()
-            self.folded_ends = [self.folded_ends[0] if self.folded_ends else (base + all_first[0] + 1, all_first[1]),
-                                (base + all_last[0] + 1, all_last[1])]
-            self.folded_usage = max(self.folded_usage, array("f", [all_usage])[0])
-            self.folded_queue = max(self.folded_queue, array("f", [all_queue])[0])
+        self._folded(n_all, all_first, all_last, all_usage, all_queue, base, line)
         if close_lone:
-            self.lone_episodes.cur = None  # a folded row never decodes alone
+            self.lone_episodes.close()  # a folded row never decodes alone
         episodes = self.pressure_episodes
         if fresh:
-            episodes.cur = None
+            episodes.close()
         if rows:
             for row in evidence:
                 if len(self.pressure) >= KEEP_PRESSURE_LINES:
@@ -343,7 +393,41 @@ class EngineStats:
             self._last_pressure = (line(last), last[2], last[3])
             episodes.run(line(first), line(last), line(peak), rows, first[1], last[1], usage, peak[3], queue, running)
         if closed:
-            episodes.cur = None
+            episodes.close()
+
+    def _folded(self, n_all: int, all_first: Any, all_last: Any, all_usage: float, all_queue: float, base: int,
+                line: Callable[[tuple[Any, ...]], RowRef]) -> None:
+        """What `n_all` folded rows (pressed or not) add beyond the episodes: first line, ends, peaks."""
+        if n_all:
+            self.engine = self.engine or "sglang"
+            if self.first_line is None:
+                self.first_line = line(all_first).get()
+            self.folded_ends = [self.folded_ends[0] if self.folded_ends else (base + all_first[0] + 1, all_first[1]),
+                                (base + all_last[0] + 1, all_last[1])]
+            self.folded_usage = max(self.folded_usage, array("f", [all_usage])[0])
+            self.folded_queue = max(self.folded_queue, array("f", [all_queue])[0])
+
+    def fold_batch(self, rec: tuple[Any, ...], base: int, line: Callable[[tuple[Any, ...]], RowRef]) -> None:
+        """A batch of the C prefilter (_linescan.c, Batch): closed pressure episodes in a row, each starting anew, as
+        if their rows had been added in turn (EngineStats.add), but for the arrays. An episode is (first, last, peak,
+        rows, highest usage, queue and running); rows as in `fold`."""
+        count, rows, seconds, usage, queue, close_lone, eps, evidence, n_all, all_first, all_last, all_u, all_q = rec
+        self._folded(n_all, all_first, all_last, all_u, all_q, base, line)
+        if close_lone:
+            self.lone_episodes.close()
+        for row in evidence:
+            if len(self.pressure) >= KEEP_PRESSURE_LINES:
+                break
+            self.pressure.append((line(row).get(), row[2], row[3]))
+        sent = []
+        for first, last, peak, n, peak_usage, peak_queue, running in eps:
+            e = Episode(line(first), line(last), rows=n, t0=first[1], t1=last[1])
+            e._peak, e.peak_row_queue = line(peak), peak[3]
+            e.peak_usage, e.peak_queue, e.peak_running = peak_usage, peak_queue, running
+            sent.append(e)
+        last = eps[-1][1]
+        self._last_pressure = (line(last), last[2], last[3])
+        self.pressure_episodes.batch(count, rows, seconds, usage, queue, sent)
 
     def __len__(self) -> int:
         return len(self.lineno)

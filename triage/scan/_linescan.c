@@ -353,8 +353,8 @@ typedef struct {
     Py_ssize_t w, nl_w, n_pos;
 } Emit;
 
-/* Append (kind, line_index, bol, eol, ids) to the output; ids: a new reference or NULL (None), stolen. */
-static int emit(Emit *em, int kind, Py_ssize_t bol, Py_ssize_t eol, PyObject *ids) {
+/* The line index of the line starting at bol (bol never goes back). */
+static Py_ssize_t em_line(Emit *em, Py_ssize_t bol) {
     if (em->fused) {  /* the same number: newlines in [nl_pos, bol), or 0 if bol <= nl_pos */
         Py_ssize_t n_bol = em->nl_w - em->count(em->b + bol, em->b + em->w);
         if (bol > em->nl_pos) em->nl_cnt += n_bol - em->n_pos;
@@ -362,6 +362,12 @@ static int emit(Emit *em, int kind, Py_ssize_t bol, Py_ssize_t eol, PyObject *id
     } else
         em->nl_cnt += em->count(em->b + em->nl_pos, em->b + bol);
     em->nl_pos = bol;
+    return em->nl_cnt;
+}
+
+/* Append (kind, line_index, bol, eol, ids) to the output; ids: a new reference or NULL (None), stolen. */
+static int emit(Emit *em, int kind, Py_ssize_t bol, Py_ssize_t eol, PyObject *ids) {
+    em_line(em, bol);
     PyObject *t = PyTuple_New(5);
     if (!t) { Py_XDECREF(ids); return -1; }
     if (!ids) { ids = Py_None; Py_INCREF(ids); }
@@ -439,6 +445,37 @@ typedef struct {
     double t, u, q;           /* time stamp (s, -1 none), usage, queue */
 } FoldRow;
 
+/* A batch: closed segments that each start a new episode in Python (a quiet row ended the one before, or none
+ * was open) and that follow each other with no line for Python between them. Instead of a record each, they are
+ * handed over as one record (kind 4) at the place of the first: their count, rows, seconds and peaks, the rows'
+ * evidence, and a bounded choice of the episodes themselves: the first, the last, the first of the highest peak
+ * (usage, then queue) and those that may be among the `keep` longest (seconds, then rows) Python keeps
+ * (Episodes.batch): any that beats `bar` (Python's shortest kept, or -1 while it has room), at most `keep` of
+ * them. A pool whose rows flip in and out of pressure then costs Python a record per batch, not per episode. */
+typedef struct {
+    FoldRow first, last, peak;
+    Py_ssize_t rows;
+    double max_u, max_q, max_run, secs;
+} Ep;
+
+typedef struct {
+    int on;                   /* this call batches (keep > 0) */
+    Py_ssize_t keep;          /* longest episodes to hand over at most */
+    double bar_s;             /* what an episode must beat to be handed over as one of the longest */
+    Py_ssize_t bar_r;
+    Py_ssize_t n, rows;       /* episodes and their rows */
+    double secs, max_u, max_q;
+    int close_lone;
+    Ep first, last, top;
+    Ep *cand;                 /* the longest candidates (at most keep), heap memory */
+    Py_ssize_t ncand, minpos;
+    Py_ssize_t nev;
+    FoldRow ev[FOLD_EVIDENCE];
+    Py_ssize_t all;
+    FoldRow all_first, all_last;
+    double all_u, all_q;
+} Batch;
+
 typedef struct {
     int on;                   /* this call folds */
     Py_ssize_t gap;           /* lines: rows further apart do not continue a segment */
@@ -465,7 +502,30 @@ typedef struct {
     /* the line index of folded rows (its own counter: records are not emitted at their rows' offsets) */
     Py_ssize_t nl_pos, nl_cnt, n_pos;
     Origins org;              /* the engines folded rows came from (more than one: F_MANY) */
+    int seg_self;             /* the open segment starts a new episode in Python (see Batch) */
+    Batch bat;
 } Fold;
+
+/* ---- A family: candidate lines that fold into the line Python kept last (origins.Families) ----
+ * Python says, for the call, which line its next candidate lines may fold into: that line's text with its digit
+ * runs removed, its needle indices, its last line (index relative to this buffer, may be negative), the gap
+ * allowed and which digit run (0-based, -1: none) holds the count its event adds up. While the candidate lines
+ * that come are printable ASCII of at most FAM_LINE_MAX bytes, hold the same needles, equal that text but for
+ * their digit runs and are at most `gap` lines after the last one, they are only counted (see fam_folds for
+ * what other lines do). The count goes out as one record (kind 5) before the next line returned: (5, line
+ * index of the last folded, 0, 0, (lines, sum of their counts)), for the line Python kept last. Stats rows
+ * between do not matter (Python keeps them out of the context). */
+#define FAM_LINE_MAX 4096
+typedef struct {
+    int on;                   /* armed and not yet ended in this call */
+    const unsigned char *text;
+    Py_ssize_t len;
+    Py_ssize_t ids[32], nids;
+    Py_ssize_t until, gap, run;
+    int waiting;              /* other candidate lines came: the next line of the family is returned, not counted */
+    Py_ssize_t n;             /* lines folded, not yet written out */
+    long long sum;
+} Family;
 
 /* The state of one scan() call, shared by all loops. */
 typedef struct {
@@ -483,6 +543,7 @@ typedef struct {
     Py_ssize_t *ids, nids, ids_cap;     /* its needle indices (ids_local, or a larger heap array) */
     Py_ssize_t ids_local[32];
     Fold fold;                          /* pressure rows kept as runs (fold.on: this call folds) */
+    Family fam;                         /* candidate lines of the family of Python's last line, counted here */
 } Scan;
 
 /* ---- the fold (see the Fold comment above) ---- */
@@ -657,11 +718,124 @@ static PyObject *fold_row(Scan *st, const FoldRow *r, int text) {
     return Py_BuildValue("(ndddO)", r->ln, r->t, r->u, r->q, Py_None);
 }
 
+static double ep_secs(const Ep *e) {
+    return e->first.t >= 0 && e->last.t >= e->first.t ? e->last.t - e->first.t : 0.0;
+}
+
+/* a is longer than b: (seconds, rows), the earlier among equals */
+static int ep_longer(const Ep *a, const Ep *b) {
+    if (a->secs != b->secs) return a->secs > b->secs;
+    if (a->rows != b->rows) return a->rows > b->rows;
+    return a->first.ln < b->first.ln;
+}
+
+static PyObject *ep_tuple(Scan *st, const Ep *e) {
+    PyObject *first = fold_row(st, &e->first, 1);
+    PyObject *last = !first || e->last.bol == e->first.bol ? Py_XNewRef(first) : fold_row(st, &e->last, 1);
+    PyObject *peak = !first || e->peak.bol == e->first.bol ? Py_XNewRef(first)
+                     : e->peak.bol == e->last.bol ? Py_XNewRef(last) : fold_row(st, &e->peak, 1);
+    if (!first || !last || !peak) { Py_XDECREF(first); Py_XDECREF(last); Py_XDECREF(peak); return NULL; }
+    return Py_BuildValue("(NNNnddd)", first, last, peak, e->rows, e->max_u, e->max_q, e->max_run);
+}
+
+static int cmp_ep_ln(const void *a, const void *b) {
+    Py_ssize_t x = (*(const Ep *const *)a)->first.ln, y = (*(const Ep *const *)b)->first.ln;
+    return x < y ? -1 : x > y;
+}
+
+/* Write out the batch, if any (kind 4): (4, line index, first row start, end, (count, rows, seconds, max_u, max_q,
+ * close_lone, episodes, evidence, all, all_first, all_last, all_u, all_q)); an episode is (first, last, peak, rows,
+ * max_u, max_q, max_running), in log order, each once. */
+static int batch_flush(Scan *st) {
+    Batch *bt = &st->fold.bat;
+    if (!bt->n) return 0;
+    Py_ssize_t cap = bt->ncand + 3, k = 0;
+    const Ep **all = PyMem_Malloc((size_t)cap * sizeof(Ep *));
+    if (!all) { PyErr_NoMemory(); return -1; }
+    all[k++] = &bt->first;
+    all[k++] = &bt->top;
+    all[k++] = &bt->last;
+    for (Py_ssize_t i = 0; i < bt->ncand; i++) all[k++] = &bt->cand[i];
+    qsort(all, (size_t)k, sizeof(Ep *), cmp_ep_ln);
+    PyObject *eps = PyList_New(0), *ev = PyTuple_New(bt->nev);
+    int err = !eps || !ev;
+    for (Py_ssize_t i = 0; !err && i < k; i++) {
+        if (i && all[i]->first.ln == all[i - 1]->first.ln) continue;
+        PyObject *t = ep_tuple(st, all[i]);
+        err = !t || PyList_Append(eps, t) < 0;
+        Py_XDECREF(t);
+    }
+    PyMem_Free(all);
+    for (Py_ssize_t i = 0; !err && i < bt->nev; i++) {
+        PyObject *r = fold_row(st, &bt->ev[i], 1);
+        if (!r) err = 1;
+        else PyTuple_SET_ITEM(ev, i, r);
+    }
+    if (err) { Py_XDECREF(eps); Py_XDECREF(ev); return -1; }
+    PyObject *payload = Py_BuildValue("(nndddiNNnNNdd)", bt->n, bt->rows, bt->secs, bt->max_u, bt->max_q,
+                                      bt->close_lone, eps, ev, bt->all,
+                                      bt->all ? fold_row(st, &bt->all_first, 1) : Py_NewRef(Py_None),
+                                      bt->all ? fold_row(st, &bt->all_last, 0) : Py_NewRef(Py_None),
+                                      bt->all_u, bt->all_q);
+    if (!payload) return -1;
+    PyObject *t = Py_BuildValue("(innnN)", 4, bt->first.first.ln, bt->first.first.bol, bt->first.first.eol, payload);
+    if (!t) return -1;
+    int r = PyList_Append(st->em.out, t);
+    Py_DECREF(t);
+    bt->n = bt->rows = bt->ncand = bt->nev = bt->all = 0;
+    bt->secs = bt->max_u = bt->max_q = 0.0;
+    bt->close_lone = 0;
+    return r;
+}
+
+/* The open segment, closed and starting a new episode, goes into the batch with what was folded before it. */
+static void batch_add(Scan *st) {
+    Fold *f = &st->fold;
+    Batch *bt = &f->bat;
+    Ep e = {f->first, f->last, f->peak, f->rows, f->max_u, f->max_q, f->max_run, 0.0};
+    e.secs = ep_secs(&e);
+    if (!bt->n) { bt->first = bt->top = e; bt->max_u = e.max_u; bt->max_q = e.max_q; }
+    else if (e.max_u > bt->top.max_u || (e.max_u == bt->top.max_u && e.max_q > bt->top.max_q)) bt->top = e;
+    bt->last = e;
+    bt->n++;
+    bt->rows += e.rows;
+    bt->secs += e.secs;
+    if (e.max_u > bt->max_u) bt->max_u = e.max_u;
+    if (e.max_q > bt->max_q) bt->max_q = e.max_q;
+    bt->close_lone |= f->close_lone;
+    if (e.secs > bt->bar_s || (e.secs == bt->bar_s && e.rows > bt->bar_r)) {  /* may be one of the longest */
+        if (bt->ncand < bt->keep) {
+            bt->cand[bt->ncand++] = e;
+            if (bt->ncand == bt->keep)
+                for (Py_ssize_t i = bt->minpos = 0; i < bt->ncand; i++)
+                    if (ep_longer(&bt->cand[bt->minpos], &bt->cand[i])) bt->minpos = i;
+        } else if (ep_longer(&e, &bt->cand[bt->minpos])) {  /* the shortest of keep others is out */
+            bt->cand[bt->minpos] = e;
+            for (Py_ssize_t i = bt->minpos = 0; i < bt->ncand; i++)
+                if (ep_longer(&bt->cand[bt->minpos], &bt->cand[i])) bt->minpos = i;
+        }
+    }
+    for (Py_ssize_t k = 0; k < f->nev && bt->nev < FOLD_EVIDENCE; k++) bt->ev[bt->nev++] = f->ev[k];
+    if (f->all) {
+        if (!bt->all) { bt->all_first = f->all_first; bt->all_u = f->all_u; bt->all_q = f->all_q; }
+        bt->all += f->all;
+        bt->all_last = f->all_last;
+        if (f->all_u > bt->all_u) bt->all_u = f->all_u;
+        if (f->all_q > bt->all_q) bt->all_q = f->all_q;
+    }
+    f->py_open = 0;
+    f->seg = f->closing = f->close_lone = 0;
+    f->all = 0;
+    f->nev = 0;
+}
+
 /* Write out the open segment and what the folded rows since the last record add (kind 2):
  * (2, line index, key row start, key row end, (fresh, closed, close_lone, rows, first, last, peak, max_u, max_q,
  *  max_running, evidence, all, all_first, all_last, all_u, all_q)); rows are (line index, t, usage, queue, bytes). */
 static int fold_record(Scan *st, int closed) {
     Fold *f = &st->fold;
+    if (closed && f->seg && f->seg_self && f->bat.on) { batch_add(st); return 0; }
+    if (batch_flush(st) < 0) return -1;
     Py_ssize_t kb, ke, kl;
     if (f->seg) { kb = f->first.bol; ke = f->first.eol; kl = f->first.ln; }
     else if (f->all) { kb = f->all_first.bol; ke = f->all_first.eol; kl = f->all_first.ln; }
@@ -731,6 +905,7 @@ static int fold_commit(Scan *st) {
     if (f->seg && row.ln - f->last.ln > f->gap && fold_record(st, 0) < 0) return -1;
     if (!f->seg) {
         f->seg = 1;
+        f->seg_self = f->closing || !f->py_open;
         f->rows = 0;
         f->first = f->peak = row;
         f->max_u = row.u; f->max_q = row.q; f->max_run = f->p_run;
@@ -774,16 +949,88 @@ static int fold_high(Scan *st, Py_ssize_t s) {
 static int fold_flush(Scan *st) {
     Fold *f = &st->fold;
     if (!f->on) return 0;
-    if (fold_commit(st) < 0) return -1;
+    if (fold_commit(st) < 0 || batch_flush(st) < 0) return -1;
     if ((f->seg || f->closing || f->all) && fold_record(st, 0) < 0) return -1;
     f->py_open = 1;  /* the line may be a row Python adds */
     return 0;
 }
 
 
+/* Write out the lines the family folded, if any. */
+static int fam_flush(Scan *st) {
+    Family *fm = &st->fam;
+    if (!fm->n) return 0;
+    PyObject *t = Py_BuildValue("(inii(nL))", 5, fm->until, 0, 0, fm->n, fm->sum);
+    if (!t) return -1;
+    int r = PyList_Append(st->em.out, t);
+    Py_DECREF(t);
+    fm->n = 0;
+    fm->sum = 0;
+    return r;
+}
+
+/* Whether the pending candidate line is of the family: the same needles, printable ASCII, the family's text but for
+ * its digit runs (the count run parsed into *count). */
+static int fam_match(Scan *st, long long *count) {
+    Family *fm = &st->fam;
+    const unsigned char *b = st->b;
+    Py_ssize_t bol = st->c_bol, eol = st->c_eol;
+    if (eol - bol > FAM_LINE_MAX || st->nids != fm->nids) return 0;
+    for (Py_ssize_t k = 0; k < st->nids; k++)
+        if (st->ids[k] != fm->ids[k]) return 0;
+    Py_ssize_t j = 0, run = 0;
+    *count = -1;
+    for (Py_ssize_t k = bol; k < eol;) {
+        unsigned char c = b[k];
+        if (c >= '0' && c <= '9') {
+            Py_ssize_t d0 = k;
+            long long v = 0;
+            while (k < eol && b[k] >= '0' && b[k] <= '9') { if (k - d0 < 18) v = v * 10 + (b[k] - '0'); k++; }
+            if (run++ == fm->run) {
+                if (k - d0 > 18) return 0;
+                *count = v;
+            }
+            continue;
+        }
+        if (c < 0x20 || c >= 0x7f || j >= fm->len || fm->text[j] != c) return 0;
+        j++;
+        k++;
+    }
+    return j == fm->len && (fm->run < 0 || *count >= 0);
+}
+
+/* The pending candidate line and the family: 1 when it is counted (not returned). A line of the family too far
+ * from the last one, or the first after other candidate lines (`waiting`), is returned: Python keeps it as the
+ * line its family folds into (as it kept the one the call began with: same text but digits, same needles, so
+ * the same rules and the same decision), and counting goes on after it. */
+static int fam_folds(Scan *st) {
+    Family *fm = &st->fam;
+    long long count;
+    if (!fam_match(st, &count)) {
+        fm->waiting = 1;
+        return fam_flush(st) < 0 ? -1 : 0;
+    }
+    Py_ssize_t ln = em_line(&st->em, st->c_bol);
+    if (fm->waiting || ln - fm->until > fm->gap) {
+        if (fam_flush(st) < 0) return -1;  /* what the line before it took, first */
+        fm->waiting = 0;
+        fm->until = ln;
+        return 0;
+    }
+    fm->until = ln;
+    fm->n++;
+    fm->sum += fm->run >= 0 ? count : 0;
+    return 1;
+}
+
 /* Emit the pending candidate line, if any. */
 static int finish_cand(Scan *st) {
     if (st->c_bol < 0) return 0;
+    if (st->fam.on) {
+        int r = fam_folds(st);
+        if (r < 0) return -1;
+        if (r) { st->c_bol = -1; return 0; }
+    }
     if (fold_flush(st) < 0) return -1;
     PyObject *tup = PyTuple_New(st->nids);
     if (!tup) return -1;
@@ -1098,29 +1345,63 @@ TARGET_AVX512 static int run_avx512(Scan *st) {
 }
 #endif
 
-/* scan(matcher, buffer, next_sample, step, origins=False, gap=0, evidence=0)
+/* scan(matcher, buffer, next_sample, step, origins=False, gap=0, evidence=0, keep=0, bar_s=-1, bar_r=-1,
+ *      family=None)
  *   -> (lines, flags, quiet_stats, next_sample, [(kind, line_index, start, end, ids), ...], per_origin)
  * per_origin: None, or with origins=True {origin bytes: quiet stats rows} (see Origins).
  * kind 0: candidate line, ids = tuple of the needle indices found in it; kind 1: sampled stats line;
  * with gap > 0 (and origins=False) high-usage rows are folded (see Fold): kind 2, a record (ids = its payload,
- * start/end = a row of its engine); kind 3, a folded row sampled for the timeline.
+ * start/end = a row of its engine); kind 3, a folded row sampled for the timeline. With keep > 0, closed episodes
+ * in a row are handed over as one record (see Batch): kind 4; bar_s, bar_r: see Batch. family: None or (text without
+ * digit runs, needle indices, last line index, gap, count run): see Family; kind 5.
  * line_index counts newlines before the line (0 for the buffer's first line). */
 static PyObject *scan_with(PyObject *args, int loop) {
     PyObject *cap;
     Py_buffer view;
     Py_ssize_t next_sample, step;
     int origins = 0;
-    Py_ssize_t gap = 0, evidence = 0;
-    if (!PyArg_ParseTuple(args, "Oy*nn|pnn", &cap, &view, &next_sample, &step, &origins, &gap, &evidence)) return NULL;
+    Py_ssize_t gap = 0, evidence = 0, keep = 0, bar_r = -1;
+    double bar_s = -1.0;
+    PyObject *family = Py_None;
+    if (!PyArg_ParseTuple(args, "Oy*nn|pnnndnO", &cap, &view, &next_sample, &step, &origins, &gap, &evidence, &keep,
+                          &bar_s, &bar_r, &family)) return NULL;
+    Py_buffer fam_text = {0};
+    PyObject *fam_ids = NULL;
+    Py_ssize_t fam_until = 0, fam_gap = 0, fam_run = -1;
+    if (family != Py_None && !PyArg_ParseTuple(family, "y*O!nnn", &fam_text, &PyTuple_Type, &fam_ids, &fam_until,
+                                               &fam_gap, &fam_run)) { PyBuffer_Release(&view); return NULL; }
     Matcher *m = (Matcher *)PyCapsule_GetPointer(cap, "triage.scan._linescan.Matcher");
-    if (!m) { PyBuffer_Release(&view); return NULL; }
-    Scan *st = PyMem_Calloc(1, sizeof(Scan));  /* the origin table makes it ~10 KB: not on the stack */
-    if (!st) { PyBuffer_Release(&view); return PyErr_NoMemory(); }
+    Scan *st = m ? PyMem_Calloc(1, sizeof(Scan)) : NULL;  /* the origin table makes it ~10 KB: not on the stack */
+    if (!st) {
+        PyBuffer_Release(&view);
+        if (fam_ids) PyBuffer_Release(&fam_text);
+        return m ? PyErr_NoMemory() : NULL;
+    }
     st->origins = origins;
+    if (fam_ids && PyTuple_GET_SIZE(fam_ids) <= 32) {
+        Family *fm = &st->fam;
+        fm->on = 1;
+        fm->text = fam_text.buf;
+        fm->len = fam_text.len;
+        fm->nids = PyTuple_GET_SIZE(fam_ids);
+        for (Py_ssize_t k = 0; k < fm->nids; k++) fm->ids[k] = PyLong_AsSsize_t(PyTuple_GET_ITEM(fam_ids, k));
+        fm->until = fam_until;
+        fm->gap = fam_gap;
+        fm->run = fam_run;
+        if (PyErr_Occurred()) goto fail;
+    }
     st->fold.on = gap > 0 && !origins;
     st->fold.gap = gap;
     st->fold.evidence = evidence < FOLD_EVIDENCE ? evidence : FOLD_EVIDENCE;
     st->fold.py_open = 1;  /* Python may hold an episode from the chunk before */
+    if (st->fold.on && keep > 0) {
+        st->fold.bat.cand = PyMem_Malloc((size_t)keep * sizeof(Ep));
+        if (!st->fold.bat.cand) { PyErr_NoMemory(); goto fail; }
+        st->fold.bat.on = 1;
+        st->fold.bat.keep = keep;
+        st->fold.bat.bar_s = bar_s;
+        st->fold.bat.bar_r = bar_r;
+    }
     st->m = m;
     st->b = view.buf;
     st->n = view.len;
@@ -1132,7 +1413,7 @@ static PyObject *scan_with(PyObject *args, int loop) {
     st->ids = st->ids_local;
     st->ids_cap = (Py_ssize_t)(sizeof(st->ids_local) / sizeof(st->ids_local[0]));
     st->em.out = PyList_New(0);
-    if (!st->em.out) { PyBuffer_Release(&view); PyMem_Free(st); return NULL; }
+    if (!st->em.out) goto fail;
     int err;
     if (loop == P_AVX512 && !m->simd_ok) loop = P_AVX2;  /* more single bytes than its compare takes */
     switch (loop) {
@@ -1155,9 +1436,11 @@ static PyObject *scan_with(PyObject *args, int loop) {
     }
     if (!err) {
         if (st->n > 0) st->flags |= m->single[st->b[st->n - 1]];  /* the last byte of an odd-length buffer */
-        err = finish_cand(st) < 0 || fold_flush(st) < 0;
+        err = finish_cand(st) < 0 || fold_flush(st) < 0 || fam_flush(st) < 0;
     }
+    if (fam_ids) PyBuffer_Release(&fam_text);
     if (st->ids != st->ids_local) PyMem_Free(st->ids);
+    PyMem_Free(st->fold.bat.cand);
     PyObject *per_origin = Py_None;
     Py_INCREF(per_origin);
     if (!err && origins) {  /* {origin bytes: quiet rows} */
@@ -1179,6 +1462,12 @@ static PyObject *scan_with(PyObject *args, int loop) {
     PyObject *out = Py_BuildValue("(ninnNN)", lines, st->flags, st->quiet, st->next_sample, st->em.out, per_origin);
     PyMem_Free(st);
     return out;
+fail:
+    PyBuffer_Release(&view);
+    if (fam_ids) PyBuffer_Release(&fam_text);
+    PyMem_Free(st->fold.bat.cand);
+    PyMem_Free(st);
+    return NULL;
 }
 
 static PyObject *scan(PyObject *self, PyObject *args) {

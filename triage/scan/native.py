@@ -15,10 +15,13 @@ except ImportError:  # no compiler at install time: the Python path does everyth
     _linescan = None
 
 K_CAND, K_STATS, K_USAGE = 0, 1, 2  # needle kinds; the kinds of scan()'s lines: candidate, sampled row (K_STATS),
-K_FOLD, K_SAMPLED = 2, 3  # a record of folded rows, a folded row sampled for the timeline
+K_FOLD, K_SAMPLED, K_BATCH, K_FAMILY = 2, 3, 4, 5  # a record of folded rows, a folded row sampled for the
+# timeline, a batch of closed pressure episodes (_linescan.c, Batch), lines counted into Python's last line (Family)
 F_CR, F_ESC, F_NUL, F_RAY, F_MANY = 1, 2, 4, 8, 16
 STATS_MARKERS = ("Decode batch", "Prefill batch")
 PAIR_SAMPLE = 1 << 20  # bytes of a file's head used to pick each needle's rarest byte pair
+SMALL_HEAD = 64 << 10  # bytes: a head this small says little about pair counts, and its file takes no time to scan
+# whichever pairs are picked: such files share one matcher (the pairs only set the speed, never the result)
 ORIGIN_SAMPLE = 256 << 10  # bytes of it that tell whether the file holds several engines' stats rows (thousands of
 # lines; a file that shows only one there switches to per-origin counting when its sampled rows show more)
 
@@ -34,6 +37,7 @@ class Needles:
     def __init__(self, anchors: set[str], rule_anchors: set[str]):
         self.items: list[tuple[bytes, int]] = []
         self.anchor_of: list[str | None] = []  # needle index -> the anchor it stands for
+        self._shared: Any = None  # the matcher of small files
         for a in sorted(anchors):
             kind = K_STATS if a in STATS_MARKERS and a not in rule_anchors else K_CAND  # a rule must see every row
             self._add(a.encode(), kind, a)
@@ -48,6 +52,13 @@ class Needles:
         self.anchor_of.append(anchor)
 
     def matcher(self, head: bytes) -> Any:
+        if len(head) < SMALL_HEAD:
+            if self._shared is None:
+                self._shared = self._compile(b"")
+            return self._shared
+        return self._compile(head)
+
+    def _compile(self, head: bytes) -> Any:
         counts = array("I")
         counts.frombytes(_linescan.pair_counts(head))
         spec = []

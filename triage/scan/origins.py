@@ -14,6 +14,7 @@ from bisect import bisect_left, bisect_right
 from typing import Any
 
 from triage.model import Line
+from triage.parsers.sglang import RETRACTED
 from triage.parsers.signals import callee_of
 
 RAY_PREFIX = re.compile(r"^\((?P<actor>[A-Za-z_][\w.:-]*)(?: pid=(?P<pid>\d+))?(?:, ip=(?P<ip>[0-9a-fA-F.:]+))?\) ?")
@@ -185,6 +186,8 @@ class Runs:
 
 
 DIGITS = re.compile(r"\d+")
+ASCII_DIGITS = re.compile(r"[0-9]+")
+NATIVE_LINE_MAX = 4096  # bytes: longer lines are never counted by the C prefilter (_linescan.c FAM_LINE_MAX)
 FAMILY_GAP = 64  # lines: a line folds into its family's line only this close to the last one folded
 
 
@@ -199,12 +202,13 @@ class Families:
     `until`); its retraction event adds what their own counts add beyond its own (`extra`), so the number of
     retracted requests stays exact. Both scan paths call it from Scanner._line."""
 
-    __slots__ = ("line", "key", "event")
+    __slots__ = ("line", "key", "event", "ids")
 
     def __init__(self) -> None:
         self.line: Line | None = None
         self.key: tuple[Any, ...] | None = None
         self.event: Any = None
+        self.ids: tuple[int, ...] | None = None  # the C prefilter's needle indices of the kept line (when it read it)
 
     def fold(self, line: Line, matched: list[Any], event: Any, ctx: Context) -> tuple[Any, ...] | None:
         """None when `line` was folded into the kept line; else its family key (empty when it has none)."""
@@ -230,3 +234,36 @@ class Families:
     def kept(self, line: Line, key: tuple[Any, ...] | None, event: Any) -> None:
         """A line went into the context: the next of its family folds into it (key None or empty: it has none)."""
         self.line, self.key, self.event = (line, key, event) if key else (None, None, None)
+        self.ids = None
+
+    def native(self, ctx: Context, base: int) -> tuple[bytes, tuple[int, ...], int, int, int] | None:
+        """What the C prefilter needs to count the next lines of the kept line's family itself (_linescan.c, Family):
+        its text without digit runs, its needle indices, its last line (relative to a buffer after `base` lines), the
+        gap, and which digit run holds its retraction count (-1: no event). None when the C side cannot tell its
+        family as fold() does: not the last context line, a Ray line (its pid is digits), a repeat count, a line
+        that is not printable ASCII, an event whose count it would not find."""
+        line = self.line
+        if line is None or self.ids is None or not ctx.lines or ctx.lines[-1] is not line or line.actor \
+                or line.text.startswith("("):
+            return None
+        text = line.text
+        if not text.isascii() or not text.isprintable() or len(text) > NATIVE_LINE_MAX or text.endswith("cluster]"):
+            return None
+        run = -1
+        if self.event is not None:
+            m = RETRACTED.search(text) if self.event.fields.get("engine") == "sglang" else None
+            if m is None or int(m.group(1)) != self.event.fields.get("count"):
+                return None
+            run = len(ASCII_DIGITS.findall(text, 0, m.start(1)))
+        return ASCII_DIGITS.sub("", text).encode(), self.ids, (line.until or line.lineno) - base - 1, FAMILY_GAP, run
+
+    def counted(self, lines: int, total: int, lineno: int) -> None:
+        """`lines` more lines of the kept line's family, the last at `lineno`, counted by the C prefilter: as if
+        fold() had taken each (`total`: the sum of their retraction counts)."""
+        kept = self.line
+        assert kept is not None
+        kept.repeat += lines
+        kept.until = lineno
+        if self.event is not None:
+            own = int(self.event.fields.get("count", 1))
+            self.event.fields["extra"] = self.event.fields.get("extra", 0) + total - own * lines

@@ -41,6 +41,10 @@ if TYPE_CHECKING:
 
 BIG = 16 << 20  # bytes: engine logs smaller than this are not worth a process
 STAGED_ABOVE = 128 << 20  # bytes: a file of this process's own this big is read by a worker while it parses
+# ... unless its head holds more candidate lines than this per MiB: then parsing is the work, and in one process the
+# C prefilter counts a storm of one line family itself (it needs to know which line the parser kept last; a worker
+# reading ahead cannot), where two processes hand every line over: 20x the CPU on a retraction storm
+STAGED_MAX_CANDIDATES = 500
 AHEAD = 4  # chunks a reading stage may run ahead of the parsing (bounds the memory they take meanwhile)
 ENGINE_KINDS = ("sglang", "vllm")
 POLL = 0.05  # seconds given a worker to exit once its pipe is closed
@@ -148,7 +152,7 @@ def scan_files(scanner: Scanner, files: list[LogFile]) -> list[FileResult]:
         # two stages need the C prefilter in the reading stage: without it (not built, TRIAGE_NO_NATIVE=1) this
         # process reads the file line for line
         staged = n >= 2 and "fork" in multiprocessing.get_all_start_methods() and scanner.needles is not None
-        return [_staged_scan(scanner, lf) if staged and _stageable(lf) else scanner.scan(lf) for lf in files]
+        return [_staged_scan(scanner, lf) if staged and _stageable(lf, scanner) else scanner.scan(lf) for lf in files]
     global _scanner, _shared, _taken
     _scanner, _shared, _taken = scanner, shared, multiprocessing.get_context("fork").Value("l", 0)
     workers, conns = [], []
@@ -259,8 +263,9 @@ def _collect(conns: list[Any]) -> dict[int, Any]:
     return got
 
 
-def _stageable(lf: LogFile) -> bool:
-    return lf.size >= STAGED_ABOVE and not lf.compression and lf.path != "-"
+def _stageable(lf: LogFile, scanner: Scanner) -> bool:
+    return (lf.size >= STAGED_ABOVE and not lf.compression and lf.path != "-"
+            and fastscan.candidates_per_mib(scanner.needles, lf.path) <= STAGED_MAX_CANDIDATES)
 
 
 class Staged:

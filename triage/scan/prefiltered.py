@@ -11,6 +11,11 @@ compiler is available) reads each 4 MiB chunk of bytes once and returns only:
   added (so pressure rows, episodes and saturation counts stay exact, and a saturated pool costs a
   record per episode, not a Python call per row). Only in a file of one engine: where the C side counts rows
   per origin (a Ray driver log, DP-attention groups) those rows are parsed in Python as before;
+- batches of closed pressure episodes (K_BATCH: totals, evidence, and the episodes Python may keep, those
+  that beat the longest it already has, Bars), where a pool flips in and out of pressure row after row;
+- counts of the candidate lines of one family (K_FAMILY): in one process, the C side is told before each chunk
+  which line the parser kept last (origins.Families.native) and counts the lines of its family, so a storm of
+  `Retract requests` lines costs a count, not a Python call per line;
 - a sample of the other stats rows for the timelines: all of them in files up to SAMPLE_ALL_BELOW,
   otherwise about TIMELINE_ROWS rows per file, evenly spaced, and the count of those not sampled.
 
@@ -30,6 +35,7 @@ the file's result. Both stages see the same chunks, so the result is the same ei
 
 from __future__ import annotations
 
+import heapq
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
@@ -38,14 +44,16 @@ from typing import TYPE_CHECKING, Any, BinaryIO, NamedTuple
 from triage.input.read import ANSI, CHUNK, MAX_LINE, TRUNCATED, iter_chunks, line_text, normalise
 from triage.model import Line
 from triage.parsers import sglang
-from triage.parsers.engine_stats import KEEP_PRESSURE_LINES, ROW_GAP, RowRef, engine, engine_key
+from triage.parsers.engine_stats import KEEP_EPISODES, KEEP_PRESSURE_LINES, ROW_GAP, RowRef, engine, engine_key
 from triage.scan.native import (
     F_CR,
     F_ESC,
     F_MANY,
     F_NUL,
     F_RAY,
+    K_BATCH,
     K_CAND,
+    K_FAMILY,
     K_FOLD,
     K_SAMPLED,
     K_STATS,
@@ -64,6 +72,9 @@ if TYPE_CHECKING:
 
 ANSI_BYTES = re.compile(ANSI.pattern.encode())
 SAMPLE_ALL_BELOW = 1 << 20  # bytes: smaller files keep every stats row
+FIRST_PART = 64 << 10  # bytes of the first chunk scanned alone (one process): the parser has kept the first line of
+# a storm before the C prefilter reads on, so it counts the rest of the chunk (Families.native) instead of handing
+# over every line of it
 TIMELINE_ROWS = 1000  # stats rows sampled per larger file (plus every row with usage >= 0.9): one point each on
 # a chart (they draw up to figures.MAX_POINTS); a sample twice as large would only be folded two rows a point
 
@@ -111,6 +122,29 @@ class RowOwners:
         return {key: n - sampled[key] for key, n in counts.items() if n > sampled[key]}
 
 
+class Bars:
+    """What a batched pressure episode must beat to be handed over as one of the longest (_linescan.c, Batch): per
+    engine timeline, the KEEP_EPISODES longest (seconds, rows) of the episodes handed over so far. Python keeps the
+    longest of those and more (Episodes), so its own bar is never lower: nothing it would keep is held back."""
+
+    def __init__(self) -> None:
+        self.heaps: dict[str, list[tuple[float, int]]] = {}
+
+    def bar(self, key: str) -> tuple[float, int]:
+        heap = self.heaps.get(key, [])
+        return heap[0] if len(heap) >= KEEP_EPISODES else (-1.0, -1)
+
+    def saw(self, key: str, episodes: Iterable[tuple[Any, ...]]) -> None:
+        heap = self.heaps.setdefault(key, [])
+        for first, last, _, rows, *_ in episodes:
+            t0, t1 = first[1], last[1]
+            item = (t1 - t0 if t0 >= 0 and t1 >= t0 else 0.0, rows)
+            if len(heap) < KEEP_EPISODES:
+                heapq.heappush(heap, item)
+            elif item > heap[0]:
+                heapq.heapreplace(heap, item)
+
+
 class Chunk(NamedTuple):
     """What reading a chunk (stage 1: the C prefilter) hands to parsing it (stage 2: Python)."""
 
@@ -140,20 +174,39 @@ class Rest(NamedTuple):
     head: bytes  # the bytes from offset that stage 1 already read
 
 
+def candidates_per_mib(needles: Needles, path: str) -> float:
+    """Candidate lines per MiB in the file's head (its first PAIR_SAMPLE bytes); 0 when it cannot be read."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(PAIR_SAMPLE)
+    except OSError:
+        return 0.0
+    head = head[:head.rfind(b"\n") + 1]
+    if not head:
+        return 0.0
+    hits = _linescan.scan(needles.matcher(head), head, 0, 0, False, ROW_GAP, KEEP_PRESSURE_LINES)[4]  # rows folded
+    return sum(1 for h in hits if h[0] == K_CAND) * (1 << 20) / len(head)
+
+
 def scan_file(scanner: LineScanner, fs: FileScan, stream: BinaryIO, progress: Progress | None = None) -> int:
     """Scan one file's bytes into fs (its result, pending claims, context): both stages here. `progress` is told
     the bytes read. Returns the number of lines read."""
     assert scanner.needles is not None
-    return parse_chunks(scanner, fs, read_chunks(scanner.needles, fs.lf, stream, progress),
-                        lambda rest: _Prepend(rest.head, stream))
+    chunks = read_chunks(scanner.needles, fs.lf, stream, progress, lambda base: fs.family.native(fs.ctx, base))
+    return parse_chunks(scanner, fs, chunks, lambda rest: _Prepend(rest.head, stream))
 
 
-def read_chunks(needles: Needles, lf: LogFile, stream: BinaryIO,
-                progress: Progress | None = None) -> Iterator[Chunk | Rest | int]:
+def read_chunks(needles: Needles, lf: LogFile, stream: BinaryIO, progress: Progress | None = None,
+                family: Callable[[int], Any] | None = None) -> Iterator[Chunk | Rest | int]:
     """Stage 1: each chunk's candidate lines, sampled rows, fold records and skipped-row counts; then a Rest, or
-    the line count of the file. Python never sees the other lines."""
+    the line count of the file. Python never sees the other lines. `family(lines before the chunk)`: what the C side
+    may count into the line Python kept last (origins.Families.native), asked before each chunk once stage 2 has
+    parsed the one before (one process only)."""
     step = 0 if lf.size <= SAMPLE_ALL_BELOW else lf.size // TIMELINE_ROWS
-    buf = bytearray(CHUNK + MAX_LINE + 1)
+    # a file of known size smaller than a chunk reads into a buffer its size (zeroing 4 MiB for each of 200 k small
+    # files is most of their cost); should it grow meanwhile, a line the buffer cannot hold goes to the line reader
+    known = not lf.compression and lf.path != "-" and 0 < lf.size < CHUNK
+    buf = bytearray((lf.size + 1 if known else CHUNK) + MAX_LINE + 1)
     mv = memoryview(buf)
     have = 0  # bytes carried over from the previous read (a partial last line)
     offset = 0  # file offset of buf[0]
@@ -161,6 +214,7 @@ def read_chunks(needles: Needles, lf: LogFile, stream: BinaryIO,
     lines = 0
     matcher = None
     owners: RowOwners | None = None
+    bars, bar_key = Bars(), ""  # the timeline folded rows went to last
     while True:
         n = stream.readinto(mv[have:have + CHUNK]) or 0  # type: ignore[attr-defined]
         if progress is not None and not lf.compression:
@@ -176,16 +230,28 @@ def read_chunks(needles: Needles, lf: LogFile, stream: BinaryIO,
             matcher = needles.matcher(head)
             owners = RowOwners(lf.rel, head)
             del head
+            first = buf.rfind(b"\n", 0, FIRST_PART) + 1
+            if family is not None and 0 < first < cut:  # the head first: a storm in it is counted from its end on
+                cut = first
         assert owners is not None
         raw = mv[:cut]
         chunk: Any = raw
         at = max(0, next_sample - offset)
-        args = (matcher, chunk, at, step, owners.per_origin, ROW_GAP, KEEP_PRESSURE_LINES)
+        bar = bars.bar(bar_key)
+        fam = family(lines) if family is not None else None
+        args = (matcher, chunk, at, step, owners.per_origin, ROW_GAP, KEEP_PRESSURE_LINES, KEEP_EPISODES, *bar, fam)
         nl, flags, quiet, ns, hits, per_origin = _linescan.scan(*args)
         if flags & (F_ESC | F_NUL) and not flags & F_CR:  # colour codes (Ray colours its prefixes), NULs
             chunk = memoryview(ANSI_BYTES.sub(b"", chunk).replace(b"\x00", b""))  # what read.normalise removes
             nl, flags, quiet, ns, hits, per_origin = _linescan.scan(matcher, chunk, *args[2:])
             flags &= ~(F_ESC | F_NUL)  # an ESC left over is text as the line-for-line reader sees it too
+        batch = next((h for h in hits if h[0] == K_BATCH), None)
+        if batch is not None and not flags & ~F_RAY:
+            key = row_key(lf.rel, chunk[batch[2]:batch[3]])
+            if key != bar_key and bar != (-1.0, -1):  # another engine's rows than the bar was for: none held back
+                nl, flags, quiet, ns, hits, per_origin = _linescan.scan(matcher, chunk, *args[2:-3], -1.0, -1, fam)
+            bar_key = key
+            bars.saw(key, (ep for h in hits if h[0] == K_BATCH for ep in h[4][6]))
         if flags & ~F_RAY:  # `\r` redraws, or more engines than the C side keeps apart
             if flags & F_MANY:  # folded rows of several engines: count per origin from now on
                 owners.per_origin = True
@@ -194,10 +260,10 @@ def read_chunks(needles: Needles, lf: LogFile, stream: BinaryIO,
             next_sample = offset + cut + ns - len(chunk)  # ns counts in the (maybe cleaned) chunk
             folded = ""  # the C side folds one engine's rows (a second one makes it F_MANY): one key a chunk
             for i, (kind, rel, start, stop, ids) in enumerate(hits):  # a row's timeline, for RowOwners and the fold
-                if kind == K_FOLD:
+                if kind in (K_FOLD, K_BATCH):
                     folded = folded or row_key(lf.rel, chunk[start:stop])
                     hits[i] = (kind, rel, start, stop, (folded, ids))
-                elif kind != K_CAND:
+                elif kind not in (K_CAND, K_FAMILY):
                     hits[i] = (kind, rel, start, stop, row_key(lf.rel, chunk[start:stop]))
             sampled = Counter(tag for kind, _, _, _, tag in hits if kind in (K_STATS, K_SAMPLED))
             yield Chunk(lines, chunk, hits, False, owners.skips(quiet, per_origin, sampled))
@@ -258,7 +324,11 @@ def _fast_hits(scanner: LineScanner, fs: FileScan, data: Any, hits: list[Any], b
                 plan = plans[tag] = scanner.plan(frozenset(anchor_of[i] for i in tag))
             scanner.line(fs, lineno, text, plan)
             runs.after(ctx, lineno, text)
-        elif kind == K_FOLD:
+            if fs.family.line is not None and fs.family.line.lineno == lineno:
+                fs.family.ids = tag  # the C side may count the lines of its family (Families.native)
+        elif kind == K_FAMILY:
+            fs.family.counted(tag[0], tag[1], lineno)
+        elif kind in (K_FOLD, K_BATCH):
             key, rec = tag
             made: dict[int, RowRef] = {}  # one per row (evidence compares lines by identity)
 
@@ -269,7 +339,10 @@ def _fast_hits(scanner: LineScanner, fs: FileScan, data: Any, hits: list[Any], b
                     got = made[row[0]] = RowRef(lineno, lambda: _row_line(lf, lineno, text.decode("ascii")))
                 return got
 
-            engine(res, key).fold(rec, base, line)
+            if kind == K_FOLD:
+                engine(res, key).fold(rec, base, line)
+            else:
+                engine(res, key).fold_batch(rec, base, line)
         else:
             _stats_row(lf, lineno, text, tag, res, kind == K_SAMPLED)
 
