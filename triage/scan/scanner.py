@@ -14,7 +14,7 @@ import re
 from typing import Any, NamedTuple
 
 from triage.input.read import MAX_LINE, TRUNCATED, iter_chunks, open_stream
-from triage.library.rules import MATCH_TIMEOUT, Library, Rule
+from triage.library.rules import MATCH_TIMEOUT, Library, Pattern, Rule
 from triage.model import Hit, Line, LogFile
 from triage.parsers import PARSERS, signals
 from triage.parsers.engine_stats import engine, engine_key
@@ -86,6 +86,11 @@ def number(value: str | None) -> Any:
         return v
 
 
+def numbers_of(mo: Any) -> dict[str, Any]:
+    """A rule match's named groups as numbers (number())."""
+    return {k: number(v) for k, v in mo.groupdict().items() if v is not None}
+
+
 def condition_value(numbers: dict[str, Any], name: str) -> float | None:
     total = 0.0
     for part in name.split("+"):
@@ -137,6 +142,7 @@ class Scanner:
         self.broken: set[str] = set()  # rules whose regex ran away once: off for the rest of the run
         self.needles = native.Needles(anchors, set(by_anchor)) if native.available() else None
         self._plans: dict[Any, Plan] = {}
+        self._testers: dict[Pattern, Any] = {}  # near / not_near regex -> its test of a context line
         self.progress: Progress | None = None  # told the bytes scanned, when a bar shows them
 
     def _timed_out(self, rule: Rule, where: str, what: str, res: FileResult) -> None:
@@ -305,10 +311,10 @@ class Scanner:
                 fs.errorish.append(line)
 
     # -- claims ----------------------------------------------------------------------------
-    def _holds(self, rule: Rule, line: Line, numbers: dict[str, Any], ctx: Context, lf: LogFile,
+    def _holds(self, rule: Rule, line: Line, numbers: dict[str, Any] | None, ctx: Context, lf: LogFile,
                side_cache: dict[tuple[int, int], str]) -> str | None:
-        """The line's side when the rule's conditions hold, else None."""
-        if rule.when and not thresholds_hold(rule.when, numbers):
+        """The line's side when the rule's conditions hold, else None (`numbers`: the match's, when rule.when)."""
+        if rule.when and not thresholds_hold(rule.when, numbers or {}):
             return None
         key = (line.lineno, id(line))
         side = side_cache.get(key)
@@ -319,10 +325,19 @@ class Scanner:
             return None
         if rule.not_side and side in rule.not_side:
             return None
-        if (rule.near is not None or rule.not_near is not None) and not rule.context_holds(
-                ctx.window(line.lineno, rule.within)):
+        if rule.near is not None and not ctx.any(line.lineno, rule.within, rule.near, self._tester(rule.near)):
+            return None
+        if rule.not_near is not None and ctx.any(line.lineno, rule.within, rule.not_near, self._tester(rule.not_near)):
             return None
         return side
+
+    def _tester(self, pattern: Pattern) -> Any:
+        """A `near` / `not_near` regex as a test of a context line (TimeoutError as for `Rule.search`)."""
+        test = self._testers.get(pattern)
+        if test is None:
+            search = pattern.search
+            test = self._testers[pattern] = lambda line: search(line.msg, timeout=MATCH_TIMEOUT)
+        return test
 
     def _resolve(self, fs: FileScan) -> None:
         lf, res, ctx, pending, errorish = fs.lf, fs.res, fs.ctx, fs.pending, fs.errorish
@@ -336,7 +351,7 @@ class Scanner:
             for rule, mo in matched:
                 if rule.id in self.broken:
                     continue
-                numbers = {k: number(v) for k, v in mo.groupdict().items() if v is not None}
+                numbers = numbers_of(mo) if rule.when else None  # the others' numbers: once a rule holds
                 try:
                     side = self._holds(rule, line, numbers, ctx, lf, side_cache)
                 except TimeoutError:
@@ -344,7 +359,7 @@ class Scanner:
                     continue
                 if side is None:
                     continue
-                hit = Hit(rule.id, line, numbers, side)
+                hit = Hit(rule.id, line, numbers_of(mo) if numbers is None else numbers, side)
                 res.hits.append(hit)
                 claimed[id(line)] = rule.id
                 if rule.follow:

@@ -1,0 +1,118 @@
+"""Bounded cost per line (issue 13): `near`/`not_near` windows and side lookups test each context line once per test,
+however many hits' windows hold it."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+import pytest
+
+from triage.input.read import read_text
+from triage.library.rules import load_library
+from triage.model import Line, LogFile
+from triage.scan import scanner as scanner_mod
+from triage.scan.origins import Context
+from triage.scan.scanner import Scanner
+
+LIB = load_library()
+
+TRACEBACK = [
+    "Traceback (most recent call last):",
+    '  File "/opt/slime/slime/backends/megatron_utils/model.py", line 412, in train_one_step',
+    '  File "/usr/local/lib/python3.12/site-packages/torch/autograd/__init__.py", line 347, in backward',
+]
+
+
+def oom(i: int) -> str:
+    return (f"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate {i % 97}.25 GiB. GPU {i % 8} has a total "
+            f"capacity of 79.11 GiB of which {i % 13}.50 MiB is free.")
+
+
+def scan_text(text: str, scanner: Scanner | None = None) -> Any:
+    lf = LogFile(path="<t>", rel="train.log", kind="trainer")
+    return (scanner or Scanner(LIB)).scan(lf, read_text(text.encode()))
+
+
+def test_a_storm_of_near_identical_ooms_tests_each_line_once_per_near_regex(monkeypatch: pytest.MonkeyPatch) -> None:
+    # 3 traceback lines, then 600 OOM lines differing in their numbers: each OOM line's window (60 before, 25 after)
+    # holds up to 85 other lines; the rules' near / not_near regexes must each read a line at most once.
+    n = 600
+    text = "\n".join(TRACEBACK + [oom(i) for i in range(n)]) + "\n"
+    calls: Counter[str] = Counter()
+    real = Scanner._tester
+
+    def counting(self: Scanner, pattern: Any) -> Any:
+        test = real(self, pattern)
+        return lambda line: (calls.update([pattern.pattern]), test(line))[1]
+
+    monkeypatch.setattr(Scanner, "_tester", counting)
+    res = scan_text(text)
+    assert calls, "no near / not_near regex was asked"
+    assert max(calls.values()) <= n + len(TRACEBACK)  # once per context line, not once per line and window
+    by_rule = Counter(h.rule for h in res.hits)
+    # `near: backward|autograd` holds for the OOM lines up to 60 lines after the autograd frame (line 3): lines 4-63
+    assert by_rule["trainer.oom-backward"] == 60
+    assert min(h.line.lineno for h in res.hits if h.rule == "trainer.oom-backward") == 4
+    assert max(h.line.lineno for h in res.hits if h.rule == "trainer.oom-backward") == 63
+    assert by_rule["trainer.cuda-oom"] == n - 60
+
+
+def test_the_same_message_again_and_again_is_tested_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    # a traceback printed 200 times (a crash loop): identical messages share one answer per test
+    block = TRACEBACK + [oom(0), "retrying the step"]
+    text = "\n".join(block * 200) + "\n"
+    calls: Counter[str] = Counter()
+    real = Scanner._tester
+
+    def counting(self: Scanner, pattern: Any) -> Any:
+        test = real(self, pattern)
+        return lambda line: (calls.update([pattern.pattern]), test(line))[1]
+
+    monkeypatch.setattr(Scanner, "_tester", counting)
+    res = scan_text(text)
+    assert max(calls.values()) <= len(block)
+    assert Counter(h.rule for h in res.hits) == {"trainer.oom-backward": 200}
+    assert [h.line.lineno for h in res.hits][:2] == [4, 9]
+
+
+def line(n: int, msg: str, actor: str = "") -> Line:
+    return Line("t.log", n, msg, msg, actor, "", 1)
+
+
+def test_context_nearest_picks_the_closest_line_and_the_earlier_of_two_as_close() -> None:
+    ctx = Context()
+    for n, msg in [(1, "far marker"), (8, "marker before"), (10, "the hit"), (12, "marker after"), (40, "marker")]:
+        ctx.add(line(n, msg))
+    asked: list[str] = []
+
+    def test(ln: Line) -> bool:
+        asked.append(ln.msg)
+        return "marker" in ln.msg
+
+    assert ctx.nearest(10, (60, 25), "k", test).msg == "marker before"  # 2 before and 2 after: the earlier
+    assert ctx.nearest(11, (60, 25), "k", test).msg == "marker after"
+    assert ctx.nearest(10, (1, 1), "k", test) is None
+    assert ctx.nearest(39, (0, 1), "k", test).msg == "marker"
+    assert sorted(asked) == sorted(ln.msg for ln in ctx.lines)  # each line asked once, whatever the windows
+    assert ctx.any(10, (60, 25), "k", test) and not ctx.any(10, (1, 1), "k", test)
+    assert len(asked) == 5
+
+
+def test_a_near_regex_that_times_out_switches_its_rule_off_with_a_note(monkeypatch: pytest.MonkeyPatch) -> None:
+    text = "\n".join(TRACEBACK + [oom(1)]) + "\n"
+    real = Scanner._tester
+
+    def slow(self: Scanner, pattern: Any) -> Any:
+        if "backward" not in pattern.pattern:
+            return real(self, pattern)
+
+        def test(line: Line) -> bool:
+            raise TimeoutError
+        return test
+
+    monkeypatch.setattr(Scanner, "_tester", slow)
+    res = scan_text(text)
+    assert [h.rule for h in res.hits] == ["trainer.cuda-oom"]
+    assert any("rule trainer.oom-backward: near/not_near regex timed out" in e for e in res.errors)
+    assert scanner_mod.MATCH_TIMEOUT == 0.25
