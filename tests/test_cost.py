@@ -116,3 +116,45 @@ def test_a_near_regex_that_times_out_switches_its_rule_off_with_a_note(monkeypat
     assert [h.rule for h in res.hits] == ["trainer.cuda-oom"]
     assert any("rule trainer.oom-backward: near/not_near regex timed out" in e for e in res.errors)
     assert scanner_mod.MATCH_TIMEOUT == 0.25
+
+
+SLOW_RULE = """\
+rules:
+  - id: user.slow-widget
+    category: other
+    severity: error
+    title: The widget broke
+    anchor: ["widget broke"]
+    match: 'widget broke: (?P<code>\\d+)'
+    knobs: []
+    explain: The widget broke.
+    examples:
+      match: ["widget broke: 7"]
+"""
+
+
+def test_a_user_rule_past_its_regex_budget_is_switched_off_with_a_note(tmp_path: Any,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    # a fake clock: every reading is 0.125 s after the last, so each search of the user's rule costs 0.125 s (under
+    # the 0.25 s a line), and its 2 s budget runs out on the 17th line that holds its anchor (2.125 s)
+    folder = tmp_path / "rules"
+    folder.mkdir()
+    (folder / "mine.yaml").write_text(SLOW_RULE)
+    lib = load_library([folder])
+    ticks = iter(range(10**6))
+    monkeypatch.setattr(scanner_mod, "clock", lambda: next(ticks) * 0.125)
+    hosts = [chr(97 + i % 26) + chr(97 + i // 26) for i in range(100)]  # letters differ line to line: no folding
+    text = "\n".join(f"widget broke: {i} on {hosts[i]}" for i in range(100)) + "\n" + oom(1) + "\n"
+    res = scan_text(text, Scanner(lib))
+    widget = [h for h in res.hits if h.rule == "user.slow-widget"]
+    assert [h.line.lineno for h in widget] == list(range(1, 18))  # searched and claimed until the budget ran out
+    assert [h.numbers["code"] for h in widget][-1] == 16
+    notes = [e for e in res.errors if "user.slow-widget" in e]
+    assert len(notes) == 1
+    assert notes[0].startswith(f"{folder / 'mine.yaml'}:2: rule user.slow-widget: its regexes took 2.1s (budget 2s a run)")
+    assert "the last on train.log:17; rule disabled for the rest of the run" in notes[0]
+    assert [h.rule for h in res.hits if h.rule != "user.slow-widget"] == ["trainer.cuda-oom"]  # built-ins: no budget
+
+
+def test_built_in_rules_have_no_budget() -> None:
+    assert Scanner(LIB).spent == {}
