@@ -158,3 +158,63 @@ def test_a_user_rule_past_its_regex_budget_is_switched_off_with_a_note(tmp_path:
 
 def test_built_in_rules_have_no_budget() -> None:
     assert Scanner(LIB).spent == {}
+
+
+def timers(step: int) -> list[str]:
+    return [f"[2026-11-30 08:{step % 60:02d}:00] timer.py:24 - Timer actor_train start",
+            f"[2026-11-30 08:{step % 60:02d}:09] timer.py:32 - Timer actor_train end (elapsed: {40 + step % 7}.5s)"]
+
+
+def test_the_context_of_a_long_trainer_log_keeps_a_window_and_what_claims_and_tracebacks_need(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # 20,000 Timer lines; an early traceback (a reward function's ValueError) and, at the end, a weight sync that ran
+    # out of memory: `near: update_weights|...` must still see `Timer update_weights start` 2 lines before the OOM
+    early = ["Traceback (most recent call last):",
+             '  File "/opt/slime/slime/rollout/rm_hub/math.py", line 40, in compute_score',
+             "ValueError: could not parse the answer"]
+    body = [t for s in range(10_000) for t in timers(s)]
+    tail = ["[2026-11-30 09:00:00] timer.py:24 - Timer update_weights start",
+            "Traceback (most recent call last):",
+            "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of "
+            "79.11 GiB of which 1.50 GiB is free."]
+    text = "\n".join(timers(0) + early + body + tail) + "\n"
+    held: list[int] = []
+    real = Scanner._resolve
+
+    def resolve(self: Scanner, fs: Any) -> None:
+        held.append(len(fs.ctx.lines))
+        real(self, fs)
+
+    monkeypatch.setattr(Scanner, "_resolve", resolve)
+    res = scan_text(text)
+    assert held[0] < 2 * Context.COMPACT  # not the 20,008 candidate lines
+    oom_line = 2 + 3 + 20_000 + 3
+    assert [(h.rule, h.line.lineno) for h in res.hits if h.rule.startswith("trainer.")] == [
+        ("trainer.oom-weight-sync", oom_line)]
+    # the early traceback is still a chain: its header and frame were kept
+    assert any(h.rule == "verifier.reward-exception" and h.line.lineno == 5 for h in res.hits)
+
+
+def test_a_context_with_nothing_pending_keeps_only_the_recent_lines_and_tracebacks() -> None:
+    pending: list[Any] = []
+    ctx = Context((60, 25), pending)
+    ctx.add(line(1, "Traceback (most recent call last):"))
+    for n in range(2, 50_000):
+        ctx.add(line(n, f"Timer actor_train end (elapsed: {n % 50}.5s)"))
+    assert ctx.lines[0].lineno == 1  # a traceback header stays
+    assert len(ctx.lines) < 2 * Context.COMPACT
+    assert ctx.lines[-1].lineno == 49_999
+    linenos = [ln.lineno for ln in ctx.lines]
+    assert linenos == sorted(linenos) and linenos == ctx.linenos
+
+
+def test_a_pending_claim_keeps_its_window_however_many_lines_follow() -> None:
+    # the OOM first, the Timer line naming the weight sync right after it (`within` reads 25 lines after), then
+    # 20,000 other Timer lines: the claim is resolved when the file ends, long after its window left the recent lines
+    head = ["torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of "
+            "79.11 GiB of which 1.50 GiB is free.",
+            "[2026-11-30 09:00:00] timer.py:32 - Timer update_weights end (elapsed: 3.5s)"]
+    text = "\n".join(head + [t for s in range(10_000) for t in timers(s)]) + "\n"
+    res = scan_text(text)
+    assert [(h.rule, h.line.lineno) for h in res.hits if h.rule.startswith("trainer.")] == [
+        ("trainer.oom-weight-sync", 1)]

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from triage.model import Line
-from triage.parsers.signals import callee_of
+from triage.parsers.signals import EXC_LINE, FRAME, TRACEBACK, callee_of
 
 RAY_PREFIX = re.compile(r"^\((?P<actor>[A-Za-z_][\w.:-]*)(?: pid=(?P<pid>\d+))?(?:, ip=(?P<ip>[0-9a-fA-F.:]+))?\) ?")
 RAY_REPEAT = re.compile(r"\s*\[repeated (?P<n>\d+)x across cluster\]\s*$")
@@ -138,19 +138,64 @@ class Context:
     A window question (`any`, `nearest`) tests each line at most once per test, however many windows hold it: the
     answers are kept per test as one byte a line (0 not asked, 1 no, 2 yes), and a window is a slice of those bytes
     searched in C. A storm of 100 k near-identical hits, each with an 85-line window, costs one regex search per
-    line and test, not 85. Identical messages (a traceback printed again and again) share one answer per test."""
+    line and test, not 85. Identical messages (a traceback printed again and again) share one answer per test.
+
+    Memory is bounded by what the claims and tracebacks need, not by the file: once a line is more than `reach[0]`
+    lines behind the newest, no later claim's window can hold it, and it is dropped unless a pending claim's window
+    (`reach` lines before and after the claim: the widest `within` of the rules, and the side lookup's) holds it,
+    or signals.chains needs it (a traceback header, frame or exception line, or one of the HEADER lines before a
+    traceback). A slime log's Timer lines between metric dicts (a few hundred thousand) stay a window's worth."""
 
     MEMO = 1 << 16  # distinct messages remembered per test
+    COMPACT = 4096  # lines held before the first look for lines to drop
+    HEADER = 4  # lines before a traceback that signals.chains reads as its header
 
-    def __init__(self) -> None:
+    def __init__(self, reach: tuple[int, int] = (60, 25), pending: list[Any] | None = None) -> None:
         self.linenos: list[int] = []
         self.lines: list[Line] = []
         self._flags: dict[Any, bytearray] = {}  # test key -> one byte per line
         self._memo: dict[Any, dict[str, bool] | None] = {}  # test key -> message -> answer (tests of messages)
+        self.reach = reach
+        self.pending = pending  # (line, ...) of the claims not yet resolved, in line order; None: keep every line
+        self._claims: list[int] = []  # the pending claims' line numbers, as far as read
+        self._limit = self.COMPACT
+        self._settled = 0  # lines before this index are kept for good
 
     def add(self, line: Line) -> None:
         self.linenos.append(line.lineno)
         self.lines.append(line)
+        if len(self.lines) >= self._limit and self.pending is not None:
+            self._compact()
+
+    def _compact(self) -> None:
+        """Drop the lines no claim or traceback can still need (see the class note)."""
+        assert self.pending is not None
+        claims = self._claims
+        claims.extend(ln.lineno for ln, *_ in self.pending[len(claims):])
+        before, after = self.reach
+        cut = bisect_left(self.linenos, self.linenos[-1] - before - self.HEADER, self._settled)
+        keep: list[int] = []
+        anchor_at = 1 << 62  # the line number of the nearest traceback anchor after the line looked at
+        lines = self.lines
+        for i in range(len(lines) - 1, self._settled - 1, -1):  # backwards: a header is known by what follows it
+            ln = lines[i]
+            msg = ln.msg
+            anchor = TRACEBACK in msg[:80] or ('File "' in msg and FRAME.match(msg) is not None) or "RayTaskError" in msg
+            if i < cut:
+                j = bisect_left(claims, ln.lineno - after)
+                if (anchor or anchor_at - ln.lineno <= self.HEADER or EXC_LINE.match(msg) is not None
+                        or (j < len(claims) and claims[j] <= ln.lineno + before)):
+                    keep.append(i)
+            if anchor:
+                anchor_at = ln.lineno
+        keep.reverse()
+        self.lines = lines[:self._settled] + [lines[i] for i in keep] + lines[cut:]
+        self.linenos = [ln.lineno for ln in self.lines]
+        self._settled += len(keep)
+        self._flags.clear()
+        self._memo.clear()
+        self._limit = max(self.COMPACT, 2 * len(self.lines))
+
 
     def _span(self, lineno: int, within: tuple[int, int]) -> tuple[int, int]:
         return bisect_left(self.linenos, lineno - within[0]), bisect_right(self.linenos, lineno + within[1])

@@ -151,6 +151,8 @@ class Scanner:
         self.needles = native.Needles(anchors, set(by_anchor)) if native.available() else None
         self._plans: dict[Any, Plan] = {}
         self._testers: dict[Pattern, Any] = {}  # near / not_near regex -> its test of a context line
+        # how far before and after a claim its windows read: the rules' `within`, the side lookup's (SideFinder.side)
+        self.reach = (max([60] + [r.within[0] for r in self.line_rules]), max([25] + [r.within[1] for r in self.line_rules]))
         self.progress: Progress | None = None  # told the bytes scanned, when a bar shows them
 
     def _timed_out(self, rule: Rule, where: str, what: str, res: FileResult) -> None:
@@ -207,6 +209,7 @@ class Scanner:
         chunks as another process reads and prefilters them (parallel.Staged), for this one to parse."""
         res = FileResult(lf)
         fs = FileScan(lf, res)
+        fs.ctx = Context(self.reach, fs.pending)
         stream = None
         try:
             if staged is not None:
