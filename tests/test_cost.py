@@ -10,7 +10,7 @@ import pytest
 
 from triage.input.read import read_text
 from triage.library.rules import load_library
-from triage.model import Line, LogFile
+from triage.model import Event, Line, LogFile
 from triage.scan import scanner as scanner_mod
 from triage.scan.origins import Context
 from triage.scan.scanner import Scanner
@@ -218,3 +218,44 @@ def test_a_pending_claim_keeps_its_window_however_many_lines_follow() -> None:
     res = scan_text(text)
     assert [(h.rule, h.line.lineno) for h in res.hits if h.rule.startswith("trainer.")] == [
         ("trainer.oom-weight-sync", 1)]
+
+
+def test_timer_lines_are_kept_as_readings_with_counts_and_their_readers_answer_as_before() -> None:
+    from statistics import median
+
+    from triage.checks import health
+    from triage.checks.base import Run
+    from triage.checks.startup import startup_phases
+
+    lines = [t for s in range(5_000) for t in timers(s)]  # 10,000 Timer lines, 7 distinct elapsed times
+    lines += [f"[2026-11-30 09:0{i}:00] timer.py:32 - Timer update_weights end (elapsed: 3.5s)" for i in range(3)]
+    lines += ["ft cls=MegatronTrainRayActor fn=update_weights phase=end ok=false elapsed_s=1.0",
+              "[2026-11-30 09:10:00] timer.py:32 - Timer compile_warmup end (elapsed: 81.5s)"]
+    res = scan_text("\n".join(lines) + "\n")
+    assert not [e for e in res.events if e.kind == "timer"]
+    (series,) = [e for e in res.events if e.kind == "timer_series"]
+    readings = series.fields["timers"]
+    assert len(readings) == 1 + 7 + 1 + 1 + 1  # start; 7 elapsed times; update_weights ok and failed; compile
+    assert sum(n for _, n in readings) == len(lines)
+    first_start = readings[0][0]
+    assert (first_start.line.lineno, first_start.fields["phase"]) == (1, "start")
+    run = Run(events=res.events)
+    assert health.publications(run) == (3, 1)
+    assert health._stage_times(run, "") == {
+        "Timer actor_train": median(40 + s % 7 + 0.5 for s in range(5_000)), "Timer compile_warmup": 81.5,
+        "Timer update_weights": 3.5}
+    assert startup_phases(run) == {"compile_warmup": 81.5}
+
+
+def test_a_timer_store_past_its_readings_rounds_new_seconds_to_three_figures() -> None:
+    from triage.parsers.metrics import TIMER_READINGS, TimerStore
+
+    events: list[Any] = []
+    store = TimerStore(events)
+    for i in range(TIMER_READINGS + 500):
+        store.add(Event("timer", line(i + 1, "Timer x end"), {"name": "x", "phase": "end", "seconds": 100 + i / 1000}))
+    store.close()
+    (series,) = events
+    assert len(series.fields["timers"]) <= TIMER_READINGS + 10  # 104.096 .. 104.595 round to 104 and 105
+    assert sum(n for _, n in series.fields["timers"]) == TIMER_READINGS + 500
+    assert series.line.lineno == TIMER_READINGS + 500

@@ -234,6 +234,7 @@ class Scanner:
             if stream is not None:
                 stream.close()
         fs.metrics.close()
+        fs.timers.close()
         self._resolve(fs)
         return res
 
@@ -320,7 +321,10 @@ class Scanner:
             if family is None:
                 return  # counted into the line before it
         if event is not None:
-            res.events.append(event)
+            if event.kind == "timer":
+                fs.timers.add(event)
+            else:
+                res.events.append(event)
         if matched:
             fs.pending.append((line, matched))
             if echo:
