@@ -221,12 +221,12 @@ class Context:
     def _ask(self, key: Any, test: Callable[[Line], Any], flags: bytearray, i: int) -> int:
         line = self.lines[i]
         memo = self._memo[key]
-        if memo is None:
-            found = bool(test(line))
+        known = memo.get(line.msg) if memo is not None else None
+        if known is not None:
+            found = known
         else:
-            found = memo.get(line.msg)
-            if found is None:
-                found = bool(test(line))
+            found = bool(test(line))
+            if memo is not None:
                 if len(memo) >= self.MEMO:
                     memo.clear()
                 memo[line.msg] = found
