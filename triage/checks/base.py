@@ -33,7 +33,7 @@ class Run:
     _by_key: dict[str, list[Event]] | None = field(default=None, repr=False, compare=False)
     _series: dict[str, list[tuple[Event, float]]] = field(default_factory=dict, repr=False, compare=False)
     _order: dict[int, int] = field(default_factory=dict, repr=False, compare=False)  # id(record) -> position
-    _timers: list[Event] | None = field(default=None, repr=False, compare=False)
+    _timers: list[tuple[Event, int]] | None = field(default=None, repr=False, compare=False)
     _memo: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     def once(self, name: str, compute: Callable[[Run], Any]) -> Any:
@@ -170,10 +170,12 @@ class Run:
         found = {id(ev): ev for key in keys for ev in index.get(key, ())}
         return sorted(found.values(), key=lambda ev: self._order[id(ev)])
 
-    def timers(self) -> list[Event]:
-        """The trainer's timer events (stage start/end, weight publication)."""
+    def timers(self) -> list[tuple[Event, int]]:
+        """The trainer's timer readings (stage start/end, weight publication), each with how many lines printed it:
+        each scanned file's `timer_series` (parsers/metrics.py TimerStore), and `timer` events given one by one."""
         if self._timers is None:
-            self._timers = [e for e in self.events if e.kind == "timer"]
+            self._timers = [pair for e in self.events if e.kind == "timer_series" for pair in e.fields["timers"]]
+            self._timers += [(e, 1) for e in self.events if e.kind == "timer"]
         return self._timers
 
     def metrics(self) -> list[Event]:

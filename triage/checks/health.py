@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import math
 import re
+from collections import Counter
 from statistics import median
 from typing import Any
 
 from triage.checks.base import CheckResult, Run
 from triage.checks.metrics import _line, over_threshold, threshold_result
-from triage.model import Event, Line
+from triage.model import Event
 
 PUBLISH_KEYS = ("timing_s/update_weights", "perf/update_weights_time", "perf/update_weights_implementation_time")
 TRAIN_TAGS = ("step", "continued", "log", "record")
@@ -106,20 +107,19 @@ def no_policy_gradient(params: dict[str, Any], run: Run) -> list[CheckResult]:
                                                f"{', grad_norm = 0 in each' if n < min_steps else ''}: {why}"})]
 
 
-def publications(run: Run) -> tuple[int, list[Line]]:
+def publications(run: Run) -> tuple[int, int]:
     """(weight publications seen: timer ends and records timing one, lines showing one that failed)."""
     return run.once("publications", _publications)
 
 
-def _publications(run: Run) -> tuple[int, list[Line]]:
-    ok = 0
-    failed: list[Line] = []
-    for ev in run.timers():
+def _publications(run: Run) -> tuple[int, int]:
+    ok = failed = 0
+    for ev, n in run.timers():
         if ev.fields.get("name") == "update_weights" and ev.fields.get("phase") == "end":
             if ev.fields.get("ok", True):
-                ok += 1
+                ok += n
             else:
-                failed.append(ev.line)
+                failed += n
     return ok + run.count_holding(PUBLISH_KEYS), failed
 
 
@@ -152,13 +152,28 @@ def _stage_times(run: Run, pattern: str) -> dict[str, float]:
             values = [v for _, v in run.series(k) if math.isfinite(v)]
             if values:
                 per[k] = values
-    timed: dict[str, list[float]] = {}
-    for ev in run.timers():
+    medians = {k: median(vs) for k, vs in per.items()}
+    timed: dict[str, Counter[float]] = {}
+    for ev, n in run.timers():
         seconds = ev.fields.get("seconds")
         if seconds is not None:
-            timed.setdefault(ev.fields["name"], []).append(seconds)
-    per.update((f"Timer {name}", vs) for name, vs in timed.items())
-    return {k: round(median(vs), 3) for k, vs in sorted(per.items())}
+            timed.setdefault(ev.fields["name"], Counter())[seconds] += n
+    medians.update((f"Timer {name}", counted_median(counts)) for name, counts in timed.items())
+    return {k: round(v, 3) for k, v in sorted(medians.items())}
+
+
+def counted_median(counts: Counter[float]) -> float:
+    """The median of values given with how many times each occurs (statistics.median of the values listed)."""
+    total = sum(counts.values())
+    first, second = (total + 1) // 2, total // 2 + 1  # 1-based places of the middle values (the same when odd)
+    below, lower = 0, 0.0
+    for v in sorted(counts):
+        if below < first <= below + counts[v]:
+            lower = v
+        below += counts[v]
+        if below >= second:
+            return v if total % 2 else (lower + v) / 2
+    raise ValueError("median of no values")
 
 
 def run_summary(params: dict[str, Any], run: Run) -> list[CheckResult]:
@@ -180,7 +195,7 @@ def run_summary(params: dict[str, Any], run: Run) -> list[CheckResult]:
                 numbers[f"{label}_min"], numbers[f"{label}_max"] = s.lo[1], s.hi[1]
             facts.append(f"{label} {'finite' if not s.bad else f'{s.bad} non-finite'}")
     ok, failed = publications(run)
-    numbers["publications"], numbers["publications_failed"] = ok, len(failed)
+    numbers["publications"], numbers["publications_failed"] = ok, failed
     facts.append(f"publication seen ×{ok}" if ok else "publication not seen")
     length_keys = list(params.get("length_keys") or [])
     length_keys += [k for k in run.aliases("response_length_max") if k not in length_keys]

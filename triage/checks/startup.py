@@ -292,7 +292,7 @@ def startup_phases(run: Run) -> dict[str, float]:
     for eng in engines(run):
         for k, v in eng.phases().items():
             phases[k] = max(phases.get(k, 0.0), v)
-    for ev in run.timers():
+    for ev, _ in run.timers():
         name = ev.fields.get("name", "")
         if "seconds" in ev.fields and any(w in name for w in ("compile", "jit", "warmup", "capture")):
             phases[name] = max(phases.get(name, 0.0), ev.fields["seconds"])

@@ -123,14 +123,6 @@ class Rule:
                 return m
         return None
 
-    def context_holds(self, window: list[Any]) -> bool:
-        """The `near` / `not_near` conditions on the lines around a hit (TimeoutError as for `search`)."""
-        if self.near is not None and not any(self.near.search(o.msg, timeout=MATCH_TIMEOUT) for o in window):
-            return False
-        if self.not_near is not None and any(self.not_near.search(o.msg, timeout=MATCH_TIMEOUT) for o in window):
-            return False
-        return True
-
     def patterns(self) -> list[Pattern]:
         return self.match + [p for p in (self.near, self.not_near) if p is not None]
 

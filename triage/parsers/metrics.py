@@ -405,3 +405,44 @@ class StoredRecords(Records):
         ev = self.store.event()
         if ev is not None:
             self.events.append(ev)
+
+
+TIMER_READINGS = 4096  # distinct timer readings kept exactly; past it, new readings' seconds to 3 significant figures
+
+
+class TimerStore:
+    """One file's trainer timer events (parsers/lifecycle.py: `Timer X start/end (elapsed: Ns)`, `ft ... ok=`,
+    `Update weights end.`) in bounded memory. A slime log prints two a step, a few hundred thousand in a long run;
+    what their readers need (checks/health.py: publications and their failures, each stage's median seconds;
+    checks/startup.py: the longest compile/JIT/capture phase) is how many lines printed each reading, so the store
+    keeps one event per distinct reading (name, phase, seconds, ok, actor), the first line that printed it, with its
+    count. Readings repeat (seconds are printed to 0.1 s), so a run holds a few thousand at most; past
+    TIMER_READINGS, a new reading's seconds are rounded to 3 significant figures (a median then within 0.5 %).
+    close() adds the store to `events` as one `timer_series` event: fields["timers"] = [(event, count), ...] in the
+    order each reading was first seen."""
+
+    def __init__(self, events: list[Event]) -> None:
+        self.events = events
+        self.kept: dict[tuple[Any, ...], list[Any]] = {}  # reading -> [its first event, lines that printed it]
+        self.last: Line | None = None
+
+    def add(self, ev: Event) -> None:
+        f = ev.fields
+        seconds = f.get("seconds")
+        if seconds is not None and len(self.kept) >= TIMER_READINGS:
+            rounded = float(f"{seconds:.3g}")
+            if rounded != seconds:
+                seconds = rounded
+                ev = Event(ev.kind, ev.line, {**f, "seconds": seconds})
+        key = (f.get("name"), f.get("phase"), seconds, f.get("ok", True), f.get("actor"))
+        got = self.kept.get(key)
+        if got is None:
+            self.kept[key] = [ev, 1]
+        else:
+            got[1] += 1
+        self.last = ev.line
+
+    def close(self) -> None:
+        if self.kept and self.last is not None:
+            self.events.append(Event("timer_series", self.last, {"timers": [(ev, n) for ev, n in self.kept.values()]}))
+            self.kept = {}

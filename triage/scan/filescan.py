@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from triage.input.decompress import Cut
 from triage.model import Event, Hit, Line, LogFile
 from triage.parsers.engine_stats import EngineStats
-from triage.parsers.metrics import StoredRecords
+from triage.parsers.metrics import StoredRecords, TimerStore
 from triage.scan.origins import Context, Families
 
 if TYPE_CHECKING:
@@ -40,6 +40,7 @@ class FileScan:
     pending: list[tuple[Line, list[tuple[Any, Any]]]] = field(default_factory=list)  # (line, [(rule, match)])
     errorish: list[Line] = field(default_factory=list)  # error-like lines, for the unclaimed report
     metrics: StoredRecords = field(init=False)  # metric records, joined as they come, kept in bounded memory
+    timers: TimerStore = field(init=False)  # trainer timer events, one per distinct reading with its count
     frame_at: int = -2  # the line of the last traceback frame (`File "...", line N`)
     raise_echo: set[int] = field(default_factory=set)  # echoed `raise ...` source lines a rule matched
     family: Families = field(default_factory=Families)  # the line a storm of its family folds into
@@ -47,6 +48,7 @@ class FileScan:
 
     def __post_init__(self) -> None:
         self.metrics = StoredRecords(self.res.events)
+        self.timers = TimerStore(self.res.events)
 
     def note(self, note: str) -> None:
         """Something about how the file was read that the coverage section must say (cut, damaged, growing).

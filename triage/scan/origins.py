@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left, bisect_right
+from collections.abc import Callable
 from typing import Any
 
 from triage.model import Line
 from triage.parsers.sglang import RETRACTED
-from triage.parsers.signals import callee_of
+from triage.parsers.signals import EXC_LINE, FRAME, TRACEBACK, callee_of
+from triage.prefixes import RAY_ACTOR
 
-RAY_PREFIX = re.compile(r"^\((?P<actor>[A-Za-z_][\w.:-]*)(?: pid=(?P<pid>\d+))?(?:, ip=(?P<ip>[0-9a-fA-F.:]+))?\) ?")
+RAY_PREFIX = re.compile("^" + RAY_ACTOR + " ?")
 RAY_REPEAT = re.compile(r"\s*\[repeated (?P<n>\d+)x across cluster\]\s*$")
 # Prefixes that launchers, container runtimes and loggers put in front of a message; removed (repeatedly) so
 # rules, traceback detection and templates see the message itself. Evidence keeps the full line.
@@ -125,34 +127,145 @@ class SideFinder:
         side = self.of_actor(actor) or self.of_text(text)
         if side:
             return side
-        best, dist = "", 1 << 30
-        for other in context.window(lineno, within):
-            s = self.of_actor(other.actor) or self.of_text(other.msg)
-            if s and abs(other.lineno - lineno) < dist:
-                best, dist = s, abs(other.lineno - lineno)
-        return best or file_side
+        near = context.nearest(lineno, within, ("side", self), self.of_line, by_msg=False)
+        return self.of_line(near) if near is not None else file_side
+
+    def of_line(self, line: Line) -> str:
+        return self.of_actor(line.actor) or self.of_text(line.msg)
 
 
 class Context:
-    """The candidate lines of one file (not the stats lines), for `near` conditions and tracebacks."""
+    """The candidate lines of one file (not the stats lines), for `near` conditions, side lookups and tracebacks.
 
-    def __init__(self) -> None:
+    A window question (`any`, `nearest`) tests each line at most once per test, however many windows hold it: the
+    answers are kept per test as one byte a line (0 not asked, 1 no, 2 yes), and a window is a slice of those bytes
+    searched in C. A storm of 100 k near-identical hits, each with an 85-line window, costs one regex search per
+    line and test, not 85. Identical messages (a traceback printed again and again) share one answer per test.
+
+    Memory is bounded by what the claims and tracebacks need, not by the file: once a line is more than `reach[0]`
+    lines behind the newest, no later claim's window can hold it, and it is dropped unless a pending claim's window
+    (`reach` lines before and after the claim: the widest `within` of the rules, and the side lookup's) holds it,
+    or signals.chains needs it (a traceback header, frame or exception line, or one of the HEADER lines before a
+    traceback). A slime log's Timer lines between metric dicts (a few hundred thousand) stay a window's worth."""
+
+    MEMO = 1 << 16  # distinct messages remembered per test
+    COMPACT = 4096  # lines held before the first look for lines to drop
+    HEADER = 4  # lines before a traceback that signals.chains reads as its header
+
+    def __init__(self, reach: tuple[int, int] = (60, 25), pending: list[Any] | None = None) -> None:
         self.linenos: list[int] = []
         self.lines: list[Line] = []
+        self._flags: dict[Any, bytearray] = {}  # test key -> one byte per line
+        self._memo: dict[Any, dict[str, bool] | None] = {}  # test key -> message -> answer (tests of messages)
+        self.reach = reach
+        self.pending = pending  # (line, ...) of the claims not yet resolved, in line order; None: keep every line
+        self._claims: list[int] = []  # the pending claims' line numbers, as far as read
+        self._limit = self.COMPACT
+        self._settled = 0  # lines before this index are kept for good
 
     def add(self, line: Line) -> None:
         self.linenos.append(line.lineno)
         self.lines.append(line)
+        if len(self.lines) >= self._limit and self.pending is not None:
+            self._compact()
+
+    def _compact(self) -> None:
+        """Drop the lines no claim or traceback can still need (see the class note)."""
+        assert self.pending is not None
+        claims = self._claims
+        claims.extend(ln.lineno for ln, *_ in self.pending[len(claims):])
+        before, after = self.reach
+        cut = bisect_left(self.linenos, self.linenos[-1] - before - self.HEADER, self._settled)
+        keep: list[int] = []
+        anchor_at = 1 << 62  # the line number of the nearest traceback anchor after the line looked at
+        lines = self.lines
+        for i in range(len(lines) - 1, self._settled - 1, -1):  # backwards: a header is known by what follows it
+            ln = lines[i]
+            msg = ln.msg
+            anchor = TRACEBACK in msg[:80] or ('File "' in msg and FRAME.match(msg) is not None) or "RayTaskError" in msg
+            if i < cut:
+                j = bisect_left(claims, ln.lineno - after)
+                if (anchor or anchor_at - ln.lineno <= self.HEADER or EXC_LINE.match(msg) is not None
+                        or (j < len(claims) and claims[j] <= ln.lineno + before)):
+                    keep.append(i)
+            if anchor:
+                anchor_at = ln.lineno
+        keep.reverse()
+        self.lines = lines[:self._settled] + [lines[i] for i in keep] + lines[cut:]
+        self.linenos = [ln.lineno for ln in self.lines]
+        self._settled += len(keep)
+        self._flags.clear()
+        self._memo.clear()
+        self._limit = max(self.COMPACT, 2 * len(self.lines))
+
+
+    def _span(self, lineno: int, within: tuple[int, int]) -> tuple[int, int]:
+        return bisect_left(self.linenos, lineno - within[0]), bisect_right(self.linenos, lineno + within[1])
 
     def window(self, lineno: int, within: tuple[int, int]) -> list[Line]:
-        lo = bisect_left(self.linenos, lineno - within[0])
-        hi = bisect_right(self.linenos, lineno + within[1])
+        lo, hi = self._span(lineno, within)
         return self.lines[lo:hi]
 
     def after(self, lineno: int, span: int) -> list[Line]:
         lo = bisect_right(self.linenos, lineno)
         hi = bisect_right(self.linenos, lineno + span)
         return self.lines[lo:hi]
+
+    def _answers(self, key: Any, by_msg: bool) -> bytearray:
+        flags = self._flags.get(key)
+        if flags is None:
+            flags = self._flags[key] = bytearray(len(self.lines))
+            self._memo[key] = {} if by_msg else None
+        elif len(flags) < len(self.lines):  # lines added since the last question
+            flags.extend(bytes(len(self.lines) - len(flags)))
+        return flags
+
+    def _ask(self, key: Any, test: Callable[[Line], Any], flags: bytearray, i: int) -> int:
+        line = self.lines[i]
+        memo = self._memo[key]
+        known = memo.get(line.msg) if memo is not None else None
+        if known is not None:
+            found = known
+        else:
+            found = bool(test(line))
+            if memo is not None:
+                if len(memo) >= self.MEMO:
+                    memo.clear()
+                memo[line.msg] = found
+        flags[i] = 2 if found else 1
+        return flags[i]
+
+    def any(self, lineno: int, within: tuple[int, int], key: Any, test: Callable[[Line], Any],
+            by_msg: bool = True) -> bool:
+        """Whether a line of the window around `lineno` passes `test`; `key` names the test. `by_msg`: the test reads
+        only the message, so lines of the same message share its answer."""
+        lo, hi = self._span(lineno, within)
+        flags = self._answers(key, by_msg)
+        if flags.find(2, lo, hi) >= 0:
+            return True
+        i = flags.find(0, lo, hi)
+        while i >= 0:
+            if self._ask(key, test, flags, i) == 2:
+                return True
+            i = flags.find(0, i + 1, hi)
+        return False
+
+    def nearest(self, lineno: int, within: tuple[int, int], key: Any, test: Callable[[Line], Any],
+                by_msg: bool = True) -> Line | None:
+        """The line of the window nearest `lineno` (the earlier of two as near) that passes `test` (as for `any`)."""
+        lo, hi = self._span(lineno, within)
+        flags = self._answers(key, by_msg)
+        i = flags.find(0, lo, hi)
+        while i >= 0:
+            self._ask(key, test, flags, i)
+            i = flags.find(0, i + 1, hi)
+        mid = bisect_left(self.linenos, lineno, lo, hi)
+        before, after = flags.rfind(2, lo, mid), flags.find(2, mid, hi)
+        if before < 0:
+            return self.lines[after] if after >= 0 else None
+        if after < 0 or lineno - self.linenos[before] <= self.linenos[after] - lineno:
+            return self.lines[before]
+        return self.lines[after]
 
 
 class Runs:

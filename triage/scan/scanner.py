@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import itertools
 import re
+import time
 from typing import Any, NamedTuple
 
 from triage.input.read import MAX_LINE, TRUNCATED, iter_chunks, open_stream
-from triage.library.rules import MATCH_TIMEOUT, Library, Rule
+from triage.library.rules import MATCH_TIMEOUT, Library, Pattern, Rule, builtin_dir
 from triage.model import Hit, Line, LogFile
 from triage.parsers import PARSERS, signals
 from triage.parsers.engine_stats import engine, engine_key
@@ -86,6 +87,11 @@ def number(value: str | None) -> Any:
         return v
 
 
+def numbers_of(mo: Any) -> dict[str, Any]:
+    """A rule match's named groups as numbers (number())."""
+    return {k: number(v) for k, v in mo.groupdict().items() if v is not None}
+
+
 def condition_value(numbers: dict[str, Any], name: str) -> float | None:
     total = 0.0
     for part in name.split("+"):
@@ -107,6 +113,10 @@ def thresholds_hold(conds: list[dict[str, Any]], numbers: dict[str, Any]) -> boo
             return False
     return True
 
+
+RULE_BUDGET = 2.0  # seconds of regex time (match, near, not_near) a user's rule may spend in one scanning process:
+# a slow regex under MATCH_TIMEOUT a line (0.1 s on each of 1,000 lines) is switched off past it, with a note
+clock = time.perf_counter  # what the budget is measured with (tests give a fake one)
 
 REWARD_RULE = "verifier.reward-exception"  # what a traceback through reward code ends in (signals.REWARD_FRAME)
 
@@ -135,8 +145,14 @@ class Scanner:
         self.anchor_list = sorted(by_anchor)
         self.anchors = tuple(sorted(anchors))
         self.broken: set[str] = set()  # rules whose regex ran away once: off for the rest of the run
+        builtin = str(builtin_dir())
+        self.spent = {r.id: 0.0 for r in lib.rules if not r.origin.startswith(builtin)}  # user rule -> regex seconds
+        self.exhausted: set[str] = set()  # user rules past RULE_BUDGET: no more regex work, claims made so far kept
         self.needles = native.Needles(anchors, set(by_anchor)) if native.available() else None
         self._plans: dict[Any, Plan] = {}
+        self._testers: dict[Pattern, Any] = {}  # near / not_near regex -> its test of a context line
+        # how far before and after a claim its windows read: the rules' `within`, the side lookup's (SideFinder.side)
+        self.reach = (max([60] + [r.within[0] for r in self.line_rules]), max([25] + [r.within[1] for r in self.line_rules]))
         self.progress: Progress | None = None  # told the bytes scanned, when a bar shows them
 
     def _timed_out(self, rule: Rule, where: str, what: str, res: FileResult) -> None:
@@ -144,6 +160,14 @@ class Scanner:
         self.broken.add(rule.id)
         res.errors.append(f"{rule.origin}: rule {rule.id}: {what} regex timed out ({MATCH_TIMEOUT}s) on {where}; "
                           f"rule disabled for the rest of the run (catastrophic backtracking?)")
+
+    def _charge(self, rule: Rule, started: float, where: str, res: FileResult) -> None:
+        """A user rule's regexes ran from `started` until now: past RULE_BUDGET in this run, switch it off."""
+        spent = self.spent[rule.id] = self.spent[rule.id] + clock() - started
+        if spent > RULE_BUDGET and rule.id not in self.broken and rule.id not in self.exhausted:
+            self.exhausted.add(rule.id)
+            res.errors.append(f"{rule.origin}: rule {rule.id}: its regexes took {spent:.1f}s (budget {RULE_BUDGET:g}s a "
+                              f"run), the last on {where}; rule disabled for the rest of the run")
 
     # -- streaming -------------------------------------------------------------------------
     def candidates(self, chunks: Any, fs: FileScan, first_lineno: int = 1) -> Any:
@@ -185,6 +209,7 @@ class Scanner:
         chunks as another process reads and prefilters them (parallel.Staged), for this one to parse."""
         res = FileResult(lf)
         fs = FileScan(lf, res)
+        fs.ctx = Context(self.reach, fs.pending)
         stream = None
         try:
             if staged is not None:
@@ -209,6 +234,7 @@ class Scanner:
             if stream is not None:
                 stream.close()
         fs.metrics.close()
+        fs.timers.close()
         self._resolve(fs)
         return res
 
@@ -271,18 +297,22 @@ class Scanner:
         for a in plan.anchors:
             if a in msg:
                 for rule in self.by_anchor[a]:
-                    if rule.id in self.broken or any(r is rule for r, _ in matched):
+                    if rule.id in self.broken or rule.id in self.exhausted or any(r is rule for r, _ in matched):
                         continue
                     if rule.errors_only:  # a metric record or stats row is data, never an error line
                         if error_line is None:
                             error_line = not is_stats and is_error_line(line)
                         if not error_line:
                             continue
+                    started = clock() if rule.id in self.spent else None
                     try:
                         mo = rule.search(msg)
                     except TimeoutError:
                         self._timed_out(rule, f"{lf.rel}:{lineno}", "match", res)
                         continue
+                    finally:
+                        if started is not None:
+                            self._charge(rule, started, f"{lf.rel}:{lineno}", res)
                     if mo:
                         matched.append((rule, mo))
         family = None
@@ -291,7 +321,10 @@ class Scanner:
             if family is None:
                 return  # counted into the line before it
         if event is not None:
-            res.events.append(event)
+            if event.kind == "timer":
+                fs.timers.add(event)
+            else:
+                res.events.append(event)
         if matched:
             fs.pending.append((line, matched))
             if echo:
@@ -305,10 +338,10 @@ class Scanner:
                 fs.errorish.append(line)
 
     # -- claims ----------------------------------------------------------------------------
-    def _holds(self, rule: Rule, line: Line, numbers: dict[str, Any], ctx: Context, lf: LogFile,
+    def _holds(self, rule: Rule, line: Line, numbers: dict[str, Any] | None, ctx: Context, lf: LogFile,
                side_cache: dict[tuple[int, int], str]) -> str | None:
-        """The line's side when the rule's conditions hold, else None."""
-        if rule.when and not thresholds_hold(rule.when, numbers):
+        """The line's side when the rule's conditions hold, else None (`numbers`: the match's, when rule.when)."""
+        if rule.when and not thresholds_hold(rule.when, numbers or {}):
             return None
         key = (line.lineno, id(line))
         side = side_cache.get(key)
@@ -319,10 +352,19 @@ class Scanner:
             return None
         if rule.not_side and side in rule.not_side:
             return None
-        if (rule.near is not None or rule.not_near is not None) and not rule.context_holds(
-                ctx.window(line.lineno, rule.within)):
+        if rule.near is not None and not ctx.any(line.lineno, rule.within, rule.near, self._tester(rule.near)):
+            return None
+        if rule.not_near is not None and ctx.any(line.lineno, rule.within, rule.not_near, self._tester(rule.not_near)):
             return None
         return side
+
+    def _tester(self, pattern: Pattern) -> Any:
+        """A `near` / `not_near` regex as a test of a context line (TimeoutError as for `Rule.search`)."""
+        test = self._testers.get(pattern)
+        if test is None:
+            search = pattern.search
+            test = self._testers[pattern] = lambda line: search(line.msg, timeout=MATCH_TIMEOUT)
+        return test
 
     def _resolve(self, fs: FileScan) -> None:
         lf, res, ctx, pending, errorish = fs.lf, fs.res, fs.ctx, fs.pending, fs.errorish
@@ -334,17 +376,21 @@ class Scanner:
         for line, matched in pending:
             matched.sort(key=lambda rm: -rm[0].priority)
             for rule, mo in matched:
-                if rule.id in self.broken:
+                if rule.id in self.broken or rule.id in self.exhausted and (rule.near or rule.not_near):
                     continue
-                numbers = {k: number(v) for k, v in mo.groupdict().items() if v is not None}
+                numbers = numbers_of(mo) if rule.when else None  # the others' numbers: once a rule holds
+                started = clock() if rule.id in self.spent else None
                 try:
                     side = self._holds(rule, line, numbers, ctx, lf, side_cache)
                 except TimeoutError:
                     self._timed_out(rule, f"{lf.rel}:{line.lineno}", "near/not_near", res)
                     continue
+                finally:
+                    if started is not None:
+                        self._charge(rule, started, f"{lf.rel}:{line.lineno}", res)
                 if side is None:
                     continue
-                hit = Hit(rule.id, line, numbers, side)
+                hit = Hit(rule.id, line, numbers_of(mo) if numbers is None else numbers, side)
                 res.hits.append(hit)
                 claimed[id(line)] = rule.id
                 if rule.follow:
