@@ -152,15 +152,15 @@ class Episode:
 
     @property
     def first(self) -> Line:
-        return _real(self._first)  # type: ignore[no-any-return]
+        return _real(self._first)
 
     @property
     def last(self) -> Line:
-        return _real(self._last)  # type: ignore[no-any-return]
+        return _real(self._last)
 
     @property
     def peak(self) -> Line | None:
-        return _real(self._peak)  # type: ignore[no-any-return]
+        return _real(self._peak)
 
     @property
     def seconds(self) -> float:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left, bisect_right
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from triage.model import Line
@@ -79,16 +79,22 @@ def split_ray(text: str) -> tuple[str, str, str, int]:
         if r:
             repeat = int(r.group("n"))
             msg = msg[: r.start()]
-    m = LINE_PREFIXES.match(msg)
-    if m.end():
-        msg = msg[m.end():]
+    end = _prefix_end(msg)
+    if end:
+        msg = msg[end:]
         if not actor and msg.startswith("("):  # a Ray prefix after a container or rank prefix
             r2 = RAY_PREFIX.match(msg)
             if r2:
                 actor, pid = r2.group("actor"), r2.group("pid") or ""
                 msg = msg[r2.end():]
-                msg = msg[LINE_PREFIXES.match(msg).end():]
+                msg = msg[_prefix_end(msg):]
     return msg, actor, pid, repeat
+
+
+def _prefix_end(msg: str) -> int:
+    """Where the line prefixes in front of msg end (LINE_PREFIXES matches the empty string too)."""
+    m = LINE_PREFIXES.match(msg)
+    return m.end() if m else 0
 
 
 def sglang_rank(msg: str) -> str:
@@ -103,7 +109,7 @@ class SideFinder:
 
     MEMO = 1 << 16  # distinct messages remembered by of_text (a traceback window is re-read for every hit)
 
-    def __init__(self, markers: dict[str, re.Pattern[str]], actors: dict[str, str]):
+    def __init__(self, markers: Mapping[str, Any], actors: dict[str, str]):
         self.markers = markers
         self.actors = actors
         self._memo: dict[str, str] = {}

@@ -254,7 +254,8 @@ def _collect(conns: list[Any]) -> dict[int, Any]:
     got: dict[int, Any] = {}
     live = list(conns)
     while live:
-        for c in wait(live):
+        ready: list[Any] = wait(live)  # the pipes' Connection objects, as given
+        for c in ready:
             try:
                 i, r = c.recv()
                 got[i] = r
@@ -264,7 +265,7 @@ def _collect(conns: list[Any]) -> dict[int, Any]:
 
 
 def _stageable(lf: LogFile, scanner: Scanner) -> bool:
-    return (lf.size >= STAGED_ABOVE and not lf.compression and lf.path != "-"
+    return (lf.size >= STAGED_ABOVE and not lf.compression and lf.path != "-" and scanner.needles is not None
             and fastscan.candidates_per_mib(scanner.needles, lf.path) <= STAGED_MAX_CANDIDATES)
 
 
@@ -295,7 +296,7 @@ class Staged:
 
     def reopen(self, rest: Any) -> Any:
         """The file from rest.offset on: its head, then the bytes the worker goes on sending."""
-        return fastscan._Prepend(rest.head, self)
+        return fastscan._Prepend(rest.head, self)  # type: ignore[arg-type]  # Staged reads as a BinaryIO does
 
     def read(self, n: int = -1) -> bytes:
         msg = self._recv()
@@ -312,7 +313,7 @@ def _read_stage(lf: LogFile, conn: Any) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     outbox: Queue[Any] = Queue(AHEAD)
     sender = _sender(conn, outbox, lambda item, why: ("error", f"a chunk could not be sent: {why}"))
-    assert _scanner is not None
+    assert _scanner is not None and _scanner.needles is not None
     try:
         with open_stream(lf.path, lf.compression, lambda text: outbox.put(("note", text))) as stream:
             for item in fastscan.read_chunks(_scanner.needles, lf, stream):

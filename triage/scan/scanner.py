@@ -220,9 +220,11 @@ class Scanner:
                     stream = open_stream(lf.path, lf.compression, fs.note)
                 counted = chunks is None and self.needles is not None and hasattr(stream, "readinto")
                 if counted:
+                    assert stream is not None
                     lf.lines = fastscan.scan_file(self, fs, stream, self.progress)
                 else:
-                    self._scan_lines(fs, chunks if chunks is not None else iter_chunks(stream))
+                    assert chunks is not None or stream is not None
+                    self._scan_lines(fs, chunks if chunks is not None else iter_chunks(stream))  # type: ignore[arg-type]
                     lf.lines = max(lf.lines, fs.lines_seen)
             if self.progress is not None and (lf.compression or not counted):
                 self.progress.add(lf.size)  # counted when done: the chunks were not the file's own bytes
@@ -292,7 +294,7 @@ class Scanner:
                 else:
                     event = ev
                 break
-        matched = []
+        matched: list[tuple[Rule, Any]] = []
         error_line: bool | None = None  # asked only when an errors_only rule's anchor is in the line
         for a in plan.anchors:
             if a in msg:
@@ -418,7 +420,7 @@ class Scanner:
             if line.lineno in echoes:
                 ids = {r.id for r, _ in matched}
                 at = line.lineno
-                later = itertools.takewhile(lambda e, at=at: e[0].lineno - at <= 40, pending[i + 1:i + 200])
+                later = itertools.takewhile(lambda e, at=at: bool(e[0].lineno - at <= 40), pending[i + 1:i + 200])  # type: ignore[misc]
                 if any(ids & {r.id for r, _ in m} for _, m in later):
                     continue
             keep.append((line, matched))
