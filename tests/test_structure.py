@@ -127,3 +127,14 @@ def test_graph_is_read():
     assert "triage.scan.scanner" in GRAPH["triage.analyze"] or any(
         t.startswith("triage.scan") for t in GRAPH["triage.analyze"])
     assert "triage.library.rules" in GRAPH["triage.scan.scanner"]
+
+
+def test_every_subpackage_ships_in_the_wheel():
+    """pyproject.toml lists the packages the wheel holds; a stage folder missing from the list would install
+    without its modules."""
+    import tomllib
+
+    listed = set(tomllib.loads((PACKAGE.parent / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    folders = {module_name(p.parent / "__init__.py") for p in PACKAGE.rglob("__init__.py")}
+    assert folders - listed == set()
+    assert "triage.patterns_data" in listed  # the rule library, from patterns/
