@@ -30,16 +30,17 @@ class StructureError(ValueError):
     """A structured file too deep, too large once its aliases are expanded, or not a regular file."""
 
 
-def file_kind(mode: int) -> str:
+def special_kind(mode: int) -> str:
+    """What a non-regular file is, in the words of error messages and the coverage section."""
     if stat.S_ISFIFO(mode):
-        return "a FIFO"
+        return "FIFO"
     if stat.S_ISSOCK(mode):
-        return "a socket"
+        return "socket"
     if stat.S_ISDIR(mode):
-        return "a directory"
+        return "directory"
     if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return "a device"
-    return "not a regular file"
+        return "device"
+    return "special file"
 
 
 def read_regular(path: str | os.PathLike[str], limit: int = MAX_READ) -> bytes:
@@ -50,7 +51,7 @@ def read_regular(path: str | os.PathLike[str], limit: int = MAX_READ) -> bytes:
     try:
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):
-            raise StructureError(f"{file_kind(mode)}, not a regular file: not read")
+            raise StructureError(f"a {special_kind(mode)}, not a regular file: not read")
         with os.fdopen(fd, "rb", closefd=False) as fh:
             return fh.read(limit)
     finally:

@@ -24,6 +24,8 @@ import stat
 from collections.abc import Callable
 from typing import Any, BinaryIO
 
+from triage.safe_load import special_kind
+
 Note = Callable[[str], None]
 
 
@@ -54,17 +56,6 @@ def compression_of(head: bytes) -> str:
 
 def _quiet(_: str) -> None:
     return None
-
-
-def special_kind(mode: int) -> str:
-    """What a non-regular file is, in the words of the coverage section."""
-    if stat.S_ISFIFO(mode):
-        return "FIFO"
-    if stat.S_ISSOCK(mode):
-        return "socket"
-    if stat.S_ISDIR(mode):
-        return "directory"
-    return "device or special file"
 
 
 def safe_open(path: str) -> BinaryIO:

@@ -14,12 +14,13 @@ import stat
 from pathlib import Path
 from typing import Any
 
-from triage.input.decompress import compression_of, safe_open, special_kind
+from triage.input.decompress import compression_of, safe_open
 from triage.input.read import open_stream
 from triage.model import ENGINE_KINDS, LogFile
 from triage.parsers import results as results_file
 from triage.parsers.config_file import looks_like_config
 from triage.prefixes import RAY_ACTOR
+from triage.safe_load import special_kind
 
 SNIFF = 64 << 10  # bytes of (decompressed) content used to decide a file's kind
 
