@@ -182,6 +182,7 @@ def startup_phase_slow(params: dict[str, Any], run: Run) -> list[CheckResult]:
         return []
     eng, worst = max(hits, key=lambda es: es[1].seconds)
     low, sizes = _threshold(params, eng, worst)
+    served = _served_after_ready(run, eng)
     evidence = [worst.line] + [s.line for e, s in hits if s is not worst and e is eng][:2]
     arithmetic = f"{worst.label} {worst.seconds:g} s ≥ {low:g} s" + (f" ({sizes} batch sizes)" if sizes else "")
     if worst.lines > 1 and worst.what in SUMMED:
@@ -190,7 +191,18 @@ def startup_phase_slow(params: dict[str, Any], run: Run) -> list[CheckResult]:
                         numbers={"phase": worst.key, "seconds": worst.seconds, "threshold": low,
                                  **({"capture_sizes": sizes} if sizes else {}),
                                  "engines_over": len({id(e) for e, _ in hits}), "startup_phases": eng.phases(),
-                                 "arithmetic": arithmetic})]
+                                 "served_after_ready": served, "arithmetic": arithmetic},
+                        severity="info" if served else "")]
+
+
+def _served_after_ready(run: Run, eng: Engine) -> bool:
+    """The engine said it was ready, no readiness deadline fired anywhere, and the same file then logged engine stats
+    rows (it served): the slow phase was paid once and the run went on, the cost of a cold start rather than a
+    failure, so it is information (the startup summary), not a warning."""
+    if not eng.ready or any(e.timeouts for e in engines(run)):
+        return False
+    ready_at = eng.ready[0].line.lineno
+    return any(es.origin.startswith(eng.file) and es.last_lineno() > ready_at for es in run.engines.values())
 
 
 def startup_not_ready(params: dict[str, Any], run: Run) -> list[CheckResult]:

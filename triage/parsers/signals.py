@@ -243,7 +243,8 @@ def judge(found: list[Chain], marks: list[Line], hits: list[Hit], unclaimed: lis
         assert final is not None
         end = final.until or final.lineno
         if (final.lineno < at and not _benign(last) and _fatal_name(last) and file_lines - end <= TAIL
-                and not SHUTDOWN.search(final.msg) and not progress_after(final)):
+                and not SHUTDOWN.search(final.msg) and not progress_after(final)
+                and not _survived_before(last, found, progress_after)):
             ex.fatal, ex.chain = final, last
             ex.fatal_rule = next((h.rule for h in hits if h.line is final), "")
             if not ex.fatal_rule:
@@ -274,6 +275,41 @@ def reward_chains(found: list[Chain]) -> list[Chain]:
     """The chains whose frames run through reward code: their final exception is a reward-function failure,
     whichever process printed it."""
     return [c for c in found if c.final is not None and any(REWARD_FRAME.search(f) for f in c.frames)]
+
+
+RAY_REPEAT = re.compile(r"\s*\[repeated \d+x across cluster\].*$")
+
+
+def _signature(c: Chain) -> tuple[str, str]:
+    """(exception class, innermost frame) of a chain, without Ray's `[repeated Nx across cluster]` suffix."""
+    assert c.final is not None
+    frame = RAY_REPEAT.sub("", c.frames[-1]).strip() if c.frames else ""
+    return exception_name(c.final)[0], frame
+
+
+def _logged(c: Chain) -> bool:
+    """Whether a logger printed the traceback at error level: on its first line (`ERROR:...:Traceback`) or on the
+    line just before it (uvicorn's `ERROR:    Exception in ASGI application`, `logger.exception(...)`)."""
+    if is_error_level(c.head):
+        return True
+    last = c.before.rsplit("\n", 1)[-1] if c.before else ""
+    m = HEAD_LEVEL.search(last[:160])
+    return m is not None and _LEVEL_WORD[next(g for g in m.groups() if g)] in ("error", "critical", "fatal")
+
+
+def _survived_before(last: Chain, found: list[Chain], progress_after: Callable[[Line], bool]) -> bool:
+    """A traceback a logger printed at error level (`logger.exception`: the program caught it) whose exception, raised
+    at the same innermost frame, was printed earlier in the file and followed by progress: a per-item error the
+    program handles and goes on from (an environment failing to parse one answer, logged each time), not the end
+    of the process, even when the log stops soon after the last one (a log copied while the run went on). A plain
+    traceback (an uncaught exception, a crash-restart loop) is not excused this way."""
+    if not _logged(last) or last.final is None:
+        return False
+    sig = _signature(last)
+    if not sig[0] or not sig[1]:
+        return False
+    return any(c is not last and c.final is not None and c.final.lineno < last.head.lineno and _signature(c) == sig
+               and progress_after(c.final) for c in found)
 
 
 def _benign(c: Chain) -> bool:
