@@ -15,10 +15,6 @@ EXTRA = FIXTURES / "real-extra"
 CASES = sorted(p.name for p in EXTRA.iterdir() if (p / "expect.yaml").is_file())
 # Known misses, kept visible: the label depends on when in the run the lines appeared.
 KNOWN_MISSES = {
-    "607-sglang-hicache-mooncake-requests-truncated-to-kv-pool":
-        "category, knob and evidence right (config.pool-is-input-limit: the 25,169-token pool truncates 32K prompts), "
-        "but that rule is an error and gates (exit 1) while the server, started with allow_auto_truncate=True, kept "
-        "serving 200 OK; labelled exit 0 before measuring: whether an opted-in truncation gates is left open",
     "482-verifiers-swe-rubric-sandbox-exceeded-maximum-runtime": "one sandbox TIMEOUT is info (verifier.timeout info_below: 3) and the unexplained 'Read file timed out' warning outranks it",
     "021-slime-rollout-503-no-available-workers-before-engine-ready":
         "router 503 'No available workers' before the engines are ready: reported as other.router-no-healthy-engine; "
