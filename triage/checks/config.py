@@ -12,6 +12,7 @@ from typing import Any
 
 from triage.checks.base import CheckResult, Run
 from triage.checks.serving import pressure_seen
+from triage.checks.startup import engines
 from triage.effective_config import RESOLVED, Config, Setting
 from triage.model import Line
 
@@ -283,7 +284,17 @@ def _quiet(params: dict[str, Any], run: Run, *settings: Setting | None) -> str:
     limit = float(params.get("quiet_peak", QUIET_PEAK))
     if 0 <= peak < limit and not rows and not retracted:
         return f"the engine's stats peak at {peak:.2f} usage with no retraction"
+    if peak < 0 and not retracted and _stopped_starting(run, files):
+        return "the engine's log stops inside its startup, before it was ready, so no request reached the pool"
     return ""
+
+
+def _stopped_starting(run: Run, files: set[str]) -> bool:
+    """The engine that allocated the pool never became ready in its log: it printed startup lines, no ready line, and
+    the log stops inside a startup phase (begun, never ended). Whatever ended that start (a crash, a deadline, an
+    operator), the pool was never used; the start-up findings say what happened."""
+    mine = [e for e in engines(run) if not files or e.file in files]
+    return bool(mine) and all(not e.ready and e.unfinished() is not None for e in mine)
 
 
 def _calm(result: list[CheckResult], params: dict[str, Any], run: Run, *settings: Setting | None) -> list[CheckResult]:

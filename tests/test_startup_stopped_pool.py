@@ -1,0 +1,28 @@
+"""A static KV-pool risk on an engine whose log stops inside its startup (never ready, never served) is not what
+happened to the run: it is information, and the start-up findings lead (real-extra 652: SGLang 0.5.16 on a DGX Spark,
+618 s weight load, the log ends inside prefill CUDA-graph capture)."""
+
+from __future__ import annotations
+
+from conftest import FIXTURES, triage_dir
+
+CASE = FIXTURES / "real-extra" / "652-sglang-0516-nvfp4-first-capture-step-abandoned" / "input"
+
+
+def test_the_start_up_leads_and_the_unused_pool_is_info() -> None:
+    findings = triage_dir(CASE).findings
+    assert findings[0].category == "cold-start"
+    assert findings[0].severity == "warning"
+    pool = [f for f in findings if f.rule in ("config.pool-below-context", "config.pool-fits-few-sequences")]
+    assert pool and all(f.severity == "info" for f in pool)
+    assert all("stops inside its startup" in f.numbers["not_materialised"] for f in pool)
+    assert pool[0].numbers["pool_tokens"] == 26397
+
+
+def test_a_load_that_only_projects_minutes_is_not_slow() -> None:
+    """tqdm's projection from the first shard (1/15 [00:29<06:47]) is no evidence: the load took 109 s (653, SGLang)
+    and 115 s (654, vLLM); only the time a load has actually taken counts."""
+    for case in ("653-sglang-0516-laguna-int4-bench-serve-then-sigterm",
+                 "654-vllm-0251-laguna-int4-262k-serve-bench-shutdown"):
+        rules = {f.rule for f in triage_dir(FIXTURES / "real-extra" / case / "input").findings}
+        assert "cold.slow-weight-loading" not in rules, case
