@@ -212,11 +212,16 @@ class Config:
         return out
 
 
-CONFIG_EVENTS = frozenset(("settings", "capacity", "kv_pool", "mamba_pool", "config"))
+CONFIG_EVENTS = frozenset(("settings", "capacity", "kv_pool", "swa_pool", "mamba_pool", "config"))
 
 
 def build_config(lib: Library, events: list[Event], hits: list[Hit]) -> Config:
     cfg = Config(lib)
+    # SGLang (since 2025-07) sizes a hybrid sliding-window model's cache as two pools, announced by `Use sliding window
+    # memory pool. full_layer_tokens=F, swa_layer_tokens=S` and then one `KV Cache is allocated. #tokens: N` line per
+    # pool. A whole sequence must fit the full-attention layers' pool (F); the window layers only hold the window.
+    # So in a file that announced the split, the pool size is F, and the per-pool lines do not set it.
+    split = {ev.line.file for ev in events if ev.kind == "swa_pool"}
     for ev in events:
         if ev.kind not in CONFIG_EVENTS:  # most events are metric records and timers
             continue
@@ -228,7 +233,10 @@ def build_config(lib: Library, events: list[Event], hits: list[Hit]) -> Config:
             cfg.add_fields(ev.fields, f"{kind} {where}", STRENGTH.get(kind, 2), origin, ev.line, resolved_fields=auto)
         elif ev.kind == "capacity":
             cfg.add_fields(ev.fields, f"engine startup {where}", STRENGTH["capacity"], RESOLVED, ev.line)
-        elif ev.kind == "kv_pool":
+        elif ev.kind == "swa_pool":
+            cfg.add_fields({"max_total_num_tokens": ev.fields["full_layer_tokens"]}, f"full-layer KV pool {where}",
+                           STRENGTH["capacity"], RESOLVED, ev.line)
+        elif ev.kind == "kv_pool" and ev.line.file not in split:
             cfg.add_fields({"max_total_num_tokens": ev.fields["tokens"]}, f"KV pool allocated {where}",
                            STRENGTH["capacity"], RESOLVED, ev.line)
         elif ev.kind == "mamba_pool":
