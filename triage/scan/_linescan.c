@@ -1629,6 +1629,7 @@ typedef struct {
 typedef struct {
     Py_ssize_t n;
     ColShape sh[COL_SHAPES];
+    Py_ssize_t back[1024], nback;        /* needles of lines a traceback chain may start at (see cols_before) */
 } ColSet;
 
 typedef struct {
@@ -1652,19 +1653,23 @@ static void colset_free(PyObject *cap) {
     PyMem_Free(cs);
 }
 
-/* shapes([(literal segments, allowed classes, output columns, needle indices, record, ctx), ...]) -> shapes
+/* shapes([(literal segments, allowed classes, output columns, needle indices, record, ctx), ...], back) -> shapes
  * literal segments: tuple of nslot + 1 bytes; allowed classes: bytes of nslot bitmasks; output columns: bytes of nslot
- * (255: the number is not needed, else its column, 0..nout-1, each once). At most COL_SHAPES shapes. */
+ * (255: the number is not needed, else its column, 0..nout-1, each once). At most COL_SHAPES shapes. back: the needle
+ * indices of lines before which context rows are returned (see cols_before). */
 static PyObject *shapes(PyObject *self, PyObject *args) {
     (void)self;
-    PyObject *spec;
-    if (!PyArg_ParseTuple(args, "O!", &PyList_Type, &spec)) return NULL;
+    PyObject *spec, *back;
+    if (!PyArg_ParseTuple(args, "O!O!", &PyList_Type, &spec, &PyTuple_Type, &back)) return NULL;
     Py_ssize_t n = PyList_GET_SIZE(spec);
-    if (n > COL_SHAPES) { PyErr_SetString(PyExc_ValueError, "too many shapes"); return NULL; }
+    if (n > COL_SHAPES || PyTuple_GET_SIZE(back) > 1024) { PyErr_SetString(PyExc_ValueError, "too many shapes"); return NULL; }
     ColSet *cs = PyMem_Calloc(1, sizeof(ColSet));
     if (!cs) return PyErr_NoMemory();
     PyObject *cap = PyCapsule_New(cs, "triage.scan._linescan.Shapes", colset_free);
     if (!cap) { PyMem_Free(cs); return NULL; }
+    cs->nback = PyTuple_GET_SIZE(back);
+    for (Py_ssize_t j = 0; j < cs->nback; j++) cs->back[j] = PyLong_AsSsize_t(PyTuple_GET_ITEM(back, j));
+    if (PyErr_Occurred()) { Py_DECREF(cap); return NULL; }
     for (Py_ssize_t k = 0; k < n; k++) {
         PyObject *segs, *ids;
         Py_buffer allow, col;
@@ -1967,15 +1972,27 @@ static int emit_at(Scan *st, int64_t line, Py_ssize_t bol, Py_ssize_t eol, const
     return rc;
 }
 
-/* Before the pending candidate line is returned: the context rows in the COL_BACK lines before it are taken back,
- * the other rows written out, then those rows returned as lines, in line order. */
+/* Before the pending candidate line is returned: the rows so far are written out, but for the context rows Python
+ * must see as lines next to it, which are returned as lines after them, in line order: those in the COL_BACK lines
+ * before a line a traceback chain may start at (its needles hold one of `back`: signals.chains reads the context lines
+ * just before it as its header), and the row just before a line of the same text (Python folds the two, Runs). */
 static int cols_before(Scan *st) {
     struct Cols *c = st->cols;
     if (!c->any) return 0;
     const ColSet *cs = c->set;
     const unsigned char *b = st->b;
-    Py_ssize_t from = st->c_bol;  /* the start of the line COL_BACK lines before the pending one */
-    for (int k = 0; k < COL_BACK && from > 0; k++) from = line_start(b, from - 1);
+    Py_ssize_t from = st->c_eol + 1;  /* context rows from here on are returned as lines */
+    int chain = 0;
+    for (Py_ssize_t j = 0; j < st->nids && !chain; j++)
+        for (Py_ssize_t k = 0; k < cs->nback; k++)
+            if (st->ids[j] == cs->back[k]) { chain = 1; break; }
+    if (chain) {
+        from = st->c_bol;
+        for (int k = 0; k < COL_BACK && from > 0; k++) from = line_start(b, from - 1);
+    } else if (st->c_bol > 0) {
+        Py_ssize_t pb = line_start(b, st->c_bol - 1), len = st->c_eol - st->c_bol;
+        if (st->c_bol - 1 - pb == len && memcmp(b + pb, b + st->c_bol, (size_t)len) == 0) from = pb;
+    }
     ColBack back[COL_BACK * 2];
     Py_ssize_t nback = 0;
     for (Py_ssize_t k = 0; k < cs->n; k++) {

@@ -36,7 +36,7 @@ from triage.parsers.metrics import BLOCKS
 from triage.parsers.series_store import RowShape
 from triage.parsers.signals import EXC_LINE, FRAME, NOT_FATAL_HEAD, TRACEBACK
 from triage.scan.native import _linescan
-from triage.scan.origins import split_ray
+from triage.scan.origins import RAY_PREFIX, split_ray
 
 if TYPE_CHECKING:
     from triage.scan.scanner import Scanner
@@ -46,20 +46,31 @@ MAX_SHAPES = _linescan.COL_SHAPES if _linescan is not None else 64
 MAX_TOKENS = _linescan.COL_TOKENS if _linescan is not None else 64
 LINE_MAX = _linescan.COL_LINE_MAX if _linescan is not None else 4096
 MAX_TRIED = 256  # distinct shapes looked at per file (registered or refused); past it, no more are tried
+SETTLED = 64  # lines of one set of needles whose shape was tried already: past it, that set's lines are not looked at
 NEG, FRAC, EXP = 1, 2, 4  # token classes: bits of a class number (0..7)
 ALL = 0xFF
 CONTEXT_PATTERNS = (NOT_FATAL_HEAD, FRAME, EXC_LINE)  # what makes a context line matter to a traceback
 NO_COLUMN = 255
+CHAIN_ANCHORS = ("Traceback", 'File "')  # with any anchor holding `Error` (RayTaskError): see Shapes._chain_ids
+
+
+def _ray_end(raw: bytes) -> int:
+    """Where a line's Ray actor prefix ends (0: none)."""
+    if not raw.startswith(b"("):
+        return 0
+    m = RAY_PREFIX.match(raw.decode("ascii", "replace"))
+    return m.end() if m else 0
 
 
 def token_class(tok: bytes) -> int:
     return (NEG if tok[:1] == b"-" else 0) | (FRAC if b"." in tok else 0) | (EXP if tok.lower().find(b"e") >= 0 else 0)
 
 
-def template(line: bytes) -> tuple[tuple[bytes, ...], list[bytes]]:
-    """(the literal segments between the number tokens, the tokens) of a line."""
+def template(line: bytes, fixed: int = 0) -> tuple[tuple[bytes, ...], list[bytes]]:
+    """(the literal segments between the number tokens, the tokens) of a line; the tokens in its first `fixed` bytes
+    (a Ray prefix: its pid and address say which process printed the line) are literal text."""
     segs, toks, at = [], [], 0
-    for m in NUMBER.finditer(line):
+    for m in NUMBER.finditer(line, fixed):
         segs.append(line[at:m.start()])
         toks.append(m.group())
         at = m.end()
@@ -144,6 +155,7 @@ class Shapes:
         self.tried: set[tuple[tuple[bytes, ...], tuple[int, ...]]] = set()
         self.data_ids: dict[tuple[int, ...], Any] = {}  # needle indices -> their plan when a line of them may be data
         self.armed: Any = None  # the C side's shapes (_linescan.shapes), None while there are none
+        self.again: dict[tuple[int, ...], int] = {}  # needle indices -> lines of them whose shape was tried before
         self.full = False
 
     def learn(self, data: Any, hits: list[Any]) -> list[Shape]:
@@ -160,9 +172,12 @@ class Shapes:
             if plan is None:
                 continue
             raw = bytes(data[start:end])
-            segs, toks = template(raw)
+            segs, toks = template(raw, _ray_end(raw))
             key = (segs, ids)
             if key in self.tried:
+                seen = self.again[ids] = self.again.get(ids, 0) + 1
+                if seen > SETTLED:  # lines of these needles keep coming as shapes already refused: stop looking
+                    self.data_ids[ids] = None
                 continue
             self.tried.add(key)
             shape = self._consider(raw, segs, toks, ids, plan)
@@ -173,8 +188,14 @@ class Shapes:
                 self.full = True
                 break
         if new:
-            self.armed = _linescan.shapes([s.spec() for s in self.shapes])
+            self.armed = _linescan.shapes([s.spec() for s in self.shapes], self._chain_ids())
         return new
+
+    def _chain_ids(self) -> tuple[int, ...]:
+        """The needles of lines a traceback chain may start at (signals.chains: a `Traceback` line, a frame, a
+        RayTaskError line): the context rows just before such a line are handed over as lines (its header)."""
+        anchors = self.scanner.needles.anchor_of  # type: ignore[union-attr]
+        return tuple(i for i, a in enumerate(anchors) if a is not None and (a in CHAIN_ANCHORS or "Error" in a))
 
     def _data_plan(self, ids: tuple[int, ...]) -> Any:
         """The scanner's plan for lines of these needles when such a line may be data (a metrics or lifecycle
@@ -195,7 +216,7 @@ class Shapes:
             return None
         text = raw.decode("ascii")
         msg, actor, pid, repeat = split_ray(text)
-        if actor or pid or repeat != 1 or msg[:1].isspace() or text.startswith("("):
+        if repeat != 1 or msg[:1].isspace() or text.startswith("(") and not _ray_end(raw):
             return None
         ev0 = _event(self.scanner, text, plan)
         if ev0 is None:
@@ -207,7 +228,7 @@ class Shapes:
                     or "lines" in f0 or f0.get("framework") == "dataset":
                 return None
         elif kind == "timer":
-            if plan.anchors or not self._quiet_context(msg):
+            if plan.anchors or not self._quiet_context(msg) or self.scanner.sides.of_actor(actor):
                 return None
         else:
             return None
