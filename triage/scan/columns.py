@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import re
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
 from triage.model import Line
 from triage.parsers.metrics import BLOCKS
@@ -38,8 +38,7 @@ from triage.parsers.signals import EXC_LINE, FRAME, NOT_FATAL_HEAD, TRACEBACK
 from triage.scan.native import _linescan
 from triage.scan.origins import RAY_PREFIX, split_ray
 
-if TYPE_CHECKING:
-    from triage.scan.scanner import Scanner
+Scanner = Any  # scanner.Scanner (its needles, plans, rules and sides), which imports this module through prefiltered
 
 NUMBER = re.compile(rb"(?<![A-Za-z0-9_.])-?[0-9]+(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?")
 MAX_SHAPES = _linescan.COL_SHAPES if _linescan is not None else 64
