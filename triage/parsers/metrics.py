@@ -315,6 +315,7 @@ def _dataset_joined(out: Any, ev: Event) -> None:
 
 WINDOW = 256  # records still open to joins (a verl fragment, a MILES duplicate print, a broken dict's next line)
 SEEN = 8192  # (framework, tag, step) of records already passed on: a later duplicate print is dropped
+STEP_LIMIT = 1 << 53  # steps below it (whole numbers a double holds exactly) make int keys (Records._key)
 
 
 class Records:
@@ -332,11 +333,12 @@ class Records:
         self.sink = sink
         self.sink_rows = sink_rows
         self.out: deque[Event | Rows] = deque()  # the open records (or rows of them), oldest first
-        self.keys: deque[Any] = deque()  # their (file, framework, tag, step), when stepped; a list of them for rows
-        self.seen: dict[tuple[Any, ...], Event | Rows | None] = {}  # key -> open record or rows (None: passed on)
+        self.keys: deque[Any] = deque()  # their keys (_key), when stepped; for rows, whether any is
+        self.seen: dict[Any, Event | Rows | None] = {}  # key -> open record or rows (None: passed on)
         self.last_line = 0  # the line of the last value joined into a block record (wandb summary, NeMo-RL)
         self.open = 0  # records in out
         self.pushed = 0  # records pushed, all told (rows count one each)
+        self.bases: dict[tuple[str, str, str], int] = {}  # (file, framework, tag) -> its keys' base (_key)
 
     def append(self, ev: Event) -> None:
         f = ev.fields
@@ -369,7 +371,7 @@ class Records:
                 self._push(ev, None)
             self.last_line = ev.line.lineno
             return
-        key = (ev.line.file, f["framework"], f["tag"], f["step"]) if f["step"] is not None else None
+        key = self._key(ev.line.file, f["framework"], f["tag"], f["step"]) if f["step"] is not None else None
         if key is not None and key in self.seen:
             kept = self.seen[key]
             if type(kept) is Rows:
@@ -380,32 +382,45 @@ class Records:
             return  # a duplicate of a record passed on: MILES prints the same dict again
         self._push(ev, key)
 
+    def _key(self, file: str, framework: str, tag: str, step: Any) -> Any:
+        """A record's (file, framework, tag, step) as one int when its step is a small enough whole number (its
+        (file, framework, tag) numbered, times 2^53, plus the step: a row's key costs an addition), else the tuple."""
+        if type(step) is int and 0 <= step < STEP_LIMIT:
+            return self._base(file, framework, tag) + step
+        return (file, framework, tag, step)
+
+    def _base(self, file: str, framework: str, tag: str) -> int:
+        base = self.bases.get((file, framework, tag))
+        if base is None:
+            base = self.bases[(file, framework, tag)] = (len(self.bases) + 1) * STEP_LIMIT
+        return base
+
     def append_rows(self, rows: Rows, file: str) -> None:
         """The records of a write-out of the C prefilter's columns (in log order, by ordinal)."""
-        keys: list[Any] = [None] * rows.n
+        stepped: list[Any] = []
         for part in rows.parts:
             sh = part.shape
             f = sh.fields
-            if sh.num_col < 0 and f.get(sh.num) is None:
+            if sh.num_col < 0:
+                if f.get(sh.num) is not None:
+                    stepped += [self._key(file, f["framework"], f["tag"], f[sh.num])] * part.n
                 continue
-            fw, tag = f["framework"], f["tag"]
-            if sh.num_col >= 0:
-                start = sh.num_col * part.n
-                steps = map(int, part.vals[start:start + part.n])
+            start = sh.num_col * part.n
+            steps = list(map(int, part.vals[start:start + part.n]))
+            if min(steps) < 0 or max(steps) >= STEP_LIMIT:
+                stepped += [self._key(file, f["framework"], f["tag"], step) for step in steps]
             else:
-                steps = [f[sh.num]] * part.n  # type: ignore[assignment]
-            for k, step in zip(part.ords, steps):
-                keys[k] = (file, fw, tag, step)
-        stepped = [k for k in keys if k is not None]
+                stepped += map(self._base(file, f["framework"], f["tag"]).__add__, steps)
         seen = self.seen
-        if len(set(stepped)) < len(stepped) or any(k in seen for k in stepped):  # a duplicate print among them
+        new = dict.fromkeys(stepped, rows)
+        if len(new) < len(stepped) or not seen.keys().isdisjoint(new):  # a duplicate print among them
             for k in range(rows.n):
                 self.append(rows.event(k))
             return
-        seen.update(dict.fromkeys(stepped, rows))
+        seen.update(new)
         rows.first = self.pushed
         self.out.append(rows)
-        self.keys.append(keys)
+        self.keys.append(bool(stepped))
         self.open += rows.n
         self.pushed += rows.n
         self._trim()
@@ -418,8 +433,9 @@ class Records:
         """Held rows back into records (something joins one of them): each row's Event takes its place. Returns the
         last one. Rows more than WINDOW records back are passed on as they would have been already."""
         i = self.out.index(rows)
-        keys = self.keys[i]
         events = [rows.event(k) for k in range(rows.n)]
+        keys = [self._key(ev.line.file, ev.fields["framework"], ev.fields["tag"], ev.fields["step"])
+                if ev.fields["step"] is not None else None for ev in events]
         items, ks = list(self.out), list(self.keys)
         self.out = deque(items[:i] + events + items[i + 1:])  # type: ignore[operator]
         self.keys = deque(ks[:i] + keys + ks[i + 1:])
@@ -429,7 +445,7 @@ class Records:
         self._trim()
         return events[-1]
 
-    def _push(self, ev: Event, key: tuple[Any, ...] | None) -> None:
+    def _push(self, ev: Event, key: Any) -> None:
         if key is not None:
             self.seen[key] = ev
         self.out.append(ev)
@@ -455,7 +471,7 @@ class Records:
             else:
                 for k in range(item.n):
                     self.sink(item.event(k))
-            if any(k is not None for k in key):
+            if key:
                 self._forget()
             return
         self.open -= 1
@@ -465,10 +481,10 @@ class Records:
         self.sink(item)
 
     def _forget(self) -> None:
-        if len(self.seen) > 2 * SEEN:  # forget the oldest keys passed on (dicts keep insertion order), in bulk
-            old = itertools.islice(self.seen.items(), len(self.seen) - SEEN)
-            for k in [k for k, v in old if v is None or (type(v) is Rows and v.passed)]:
-                del self.seen[k]
+        """Forget the oldest keys passed on (dicts keep insertion order), in bulk: all but the newest SEEN, which hold
+        every record still open (the last WINDOW, or rows held with them, whose older rows count as passed)."""
+        if len(self.seen) > 2 * SEEN:
+            self.seen = dict(itertools.islice(self.seen.items(), len(self.seen) - SEEN, None))
 
     def close(self) -> None:
         while self.out:

@@ -480,10 +480,47 @@ def _joined(a: Summary | None, b: Summary, off: int, store: MetricStore) -> Summ
 
 
 def sampled(base: int, n: int, limit: int) -> list[int]:
-    """Positions base..base+n-1 whose hash is under `limit` (as MetricStore.add samples them)."""
+    """Positions base..base+n-1 whose hash is under `limit` (as MetricStore.add samples them), found without hashing
+    each: the positions whose hash (p * HASH mod 2^32: a rotation of the circle by HASH) falls in [0, limit) follow
+    each other at no more than three distinct distances (the three-gap theorem), which _gaps finds once per limit."""
     if limit >= FULL:
         return list(range(base, base + n))
-    return [p for p in range(base, base + n) if (p * HASH) % FULL < limit]
+    end = base + n
+    p = base
+    while p < end and (p * HASH) % FULL >= limit:
+        p += 1
+    gaps = _gaps(limit)
+    out = []
+    while p < end:
+        out.append(p)
+        for g in gaps:
+            if ((p + g) * HASH) % FULL < limit:
+                p += g
+                break
+        else:  # not one of the distances seen: look one by one (never needed, but never wrong)
+            p += 1
+            while p < end and (p * HASH) % FULL >= limit:
+                p += 1
+    return out
+
+
+_GAPS: dict[int, tuple[int, ...]] = {}
+
+
+def _gaps(limit: int) -> tuple[int, ...]:
+    """The distances between consecutive positions whose hash is under `limit`, smallest first."""
+    got = _GAPS.get(limit)
+    if got is None:
+        seen: set[int] = set()
+        last, p, hits = 0, 1, 0
+        while hits < 200 and p < 1 << 24:
+            if (p * HASH) % FULL < limit:
+                seen.add(p - last)
+                last = p
+                hits += 1
+            p += 1
+        got = _GAPS[limit] = tuple(sorted(seen))
+    return got
 
 
 class RowShape:

@@ -1723,7 +1723,8 @@ static PyObject *shapes(PyObject *self, PyObject *args) {
 
 static int is_digit(unsigned char c) { return c >= '0' && c <= '9'; }
 
-/* The number token [s, e) as a double, as Python's float() reads it; 0 when it is too long to copy. */
+/* The number token [s, e) as a double, as Python's float() reads it; 0 when it is too long to copy, or a whole number
+ * of more than 15 digits (a step parsed with int() must be exact). */
 static const double POW10[23] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14,
                                  1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
 static int col_number(const unsigned char *b, Py_ssize_t s, Py_ssize_t e, double *out) {
@@ -1734,12 +1735,18 @@ static int col_number(const unsigned char *b, Py_ssize_t s, Py_ssize_t e, double
     int digits = 0, frac = 0;
     long ex = 0;
     for (; t < e && is_digit(b[t]); t++)
-        if (m || b[t] != '0') { m = m * 10 + (uint64_t)(b[t] - '0'); if (++digits > 19) goto slow; }
+        if (m || b[t] != '0') { m = m * 10 + (uint64_t)(b[t] - '0'); if (++digits > 19) break; }
+    if (digits > 19) {  /* count the rest: a long whole number is refused below, a long fraction read slowly */
+        for (; t < e && is_digit(b[t]); t++) digits++;
+        if (t == e) return 0;
+        goto slow;
+    }
     if (t < e && b[t] == '.')
         for (t++; t < e && is_digit(b[t]); t++) {
             frac++;
             if (m || b[t] != '0') { m = m * 10 + (uint64_t)(b[t] - '0'); if (++digits > 19) goto slow; }
         }
+    if (t == e && !frac && digits > 15) return 0;  /* a whole number a double may not hold: Python reads it (int) */
     if (t < e) {  /* the exponent */
         t++;
         int eneg = b[t] == '-';
