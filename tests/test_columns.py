@@ -292,3 +292,22 @@ def test_the_c_side_reads_a_shape_and_its_numbers_as_the_python_tokenizer_does()
         got = [rows.get(i) for i in range(len(lines))]
         assert sum(e is not None for e in expect) > 100 and sum(e is None for e in expect) > 100
         assert [repr(g) for g in got] == [repr(e) for e in expect]
+
+
+def test_a_verl_step_line_of_many_keys_comes_as_columns_with_the_same_findings(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    keys = (  # a verl step line of corpus 040's shape: many keys, more needle occurrences than 32
+[f"global_seqlen/{k}" for k in ("min", "max", "mean")] + [f"actor/{k}" for k in (
+        "kl_loss", "kl_coef", "entropy_loss", "pg_loss", "pg_clipfrac", "ppo_kl", "grad_norm", "lr")]
+        + [f"critic/{a}/{b}" for a in ("score", "rewards", "advantages", "returns") for b in ("mean", "max", "min")]
+        + [f"response_length/{k}" for k in ("mean", "max", "min", "clip_ratio")]
+        + [f"prompt_length/{k}" for k in ("mean", "max", "min", "clip_ratio")]
+        + [f"timing_s/{k}" for k in ("gen", "old_log_prob", "ref", "adv", "update_actor", "testing", "step")])
+    rng = random.Random(6)
+    lines = [f"(main_task pid=51520) step:{s} - " + " - ".join(
+        f"{k}:{1024.0 if k == 'response_length/max' else rng.uniform(-1, 900):.3f}" for k in keys)
+        for s in range(1, 2501)]
+    log = write(tmp_path, lines)
+    report, rows = same_both_ways(log, monkeypatch)
+    assert rows > 2300
+    assert any(f["category"] == "generation-tail" for f in report["findings"])

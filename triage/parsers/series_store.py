@@ -636,15 +636,17 @@ class RowPart:
     def event(self, i: int) -> Event:
         """Row i as the Event its line's parser makes."""
         sh = self.shape
-        fields = dict(sh.fields)
+        fields = sh.fields.copy()
+        row = self.vals[i::self.n].tolist() if sh.nout else []  # its number in each output column
         if sh.kind == "metrics":
-            n, vals = self.n, self.vals
-            fields["values"] = {k: (vals[c * n + i] if c >= 0 else const)
-                                for k, c, const in zip(sh.keys, sh.cols, sh.consts)}
+            if -1 in sh.cols:
+                fields["values"] = {k: (row[c] if c >= 0 else const) for k, c, const in zip(sh.keys, sh.cols, sh.consts)}
+            else:
+                fields["values"] = dict(zip(sh.keys, map(row.__getitem__, sh.cols)))
             if sh.num_col >= 0:
-                fields[sh.num] = int(vals[sh.num_col * n + i])
+                fields[sh.num] = int(row[sh.num_col])
         elif sh.num_col >= 0:
-            fields[sh.num] = self.vals[sh.num_col * self.n + i]
+            fields[sh.num] = row[sh.num_col]
         return Event(sh.kind, self.line_of(self, i), MappingProxyType(fields) if sh.proxy else fields)  # type: ignore[arg-type]
 
     def contributions(self, store: MetricStore, base: int) -> list[tuple[dict[str, Summary], str, Column]]:

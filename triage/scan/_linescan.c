@@ -1612,7 +1612,7 @@ PyMODINIT_FUNC PyInit__linescan(void) {
  * Their rows in the 4 lines before a line this call returns are returned as lines instead (after the rows before
  * them), and a line the same as the line before it is returned (Python folds it into that one), so that what Python
  * keeps as context next to any line it parses is what it would keep if every line were returned. */
-#define COL_IDS 32
+#define COL_IDS 128
 #define COL_BACK 4  /* lines before a returned line whose context rows are returned too (signals.chains' header) */
 
 typedef struct {
@@ -1644,7 +1644,23 @@ struct Cols {
     Py_ssize_t nrec;                    /* metric-record rows since the last write-out */
     Py_ssize_t last;                    /* the shape matched last (tried first) */
     int any;                            /* rows since the last write-out */
+    Py_ssize_t nl_pos, nl_cnt;          /* newlines before nl_pos: the rows' own line counter */
 };
+
+/* Whether n bytes at a and b are equal (short segments: word compares, no call). */
+static ALWAYS_INLINE int seg_eq(const unsigned char *a, const unsigned char *b, Py_ssize_t n) {
+    uint64_t x, y;
+    while (n >= 8) {
+        memcpy(&x, a, 8);
+        memcpy(&y, b, 8);
+        if (x != y) return 0;
+        a += 8;
+        b += 8;
+        n -= 8;
+    }
+    while (n--) if (*a++ != *b++) return 0;
+    return 1;
+}
 
 static void colset_free(PyObject *cap) {
     ColSet *cs = (ColSet *)PyCapsule_GetPointer(cap, "triage.scan._linescan.Shapes");
@@ -1778,7 +1794,7 @@ static int col_match(const ColShape *sh, const unsigned char *b, Py_ssize_t len,
     Py_ssize_t pos = 0;
     for (Py_ssize_t k = 0;; k++) {
         Py_ssize_t l = sh->seg_len[k];
-        if (len - pos < l || memcmp(b + pos, sh->lit + sh->seg_off[k], (size_t)l) != 0) return 0;
+        if (len - pos < l || !seg_eq(b + pos, sh->lit + sh->seg_off[k], l)) return 0;
         pos += l;
         if (k == sh->nslot) return pos == len;
         Py_ssize_t t = pos;
@@ -1830,12 +1846,15 @@ static int cols_take(Scan *st) {
     if (len > COL_LINE_MAX || !cs->n) return 0;
     Py_ssize_t ts[COL_TOKENS], te[COL_TOKENS];
     for (Py_ssize_t q = 0; q < cs->n; q++) {
-        Py_ssize_t k = (c->last + q) % cs->n;
+        Py_ssize_t k = q == 0 ? c->last : q <= c->last ? q - 1 : q;  /* the last one matched, then the others */
         const ColShape *sh = &cs->sh[k];
         if (sh->nids != st->nids) continue;
         Py_ssize_t j = 0;
         while (j < st->nids && sh->ids[j] == st->ids[j]) j++;
-        if (j < st->nids || !col_match(sh, b + bol, len, ts, te)) continue;
+        if (j < st->nids) continue;
+        Py_ssize_t tail = sh->seg_len[sh->nslot];  /* the end of the line first: where shapes of a needle differ */
+        if (len < tail || !seg_eq(b + bol + len - tail, sh->lit + sh->seg_off[sh->nslot], tail)) continue;
+        if (!col_match(sh, b + bol, len, ts, te)) continue;
         if (sh->ctx && bol > 0) {  /* the same text as the line before: Python folds it into that one (Runs) */
             Py_ssize_t pb = line_start(b, bol - 1);
             if (bol - 1 - pb == len && memcmp(b + pb, b + bol, (size_t)len) == 0) return 0;
@@ -1845,7 +1864,9 @@ static int cols_take(Scan *st) {
         double *v = r->val + r->n * sh->nout;
         for (Py_ssize_t s = 0; s < sh->nslot; s++)
             if (sh->col[s] >= 0 && !col_number(b + bol, ts[s], te[s], &v[sh->col[s]])) return 0;
-        r->line[r->n] = em_line(&st->em, bol);
+        c->nl_cnt += st->em.count(b + c->nl_pos, b + bol);  /* the bytes since the last row only */
+        c->nl_pos = bol;
+        r->line[r->n] = c->nl_cnt;
         r->bol[r->n] = bol;
         r->eol[r->n] = st->c_eol;
         r->ord[r->n] = sh->record ? c->nrec++ : -1;

@@ -44,6 +44,7 @@ NUMBER = re.compile(rb"(?<![A-Za-z0-9_.])-?[0-9]+(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+
 MAX_SHAPES = _linescan.COL_SHAPES if _linescan is not None else 64
 MAX_TOKENS = _linescan.COL_TOKENS if _linescan is not None else 64
 LINE_MAX = _linescan.COL_LINE_MAX if _linescan is not None else 4096
+MAX_IDS = 128  # needle occurrences a shape's line may hold (_linescan.c COL_IDS)
 MAX_TRIED = 256  # distinct shapes looked at per file (registered or refused); past it, no more are tried
 SETTLED = 64  # lines of one set of needles whose shape was tried already: past it, that set's lines are not looked at
 NEG, FRAC, EXP = 1, 2, 4  # token classes: bits of a class number (0..7)
@@ -187,7 +188,12 @@ class Shapes:
                 self.full = True
                 break
         if new:
-            self.armed = _linescan.shapes([s.spec() for s in self.shapes], self._chain_ids())
+            try:
+                self.armed = _linescan.shapes([s.spec() for s in self.shapes], self._chain_ids())
+            except (ValueError, TypeError, OverflowError):  # a shape the C side cannot hold: stop learning, keep the rest
+                self.shapes = self.shapes[:len(self.shapes) - len(new)]
+                self.full = True
+                return []
         return new
 
     def _chain_ids(self) -> tuple[int, ...]:
@@ -211,7 +217,7 @@ class Shapes:
 
     def _consider(self, raw: bytes, segs: tuple[bytes, ...], toks: list[bytes], ids: tuple[int, ...],
                   plan: Any) -> Shape | None:
-        if len(toks) > MAX_TOKENS or not raw.isascii() or not raw.decode("ascii").isprintable():
+        if len(toks) > MAX_TOKENS or len(ids) > MAX_IDS or not raw.isascii() or not raw.decode("ascii").isprintable():
             return None
         text = raw.decode("ascii")
         msg, actor, pid, repeat = split_ray(text)
