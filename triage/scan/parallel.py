@@ -41,8 +41,7 @@ if TYPE_CHECKING:
 
 BIG = 16 << 20  # bytes: engine logs smaller than this are not worth a process
 STAGED_ABOVE = 128 << 20  # bytes: a file of this process's own this big is read by a worker while it parses
-# ... unless its head holds more candidate lines than this per MiB (not counting the lines of numeric shapes that come
-# as columns: a trainer log's metric dicts and Timer lines, scan/columns.py): then parsing is the work, and in one process the
+# ... unless its head holds more candidate lines than this per MiB: then parsing is the work, and in one process the
 # C prefilter counts a storm of one line family itself (it needs to know which line the parser kept last; a worker
 # reading ahead cannot), where two processes hand every line over: 20x the CPU on a retraction storm
 STAGED_MAX_CANDIDATES = 500
@@ -267,8 +266,7 @@ def _collect(conns: list[Any]) -> dict[int, Any]:
 
 def _stageable(lf: LogFile, scanner: Scanner) -> bool:
     return (lf.size >= STAGED_ABOVE and not lf.compression and lf.path != "-" and scanner.needles is not None
-            and fastscan.candidates_per_mib(scanner.needles, lf.path, fastscan.shapes_for(scanner, lf))
-            <= STAGED_MAX_CANDIDATES)
+            and fastscan.candidates_per_mib(scanner.needles, lf.path) <= STAGED_MAX_CANDIDATES)
 
 
 class Staged:

@@ -184,9 +184,8 @@ class Rest(NamedTuple):
     head: bytes  # the bytes from offset that stage 1 already read
 
 
-def candidates_per_mib(needles: Needles, path: str, shapes: Shapes | None = None) -> float:
-    """Candidate lines per MiB in the file's head (its first PAIR_SAMPLE bytes); 0 when it cannot be read. With
-    `shapes`, those of the lines the head's shapes do not take as columns (the lines Python parses one by one)."""
+def candidates_per_mib(needles: Needles, path: str) -> float:
+    """Candidate lines per MiB in the file's head (its first PAIR_SAMPLE bytes); 0 when it cannot be read."""
     try:
         with open(path, "rb") as f:
             head = f.read(PAIR_SAMPLE)
@@ -195,11 +194,7 @@ def candidates_per_mib(needles: Needles, path: str, shapes: Shapes | None = None
     head = head[:head.rfind(b"\n") + 1]
     if not head:
         return 0.0
-    matcher = needles.matcher(head)
-    hits = _linescan.scan(matcher, head, 0, 0, False, ROW_GAP, KEEP_PRESSURE_LINES)[4]  # rows folded
-    if shapes is not None and shapes.learn(head, hits):
-        hits = _linescan.scan(matcher, head, 0, 0, False, ROW_GAP, KEEP_PRESSURE_LINES, 0, -1.0, -1, None,
-                              shapes.armed)[4]
+    hits = _linescan.scan(needles.matcher(head), head, 0, 0, False, ROW_GAP, KEEP_PRESSURE_LINES)[4]  # rows folded
     return sum(1 for h in hits if h[0] == K_CAND) * (1 << 20) / len(head)
 
 
