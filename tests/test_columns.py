@@ -108,7 +108,7 @@ def summary(res: Any) -> dict[str, Any]:
                 out[name + " order"] = list(getattr(st, name))
             out["view"] = [(p, e.line.lineno, e.line.text, e.line.msg, e.line.actor, e.line.pid, e.fields)
                            for p, e in st.view()]
-            out["pins"] = {p: (refs, ev.line.lineno) for p, (ev, refs) in st._pins.items()}
+            out["pins"] = sorted((p, refs, ev.line.lineno) for p, (ev, refs) in st._pins.items())  # no order: a map
         elif ev.kind == "timer_series":
             out["timers"] = [(e.line.lineno, e.line.text, dict(e.fields), n) for e, n in ev.fields["timers"]]
             out["timer line"] = ev.line.lineno
@@ -311,3 +311,12 @@ def test_a_verl_step_line_of_many_keys_comes_as_columns_with_the_same_findings(
     report, rows = same_both_ways(log, monkeypatch)
     assert rows > 2300
     assert any(f["category"] == "generation-tail" for f in report["findings"])
+
+
+def test_a_result_with_rows_survives_the_trip_back_from_a_worker(tmp_path: Path) -> None:
+    import pickle
+
+    log = write(tmp_path, slime_log(1500, seed=13, nan_at=1400))
+    res = scan(log)
+    back = pickle.loads(pickle.dumps(res))
+    assert repr(summary(back)) == repr(summary(res)) == repr(summary(scan(log, native=False)))

@@ -345,7 +345,7 @@ class Records:
         out = self.out
         if f["tag"] == "continued":
             if out and type(out[-1]) is Rows:
-                self._unroll(out[-1])  # type: ignore[arg-type]
+                self._unroll(out[-1])
             prev = out[-1] if out else None
             if prev is None or prev.line.file != ev.line.file:  # type: ignore[union-attr]
                 return
@@ -437,7 +437,7 @@ class Records:
         keys = [self._key(ev.line.file, ev.fields["framework"], ev.fields["tag"], ev.fields["step"])
                 if ev.fields["step"] is not None else None for ev in events]
         items, ks = list(self.out), list(self.keys)
-        self.out = deque(items[:i] + events + items[i + 1:])  # type: ignore[operator]
+        self.out = deque(items[:i] + events + items[i + 1:])
         self.keys = deque(ks[:i] + keys + ks[i + 1:])
         for ev, key in zip(events, keys):
             if key is not None:
@@ -455,7 +455,7 @@ class Records:
         self._trim()
 
     def _size(self, item: Event | Rows) -> int:
-        return item.n if type(item) is Rows else 1  # type: ignore[union-attr]
+        return item.n if isinstance(item, Rows) else 1
 
     def _trim(self) -> None:
         while self.out and self.open - self._size(self.out[0]) >= WINDOW:

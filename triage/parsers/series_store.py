@@ -247,9 +247,10 @@ class MetricStore:
                 self._unpin(t[2])
                 t[2] = last
                 self._pin(last, event_at(last))
-        if n >= self._tail.maxlen:  # type: ignore[operator]
+        maxlen = self._tail.maxlen or TAIL
+        if n >= maxlen:
             self._tail.clear()
-        self._lazy = (rows, base, min(n, self._tail.maxlen), made)  # type: ignore[type-var]
+        self._lazy = (rows, base, min(n, maxlen), made)
         self._sample_rows(base, n, event_at)
 
     def _sample_rows(self, base: int, n: int, event_at: Callable[[int], Event]) -> None:
@@ -335,7 +336,7 @@ class MetricStore:
             return
         self._lazy = None
         rows, base, count, made = lazy
-        maxlen: int = self._tail.maxlen  # type: ignore[assignment]
+        maxlen = self._tail.maxlen or TAIL
         keep = min(count, maxlen - coming)
         for pos in range(base + rows.n - keep, base + rows.n):
             ev = made.get(pos)
@@ -616,6 +617,18 @@ def const_stats(const: float, n: int) -> tuple[Any, ...]:
     return (n if const != 0 else 0, 0, -1, -1, lo, hi, top)
 
 
+def _at(base: int, ords: Any, rows: list[int]) -> Callable[[int], int]:
+    return lambda k: base + ords[rows[k]]
+
+
+def _column(vals: Any, start: int) -> Callable[[int], float]:
+    return lambda r: vals[start + r]
+
+
+def _constant(const: float) -> Callable[[int], float]:
+    return lambda r: const
+
+
 class RowPart:
     """The rows of one shape in one write-out of the C prefilter (kind 6): their line numbers, ordinals among the
     write-out's records, the numbers of each output column, the columns' statistics, and how to make a row's line."""
@@ -669,17 +682,15 @@ class RowPart:
                         rows.append(r)
                         vals.append(mean / longest)
                 if rows:
-                    out.append((tables[table], name, Column(len(rows), vals.__getitem__,
-                                                            lambda k, rows=rows: base + ords[rows[k]], key,
+                    out.append((tables[table], name, Column(len(rows), vals.__getitem__, _at(base, ords, rows), key,
                                                             column_stats(vals))))
                 continue
             c = sh.cols[i]
             if c >= 0:
-                start, vals_ = c * n, self.vals
-                col = Column(n, lambda r, start=start, vals_=vals_: vals_[start + r], pos, key, self.stats[c])
+                col = Column(n, _column(self.vals, c * n), pos, key, self.stats[c])
             else:
                 const = sh.consts[i]
-                col = Column(n, lambda r, const=const: const, pos, key, const_stats(const, n))
+                col = Column(n, _constant(const), pos, key, const_stats(const, n))
             out.append((tables[table], name, col))
         return out
 
@@ -735,25 +746,37 @@ class RowLine(Line):
                                 (_PID, line.pid)):
                 slot.__set__(self, value)
 
-    @property  # type: ignore[override]
+    @property
     def text(self) -> str:
         self._load()
-        return _TEXT.__get__(self)  # type: ignore[no-any-return]
+        return _TEXT.__get__(self)
+
+    @text.setter
+    def text(self, value: str) -> None:
+        _TEXT.__set__(self, value)
 
     @property
     def msg(self) -> str:
         self._load()
-        return Line.msg.fget(self)  # type: ignore[attr-defined,no-any-return]
+        return Line.msg.fget(self)  # type: ignore[attr-defined]
 
-    @property  # type: ignore[override]
+    @property
     def actor(self) -> str:
         self._load()
-        return _ACTOR.__get__(self)  # type: ignore[no-any-return]
+        return _ACTOR.__get__(self)
 
-    @property  # type: ignore[override]
+    @actor.setter
+    def actor(self, value: str) -> None:
+        _ACTOR.__set__(self, value)
+
+    @property
     def pid(self) -> str:
         self._load()
-        return _PID.__get__(self)  # type: ignore[no-any-return]
+        return _PID.__get__(self)
+
+    @pid.setter
+    def pid(self, value: str) -> None:
+        _PID.__set__(self, value)
 
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
         """Pickled (a worker's result) as the Line it stands for."""

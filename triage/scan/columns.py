@@ -199,7 +199,7 @@ class Shapes:
     def _chain_ids(self) -> tuple[int, ...]:
         """The needles of lines a traceback chain may start at (signals.chains: a `Traceback` line, a frame, a
         RayTaskError line): the context rows just before such a line are handed over as lines (its header)."""
-        anchors = self.scanner.needles.anchor_of  # type: ignore[union-attr]
+        anchors = self.scanner.needles.anchor_of
         return tuple(i for i, a in enumerate(anchors) if a is not None and (a in CHAIN_ANCHORS or "Error" in a))
 
     def _data_plan(self, ids: tuple[int, ...]) -> Any:
