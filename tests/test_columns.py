@@ -320,3 +320,16 @@ def test_a_result_with_rows_survives_the_trip_back_from_a_worker(tmp_path: Path)
     res = scan(log)
     back = pickle.loads(pickle.dumps(res))
     assert repr(summary(back)) == repr(summary(res)) == repr(summary(scan(log, native=False)))
+
+
+def test_two_stages_learn_the_shapes_in_the_reading_process_and_give_the_same_stores(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from triage.scan import parallel
+
+    log = write(tmp_path, slime_log(2500, seed=17, nan_at=2000))
+    scanner = Scanner(LIB)
+    files, _ = discover([str(log)])
+    rows = counting_rows(monkeypatch)
+    staged = parallel._staged_scan(scanner, files[0])  # a forked worker reads and prefilters, this process parses
+    assert sum(rows) > 2500 * 6.5
+    assert repr(summary(staged)) == repr(summary(scan(log, native=False)))
