@@ -31,12 +31,12 @@ from __future__ import annotations
 import itertools
 import math
 import re
-from collections import deque
+from collections import Counter, deque
 from sys import intern
 from typing import Any
 
 from triage.model import Event, Line
-from triage.parsers.series_store import MetricStore
+from triage.parsers.series_store import MetricStore, RowPart, Rows
 from triage.safe_load import json_loads
 
 SLIME = re.compile(r"\b(?P<tag>(?:critic-)?step|rollout|perf|eval|multi_turn) (?P<step>\d+): \{")
@@ -291,8 +291,15 @@ def _joined(kept: Event, ev: Event) -> None:
 
 
 def _dataset_joined(out: Any, ev: Event) -> None:
-    """verl's `filter dataset len: M` completes the last open `dataset len: N` record of its file."""
-    for prev in reversed(list(out)[-8:]):
+    """verl's `filter dataset len: M` completes the last open `dataset len: N` record of its file (among the last 8)."""
+    seen = 0
+    for prev in reversed(out):
+        if seen >= 8:
+            return
+        if type(prev) is Rows:  # rows of registered shapes: never a dataset record
+            seen += prev.n
+            continue
+        seen += 1
         pf = prev.fields
         if pf["framework"] != "dataset" or prev.line.file != ev.line.file:
             continue
@@ -308,28 +315,41 @@ def _dataset_joined(out: Any, ev: Event) -> None:
 
 WINDOW = 256  # records still open to joins (a verl fragment, a MILES duplicate print, a broken dict's next line)
 SEEN = 8192  # (framework, tag, step) of records already passed on: a later duplicate print is dropped
+STEP_LIMIT = 1 << 53  # steps below it (whole numbers a double holds exactly) make int keys (Records._key)
 
 
 class Records:
     """Joins the parsed metric records of one file as they come (append each, then close) and passes each
     finished record to `sink`: one record per (framework, tag, step), verl fragments and broken dicts joined,
     MILES's duplicate prints dropped. Only the last WINDOW records are held open, so a long log costs a
-    fixed amount here whatever its length."""
+    fixed amount here whatever its length.
 
-    def __init__(self, sink: Any) -> None:
+    Records also come in bulk (append_rows): the rows of registered line shapes (scan/columns.py), which never open a
+    join themselves. They are held as one item until WINDOW records follow them, then passed to `sink_rows` (or one by
+    one to `sink`). A row another record joins (a duplicate print of its step, a fragment after it) turns its rows
+    back into records first, so every join happens as it would have."""
+
+    def __init__(self, sink: Any, sink_rows: Any = None) -> None:
         self.sink = sink
-        self.out: deque[Event] = deque()  # the open records, oldest first
-        self.keys: deque[tuple[Any, ...] | None] = deque()  # their (file, framework, tag, step), when stepped
-        self.seen: dict[tuple[Any, ...], Event | None] = {}  # key -> open record (None: passed on)
+        self.sink_rows = sink_rows
+        self.out: deque[Event | Rows] = deque()  # the open records (or rows of them), oldest first
+        self.keys: deque[Any] = deque()  # their keys (_key), when stepped; for rows, whether any is
+        self.seen: dict[Any, Event | Rows | None] = {}  # key -> open record or rows (None: passed on)
         self.last_line = 0  # the line of the last value joined into a block record (wandb summary, NeMo-RL)
+        self.open = 0  # records in out
+        self.pushed = 0  # records pushed, all told (rows count one each)
+        self.bases: dict[tuple[str, str, str], int] = {}  # (file, framework, tag) -> its keys' base (_key)
 
     def append(self, ev: Event) -> None:
         f = ev.fields
         out = self.out
         if f["tag"] == "continued":
+            if out and type(out[-1]) is Rows:
+                self._unroll(out[-1])
             prev = out[-1] if out else None
-            if prev is None or prev.line.file != ev.line.file:
+            if prev is None or prev.line.file != ev.line.file:  # type: ignore[union-attr]
                 return
+            assert type(prev) is Event
             if f["framework"] == "verl" and prev.fields["framework"] == "verl":
                 _joined(prev, ev)
             elif f["framework"] == "dataset":
@@ -343,7 +363,7 @@ class Records:
             return
         if f["framework"] in BLOCKS:
             prev = out[-1] if out else None
-            if (prev is not None and prev.fields["framework"] == f["framework"] and prev.line.file == ev.line.file
+            if (type(prev) is Event and prev.fields["framework"] == f["framework"] and prev.line.file == ev.line.file
                     and 0 < ev.line.lineno - self.last_line <= BLOCK_GAP
                     and not any(k in prev.fields["values"] for k in f["values"])):  # a key again: the next block
                 _joined(prev, ev)
@@ -351,30 +371,120 @@ class Records:
                 self._push(ev, None)
             self.last_line = ev.line.lineno
             return
-        key = (ev.line.file, f["framework"], f["tag"], f["step"]) if f["step"] is not None else None
+        key = self._key(ev.line.file, f["framework"], f["tag"], f["step"]) if f["step"] is not None else None
         if key is not None and key in self.seen:
             kept = self.seen[key]
+            if type(kept) is Rows:
+                kept = self._unroll(kept) if self._open_rows(kept) else None
+                kept = self.seen[key] if kept is not None else None
             if kept is not None:
-                _joined(kept, ev)
+                _joined(kept, ev)  # type: ignore[arg-type]
             return  # a duplicate of a record passed on: MILES prints the same dict again
         self._push(ev, key)
 
-    def _push(self, ev: Event, key: tuple[Any, ...] | None) -> None:
+    def _key(self, file: str, framework: str, tag: str, step: Any) -> Any:
+        """A record's (file, framework, tag, step) as one int when its step is a small enough whole number (its
+        (file, framework, tag) numbered, times 2^53, plus the step: a row's key costs an addition), else the tuple."""
+        if type(step) is int and 0 <= step < STEP_LIMIT:
+            return self._base(file, framework, tag) + step
+        return (file, framework, tag, step)
+
+    def _base(self, file: str, framework: str, tag: str) -> int:
+        base = self.bases.get((file, framework, tag))
+        if base is None:
+            base = self.bases[(file, framework, tag)] = (len(self.bases) + 1) * STEP_LIMIT
+        return base
+
+    def append_rows(self, rows: Rows, file: str) -> None:
+        """The records of a write-out of the C prefilter's columns (in log order, by ordinal)."""
+        stepped: list[Any] = []
+        for part in rows.parts:
+            sh = part.shape
+            f = sh.fields
+            if sh.num_col < 0:
+                if f.get(sh.num) is not None:
+                    stepped += [self._key(file, f["framework"], f["tag"], f[sh.num])] * part.n
+                continue
+            start = sh.num_col * part.n
+            steps = list(map(int, part.vals[start:start + part.n]))
+            if min(steps) < 0 or max(steps) >= STEP_LIMIT:
+                stepped += [self._key(file, f["framework"], f["tag"], step) for step in steps]
+            else:
+                stepped += map(self._base(file, f["framework"], f["tag"]).__add__, steps)
+        seen = self.seen
+        new = dict.fromkeys(stepped, rows)
+        if len(new) < len(stepped) or not seen.keys().isdisjoint(new):  # a duplicate print among them
+            for k in range(rows.n):
+                self.append(rows.event(k))
+            return
+        seen.update(new)
+        rows.first = self.pushed
+        self.out.append(rows)
+        self.keys.append(bool(stepped))
+        self.open += rows.n
+        self.pushed += rows.n
+        self._trim()
+
+    def _open_rows(self, rows: Rows) -> bool:
+        """Whether rows are still held (some of them among the last WINDOW records)."""
+        return not rows.passed and rows.first + rows.n > self.pushed - WINDOW
+
+    def _unroll(self, rows: Rows) -> Event:
+        """Held rows back into records (something joins one of them): each row's Event takes its place. Returns the
+        last one. Rows more than WINDOW records back are passed on as they would have been already."""
+        i = self.out.index(rows)
+        events = [rows.event(k) for k in range(rows.n)]
+        keys = [self._key(ev.line.file, ev.fields["framework"], ev.fields["tag"], ev.fields["step"])
+                if ev.fields["step"] is not None else None for ev in events]
+        items, ks = list(self.out), list(self.keys)
+        self.out = deque(items[:i] + events + items[i + 1:])
+        self.keys = deque(ks[:i] + keys + ks[i + 1:])
+        for ev, key in zip(events, keys):
+            if key is not None:
+                self.seen[key] = ev
+        self._trim()
+        return events[-1]
+
+    def _push(self, ev: Event, key: Any) -> None:
         if key is not None:
             self.seen[key] = ev
         self.out.append(ev)
         self.keys.append(key)
-        if len(self.out) > WINDOW:
+        self.open += 1
+        self.pushed += 1
+        self._trim()
+
+    def _size(self, item: Event | Rows) -> int:
+        return item.n if isinstance(item, Rows) else 1
+
+    def _trim(self) -> None:
+        while self.out and self.open - self._size(self.out[0]) >= WINDOW:
             self._pass()
 
     def _pass(self) -> None:
-        ev, key = self.out.popleft(), self.keys.popleft()
+        item, key = self.out.popleft(), self.keys.popleft()
+        if type(item) is Rows:
+            self.open -= item.n
+            item.passed = True
+            if self.sink_rows is not None:
+                self.sink_rows(item)
+            else:
+                for k in range(item.n):
+                    self.sink(item.event(k))
+            if key:
+                self._forget()
+            return
+        self.open -= 1
         if key is not None:
             self.seen[key] = None
-            if len(self.seen) > 2 * SEEN:  # forget the oldest keys passed on (dicts keep insertion order), in bulk
-                for k in [k for k, v in itertools.islice(self.seen.items(), len(self.seen) - SEEN) if v is None]:
-                    del self.seen[k]
-        self.sink(ev)
+            self._forget()
+        self.sink(item)
+
+    def _forget(self) -> None:
+        """Forget the oldest keys passed on (dicts keep insertion order), in bulk: all but the newest SEEN, which hold
+        every record still open (the last WINDOW, or rows held with them, whose older rows count as passed)."""
+        if len(self.seen) > 2 * SEEN:
+            self.seen = dict(itertools.islice(self.seen.items(), len(self.seen) - SEEN, None))
 
     def close(self) -> None:
         while self.out:
@@ -397,7 +507,7 @@ class StoredRecords(Records):
 
     def __init__(self, events: list[Event]) -> None:
         self.store = MetricStore()
-        super().__init__(self.store.add)
+        super().__init__(self.store.add, self.store.add_rows)
         self.events = events
 
     def close(self) -> None:
@@ -441,6 +551,41 @@ class TimerStore:
         else:
             got[1] += 1
         self.last = ev.line
+
+    def add_rows(self, parts: list[RowPart]) -> None:
+        """The timer events of rows of registered shapes (one write-out), as add() of each in line order would."""
+        firsts: list[tuple[int, Any, RowPart, int]] = []  # (line, reading, part, row) of readings not kept yet
+        counts: list[tuple[Any, int]] = []
+        for part in parts:
+            sh = part.shape
+            f = sh.fields
+            name, phase, ok, actor = f.get("name"), f.get("phase"), f.get("ok", True), f.get("actor")
+            if sh.num_col >= 0:
+                start = sh.num_col * part.n
+                col = part.vals[start:start + part.n].tolist()
+                tally: dict[Any, int] = Counter(col)
+            else:
+                col, tally = [], {f.get(sh.num): part.n}
+            for seconds, n in tally.items():
+                key = (name, phase, seconds, ok, actor)
+                counts.append((key, n))
+                if key not in self.kept:
+                    i = col.index(seconds) if col else 0
+                    firsts.append((part.lineno(i), key, part, i))
+        new = {key for _, key, _, _ in firsts}
+        if len(self.kept) + len(new) >= TIMER_READINGS:  # near the bound, seconds get rounded: row by row
+            rows = sorted((part.lineno(i), j, part, i) for j, part in enumerate(parts) for i in range(part.n))
+            for _, _, part, i in rows:
+                self.add(part.event(i))
+            return
+        firsts.sort(key=lambda t: t[0])
+        for _, key, part, i in firsts:
+            if key not in self.kept:
+                self.kept[key] = [part.event(i), 0]
+        for key, n in counts:
+            self.kept[key][1] += n
+        last = max(parts, key=lambda p: p.lineno(p.n - 1))
+        self.last = last.line_of(last, last.n - 1)
 
     def close(self) -> None:
         if self.kept and self.last is not None:

@@ -14,6 +14,10 @@ and a rollout dict per step); keeping each as Python objects cost ~1.4 kB a reco
   whatever period the log's record kinds repeat with).
 - how many records hold each set of keys (a run prints a few shapes of record), so "records holding any of
   these keys" is an exact count.
+Records also come in bulk (add_rows): the rows of a line shape the C prefilter kept as columns (scan/columns.py),
+whose summaries, sample, tail, pins, tags and shapes come out as if each row had been added by itself, at the cost of
+a few operations per column (the column's statistics are computed in C, _linescan.c col_stats); only the records
+kept (sampled, pinned, in the tail) become Event objects, with their line read back from the file when asked.
 While a run has no more than `cap` records nothing is dropped: the view is every record, in log order, and the
 checks see exactly what they saw when every record was kept.
 """
@@ -21,11 +25,13 @@ checks see exactly what they saw when every record was kept.
 from __future__ import annotations
 
 import heapq
+from bisect import bisect_left
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from types import MappingProxyType
 from typing import Any
 
-from triage.model import Event
+from triage.model import Event, Line
 from triage.parsers.vocabulary import canonical, reward_function
 
 CAP = 4096  # sampled records (their full values), whatever the log's length
@@ -66,6 +72,8 @@ class MetricStore:
         self.threshold = FULL  # a record is sampled while hash(position) < threshold
         self._sample: dict[int, tuple[int, Event]] = {}  # position -> (hash of its position in its file, record)
         self._tail: deque[tuple[int, Event]] = deque(maxlen=tail)
+        self._lazy: tuple[Rows, int, int, dict[int, Event]] | None = None  # the tail's last rows, not yet made:
+        # (their write-out, its first position, how many of its last rows, the events made of it so far)
         self._pins: dict[int, list[Any]] = {}  # position -> [record, references]
         self.sums: dict[str, Summary] = {}  # raw key -> Summary
         self.canon: dict[str, Summary] = {}  # canonical series -> Summary (the record's preferred alias)
@@ -127,6 +135,8 @@ class MetricStore:
 
     def add(self, ev: Event) -> None:
         """One merged record (parsers/metrics.py), in log order."""
+        if self._lazy is not None:
+            self._settle(1)
         pos = self.total
         self.total += 1
         self._view = None
@@ -186,6 +196,159 @@ class MetricStore:
             limit = self.threshold
             self._sample = {p: he for p, he in self._sample.items() if he[0] < limit}
 
+    # -- ingest in bulk: a write-out of the C prefilter's columns ------------------------------------------------
+    def add_rows(self, rows: Rows) -> None:
+        """The metric records of `rows` (each a line of a registered shape), in log order: what add() of each would
+        leave, summaries, pins, sample, tail, tags and shapes alike."""
+        n = rows.n
+        if not n:
+            return
+        self._settle(n)
+        base = self.total
+        self.total += n
+        self._view = None
+        made: dict[int, Event] = {}
+
+        def event_at(pos: int) -> Event:
+            got = made.get(pos)
+            if got is None:
+                got = made[pos] = rows.event(pos - base)
+            return got
+
+        parts = sorted(rows.parts, key=lambda p: p.ords[0])
+        series: dict[tuple[int, str], tuple[dict[str, Summary], str, list[Column]]] = {}  # in add()'s order
+        for part in parts:
+            for dest, name, col in part.contributions(self, base):
+                got = series.get((id(dest), name))
+                if got is None:
+                    series[(id(dest), name)] = (dest, name, [col])
+                else:
+                    got[2].append(col)
+        for dest, name, cols in series.values():
+            self._merge(dest, name, cols, event_at)
+        for part in parts:
+            shape = part.shape.keys
+            if shape in self.shapes:
+                self.shapes[shape] += part.n
+            elif len(self.shapes) < MAX_SHAPES:
+                self.shapes[shape] = part.n
+            else:
+                self.shapes_full = True
+            f = part.shape.fields
+            tag = (f.get("framework", ""), f.get("tag", ""))
+            first, last = base + part.ords[0], base + part.ords[part.n - 1]
+            t = self.tags.get(tag)
+            if t is None:
+                self.tags[tag] = [part.n, first, last]
+                self._pin(first, event_at(first))
+                self._pin(last, event_at(last))
+            else:
+                t[0] += part.n
+                self._unpin(t[2])
+                t[2] = last
+                self._pin(last, event_at(last))
+        maxlen = self._tail.maxlen or TAIL
+        if n >= maxlen:
+            self._tail.clear()
+        self._lazy = (rows, base, min(n, maxlen), made)
+        self._sample_rows(base, n, event_at)
+
+    def _sample_rows(self, base: int, n: int, event_at: Callable[[int], Event]) -> None:
+        """The sample after positions base..base+n-1 were added one by one: the threshold halves while more than `cap`
+        positions would be under it (whatever the order they came in, the last halving is the same)."""
+        limit = self.threshold
+        new = sampled(base, n, limit)
+        if len(self._sample) + len(new) > self.cap:
+            while len(self._sample) + len(new) > self.cap:
+                limit //= 2
+                new = [p for p in new if (p * HASH) % FULL < limit]
+                self._sample = {p: he for p, he in self._sample.items() if he[0] < limit}
+            self.threshold = limit
+        for p in new:
+            self._sample[p] = ((p * HASH) % FULL, event_at(p))
+
+    def _merge(self, dest: dict[str, Summary], name: str, cols: list[Column], event_at: Callable[[int], Event]) -> None:
+        """The columns of one series in a write-out (rows of several shapes, interleaved) into its Summary, as _update
+        of each value in log order would: every earlier point is at a lower position, so each slot takes the column
+        point that wins by (value, position), and the candidates for the highest values go through the heap in order."""
+        s = dest.get(name)
+        if s is None:
+            s = dest[name] = Summary()
+        cands: list[Point] = []
+        for c in cols:
+            nonzero, bad, bad0, bad1, lo, hi, top = c.stats
+            s.n += c.n
+            s.nonzero += nonzero
+            s.bad += bad
+            p = c.point(0)
+            if s.first is None or p[0] < s.first[0]:
+                self._move(s, "first", p, event_at)
+            p = c.point(c.n - 1)
+            if s.last is None or p[0] > s.last[0]:
+                self._move(s, "last", p, event_at)
+            if bad:
+                p = c.point(bad0)
+                if s.bad_first is None or p[0] < s.bad_first[0]:
+                    self._move(s, "bad_first", p, event_at)
+                p = c.point(bad1)
+                if s.bad_last is None or p[0] > s.bad_last[0]:
+                    self._move(s, "bad_last", p, event_at)
+            if lo >= 0:
+                p = c.point(lo)
+                if s.lo is None or (p[1], p[0]) < (s.lo[1], s.lo[0]):
+                    self._move(s, "lo", p, event_at)
+                p = c.point(hi)
+                if s.hi is None or (-p[1], p[0]) < (-s.hi[1], s.hi[0]):
+                    self._move(s, "hi", p, event_at)
+            cands.extend(c.point(i) for i in top)
+        if len(cols) > 1:
+            cands.sort()
+        heap = s.top
+        added: set[int] = set()
+        removed: list[int] = []
+        for pos, v, key in cands:
+            if len(heap) < TOP:
+                heapq.heappush(heap, (v, pos, key))
+                added.add(pos)
+            elif v > heap[0][0]:
+                out = heapq.heapreplace(heap, (v, pos, key))[1]
+                if out in added:
+                    added.discard(out)
+                else:
+                    removed.append(out)
+                added.add(pos)
+        for pos in removed:
+            self._unpin(pos)
+        for pos in sorted(added):
+            self._pin(pos, event_at(pos))
+
+    def _move(self, s: Summary, slot: str, point: Point, event_at: Callable[[int], Event]) -> None:
+        old = getattr(s, slot)
+        if old is not None and old[0] == point[0]:
+            setattr(s, slot, point)
+            return
+        self._set(s, slot, point, event_at(point[0]))
+
+    def _settle(self, coming: int) -> None:
+        """Make the tail's rows not yet made that stay in it once `coming` more records are appended."""
+        lazy = self._lazy
+        if lazy is None:
+            return
+        self._lazy = None
+        rows, base, count, made = lazy
+        maxlen = self._tail.maxlen or TAIL
+        keep = min(count, maxlen - coming)
+        for pos in range(base + rows.n - keep, base + rows.n):
+            ev = made.get(pos)
+            if ev is None:
+                ev = made[pos] = rows.event(pos - base)
+            self._tail.append((pos, ev))
+
+    def __getstate__(self) -> dict[str, Any]:
+        """A worker's result is pickled to go back to the parent: the tail's rows travel made."""
+        self._settle(0)
+        return self.__dict__
+
     # -- answers ------------------------------------------------------------------------------------------
     @property
     def thinned(self) -> bool:
@@ -194,6 +357,7 @@ class MetricStore:
 
     def view(self) -> list[tuple[int, Event]]:
         """(position, record) of every record kept, in log order: every record of the run unless thinned."""
+        self._settle(0)
         if self._view is None:
             kept = {p: he[1] for p, he in self._sample.items()}
             kept.update(self._tail)
@@ -218,6 +382,7 @@ class MetricStore:
 
     def event(self) -> Event | None:
         """This store as one `metric_series` event on the line of its last record (None when empty)."""
+        self._settle(0)
         return Event("metric_series", self._tail[-1][1].line, {"store": self}) if self.total else None
 
     def retained(self) -> int:
@@ -238,6 +403,8 @@ class MetricStore:
         return out
 
     def _absorb(self, other: MetricStore) -> None:
+        other._settle(0)
+        self._settle(0)
         off = self.total
         self.total += other.total
         self._view = None
@@ -311,3 +478,306 @@ def _joined(a: Summary | None, b: Summary, off: int, store: MetricStore) -> Summ
             store._unpin(p[0])
     return s
 
+
+
+def sampled(base: int, n: int, limit: int) -> list[int]:
+    """Positions base..base+n-1 whose hash is under `limit` (as MetricStore.add samples them), found without hashing
+    each: the positions whose hash (p * HASH mod 2^32: a rotation of the circle by HASH) falls in [0, limit) follow
+    each other at no more than three distinct distances (the three-gap theorem), which _gaps finds once per limit."""
+    if limit >= FULL:
+        return list(range(base, base + n))
+    end = base + n
+    p = base
+    while p < end and (p * HASH) % FULL >= limit:
+        p += 1
+    gaps = _gaps(limit)
+    out = []
+    while p < end:
+        out.append(p)
+        for g in gaps:
+            if ((p + g) * HASH) % FULL < limit:
+                p += g
+                break
+        else:  # not one of the distances seen: look one by one (never needed, but never wrong)
+            p += 1
+            while p < end and (p * HASH) % FULL >= limit:
+                p += 1
+    return out
+
+
+_GAPS: dict[int, tuple[int, ...]] = {}
+
+
+def _gaps(limit: int) -> tuple[int, ...]:
+    """The distances between consecutive positions whose hash is under `limit`, smallest first."""
+    got = _GAPS.get(limit)
+    if got is None:
+        seen: set[int] = set()
+        last, p, hits = 0, 1, 0
+        while hits < 200 and p < 1 << 24:
+            if (p * HASH) % FULL < limit:
+                seen.add(p - last)
+                last = p
+                hits += 1
+            p += 1
+        got = _GAPS[limit] = tuple(sorted(seen))
+    return got
+
+
+class RowShape:
+    """What the rows of one registered line shape mean (scan/columns.py decides): the event kind, the fields of its
+    first line (values and the number field are filled per row), the value keys in order with the output column of
+    each (-1: a constant, the first line's), the number field (step or seconds) and its column (-1: constant)."""
+
+    __slots__ = ("kind", "fields", "keys", "cols", "consts", "num", "num_col", "proxy", "segments", "nout", "_plan",
+                 "share")
+
+    def __init__(self, kind: str, fields: dict[str, Any], keys: tuple[str, ...], cols: tuple[int, ...],
+                 consts: tuple[Any, ...], num: str, num_col: int, proxy: bool, segments: tuple[bytes, ...], nout: int):
+        self.kind, self.fields, self.keys, self.cols, self.consts = kind, fields, keys, cols, consts
+        self.num, self.num_col, self.proxy, self.segments, self.nout = num, num_col, proxy, segments, nout
+        self._plan: list[tuple[str, str, str, int]] | None = None
+        self.share = (-1, -1)  # the key indices of the mean and the longest response length, when plan() has both
+
+    def __getstate__(self) -> tuple[Any, ...]:
+        return tuple(getattr(self, k) for k in self.__slots__[:-2])
+
+    def __setstate__(self, state: tuple[Any, ...]) -> None:
+        for k, v in zip(self.__slots__[:-2], state):
+            setattr(self, k, v)
+        self._plan, self.share = None, (-1, -1)
+
+    def plan(self) -> list[tuple[str, str, str, int]]:
+        """Where MetricStore.add puts each value of a record of this shape: (summary table, series, raw key, index
+        of the key), in the order add() creates the series; ("share", ...) for the derived response-length share."""
+        if self._plan is None:
+            plan: list[tuple[str, str, str, int]] = []
+            best: dict[str, tuple[int, str, int]] = {}
+            for i, k in enumerate(self.keys):
+                plan.append(("sums", k, k, i))
+                c = canonical(k)
+                if c is not None:
+                    if c[0] not in best or c[1] < best[c[0]][0]:
+                        best[c[0]] = (c[1], k, i)
+                else:
+                    fn = reward_function(k)
+                    if fn is not None:
+                        plan.append(("fns", fn, k, i))
+            for name, (_, k, i) in best.items():
+                plan.append(("canon", name, k, i))
+            if "response_length" in best and "response_length_max" in best:
+                plan.append(("share", SHARE, SHARE, -1))
+                self.share = (best["response_length"][2], best["response_length_max"][2])
+            self._plan = plan
+        return self._plan
+
+
+class Column:
+    """One series' values in one shape's rows: n values, at positions `at(i)`, with their statistics (col_stats)."""
+
+    __slots__ = ("n", "value", "pos", "key", "stats")
+
+    def __init__(self, n: int, value: Callable[[int], float], pos: Callable[[int], int], key: str,
+                 stats: tuple[Any, ...]) -> None:
+        self.n, self.value, self.pos, self.key, self.stats = n, value, pos, key, stats
+
+    def point(self, i: int) -> Point:
+        return (self.pos(i), self.value(i), self.key)
+
+
+def column_stats(values: list[float]) -> tuple[Any, ...]:
+    """What _linescan.c col_stats gives, for a column made in Python (a constant, the derived share)."""
+    nonzero = sum(1 for v in values if v != 0)
+    bad = [i for i, v in enumerate(values) if v - v != 0]
+    fin = [i for i, v in enumerate(values) if v - v == 0]
+    if not fin:
+        return (nonzero, len(bad), bad[0] if bad else -1, bad[-1] if bad else -1, -1, -1, [])
+    lo = min(fin, key=lambda i: (values[i], i))
+    hi = min(fin, key=lambda i: (-values[i], i))
+    if len(fin) <= TOP:
+        top = fin
+    else:
+        b = heapq.nlargest(TOP, (values[i] for i in fin))[-1]
+        top, ties = [], 0
+        for i in fin:
+            v = values[i]
+            if v > b:
+                top.append(i)
+            elif v == b and ties < TOP:
+                ties += 1
+                top.append(i)
+    return (nonzero, len(bad), bad[0] if bad else -1, bad[-1] if bad else -1, lo, hi, top)
+
+
+def const_stats(const: float, n: int) -> tuple[Any, ...]:
+    """column_stats of n copies of `const`."""
+    nonzero, bad, bad0, _, lo, hi, top = column_stats([const] * min(n, TOP + 1))
+    if bad:
+        return (n if const != 0 else 0, n, 0, n - 1, -1, -1, [])
+    return (n if const != 0 else 0, 0, -1, -1, lo, hi, top)
+
+
+def _at(base: int, ords: Any, rows: list[int]) -> Callable[[int], int]:
+    return lambda k: base + ords[rows[k]]
+
+
+def _column(vals: Any, start: int) -> Callable[[int], float]:
+    return lambda r: vals[start + r]
+
+
+def _constant(const: float) -> Callable[[int], float]:
+    return lambda r: const
+
+
+class RowPart:
+    """The rows of one shape in one write-out of the C prefilter (kind 6): their line numbers, ordinals among the
+    write-out's records, the numbers of each output column, the columns' statistics, and how to make a row's line."""
+
+    __slots__ = ("shape", "n", "lineno0", "lines", "ords", "vals", "stats", "line_of")
+
+    def __init__(self, shape: RowShape, n: int, lineno0: int, lines: Any, ords: Any, vals: Any, stats: tuple[Any, ...],
+                 line_of: Callable[[RowPart, int], Line]) -> None:
+        self.shape, self.n, self.lineno0, self.lines, self.ords = shape, n, lineno0, lines, ords
+        self.vals, self.stats, self.line_of = vals, stats, line_of
+
+    def lineno(self, i: int) -> int:
+        return self.lineno0 + self.lines[i]
+
+    def value(self, col: int, i: int) -> float:
+        return self.vals[col * self.n + i]
+
+    def event(self, i: int) -> Event:
+        """Row i as the Event its line's parser makes."""
+        sh = self.shape
+        fields = sh.fields.copy()
+        row = self.vals[i::self.n].tolist() if sh.nout else []  # its number in each output column
+        if sh.kind == "metrics":
+            if -1 in sh.cols:
+                fields["values"] = {k: (row[c] if c >= 0 else const) for k, c, const in zip(sh.keys, sh.cols, sh.consts)}
+            else:
+                fields["values"] = dict(zip(sh.keys, map(row.__getitem__, sh.cols)))
+            if sh.num_col >= 0:
+                fields[sh.num] = int(row[sh.num_col])
+        elif sh.num_col >= 0:
+            fields[sh.num] = row[sh.num_col]
+        return Event(sh.kind, self.line_of(self, i), MappingProxyType(fields) if sh.proxy else fields)  # type: ignore[arg-type]
+
+    def contributions(self, store: MetricStore, base: int) -> list[tuple[dict[str, Summary], str, Column]]:
+        """(summary table, series, its column) for each series a record of this shape updates, in add()'s order."""
+        sh = self.shape
+        n, ords = self.n, self.ords
+        out: list[tuple[dict[str, Summary], str, Column]] = []
+        tables = {"sums": store.sums, "fns": store.fns, "canon": store.canon, "share": store.canon}
+
+        def pos(i: int) -> int:
+            return base + ords[i]
+
+        for table, name, key, i in sh.plan():
+            if table == "share":  # mean / longest response, where the longest is > 0 and the mean finite
+                mean_i, max_i = sh.share
+                rows, vals = [], []
+                for r in range(n):
+                    mean, longest = self.key_value(mean_i, r), self.key_value(max_i, r)
+                    if longest > 0 and mean - mean == 0:
+                        rows.append(r)
+                        vals.append(mean / longest)
+                if rows:
+                    out.append((tables[table], name, Column(len(rows), vals.__getitem__, _at(base, ords, rows), key,
+                                                            column_stats(vals))))
+                continue
+            c = sh.cols[i]
+            if c >= 0:
+                col = Column(n, _column(self.vals, c * n), pos, key, self.stats[c])
+            else:
+                const = sh.consts[i]
+                col = Column(n, _constant(const), pos, key, const_stats(const, n))
+            out.append((tables[table], name, col))
+        return out
+
+    def key_value(self, i: int, r: int) -> float:
+        c = self.shape.cols[i]
+        return self.vals[c * self.n + r] if c >= 0 else self.shape.consts[i]
+
+
+class Rows:
+    """The metric records of one write-out of the C prefilter, in parts by shape; `n` records in all, ordinal k being
+    the k-th record in log order."""
+
+    __slots__ = ("parts", "n", "first", "passed")
+
+    def __init__(self, parts: list[RowPart]) -> None:
+        self.parts = parts
+        self.n = sum(p.n for p in parts)
+        self.first = 0  # the number of records before them (metrics.Records)
+        self.passed = False  # passed on to the store (metrics.Records)
+
+    def locate(self, k: int) -> tuple[RowPart, int]:
+        for p in self.parts:
+            i = bisect_left(p.ords, k)
+            if i < p.n and p.ords[i] == k:
+                return p, i
+        raise IndexError(k)
+
+    def event(self, k: int) -> Event:
+        part, i = self.locate(k)
+        return part.event(i)
+
+
+_TEXT, _MSG, _CUT, _ACTOR, _PID = (Line.__dict__[k] for k in ("text", "_msg", "_cut", "actor", "pid"))
+
+
+class RowLine(Line):
+    """A row's line (a line of a registered shape the C prefilter kept as columns): its file and number now, its text
+    (read back from the file by scan/prefiltered.py) made when first asked. Most rows are never asked: a long log's
+    records are summarized, and only the kept ones that a finding cites show their text."""
+
+    __slots__ = ("_make",)
+
+    def __init__(self, file: str, lineno: int, make: Callable[[], Line]) -> None:  # noqa: D107 - no Line.__init__
+        self.file, self.lineno, self.repeat, self.until = file, lineno, 1, 0
+        self._make: Callable[[], Line] | None = make
+
+    def _load(self) -> None:
+        make = self._make
+        if make is not None:
+            self._make = None
+            line = make()
+            for slot, value in ((_TEXT, line.text), (_MSG, line._msg), (_CUT, line._cut), (_ACTOR, line.actor),
+                                (_PID, line.pid)):
+                slot.__set__(self, value)
+
+    @property
+    def text(self) -> str:
+        self._load()
+        return _TEXT.__get__(self)
+
+    @text.setter
+    def text(self, value: str) -> None:
+        _TEXT.__set__(self, value)
+
+    @property
+    def msg(self) -> str:
+        self._load()
+        return Line.msg.fget(self)  # type: ignore[attr-defined]
+
+    @property
+    def actor(self) -> str:
+        self._load()
+        return _ACTOR.__get__(self)
+
+    @actor.setter
+    def actor(self, value: str) -> None:
+        _ACTOR.__set__(self, value)
+
+    @property
+    def pid(self) -> str:
+        self._load()
+        return _PID.__get__(self)
+
+    @pid.setter
+    def pid(self, value: str) -> None:
+        _PID.__set__(self, value)
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        """Pickled (a worker's result) as the Line it stands for."""
+        return (Line, (self.file, self.lineno, self.text, self.msg, self.actor, self.pid, self.repeat, self.until))

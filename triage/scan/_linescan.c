@@ -544,7 +544,20 @@ typedef struct {
     Py_ssize_t ids_local[32];
     Fold fold;                          /* pressure rows kept as runs (fold.on: this call folds) */
     Family fam;                         /* candidate lines of the family of Python's last line, counted here */
+    struct Cols *cols;                  /* lines of registered numeric shapes, kept as columns (NULL: off) */
 } Scan;
+
+/* The columns (see the Columns section at the end of the file). */
+#define COL_LINE_MAX 4096  /* bytes: longer lines are not rows */
+#define COL_TOKENS 64      /* number tokens a shape holds at most */
+#define COL_SHAPES 64      /* shapes one call matches at most */
+#define COL_TOP 16         /* the highest values of a series the store keeps (series_store.TOP) */
+static int cols_take(Scan *st);
+static int cols_before(Scan *st);
+static int cols_flush(Scan *st);
+static struct Cols *cols_new(PyObject *cap);
+static void cols_free(struct Cols *c);
+static PyObject *shapes(PyObject *self, PyObject *args);
 
 /* ---- the fold (see the Fold comment above) ---- */
 
@@ -1031,7 +1044,13 @@ static int finish_cand(Scan *st) {
         if (r < 0) return -1;
         if (r) { st->c_bol = -1; return 0; }
     }
+    if (st->cols) {  /* a line of a registered shape becomes a row of its columns; any other line, the rows first */
+        int r = cols_take(st);
+        if (r < 0) return -1;
+        if (r) { st->c_bol = -1; return 0; }
+    }
     if (fold_flush(st) < 0) return -1;
+    if (st->cols && cols_before(st) < 0) return -1;
     PyObject *tup = PyTuple_New(st->nids);
     if (!tup) return -1;
     for (Py_ssize_t k = 0; k < st->nids; k++) {
@@ -1346,14 +1365,15 @@ TARGET_AVX512 static int run_avx512(Scan *st) {
 #endif
 
 /* scan(matcher, buffer, next_sample, step, origins=False, gap=0, evidence=0, keep=0, bar_s=-1, bar_r=-1,
- *      family=None)
+ *      family=None, shapes=None)
  *   -> (lines, flags, quiet_stats, next_sample, [(kind, line_index, start, end, ids), ...], per_origin)
  * per_origin: None, or with origins=True {origin bytes: quiet stats rows} (see Origins).
  * kind 0: candidate line, ids = tuple of the needle indices found in it; kind 1: sampled stats line;
  * with gap > 0 (and origins=False) high-usage rows are folded (see Fold): kind 2, a record (ids = its payload,
  * start/end = a row of its engine); kind 3, a folded row sampled for the timeline. With keep > 0, closed episodes
  * in a row are handed over as one record (see Batch): kind 4; bar_s, bar_r: see Batch. family: None or (text without
- * digit runs, needle indices, last line index, gap, count run): see Family; kind 5.
+ * digit runs, needle indices, last line index, gap, count run): see Family; kind 5. shapes: None or what shapes()
+ * made: lines of those shapes become rows of columns (see Columns); kind 6.
  * line_index counts newlines before the line (0 for the buffer's first line). */
 static PyObject *scan_with(PyObject *args, int loop) {
     PyObject *cap;
@@ -1362,9 +1382,9 @@ static PyObject *scan_with(PyObject *args, int loop) {
     int origins = 0;
     Py_ssize_t gap = 0, evidence = 0, keep = 0, bar_r = -1;
     double bar_s = -1.0;
-    PyObject *family = Py_None;
-    if (!PyArg_ParseTuple(args, "Oy*nn|pnnndnO", &cap, &view, &next_sample, &step, &origins, &gap, &evidence, &keep,
-                          &bar_s, &bar_r, &family)) return NULL;
+    PyObject *family = Py_None, *shape_set = Py_None;
+    if (!PyArg_ParseTuple(args, "Oy*nn|pnnndnOO", &cap, &view, &next_sample, &step, &origins, &gap, &evidence, &keep,
+                          &bar_s, &bar_r, &family, &shape_set)) return NULL;
     Py_buffer fam_text = {0};
     PyObject *fam_ids = NULL;
     Py_ssize_t fam_until = 0, fam_gap = 0, fam_run = -1;
@@ -1378,6 +1398,7 @@ static PyObject *scan_with(PyObject *args, int loop) {
         return m ? PyErr_NoMemory() : NULL;
     }
     st->origins = origins;
+    if (shape_set != Py_None && !(st->cols = cols_new(shape_set))) goto fail;
     if (fam_ids && PyTuple_GET_SIZE(fam_ids) <= 32) {
         Family *fm = &st->fam;
         fm->on = 1;
@@ -1436,8 +1457,9 @@ static PyObject *scan_with(PyObject *args, int loop) {
     }
     if (!err) {
         if (st->n > 0) st->flags |= m->single[st->b[st->n - 1]];  /* the last byte of an odd-length buffer */
-        err = finish_cand(st) < 0 || fold_flush(st) < 0 || fam_flush(st) < 0;
+        err = finish_cand(st) < 0 || fold_flush(st) < 0 || fam_flush(st) < 0 || cols_flush(st) < 0;
     }
+    cols_free(st->cols);
     if (fam_ids) PyBuffer_Release(&fam_text);
     if (st->ids != st->ids_local) PyMem_Free(st->ids);
     PyMem_Free(st->fold.bat.cand);
@@ -1465,6 +1487,7 @@ static PyObject *scan_with(PyObject *args, int loop) {
 fail:
     PyBuffer_Release(&view);
     if (fam_ids) PyBuffer_Release(&fam_text);
+    cols_free(st->cols);
     PyMem_Free(st->fold.bat.cand);
     PyMem_Free(st);
     return NULL;
@@ -1518,6 +1541,7 @@ static PyMethodDef methods[] = {
     {"scan_scalar", scan_scalar, METH_VARARGS, "scan() on the scalar loop, whatever the CPU (the reference)"},
     {"set_simd", set_simd, METH_VARARGS, "set_simd(name) -> previous: the loop scan() takes (one of PATHS, or \"\")"},
     {"pair_counts", pair_counts, METH_VARARGS, "pair_counts(buffer) -> 65536 uint32 counts (native order)"},
+    {"shapes", shapes, METH_VARARGS, "shapes([(segments, allowed, columns, ids, record, ctx), ...]) -> shapes"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -1551,9 +1575,501 @@ PyMODINIT_FUNC PyInit__linescan(void) {
         Py_DECREF(mod);
         return NULL;
     }
+    if (PyModule_AddIntConstant(mod, "COL_TOP", COL_TOP) < 0 || PyModule_AddIntConstant(mod, "COL_SHAPES", COL_SHAPES) < 0
+        || PyModule_AddIntConstant(mod, "COL_TOKENS", COL_TOKENS) < 0
+        || PyModule_AddIntConstant(mod, "COL_LINE_MAX", COL_LINE_MAX) < 0) {
+        Py_DECREF(mod);
+        return NULL;
+    }
     if (PyModule_AddStringConstant(mod, "SIMD", PATH_NAME[path]) < 0) {
         Py_DECREF(mod);
         return NULL;
     }
     return mod;
+}
+
+/* ---- Columns: candidate lines of a numeric shape Python registered, handed over as columns ----
+ *
+ * Most lines of a long trainer log repeat a few shapes that differ only in their numbers (a metric dict per step,
+ * Timer lines). A line's shape is its text with each number token masked; a number token is `-?D+(.D+)?([eE][-+]?D+)?`
+ * (D an ASCII digit) that starts where the byte before is not a letter, digit, `_` or `.` (so `lr-pg_0` and `v1.2`
+ * hold none, `2026-05-24` holds three); its class says whether it has a sign (1), a fraction (2), an exponent (4).
+ * `nan` and `inf` are words, so a line holding them is of another shape. triage/scan/columns.py tokenizes the same
+ * way (tests/test_columns.py compares the two).
+ *
+ * Python parses the first line of each shape as any other line and, when the line is pure data (a metric record or a
+ * timer event: see columns.py), registers its shape for the next calls (shapes(...)): the literal text between the
+ * tokens, the classes of token each slot accepts, the slots whose numbers it needs and in which output column, the
+ * needle indices of the line. For each later candidate line with those needles whose text is the template with an
+ * accepted number in each slot, this call appends a row to the shape's columns instead of returning the line: its
+ * line index, bounds, ordinal among the call's metric records (shapes marked `record`), and the numbers of the
+ * needed slots as doubles (exactly what Python's float() gives: Clinger's fast path, else PyOS_string_to_double).
+ *
+ * The rows are written out (kind 6) before any line this call returns, so Python applies them in line order with
+ * the lines it parses: (6, line index of the first row, 0, 0, ((shape, rows, line indices, starts, ends, ordinals,
+ * values), ...)), int64 and (column after column) float64 arrays in native order, as bytes.
+ * Shapes marked `ctx` (Timer lines) are context lines in Python: `near` windows, the lines a traceback header reads.
+ * Their rows in the 4 lines before a line this call returns are returned as lines instead (after the rows before
+ * them), and a line the same as the line before it is returned (Python folds it into that one), so that what Python
+ * keeps as context next to any line it parses is what it would keep if every line were returned. */
+#define COL_IDS 128
+#define COL_BACK 4  /* lines before a returned line whose context rows are returned too (signals.chains' header) */
+
+typedef struct {
+    unsigned char *lit;                 /* the literal text between the tokens, concatenated */
+    Py_ssize_t nslot;                   /* number tokens; nslot + 1 literal segments */
+    Py_ssize_t seg_off[COL_TOKENS + 1], seg_len[COL_TOKENS + 1];
+    uint8_t allow[COL_TOKENS];          /* bit c: a token of class c is accepted in the slot */
+    int16_t col[COL_TOKENS];            /* the output column of the slot's number, -1: not needed */
+    Py_ssize_t nout;
+    Py_ssize_t ids[COL_IDS], nids;
+    int record, ctx;
+} ColShape;
+
+typedef struct {
+    Py_ssize_t n;
+    ColShape sh[COL_SHAPES];
+    Py_ssize_t back[1024], nback;        /* needles of lines a traceback chain may start at (see cols_before) */
+} ColSet;
+
+typedef struct {
+    Py_ssize_t n, cap;
+    int64_t *line, *bol, *eol, *ord;
+    double *val;                        /* row after row: n x nout */
+} ColRows;
+
+struct Cols {
+    const ColSet *set;
+    ColRows rows[COL_SHAPES];
+    Py_ssize_t nrec;                    /* metric-record rows since the last write-out */
+    Py_ssize_t last;                    /* the shape matched last (tried first) */
+    int any;                            /* rows since the last write-out */
+    Py_ssize_t nl_pos, nl_cnt;          /* newlines before nl_pos: the rows' own line counter */
+};
+
+/* Whether n bytes at a and b are equal (short segments: word compares, no call). */
+static ALWAYS_INLINE int seg_eq(const unsigned char *a, const unsigned char *b, Py_ssize_t n) {
+    uint64_t x, y;
+    while (n >= 8) {
+        memcpy(&x, a, 8);
+        memcpy(&y, b, 8);
+        if (x != y) return 0;
+        a += 8;
+        b += 8;
+        n -= 8;
+    }
+    while (n--) if (*a++ != *b++) return 0;
+    return 1;
+}
+
+static void colset_free(PyObject *cap) {
+    ColSet *cs = (ColSet *)PyCapsule_GetPointer(cap, "triage.scan._linescan.Shapes");
+    if (!cs) return;
+    for (Py_ssize_t k = 0; k < cs->n; k++) PyMem_Free(cs->sh[k].lit);
+    PyMem_Free(cs);
+}
+
+/* shapes([(literal segments, allowed classes, output columns, needle indices, record, ctx), ...], back) -> shapes
+ * literal segments: tuple of nslot + 1 bytes; allowed classes: bytes of nslot bitmasks; output columns: bytes of nslot
+ * (255: the number is not needed, else its column, 0..nout-1, each once). At most COL_SHAPES shapes. back: the needle
+ * indices of lines before which context rows are returned (see cols_before). */
+static PyObject *shapes(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *spec, *back;
+    if (!PyArg_ParseTuple(args, "O!O!", &PyList_Type, &spec, &PyTuple_Type, &back)) return NULL;
+    Py_ssize_t n = PyList_GET_SIZE(spec);
+    if (n > COL_SHAPES || PyTuple_GET_SIZE(back) > 1024) { PyErr_SetString(PyExc_ValueError, "too many shapes"); return NULL; }
+    ColSet *cs = PyMem_Calloc(1, sizeof(ColSet));
+    if (!cs) return PyErr_NoMemory();
+    PyObject *cap = PyCapsule_New(cs, "triage.scan._linescan.Shapes", colset_free);
+    if (!cap) { PyMem_Free(cs); return NULL; }
+    cs->nback = PyTuple_GET_SIZE(back);
+    for (Py_ssize_t j = 0; j < cs->nback; j++) cs->back[j] = PyLong_AsSsize_t(PyTuple_GET_ITEM(back, j));
+    if (PyErr_Occurred()) { Py_DECREF(cap); return NULL; }
+    for (Py_ssize_t k = 0; k < n; k++) {
+        PyObject *segs, *ids;
+        Py_buffer allow, col;
+        int record, ctx;
+        if (!PyArg_ParseTuple(PyList_GET_ITEM(spec, k), "O!y*y*O!pp", &PyTuple_Type, &segs, &allow, &col, &PyTuple_Type,
+                              &ids, &record, &ctx)) { Py_DECREF(cap); return NULL; }
+        ColShape *sh = &cs->sh[k];
+        Py_ssize_t nslot = PyTuple_GET_SIZE(segs) - 1, total = 0;
+        int bad = nslot < 0 || nslot > COL_TOKENS || allow.len != nslot || col.len != nslot
+                  || PyTuple_GET_SIZE(ids) > COL_IDS;
+        for (Py_ssize_t j = 0; !bad && j <= nslot; j++) {
+            PyObject *seg = PyTuple_GET_ITEM(segs, j);
+            if (!PyBytes_Check(seg)) bad = 1;
+            else total += PyBytes_GET_SIZE(seg);
+        }
+        if (!bad) sh->lit = PyMem_Malloc((size_t)total + 1);
+        if (!bad && !sh->lit) { PyBuffer_Release(&allow); PyBuffer_Release(&col); Py_DECREF(cap); return PyErr_NoMemory(); }
+        Py_ssize_t at = 0;
+        for (Py_ssize_t j = 0; !bad && j <= nslot; j++) {
+            PyObject *seg = PyTuple_GET_ITEM(segs, j);
+            sh->seg_off[j] = at;
+            sh->seg_len[j] = PyBytes_GET_SIZE(seg);
+            memcpy(sh->lit + at, PyBytes_AS_STRING(seg), (size_t)sh->seg_len[j]);
+            at += sh->seg_len[j];
+        }
+        sh->nslot = nslot;
+        sh->nout = 0;
+        for (Py_ssize_t j = 0; !bad && j < nslot; j++) {
+            sh->allow[j] = ((const uint8_t *)allow.buf)[j];
+            uint8_t c = ((const uint8_t *)col.buf)[j];
+            sh->col[j] = c == 255 ? -1 : c;
+            if (c != 255 && c >= sh->nout) sh->nout = c + 1;
+        }
+        for (Py_ssize_t j = 0; !bad && j < nslot; j++)  /* every output column is filled */
+            if (sh->col[j] >= 0 && sh->col[j] >= nslot) bad = 1;
+        sh->nids = PyTuple_GET_SIZE(ids);
+        for (Py_ssize_t j = 0; !bad && j < sh->nids; j++) sh->ids[j] = PyLong_AsSsize_t(PyTuple_GET_ITEM(ids, j));
+        sh->record = record;
+        sh->ctx = ctx;
+        PyBuffer_Release(&allow);
+        PyBuffer_Release(&col);
+        if (bad || PyErr_Occurred()) {
+            if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "bad shape");
+            Py_DECREF(cap);
+            return NULL;
+        }
+        cs->n = k + 1;
+    }
+    return cap;
+}
+
+static int is_digit(unsigned char c) { return c >= '0' && c <= '9'; }
+
+/* The number token [s, e) as a double, as Python's float() reads it; 0 when it is too long to copy, or a whole number
+ * of more than 15 digits (a step parsed with int() must be exact). */
+static const double POW10[23] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14,
+                                 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+static int col_number(const unsigned char *b, Py_ssize_t s, Py_ssize_t e, double *out) {
+    Py_ssize_t t = s;
+    int neg = b[t] == '-';
+    if (neg) t++;
+    uint64_t m = 0;
+    int digits = 0, frac = 0;
+    long ex = 0;
+    for (; t < e && is_digit(b[t]); t++)
+        if (m || b[t] != '0') { m = m * 10 + (uint64_t)(b[t] - '0'); if (++digits > 19) break; }
+    if (digits > 19) {  /* count the rest: a long whole number is refused below, a long fraction read slowly */
+        for (; t < e && is_digit(b[t]); t++) digits++;
+        if (t == e) return 0;
+        goto slow;
+    }
+    if (t < e && b[t] == '.')
+        for (t++; t < e && is_digit(b[t]); t++) {
+            frac++;
+            if (m || b[t] != '0') { m = m * 10 + (uint64_t)(b[t] - '0'); if (++digits > 19) goto slow; }
+        }
+    if (t == e && !frac && digits > 15) return 0;  /* a whole number a double may not hold: Python reads it (int) */
+    if (t < e) {  /* the exponent */
+        t++;
+        int eneg = b[t] == '-';
+        if (b[t] == '-' || b[t] == '+') t++;
+        for (; t < e; t++) { ex = ex * 10 + (b[t] - '0'); if (ex > 100000) goto slow; }
+        if (eneg) ex = -ex;
+    }
+    ex -= frac;
+    if (m == 0) { *out = neg ? -0.0 : 0.0; return 1; }
+    if (m <= (UINT64_C(1) << 53) && ex >= -22 && ex <= 22) {  /* exact operands: one correctly rounded operation */
+        double v = (double)m;
+        v = ex < 0 ? v / POW10[-ex] : v * POW10[ex];
+        *out = neg ? -v : v;
+        return 1;
+    }
+slow:;
+    char buf[80];
+    if (e - s >= (Py_ssize_t)sizeof(buf)) return 0;
+    memcpy(buf, b + s, (size_t)(e - s));
+    buf[e - s] = 0;
+    double v = PyOS_string_to_double(buf, NULL, NULL);
+    if (v == -1.0 && PyErr_Occurred()) { PyErr_Clear(); return 0; }
+    *out = v;
+    return 1;
+}
+
+/* Whether the line [0, len) of b is of shape sh; the tokens' bounds into ts/te. */
+static int col_match(const ColShape *sh, const unsigned char *b, Py_ssize_t len, Py_ssize_t *ts, Py_ssize_t *te) {
+    Py_ssize_t pos = 0;
+    for (Py_ssize_t k = 0;; k++) {
+        Py_ssize_t l = sh->seg_len[k];
+        if (len - pos < l || !seg_eq(b + pos, sh->lit + sh->seg_off[k], l)) return 0;
+        pos += l;
+        if (k == sh->nslot) return pos == len;
+        Py_ssize_t t = pos;
+        int cls = 0;
+        if (t < len && b[t] == '-') { cls = 1; t++; }
+        if (t >= len || !is_digit(b[t])) return 0;
+        while (t < len && is_digit(b[t])) t++;
+        if (t + 1 < len && b[t] == '.' && is_digit(b[t + 1])) {
+            cls |= 2;
+            for (t++; t < len && is_digit(b[t]); t++) {}
+        }
+        if (t < len && (b[t] | 0x20) == 'e') {
+            Py_ssize_t u = t + 1;
+            if (u < len && (b[u] == '+' || b[u] == '-')) u++;
+            if (u < len && is_digit(b[u])) {
+                cls |= 4;
+                for (t = u; t < len && is_digit(b[t]); t++) {}
+            }
+        }
+        if (!((sh->allow[k] >> cls) & 1)) return 0;
+        ts[k] = pos;
+        te[k] = t;
+        pos = t;
+    }
+}
+
+static int col_grow(ColRows *r, Py_ssize_t nout) {
+    if (r->n < r->cap) return 0;
+    Py_ssize_t cap = r->cap ? 2 * r->cap : 256;
+    int64_t **cols[4] = {&r->line, &r->bol, &r->eol, &r->ord};
+    for (int k = 0; k < 4; k++) {
+        int64_t *a = PyMem_Realloc(*cols[k], (size_t)cap * sizeof(int64_t));
+        if (!a) { PyErr_NoMemory(); return -1; }
+        *cols[k] = a;
+    }
+    double *v = PyMem_Realloc(r->val, (size_t)(cap * (nout ? nout : 1)) * sizeof(double));
+    if (!v) { PyErr_NoMemory(); return -1; }
+    r->val = v;
+    r->cap = cap;
+    return 0;
+}
+
+/* The pending candidate line: 1 when it became a row of its shape's columns, 0 when it is returned as a line. */
+static int cols_take(Scan *st) {
+    struct Cols *c = st->cols;
+    const ColSet *cs = c->set;
+    const unsigned char *b = st->b;
+    Py_ssize_t bol = st->c_bol, len = st->c_eol - st->c_bol;
+    if (len > COL_LINE_MAX || !cs->n) return 0;
+    Py_ssize_t ts[COL_TOKENS], te[COL_TOKENS];
+    for (Py_ssize_t q = 0; q < cs->n; q++) {
+        Py_ssize_t k = q == 0 ? c->last : q <= c->last ? q - 1 : q;  /* the last one matched, then the others */
+        const ColShape *sh = &cs->sh[k];
+        if (sh->nids != st->nids) continue;
+        Py_ssize_t j = 0;
+        while (j < st->nids && sh->ids[j] == st->ids[j]) j++;
+        if (j < st->nids) continue;
+        Py_ssize_t tail = sh->seg_len[sh->nslot];  /* the end of the line first: where shapes of a needle differ */
+        if (len < tail || !seg_eq(b + bol + len - tail, sh->lit + sh->seg_off[sh->nslot], tail)) continue;
+        if (!col_match(sh, b + bol, len, ts, te)) continue;
+        if (sh->ctx && bol > 0) {  /* the same text as the line before: Python folds it into that one (Runs) */
+            Py_ssize_t pb = line_start(b, bol - 1);
+            if (bol - 1 - pb == len && memcmp(b + pb, b + bol, (size_t)len) == 0) return 0;
+        }
+        ColRows *r = &c->rows[k];
+        if (col_grow(r, sh->nout) < 0) return -1;
+        double *v = r->val + r->n * sh->nout;
+        for (Py_ssize_t s = 0; s < sh->nslot; s++)
+            if (sh->col[s] >= 0 && !col_number(b + bol, ts[s], te[s], &v[sh->col[s]])) return 0;
+        c->nl_cnt += st->em.count(b + c->nl_pos, b + bol);  /* the bytes since the last row only */
+        c->nl_pos = bol;
+        r->line[r->n] = c->nl_cnt;
+        r->bol[r->n] = bol;
+        r->eol[r->n] = st->c_eol;
+        r->ord[r->n] = sh->record ? c->nrec++ : -1;
+        r->n++;
+        c->last = k;
+        c->any = 1;
+        return 1;
+    }
+    return 0;
+}
+
+typedef struct { int64_t line; Py_ssize_t bol, eol, shape; } ColBack;
+
+static PyObject *col_bytes(const void *p, Py_ssize_t n) {
+    return PyBytes_FromStringAndSize((const char *)p, n);
+}
+
+/* What the metric store needs of one column of n values (series_store.MetricStore.add_rows): (values != 0 (NaN
+ * included), non-finite values, first and last non-finite index, first index of the lowest and of the highest finite
+ * value (-1: none), the indices that may enter the COL_TOP highest (in order): those above the COL_TOP-th highest
+ * finite value b, and the first COL_TOP equal to b; every finite one when there are at most COL_TOP). Whatever the
+ * store held before, only these can end among its COL_TOP highest (a value at or below b has COL_TOP values of this
+ * column at or above it, and of the values equal to b only the first COL_TOP can get in: once COL_TOP values are
+ * kept, its lowest is at least b and a value must beat it to get in). */
+static PyObject *col_stats(const double *v, Py_ssize_t n) {
+    Py_ssize_t nonzero = 0, bad = 0, bad0 = -1, bad1 = -1, lo = -1, hi = -1, finite = 0;
+    double heap[COL_TOP];  /* the COL_TOP highest finite values so far, a min-heap */
+    Py_ssize_t nh = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        double x = v[i];
+        if (x != 0) nonzero++;
+        if (x - x != 0) {  /* NaN or infinite */
+            bad++;
+            if (bad0 < 0) bad0 = i;
+            bad1 = i;
+            continue;
+        }
+        finite++;
+        if (lo < 0 || x < v[lo]) lo = i;
+        if (hi < 0 || x > v[hi]) hi = i;
+        if (nh < COL_TOP) {  /* sift up */
+            Py_ssize_t c = nh++;
+            while (c > 0 && heap[(c - 1) / 2] > x) { heap[c] = heap[(c - 1) / 2]; c = (c - 1) / 2; }
+            heap[c] = x;
+        } else if (x > heap[0]) {  /* replace the lowest, sift down */
+            Py_ssize_t c = 0;
+            for (;;) {
+                Py_ssize_t l = 2 * c + 1, m = l;
+                if (l >= COL_TOP) break;
+                if (l + 1 < COL_TOP && heap[l + 1] < heap[l]) m = l + 1;
+                if (heap[m] >= x) break;
+                heap[c] = heap[m];
+                c = m;
+            }
+            heap[c] = x;
+        }
+    }
+    PyObject *top = PyList_New(0);
+    if (!top) return NULL;
+    double b = heap[0];
+    Py_ssize_t ties = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        double x = v[i];
+        if (x - x != 0) continue;
+        int take = finite <= COL_TOP || x > b || (x == b && ties++ < COL_TOP);
+        if (!take) continue;
+        PyObject *k = PyLong_FromSsize_t(i);
+        if (!k || PyList_Append(top, k) < 0) { Py_XDECREF(k); Py_DECREF(top); return NULL; }
+        Py_DECREF(k);
+    }
+    return Py_BuildValue("(nnnnnnN)", nonzero, bad, bad0, bad1, lo, hi, top);
+}
+
+/* Write out the rows so far (kind 6), if any. */
+static int cols_flush(Scan *st) {
+    struct Cols *c = st->cols;
+    if (!c || !c->any) return 0;
+    const ColSet *cs = c->set;
+    PyObject *parts = PyList_New(0);
+    if (!parts) return -1;
+    int64_t first = -1;
+    for (Py_ssize_t k = 0; k < cs->n; k++) {
+        ColRows *r = &c->rows[k];
+        if (!r->n) continue;
+        const ColShape *sh = &cs->sh[k];
+        Py_ssize_t n = r->n, nout = sh->nout;
+        if (first < 0 || r->line[0] < first) first = r->line[0];
+        PyObject *vals = PyBytes_FromStringAndSize(NULL, n * nout * (Py_ssize_t)sizeof(double));
+        if (!vals) { Py_DECREF(parts); return -1; }
+        double *out = (double *)PyBytes_AS_STRING(vals);
+        for (Py_ssize_t j = 0; j < nout; j++)  /* column after column */
+            for (Py_ssize_t i = 0; i < n; i++) out[j * n + i] = r->val[i * nout + j];
+        PyObject *stats = PyTuple_New(nout);
+        for (Py_ssize_t j = 0; stats && j < nout; j++) {
+            PyObject *one = col_stats(out + j * n, n);
+            if (!one) Py_CLEAR(stats);
+            else PyTuple_SET_ITEM(stats, j, one);
+        }
+        if (!stats) { Py_DECREF(vals); Py_DECREF(parts); return -1; }
+        PyObject *t = Py_BuildValue("(nnNNNNNN)", k, n, col_bytes(r->line, n * 8), col_bytes(r->bol, n * 8),
+                                    col_bytes(r->eol, n * 8), col_bytes(r->ord, n * 8), vals, stats);
+        if (!t || PyList_Append(parts, t) < 0) { Py_XDECREF(t); Py_DECREF(parts); return -1; }
+        Py_DECREF(t);
+        r->n = 0;
+    }
+    c->nrec = 0;
+    c->any = 0;
+    PyObject *payload = PyList_AsTuple(parts);
+    Py_DECREF(parts);
+    if (!payload) return -1;
+    PyObject *hit = Py_BuildValue("(iLiiN)", 6, (long long)first, 0, 0, payload);
+    if (!hit) return -1;
+    int rc = PyList_Append(st->em.out, hit);
+    Py_DECREF(hit);
+    return rc;
+}
+
+/* A line whose line index is known (a context row handed back), as emit() writes a candidate line. */
+static int emit_at(Scan *st, int64_t line, Py_ssize_t bol, Py_ssize_t eol, const ColShape *sh) {
+    PyObject *ids = PyTuple_New(sh->nids);
+    if (!ids) return -1;
+    for (Py_ssize_t j = 0; j < sh->nids; j++) {
+        PyObject *v = PyLong_FromSsize_t(sh->ids[j]);
+        if (!v) { Py_DECREF(ids); return -1; }
+        PyTuple_SET_ITEM(ids, j, v);
+    }
+    PyObject *t = Py_BuildValue("(iLnnN)", 0, (long long)line, bol, eol, ids);
+    if (!t) return -1;
+    int rc = PyList_Append(st->em.out, t);
+    Py_DECREF(t);
+    return rc;
+}
+
+/* Before the pending candidate line is returned: the rows so far are written out, but for the context rows Python
+ * must see as lines next to it, which are returned as lines after them, in line order: those in the COL_BACK lines
+ * before a line a traceback chain may start at (its needles hold one of `back`: signals.chains reads the context lines
+ * just before it as its header), and the row just before a line of the same text (Python folds the two, Runs). */
+static int cols_before(Scan *st) {
+    struct Cols *c = st->cols;
+    if (!c->any) return 0;
+    const ColSet *cs = c->set;
+    const unsigned char *b = st->b;
+    Py_ssize_t from = st->c_eol + 1;  /* context rows from here on are returned as lines */
+    int chain = 0;
+    for (Py_ssize_t j = 0; j < st->nids && !chain; j++)
+        for (Py_ssize_t k = 0; k < cs->nback; k++)
+            if (st->ids[j] == cs->back[k]) { chain = 1; break; }
+    if (chain) {
+        from = st->c_bol;
+        for (int k = 0; k < COL_BACK && from > 0; k++) from = line_start(b, from - 1);
+    } else if (st->c_bol > 0) {
+        Py_ssize_t pb = line_start(b, st->c_bol - 1), len = st->c_eol - st->c_bol;
+        if (st->c_bol - 1 - pb == len && memcmp(b + pb, b + st->c_bol, (size_t)len) == 0) from = pb;
+    }
+    ColBack back[COL_BACK * 2];
+    Py_ssize_t nback = 0;
+    for (Py_ssize_t k = 0; k < cs->n; k++) {
+        ColRows *r = &c->rows[k];
+        if (!cs->sh[k].ctx) continue;
+        while (r->n && r->bol[r->n - 1] >= from && nback < COL_BACK * 2) {
+            r->n--;
+            back[nback].line = r->line[r->n];
+            back[nback].bol = r->bol[r->n];
+            back[nback].eol = r->eol[r->n];
+            back[nback].shape = k;
+            nback++;
+        }
+    }
+    if (nback) {
+        int left = 0;
+        for (Py_ssize_t k = 0; k < cs->n; k++) left |= c->rows[k].n > 0;
+        c->any = left;
+    }
+    if (cols_flush(st) < 0) return -1;
+    for (Py_ssize_t i = 1; i < nback; i++)  /* insertion sort by line: at most a few rows */
+        for (Py_ssize_t j = i; j > 0 && back[j].line < back[j - 1].line; j--) {
+            ColBack tmp = back[j];
+            back[j] = back[j - 1];
+            back[j - 1] = tmp;
+        }
+    for (Py_ssize_t i = 0; i < nback; i++)
+        if (emit_at(st, back[i].line, back[i].bol, back[i].eol, &cs->sh[back[i].shape]) < 0) return -1;
+    return 0;
+}
+
+static struct Cols *cols_new(PyObject *cap) {
+    const ColSet *cs = (const ColSet *)PyCapsule_GetPointer(cap, "triage.scan._linescan.Shapes");
+    if (!cs) return NULL;
+    struct Cols *c = PyMem_Calloc(1, sizeof(struct Cols));
+    if (!c) { PyErr_NoMemory(); return NULL; }
+    c->set = cs;
+    return c;
+}
+
+static void cols_free(struct Cols *c) {
+    if (!c) return;
+    for (Py_ssize_t k = 0; k < COL_SHAPES; k++) {
+        ColRows *r = &c->rows[k];
+        PyMem_Free(r->line);
+        PyMem_Free(r->bol);
+        PyMem_Free(r->eol);
+        PyMem_Free(r->ord);
+        PyMem_Free(r->val);
+    }
+    PyMem_Free(c);
 }

@@ -45,6 +45,7 @@ class FileScan:
     raise_echo: set[int] = field(default_factory=set)  # echoed `raise ...` source lines a rule matched
     family: Families = field(default_factory=Families)  # the line a storm of its family folds into
     lines_seen: int = 0  # lines the line-for-line reader counted
+    shapes: list[Any] = field(default_factory=list)  # numeric line shapes registered (columns.Shape), by C's index
 
     def __post_init__(self) -> None:
         self.metrics = StoredRecords(self.res.events)

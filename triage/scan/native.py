@@ -17,6 +17,7 @@ except ImportError:  # no compiler at install time: the Python path does everyth
 K_CAND, K_STATS, K_USAGE = 0, 1, 2  # needle kinds; the kinds of scan()'s lines: candidate, sampled row (K_STATS),
 K_FOLD, K_SAMPLED, K_BATCH, K_FAMILY = 2, 3, 4, 5  # a record of folded rows, a folded row sampled for the
 # timeline, a batch of closed pressure episodes (_linescan.c, Batch), lines counted into Python's last line (Family)
+K_COLS = 6  # rows of registered numeric line shapes, as columns (_linescan.c, Columns; scan/columns.py)
 F_CR, F_ESC, F_NUL, F_RAY, F_MANY = 1, 2, 4, 8, 16
 STATS_MARKERS = ("Decode batch", "Prefill batch")
 PAIR_SAMPLE = 1 << 20  # bytes of a file's head used to pick each needle's rarest byte pair
@@ -29,6 +30,11 @@ ORIGIN_SAMPLE = 256 << 10  # bytes of it that tell whether the file holds severa
 def available() -> bool:
     """The C helper is built and not switched off (TRIAGE_NO_NATIVE=1 forces the Python path)."""
     return _linescan is not None and not os.environ.get("TRIAGE_NO_NATIVE")
+
+
+def columns() -> bool:
+    """Lines of repeated numeric shapes go to Python as columns (TRIAGE_NO_COLUMNS=1: as lines, for comparison)."""
+    return not os.environ.get("TRIAGE_NO_COLUMNS")
 
 
 class Needles:

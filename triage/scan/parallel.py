@@ -316,7 +316,8 @@ def _read_stage(lf: LogFile, conn: Any) -> None:
     assert _scanner is not None and _scanner.needles is not None
     try:
         with open_stream(lf.path, lf.compression, lambda text: outbox.put(("note", text))) as stream:
-            for item in fastscan.read_chunks(_scanner.needles, lf, stream):
+            shapes = fastscan.shapes_for(_scanner, lf)  # learnt here, sent with the chunks (Chunk.shapes)
+            for item in fastscan.read_chunks(_scanner.needles, lf, stream, None, None, shapes):
                 outbox.put(item.packed() if isinstance(item, fastscan.Chunk) else item)
                 if isinstance(item, fastscan.Rest):  # the rest goes to the line-for-line reader, as bytes
                     while data := stream.read(CHUNK):

@@ -17,7 +17,12 @@ compiler is available) reads each 4 MiB chunk of bytes once and returns only:
   which line the parser kept last (origins.Families.native) and counts the lines of its family, so a storm of
   `Retract requests` lines costs a count, not a Python call per line;
 - a sample of the other stats rows for the timelines: all of them in files up to SAMPLE_ALL_BELOW,
-  otherwise about TIMELINE_ROWS rows per file, evenly spaced, and the count of those not sampled.
+  otherwise about TIMELINE_ROWS rows per file, evenly spaced, and the count of those not sampled;
+- rows of numeric line shapes as columns (K_COLS): once Python has parsed the first line of a shape that is pure data
+  (a metric dict, a Timer line: scan/columns.py), the C side appends each later line of it to columns (line index,
+  bounds, numbers), written out before the next line it returns, so a trainer log's metric records reach the metric
+  and timer stores in bulk (series_store.MetricStore.add_rows), not as a Python call per line. Files read from disk
+  only (a row's text is read back from the file when a finding cites it).
 
 Colour codes and NUL bytes are removed from a chunk's bytes (as read.normalise would) and the chunk is
 scanned again. When one file holds the stats rows of several engines (a Ray driver log with actor
@@ -45,6 +50,8 @@ from triage.input.read import ANSI, CHUNK, MAX_LINE, TRUNCATED, iter_chunks, lin
 from triage.model import Line
 from triage.parsers import sglang
 from triage.parsers.engine_stats import KEEP_EPISODES, KEEP_PRESSURE_LINES, ROW_GAP, RowRef, engine, engine_key
+from triage.parsers.series_store import RowLine, RowPart, Rows
+from triage.scan.columns import Shapes
 from triage.scan.native import (
     F_CR,
     F_ESC,
@@ -53,6 +60,7 @@ from triage.scan.native import (
     F_RAY,
     K_BATCH,
     K_CAND,
+    K_COLS,
     K_FAMILY,
     K_FOLD,
     K_SAMPLED,
@@ -61,6 +69,7 @@ from triage.scan.native import (
     PAIR_SAMPLE,
     Needles,
     _linescan,
+    columns,
     several_origins,
 )
 from triage.scan.origins import RAY_PREFIX, Runs, split_ray
@@ -153,6 +162,7 @@ class Chunk(NamedTuple):
     hits: list[tuple[int, int, int, int, Any]]  # (kind, line index, start, end in data, needle ids | row timeline)
     python: bool  # the whole chunk goes through the line-for-line path (`\r` redraws, too many engines)
     skips: dict[str, int]  # rows counted but not returned, per engine timeline
+    shapes: tuple[Any, ...] = ()  # line shapes registered after this chunk (columns.Shape), in order
 
     def packed(self) -> Chunk:
         """The chunk with only the bytes of its lines, in bytes of its own (to send to another process)."""
@@ -192,16 +202,23 @@ def scan_file(scanner: LineScanner, fs: FileScan, stream: BinaryIO, progress: Pr
     """Scan one file's bytes into fs (its result, pending claims, context): both stages here. `progress` is told
     the bytes read. Returns the number of lines read."""
     assert scanner.needles is not None
-    chunks = read_chunks(scanner.needles, fs.lf, stream, progress, lambda base: fs.family.native(fs.ctx, base))
+    chunks = read_chunks(scanner.needles, fs.lf, stream, progress, lambda base: fs.family.native(fs.ctx, base),
+                         shapes_for(scanner, fs.lf))
     return parse_chunks(scanner, fs, chunks, lambda rest: _Prepend(rest.head, stream))
 
 
+def shapes_for(scanner: Any, lf: LogFile) -> Shapes | None:
+    """The shape registry of a file read from disk (its rows' text is read back from it), else None."""
+    return Shapes(scanner) if columns() and lf.path != "-" and not lf.compression else None
+
+
 def read_chunks(needles: Needles, lf: LogFile, stream: BinaryIO, progress: Progress | None = None,
-                family: Callable[[int], Any] | None = None) -> Iterator[Chunk | Rest | int]:
+                family: Callable[[int], Any] | None = None, shapes: Shapes | None = None) -> Iterator[Chunk | Rest | int]:
     """Stage 1: each chunk's candidate lines, sampled rows, fold records and skipped-row counts; then a Rest, or
     the line count of the file. Python never sees the other lines. `family(lines before the chunk)`: what the C side
     may count into the line Python kept last (origins.Families.native), asked before each chunk once stage 2 has
-    parsed the one before (one process only)."""
+    parsed the one before (one process only). `shapes`: the file's line shapes, learnt from each chunk's candidate
+    lines; their later lines come as columns (K_COLS)."""
     step = 0 if lf.size <= SAMPLE_ALL_BELOW else lf.size // TIMELINE_ROWS
     # a file of known size smaller than a chunk reads into a buffer its size (zeroing 4 MiB for each of 200 k small
     # files is most of their cost); should it grow meanwhile, a line the buffer cannot hold goes to the line reader
@@ -231,25 +248,30 @@ def read_chunks(needles: Needles, lf: LogFile, stream: BinaryIO, progress: Progr
             owners = RowOwners(lf.rel, head)
             del head
             first = buf.rfind(b"\n", 0, FIRST_PART) + 1
-            if family is not None and 0 < first < cut:  # the head first: a storm in it is counted from its end on
-                cut = first
+            if (family is not None or shapes is not None) and 0 < first < cut:  # the head first: a storm in it is
+                cut = first  # counted from its end on, the shapes of its lines registered
         assert owners is not None
         raw = mv[:cut]
         chunk: Any = raw
         at = max(0, next_sample - offset)
         bar = bars.bar(bar_key)
         fam = family(lines) if family is not None else None
-        args = (matcher, chunk, at, step, owners.per_origin, ROW_GAP, KEEP_PRESSURE_LINES, KEEP_EPISODES, *bar, fam)
+        cols = shapes.armed if shapes is not None else None
+        args = (matcher, chunk, at, step, owners.per_origin, ROW_GAP, KEEP_PRESSURE_LINES, KEEP_EPISODES, *bar, fam,
+                cols)
         nl, flags, quiet, ns, hits, per_origin = _linescan.scan(*args)
         if flags & (F_ESC | F_NUL) and not flags & F_CR:  # colour codes (Ray colours its prefixes), NULs
             chunk = memoryview(ANSI_BYTES.sub(b"", chunk).replace(b"\x00", b""))  # what read.normalise removes
+            cols = None  # rows are read back from the file by their offsets: not in a cleaned chunk
+            args = (*args[:-1], cols)
             nl, flags, quiet, ns, hits, per_origin = _linescan.scan(matcher, chunk, *args[2:])
             flags &= ~(F_ESC | F_NUL)  # an ESC left over is text as the line-for-line reader sees it too
         batch = next((h for h in hits if h[0] == K_BATCH), None)
         if batch is not None and not flags & ~F_RAY:
             key = row_key(lf.rel, chunk[batch[2]:batch[3]])
             if key != bar_key and bar != (-1.0, -1):  # another engine's rows than the bar was for: none held back
-                nl, flags, quiet, ns, hits, per_origin = _linescan.scan(matcher, chunk, *args[2:-3], -1.0, -1, fam)
+                nl, flags, quiet, ns, hits, per_origin = _linescan.scan(matcher, chunk, *args[2:-4], -1.0, -1, fam,
+                                                                         cols)
             bar_key = key
             bars.saw(key, (ep for h in hits if h[0] == K_BATCH for ep in h[4][6]))
         if flags & ~F_RAY:  # `\r` redraws, or more engines than the C side keeps apart
@@ -263,10 +285,13 @@ def read_chunks(needles: Needles, lf: LogFile, stream: BinaryIO, progress: Progr
                 if kind in (K_FOLD, K_BATCH):
                     folded = folded or row_key(lf.rel, chunk[start:stop])
                     hits[i] = (kind, rel, start, stop, (folded, ids))
+                elif kind == K_COLS:
+                    hits[i] = (kind, rel, start, stop, (offset, ids))  # where the chunk starts in the file
                 elif kind not in (K_CAND, K_FAMILY):
                     hits[i] = (kind, rel, start, stop, row_key(lf.rel, chunk[start:stop]))
             sampled = Counter(tag for kind, _, _, _, tag in hits if kind in (K_STATS, K_SAMPLED))
-            yield Chunk(lines, chunk, hits, False, owners.skips(quiet, per_origin, sampled))
+            new = tuple(shapes.learn(chunk, hits)) if shapes is not None else ()
+            yield Chunk(lines, chunk, hits, False, owners.skips(quiet, per_origin, sampled), new)
         lines += nl
         if final:
             yield lines + (1 if cut and buf[cut - 1:cut] != b"\n" else 0)
@@ -291,6 +316,7 @@ def parse_chunks(scanner: LineScanner, fs: FileScan, chunks: Iterable[Chunk | Re
         if item.python:
             _python_chunk(scanner, fs, str(item.data, "utf-8", "replace"), item.base)
         else:
+            fs.shapes.extend(item.shapes)
             _fast_hits(scanner, fs, item.data, item.hits, item.base)
             for key, n in item.skips.items():
                 engine(fs.res, key).skip(n)
@@ -312,7 +338,7 @@ def _fast_hits(scanner: LineScanner, fs: FileScan, data: Any, hits: list[Any], b
     plans: dict[tuple[int, ...], Any] = {}  # needle ids -> the scanner's plan for them
     runs = Runs()
     for kind, rel, start, end, tag in hits:
-        text = line_text(data[start:end])
+        text = line_text(data[start:end]) if kind != K_COLS else ""
         lineno = base + rel + 1
         if kind == 0:
             if len(text) > MAX_LINE:
@@ -328,6 +354,10 @@ def _fast_hits(scanner: LineScanner, fs: FileScan, data: Any, hits: list[Any], b
                 fs.family.ids = tag  # the C side may count the lines of its family (Families.native)
         elif kind == K_FAMILY:
             fs.family.counted(tag[0], tag[1], lineno)
+        elif kind == K_COLS:
+            if _rows(fs, tag[0], tag[1], base):  # context rows (Timer lines) came between the lines around them
+                fs.family.kept(None, None, None)  # type: ignore[arg-type]
+                runs.line = None
         elif kind in (K_FOLD, K_BATCH):
             key, rec = tag
             made: dict[int, RowRef] = {}  # one per row (evidence compares lines by identity)
@@ -345,6 +375,51 @@ def _fast_hits(scanner: LineScanner, fs: FileScan, data: Any, hits: list[Any], b
                 engine(res, key).fold_batch(rec, base, line)
         else:
             _stats_row(lf, lineno, text, tag, res, kind == K_SAMPLED)
+
+
+def _rows(fs: FileScan, offset: int, payload: tuple[Any, ...], base: int) -> bool:
+    """A write-out of the C side's columns (K_COLS) into the file's metric and timer stores. Returns whether it holds
+    context rows (they end a family and a run of identical lines, as those lines would)."""
+    lf = fs.lf
+    records: list[RowPart] = []
+    timers: list[RowPart] = []
+    ctx = False
+    for k, n, lines, bols, eols, ords, vals, stats in payload:
+        shape = fs.shapes[k]
+        part = RowPart(shape.rows, n, base + 1, memoryview(lines).cast("q"), memoryview(ords).cast("q"),
+                       memoryview(vals).cast("d"), stats,
+                       _line_maker(lf, offset, memoryview(bols).cast("q"), memoryview(eols).cast("q")))
+        (records if shape.record else timers).append(part)
+        ctx = ctx or shape.ctx
+    if records:
+        fs.metrics.append_rows(Rows(records), lf.rel)
+    if timers:
+        fs.timers.add_rows(timers)
+    return ctx
+
+
+def _line_maker(lf: LogFile, offset: int, bols: Any, eols: Any) -> Callable[[RowPart, int], Line]:
+    def line_of(part: RowPart, i: int) -> Line:
+        lineno, start, end = part.lineno(i), offset + bols[i], offset + eols[i]
+        segments = part.shape.segments
+        return RowLine(lf.rel, lineno, lambda: _row_line(lf, lineno, _read_row(lf.path, start, end, segments)))
+
+    return line_of
+
+
+def _read_row(path: str, start: int, end: int, segments: tuple[bytes, ...]) -> str:
+    """A row's text, read back from its file; should the file have changed meanwhile (rotated, rewritten), its
+    shape with `#` for each number."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(start)
+            data = f.read(end - start + 1)
+        text = data[:end - start]
+        if len(text) == end - start and b"\n" not in text and data[end - start:] in (b"\n", b"") and text.isascii():
+            return text.decode("ascii")
+    except OSError:
+        pass
+    return "#".join(s.decode("ascii", "replace") for s in segments)
 
 
 def _row_line(lf: LogFile, lineno: int, text: str) -> Line:

@@ -1,0 +1,335 @@
+"""Lines of repeated numeric shapes reach Python as columns (scan/columns.py, _linescan.c Columns): the result must be
+what the line-for-line path gives, finding for finding and number for number."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from triage.analyze import Settings, analyze
+from triage.input.discover import discover
+from triage.library.rules import load_library
+from triage.report import RenderOptions, render
+from triage.scan import columns, native
+from triage.scan import prefiltered as fastscan
+from triage.scan.scanner import Scanner
+
+pytestmark = pytest.mark.skipif(not native.available(), reason="the C prefilter is not built")
+
+LIB = load_library()
+
+
+def slime_log(steps: int, seed: int = 1, nan_at: int = -1, spike_at: int = -1, collapse_at: int = -1,
+              new_key_at: int = -1, twice: bool = False) -> list[str]:
+    """A slime/MILES trainer log: Timer lines, Megatron iteration lines, step/perf/rollout dicts."""
+    rng = random.Random(seed)
+    out = []
+    for s in range(steps):
+        t = f"[2026-05-24 {s // 3600 % 24:02d}:{s // 60 % 60:02d}:{s % 60:02d}] "
+        loss = rng.uniform(-0.05, 0.05) * (120 if s == spike_at else 1)
+        grad = "nan" if s == nan_at else f"{rng.uniform(0.1, 0.9):.4f}"
+        reward = rng.uniform(0.3, 0.9) if collapse_at < 0 or s < collapse_at else 0.0
+        out += [t + "timer.py:24 - Timer train_wait start",
+                t + f"timer.py:32 - Timer train_wait end (elapsed: {rng.uniform(0.5, 9):.1f}s)",
+                t + "timer.py:24 - Timer actor_train start",
+                f" {t}iteration {s + 1:8d}/ 1000000 | consumed samples: {256 * (s + 1):10d} | lm loss: "
+                f"{rng.uniform(-0.05, 0.05):.6E} | grad norm: {rng.uniform(0.1, 0.9):.3f} |",
+                t + f"timer.py:32 - Timer actor_train end (elapsed: {rng.uniform(40, 60):.1f}s)"]
+        extra = f", 'train/kl_coef': {rng.uniform(0, 0.01):.5f}" if 0 <= new_key_at <= s else ""
+        step = (t + f"log_utils.py:542 - step {s}: {{'train/loss': {loss:.6f}, 'train/pg_loss': {rng.uniform(-1, 1):.6f}, "
+                f"'train/entropy_loss': {rng.uniform(0.2, 0.6):.4f}, 'train/grad_norm': {grad}, "
+                f"'train/lr-pg_0': 1e-06{extra}, 'train/step': {s}}}")
+        out.append(step)
+        if twice:
+            out.append(step)
+        out += [t + f"train_metric_utils.py:61 - perf {s}: {{'perf/train_time': {rng.uniform(40, 60):.2f}, "
+                f"'perf/step_time': {rng.uniform(90, 120):.2f}, 'perf/tokens_per_gpu_per_sec': "
+                f"{rng.uniform(800, 1200):.1f}}}",
+                t + f"metrics.py:88 - rollout {s}: {{'rollout/raw_reward': {reward:.4f}, 'rollout/response_len/mean': "
+                f"{rng.uniform(800, 3000):.1f}, 'rollout/response_len/max': {rng.uniform(3000, 8192):.1f}, "
+                f"'rollout/truncated': {rng.uniform(0, 0.05):.4f}, 'rollout/log_probs': {rng.uniform(-1.2, -0.2):.4f}}}"]
+    return out
+
+
+def verl_log(steps: int, seed: int = 2, nan_at: int = -1) -> list[str]:
+    rng = random.Random(seed)
+    out = []
+    for s in range(1, steps + 1):
+        grad = "nan" if s == nan_at else f"{rng.uniform(0.1, 0.9):.3f}"
+        out.append(f"(TaskRunner pid=87031) step:{s} - actor/entropy:{rng.uniform(0.2, 0.6):.3f} - actor/pg_loss:"
+                   f"{rng.uniform(-0.1, 0.1):.3f} - actor/grad_norm:{grad} - critic/score/mean:{rng.uniform(0, 1):.3f} - "
+                   f"critic/rewards/mean:{rng.uniform(-1, 1):.3f} - response_length/mean:{rng.uniform(200, 900):.3f} - "
+                   f"response_length/max:{rng.uniform(1000, 4096):.3f} - response_length/clip_ratio:"
+                   f"{rng.uniform(0, 0.05):.3f} - timing_s/gen:{rng.uniform(20, 40):.3f} - timing_s/step:"
+                   f"{rng.uniform(60, 90):.3f}")
+    return out
+
+
+def trl_log(steps: int, seed: int = 3) -> list[str]:
+    rng = random.Random(seed)
+    return [f"{{'loss': {rng.uniform(0, 0.1):.4f}, 'grad_norm': {rng.uniform(0.1, 3):.6f}, 'learning_rate': "
+            f"{1e-6 * (1 - s / steps):.3e}, 'rewards/accuracy_reward/mean': {rng.uniform(0, 1):.4f}, 'reward': "
+            f"{rng.uniform(0, 1):.4f}, 'epoch': {s / steps:.2f}}}" for s in range(steps)]
+
+
+def report_json(run: Path, monkeypatch: pytest.MonkeyPatch, native: bool, lib: Any = LIB) -> dict:
+    if native:
+        monkeypatch.delenv("TRIAGE_NO_NATIVE", raising=False)
+    else:
+        monkeypatch.setenv("TRIAGE_NO_NATIVE", "1")
+    monkeypatch.setenv("TRIAGE_JOBS", "1")
+    return json.loads(render("json", analyze(Settings(paths=[str(run)]), lib), RenderOptions()))
+
+
+def scan(path: Path, native: bool = True, lib: Any = LIB) -> Any:
+    scanner = Scanner(lib)
+    if not native:
+        scanner.needles = None
+    files, _ = discover([str(path)])
+    return scanner.scan(files[0])
+
+
+def summary(res: Any) -> dict[str, Any]:
+    """Everything the file's metric and timer stores hold, and its hits, as plain data."""
+    out: dict[str, Any] = {"hits": [(h.rule, h.line.lineno, h.line.text, h.numbers) for h in res.hits],
+                           "unclaimed": [(ln.lineno, ln.text) for ln in res.unclaimed]}
+    for ev in res.events:
+        if ev.kind == "metric_series":
+            st = ev.fields["store"]
+            out["line"] = ev.line.lineno
+            out["total"], out["threshold"], out["tags"], out["shapes"] = st.total, st.threshold, st.tags, st.shapes
+            for name in ("sums", "canon", "fns"):
+                out[name] = {k: (s.n, s.bad, s.nonzero, s.first, s.last, s.lo, s.hi, s.bad_first, s.bad_last,
+                                 sorted(s.top)) for k, s in getattr(st, name).items()}
+                out[name + " order"] = list(getattr(st, name))
+            out["view"] = [(p, e.line.lineno, e.line.text, e.line.msg, e.line.actor, e.line.pid, e.fields)
+                           for p, e in st.view()]
+            out["pins"] = sorted((p, refs, ev.line.lineno) for p, (ev, refs) in st._pins.items())  # no order: a map
+        elif ev.kind == "timer_series":
+            out["timers"] = [(e.line.lineno, e.line.text, dict(e.fields), n) for e, n in ev.fields["timers"]]
+            out["timer line"] = ev.line.lineno
+        else:
+            out.setdefault("events", []).append((ev.kind, ev.line.lineno, ev.line.text))
+    return out
+
+
+def counting_rows(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """How many rows came as columns (one number per write-out)."""
+    got: list[int] = []
+    real = fastscan._rows
+
+    def rows(fs: Any, offset: int, payload: Any, base: int) -> bool:
+        got.append(sum(p[1] for p in payload))
+        return real(fs, offset, payload, base)
+
+    monkeypatch.setattr(fastscan, "_rows", rows)
+    return got
+
+
+def same_both_ways(log: Path, monkeypatch: pytest.MonkeyPatch, lib: Any = LIB) -> tuple[dict[str, Any], int]:
+    """The report and the stores are the same on the columns path and the line-for-line path; returns the report
+    and the rows that came as columns."""
+    rows = counting_rows(monkeypatch)
+    fast = report_json(log.parent, monkeypatch, True, lib)
+    assert fast == report_json(log.parent, monkeypatch, False, lib)
+    got = sum(rows)
+    rows.clear()
+    fast_sum, slow_sum = summary(scan(log, lib=lib)), summary(scan(log, native=False, lib=lib))
+    assert fast_sum.keys() == slow_sum.keys()
+    for key in fast_sum:  # repr: NaN values compare as text
+        assert repr(fast_sum[key]) == repr(slow_sum[key]), key
+    return fast, got
+
+
+def write(tmp_path: Path, lines: list[str], name: str = "train.log") -> Path:
+    log = tmp_path / name
+    log.write_text("\n".join(lines) + "\n")
+    return log
+
+
+def findings(report: dict[str, Any]) -> list[tuple[str, str, list[str]]]:
+    return [(f["category"], f["rule"], [f"{e['file']}:{e['line']}" for e in f["evidence"]]) for f in report["findings"]]
+
+
+def test_a_miles_trainer_log_gives_the_same_report_and_stores_with_its_records_as_columns(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    lines = slime_log(3000, nan_at=2100)
+    log = write(tmp_path, lines)
+    report, rows = same_both_ways(log, monkeypatch)
+    assert rows > 0.95 * 3000 * 7  # the timer lines and the dicts, but for the first of each shape and the NaN line
+    nan_line = next(i for i, t in enumerate(lines, 1) if "'train/grad_norm': nan" in t)
+    assert any(f"train.log:{nan_line}" in ev for _, _, ev in findings(report))
+    res = scan(log)
+    store = next(ev.fields["store"] for ev in res.events if ev.kind == "metric_series")
+    assert store.total == 3 * 3000 and store.thinned  # 9,000 records: a sample, exact summaries
+    assert store.sums["train/grad_norm"].bad == 1 and store.sums["train/grad_norm"].bad_first[0] == 3 * 2100
+    assert store.retained() < 4096 + 256 + 200
+
+
+@pytest.mark.parametrize("case", ["spike", "collapse", "new key", "twice"])
+def test_trainer_failures_and_changes_mid_run_give_the_same_findings_on_both_paths(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, case: str) -> None:
+    kwargs = {"spike": {"spike_at": 1500}, "collapse": {"collapse_at": 1200}, "new key": {"new_key_at": 900},
+              "twice": {"twice": True}}[case]
+    log = write(tmp_path, slime_log(2000, seed=7, **kwargs))
+    report, rows = same_both_ways(log, monkeypatch)
+    assert rows > 2000 * 4  # a new key set: its first chunk's lines come as lines
+    summary_ = next(f for f in report["findings"] if f["rule"] == "health.summary")["numbers"]
+    assert summary_["records"] == 3 * 2000
+    if case == "collapse":
+        assert summary_["reward_min"] == 0.0
+
+
+def test_a_verl_log_with_ray_prefixes_and_a_nan_step_gives_the_same_findings_on_both_paths(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    lines = verl_log(4000, nan_at=3100)
+    log = write(tmp_path, lines)
+    report, rows = same_both_ways(log, monkeypatch)
+    assert rows > 3700  # all but the first 64 KiB (read first, to learn the shapes) and the NaN line
+    assert any("train.log:3100" in ev for _, _, ev in findings(report))
+
+
+def test_trl_dicts_give_the_same_findings_on_both_paths(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    log = write(tmp_path, trl_log(6000))
+    _, rows = same_both_ways(log, monkeypatch)
+    assert rows > 5400  # all but the first 64 KiB
+
+
+GRAD_RULE = """\
+rules:
+  - id: user.grad-blowup
+    category: other
+    severity: error
+    title: Gradient norm blew up
+    anchor: ["'train/grad_norm': "]
+    match: "'train/grad_norm': (?P<g>[0-9.]+)"
+    when: [{field: g, min: 0.85}]
+    knobs: []
+    explain: The gradient norm went over 0.85.
+    examples:
+      match: ["step 3: {'train/grad_norm': 0.9}"]
+"""
+
+
+def test_a_rule_that_judges_a_metric_line_sees_every_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    folder = tmp_path / "rules"
+    folder.mkdir()
+    (folder / "mine.yaml").write_text(GRAD_RULE)
+    lib = load_library([folder])
+    run = tmp_path / "run"
+    run.mkdir()
+    lines = slime_log(1500, seed=5)
+    log = write(run, lines)
+    report, rows = same_both_ways(log, monkeypatch, lib)
+    assert rows > 1500 * 5  # the timers and the perf and rollout dicts still come as columns, the step dicts do not
+    claimed = [h for h in scan(log, lib=lib).hits if h.rule == "user.grad-blowup"]
+    expect = [i for i, t in enumerate(lines, 1) if "'train/grad_norm': 0.8" in t and float(
+        t.split("'train/grad_norm': ")[1].split(",")[0]) >= 0.85 or "'train/grad_norm': 0.9" in t]
+    assert [h.line.lineno for h in claimed] == expect
+
+
+def test_context_lines_next_to_a_traceback_and_repeated_timer_lines_reach_python(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    lines = slime_log(1200, seed=9)
+    crash = ["Exception in thread worker-3:", lines[5], lines[6], lines[7],
+             "Traceback (most recent call last):", '  File "/x/slime/train.py", line 12, in main',
+             "    train()", "RuntimeError: CUDA error: an illegal memory access was encountered"]
+    lines = lines[:8000] + [lines[8000]] * 3 + crash + lines[8000:]
+    log = write(tmp_path, lines)
+    _, rows = same_both_ways(log, monkeypatch)
+    assert rows > 1200 * 5
+
+
+def test_a_log_of_several_chunks_thins_its_sample_as_the_line_path_does(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    lines = slime_log(5000, seed=11, nan_at=4500)
+    log = write(tmp_path, lines)
+    assert log.stat().st_size > (4 << 20)
+    _, rows = same_both_ways(log, monkeypatch)
+    assert rows > 5000 * 6.9
+
+
+def test_the_c_side_reads_a_shape_and_its_numbers_as_the_python_tokenizer_does() -> None:
+    rng = random.Random(4)
+    first = b"[2026-05-24 00:53:04] x.py:5 - step 3: {'a': 0.5, 'b_2': -1e-06, 'c': 12, 'd': v1.2} t=-3.25E+02 k-5"
+    segs, toks = columns.template(first)
+    assert toks == [b"2026", b"05", b"24", b"00", b"53", b"04", b"5", b"3", b"0.5", b"-1e-06", b"12", b"-3.25E+02",
+                    b"5"]
+    n = len(toks)
+    spec = [(segs, bytes([columns.ALL] * n), bytes(range(n)), (), False, False)]
+    armed = native._linescan.shapes(spec, ())
+    pieces = ["0", "7", "-7", "7.25", "-0.0", "1e5", "1E-5", "2.5e+10", "12345678901234567890.5", "0.1", "1.", ".5",
+              "nan", "-", "7e", "x", "1.2.3", "00012", "9" * 30]
+    lines, expect = [], []
+    for _ in range(3000):
+        parts = [segs[0]]
+        for j in range(n):
+            parts += [rng.choice(pieces).encode() if rng.random() < 0.3 else toks[j], segs[j + 1]]
+        line = b"".join(parts)
+        lines.append(line)
+        got_segs, got_toks = columns.template(line)
+        whole_too_long = any(not any(c in t for c in b".eE") and len(t.lstrip(b"-").lstrip(b"0")) > 15 for t in got_toks)
+        ok = got_segs == segs and len(line) <= columns.LINE_MAX and not whole_too_long  # a step is read exactly by int()
+        expect.append([float(t) for t in got_toks] if ok else None)
+    data = b"\n".join(lines) + b"\n"
+    needles = native.Needles({"step "}, set())
+    ids = (0,)
+    spec = [(segs, bytes([columns.ALL] * n), bytes(range(n)), ids, False, False)]
+    armed = native._linescan.shapes(spec, ())
+    for scan_ in (native._linescan.scan, native._linescan.scan_scalar):
+        hits = scan_(needles.matcher(b""), data, 0, 0, False, 0, 0, 0, -1.0, -1, None, armed)[4]
+        rows: dict[int, list[float]] = {}
+        for kind, _, _, _, payload in hits:
+            if kind == native.K_COLS:
+                for _, k, lns, _, _, _, vals, _ in payload:
+                    li, vs = memoryview(lns).cast("q"), memoryview(vals).cast("d")
+                    for i in range(k):
+                        rows[li[i]] = [vs[j * k + i] for j in range(n)]
+        got = [rows.get(i) for i in range(len(lines))]
+        assert sum(e is not None for e in expect) > 100 and sum(e is None for e in expect) > 100
+        assert [repr(g) for g in got] == [repr(e) for e in expect]
+
+
+def test_a_verl_step_line_of_many_keys_comes_as_columns_with_the_same_findings(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    keys = (  # a verl step line of corpus 040's shape: many keys, more needle occurrences than 32
+[f"global_seqlen/{k}" for k in ("min", "max", "mean")] + [f"actor/{k}" for k in (
+        "kl_loss", "kl_coef", "entropy_loss", "pg_loss", "pg_clipfrac", "ppo_kl", "grad_norm", "lr")]
+        + [f"critic/{a}/{b}" for a in ("score", "rewards", "advantages", "returns") for b in ("mean", "max", "min")]
+        + [f"response_length/{k}" for k in ("mean", "max", "min", "clip_ratio")]
+        + [f"prompt_length/{k}" for k in ("mean", "max", "min", "clip_ratio")]
+        + [f"timing_s/{k}" for k in ("gen", "old_log_prob", "ref", "adv", "update_actor", "testing", "step")])
+    rng = random.Random(6)
+    lines = [f"(main_task pid=51520) step:{s} - " + " - ".join(
+        f"{k}:{1024.0 if k == 'response_length/max' else rng.uniform(-1, 900):.3f}" for k in keys)
+        for s in range(1, 2501)]
+    log = write(tmp_path, lines)
+    report, rows = same_both_ways(log, monkeypatch)
+    assert rows > 2300
+    assert any(f["category"] == "generation-tail" for f in report["findings"])
+
+
+def test_a_result_with_rows_survives_the_trip_back_from_a_worker(tmp_path: Path) -> None:
+    import pickle
+
+    log = write(tmp_path, slime_log(1500, seed=13, nan_at=1400))
+    res = scan(log)
+    back = pickle.loads(pickle.dumps(res))
+    assert repr(summary(back)) == repr(summary(res)) == repr(summary(scan(log, native=False)))
+
+
+def test_two_stages_learn_the_shapes_in_the_reading_process_and_give_the_same_stores(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from triage.scan import parallel
+
+    log = write(tmp_path, slime_log(2500, seed=17, nan_at=2000))
+    scanner = Scanner(LIB)
+    files, _ = discover([str(log)])
+    rows = counting_rows(monkeypatch)
+    staged = parallel._staged_scan(scanner, files[0])  # a forked worker reads and prefilters, this process parses
+    assert sum(rows) > 2500 * 6.5
+    assert repr(summary(staged)) == repr(summary(scan(log, native=False)))
