@@ -27,6 +27,7 @@ from triage.report import baseline
 from triage.report.figures import figures, timelines
 from triage.scan import parallel, progress
 from triage.scan.scanner import FileResult, Scanner
+from triage.scan.series import RunSeries
 
 
 class InputError(TriageError):
@@ -158,8 +159,10 @@ def _analyze(settings: Settings, lib: Library, retired: list[object] | None) -> 
     if settings.config is not None:
         files.append(_given_config(settings.config))
     scanner = Scanner(lib)
+    scanner.series = RunSeries()
     results, config_events = _scan_all(scanner, files)
-    events = [e for r in results for e in r.events] + config_events
+    # the records and timers of the files this process scanned first, then those of the files workers scanned
+    events = scanner.series.close() + [e for r in results for e in r.events] + config_events
     engines = {k: v for r in results for k, v in r.engines.items()}
     hits = [h for r in results for h in r.hits]
     cfg = build_config(lib, events, hits)

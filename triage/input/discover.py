@@ -78,9 +78,10 @@ RAY_ACTORS = re.compile("\n" + RAY_ACTOR)
 VLLM_PROCESS = re.compile(r"(?:APIServer|EngineCore(?:_DP)?\d*|VllmWorker\w*|Worker(?:_TP\d+|_PP\d+)*|"
                           r"ApiServer_\d+|EngineCoreProc\w*)$")
 # verl's driver log: the TaskRunner and WorkerDict actors, `main_ppo`/`ray_trainer` frames, the trainer's
-# `step:N - key:value` console lines (verl/trainer/main_ppo.py, verl/utils/tracking.py).
+# `step:N - key:value` console lines (verl/trainer/main_ppo.py, verl/utils/tracking.py). `step` not after a word
+# character is tested behind the literal: a `\b` in front would make `re` try every position of the head.
 VERL_MARKERS = re.compile(r"\((?:TaskRunner|WorkerDict|AgentLoopWorker|RewardLoopWorker) pid=|verl\.trainer|"
-                          r"verl/trainer/|main_ppo|ray_trainer\.py|\bstep:\d+ - ")
+                          r"verl/trainer/|main_ppo|ray_trainer\.py|step(?<!\wstep):\d+ - ")
 # A wandb run directory (`wandb/run-<date>-<id>/` or `offline-run-...`): output.log is the script's console,
 # wandb-summary.json the last value of every metric, config.yaml the run's config; debug.log and
 # debug-internal.log are the wandb client's own logs (uploads, retries), not the run's.

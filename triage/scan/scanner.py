@@ -24,6 +24,7 @@ from triage.scan import prefiltered as fastscan
 from triage.scan.filescan import FileResult, FileScan
 from triage.scan.origins import RAY_PREFIX, Context, Runs, SideFinder, split_ray
 from triage.scan.progress import Progress
+from triage.scan.series import JoinedRecords, RunSeries
 
 # Error-like text: candidates for the unclassified report and context for tracebacks.
 ERROR_ANCHORS = ("Error", "Exception", "Traceback", "FATAL", "Fatal", "Killed", "exit code", "ERROR", "failed",
@@ -154,6 +155,8 @@ class Scanner:
         # how far before and after a claim its windows read: the rules' `within`, the side lookup's (SideFinder.side)
         self.reach = (max([60] + [r.within[0] for r in self.line_rules]), max([25] + [r.within[1] for r in self.line_rules]))
         self.progress: Progress | None = None  # told the bytes scanned, when a bar shows them
+        # the run's stores of metric records and timer readings (analyze sets them; None: a store per file)
+        self.series: RunSeries | None = None
 
     def _timed_out(self, rule: Rule, where: str, what: str, res: FileResult) -> None:
         """A rule regex that backtracks catastrophically once will again: report it and switch it off."""
@@ -210,6 +213,11 @@ class Scanner:
         res = FileResult(lf)
         fs = FileScan(lf, res)
         fs.ctx = Context(self.reach, fs.pending)
+        joined = self.series is not None and self.series.here()
+        if joined:
+            assert self.series is not None
+            fs.metrics = JoinedRecords(self.series.store)
+            fs.timers = self.series.timers  # closed once, by the run (RunSeries.close)
         stream = None
         try:
             if staged is not None:
@@ -236,7 +244,8 @@ class Scanner:
             if stream is not None:
                 stream.close()
         fs.metrics.close()
-        fs.timers.close()
+        if not joined:
+            fs.timers.close()
         self._resolve(fs)
         return res
 
@@ -409,7 +418,7 @@ class Scanner:
                         claimed[id(other)] = hit.rule
                     break
         res.unclaimed = sorted((ln for ln in errorish if id(ln) not in claimed), key=lambda ln: ln.lineno)
-        self._exits(lf, res, ctx, claimed)
+        self._exits(lf, res, ctx, claimed, fs.metrics.last if isinstance(fs.metrics, JoinedRecords) else 0)
 
     def _drop_raise_echoes(self, pending: list[Any], echoes: set[int]) -> list[Any]:
         """An echoed `raise X("...")` source line is evidence only when the exception line it raised is missing
@@ -451,10 +460,11 @@ class Scanner:
             claimed[id(final)] = rule.id
             res.unclaimed = [ln for ln in res.unclaimed if ln is not final]
 
-    def _exits(self, lf: LogFile, res: FileResult, ctx: Context, claimed: dict[int, str]) -> None:
+    def _exits(self, lf: LogFile, res: FileResult, ctx: Context, claimed: dict[int, str], records_end: int) -> None:
         """The file's orderly shutdown and the exception that ended its process, as events (signals.judge); the
-        teardown noise after a shutdown leaves the hits and the unclaimed lines."""
-        last = max([st.last_lineno() for st in res.engines.values()]
+        teardown noise after a shutdown leaves the hits and the unclaimed lines. `records_end`: the line of the
+        file's last metric record when it went into the run's store (else its store's event says)."""
+        last = max([records_end] + [st.last_lineno() for st in res.engines.values()]
                    + [ev.line.lineno for ev in res.events if ev.kind == "metric_series"], default=0)
 
         def progress_after(line: Line) -> bool:
