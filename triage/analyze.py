@@ -117,7 +117,8 @@ def _how_far(r: FileResult) -> None:
     lf = r.file
     if lf.status != "partial":
         return
-    seen = [ln.lineno for ln in r.unclaimed] + [h.line.lineno for h in r.hits] + [e.line.lineno for e in r.events]
+    seen = ([ln.lineno for ln in r.unclaimed] + [f.last.lineno for f in r.folded] + [h.line.lineno for h in r.hits]
+            + [e.line.lineno for e in r.events])
     lf.lines = max([lf.lines, *seen])
     if lf.lines:
         lf.reason += f" (read to line {lf.lines}" + (f" of a {lf.size}-byte file)" if lf.size else ")")

@@ -63,6 +63,11 @@ def error_level_only(line: Line) -> bool:
     return signals.is_error_level(line)
 
 
+def exception_line(msg: str) -> bool:
+    """A traceback's final line, or one like it: steps after the scan may single it out (a chain's end, `follow`)."""
+    return FINAL_EXC.match(msg) is not None or signals.EXC_LINE.match(msg) is not None
+
+
 FINAL_EXC = re.compile(r"^\s?(?:[a-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Failure|Fault|Exit)\b(?:\([^)]*\))?:")
 FRAME = re.compile(r'^\s*File "[^"]*", line \d+')
 SIZE = re.compile(r"^(-?[\d.]+)\s*(bytes|B|KiB|MiB|GiB|TiB|KB|MB|GB|TB)$")
@@ -345,8 +350,10 @@ class Scanner:
             fs.family.kept(line, family, event)
             if plan.signal:
                 res.marks.append(line)
+                if signals.SHUTDOWN.search(msg) and not signals.SIGNAL_EXIT.search(msg):
+                    fs.errorish.shutdown(lineno)
             if not matched and plan.errorish and not frame and not echo and (ERRORISH.search(msg) or error_level_only(line)):
-                fs.errorish.append(line)
+                fs.errorish.add(line, not plan.signal and not exception_line(msg))
 
     # -- claims ----------------------------------------------------------------------------
     def _holds(self, rule: Rule, line: Line, numbers: dict[str, Any] | None, ctx: Context, lf: LogFile,
@@ -379,6 +386,8 @@ class Scanner:
 
     def _resolve(self, fs: FileScan) -> None:
         lf, res, ctx, pending, errorish = fs.lf, fs.res, fs.ctx, fs.pending, fs.errorish
+        marks = {id(ln) for ln in res.marks}
+        tail = ctx.lines[-1] if ctx.lines else None
         claimed: dict[int, str] = {}  # id(line) -> the rule that claimed it
         side_cache: dict[tuple[int, int], str] = {}
         follow: list[tuple[Hit, Rule]] = []
@@ -409,7 +418,8 @@ class Scanner:
                 break
             else:
                 if (is_errorish(line.msg) or error_level_only(line)) and not FRAME.match(line.msg):
-                    errorish.append(line)
+                    errorish.add(line, id(line) not in marks and line is not tail and not exception_line(line.msg),
+                                 newest=False)
         for hit, rule in follow:  # attach the traceback's final exception line to its header
             for other in ctx.after(hit.line.lineno, rule.within[1]):
                 if FINAL_EXC.match(other.msg):
@@ -417,7 +427,8 @@ class Scanner:
                         hit.extra.append(other)
                         claimed[id(other)] = hit.rule
                     break
-        res.unclaimed = sorted((ln for ln in errorish if id(ln) not in claimed), key=lambda ln: ln.lineno)
+        lines, res.folded = errorish.close()  # a folded line is never claimed: only exception lines are, by `follow`
+        res.unclaimed = [ln for ln in lines if id(ln) not in claimed]
         self._exits(lf, res, ctx, claimed, fs.metrics.last if isinstance(fs.metrics, JoinedRecords) else 0)
 
     def _drop_raise_echoes(self, pending: list[Any], echoes: set[int]) -> list[Any]:
