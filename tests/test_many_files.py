@@ -172,3 +172,35 @@ def test_the_secret_patterns_that_name_a_digit_make_a_line_its_own_shape() -> No
                         ("id 12345678901", "id 123456789012")):  # 12 digits are an id
         assert family(redact(short)) != family(redact(long))
         assert shape(short) != shape(long)
+
+
+# -- pending claims keep no match objects ---------------------------------------------------------------------------
+
+def test_a_storm_of_claims_keeps_one_shared_entry_per_rule_not_a_match_per_line(monkeypatch: Any) -> None:
+    """100 k OOM lines under `near`/`not_near` rules wait as pending claims until the file is done: each keeps its
+    line and the rules it matched (one shared entry a rule), never the `regex` match objects (~1 kB each, a dozen a
+    line), whose numbers are taken again for the claims that need them."""
+    from triage.scan import scanner as scanner_mod
+    seen: dict[str, int] = {}
+    real = scanner_mod.Scanner._resolve
+
+    def looking(self: Scanner, fs: Any) -> None:
+        entries = [c for _, matched in fs.pending for c in matched]
+        seen.update(claims=len(entries), distinct=len({id(c) for c in entries}), lines=len(fs.pending),
+                    matches=sum(1 for c in entries if c[1] is not None))
+        real(self, fs)
+
+    monkeypatch.setattr(scanner_mod.Scanner, "_resolve", looking)
+    n = 20_000
+    oom = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate {}.25 GiB. GPU {} has a total capacity of "
+           "79.11 GiB of which {}.50 MiB is free.")
+    text = "\n".join(['  File "/opt/slime/train.py", line 412, in train_one_step', "    loss.backward()"]
+                     + [oom.format(i % 97, i % 8, i % 13) for i in range(n)]) + "\n"
+    res = Scanner(LIB).scan(LogFile(path="<t>", rel="train.log", kind="trainer"), read_text(text.encode()))
+    assert seen["lines"] == n and seen["claims"] >= n and seen["matches"] == 0
+    assert seen["distinct"] <= len(LIB.rules)  # shared per rule, whatever the number of lines
+    cuda = [h for h in res.hits if h.rule == "trainer.cuda-oom"]
+    # the numbers, taken again on the hit: line n + 2 printed allocation (n - 1) % 97 + .25 GiB on GPU (n - 1) % 8
+    assert cuda[-1].line.lineno == n + 2
+    assert cuda[-1].numbers == {"tried": (n - 1) % 97 + 0.25, "gpu": (n - 1) % 8, "capacity": 79.11,
+                                "free": round(((n - 1) % 13 + 0.5) / 1024, 6)}

@@ -39,7 +39,7 @@ class FileScan:
     lf: LogFile
     res: FileResult
     ctx: Context = field(default_factory=Context)  # candidate lines (not stats rows): `near` windows, tracebacks
-    pending: list[tuple[Line, list[tuple[Any, Any]]]] = field(default_factory=list)  # (line, [(rule, match)])
+    pending: list[tuple[Line, list[tuple[Any, Any]]]] = field(default_factory=list)  # (line, [(rule, None)])
     errorish: Unexplained = field(default_factory=Unexplained)  # error-like lines, for the unclaimed report
     metrics: StoredRecords = field(init=False)  # metric records, joined as they come, kept in bounded memory
     timers: TimerStore = field(init=False)  # trainer timer events, one per distinct reading with its count

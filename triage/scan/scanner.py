@@ -157,6 +157,8 @@ class Scanner:
         self.needles = native.Needles(anchors, set(by_anchor)) if native.available() else None
         self._plans: dict[Any, Plan] = {}
         self._testers: dict[Pattern, Any] = {}  # near / not_near regex -> its test of a context line
+        self._named: dict[str, bool] = {}  # rule id -> whether its match regexes have named groups
+        self._claims: dict[str, tuple[Rule, None]] = {}  # rule id -> what a pending claim of it holds
         # how far before and after a claim its windows read: the rules' `within`, the side lookup's (SideFinder.side)
         self.reach = (max([60] + [r.within[0] for r in self.line_rules]), max([25] + [r.within[1] for r in self.line_rules]))
         self.progress: Progress | None = None  # told the bytes scanned, when a bar shows them
@@ -329,8 +331,9 @@ class Scanner:
                     finally:
                         if started is not None:
                             self._charge(rule, started, f"{lf.rel}:{lineno}", res)
-                    if mo:
-                        matched.append((rule, mo))
+                    if mo:  # one shared (rule, None) a rule: the match is taken again when its numbers are asked for
+                        claim = self._claims.get(rule.id)
+                        matched.append(claim if claim is not None else self._claims.setdefault(rule.id, (rule, None)))
         family = None
         if matched and not is_stats and not frame and not echo and not plan.signal:
             family = fs.family.fold(line, matched, event, ctx)
@@ -376,6 +379,22 @@ class Scanner:
             return None
         return side
 
+    def _numbers(self, rule: Rule, line: Line) -> dict[str, Any]:
+        """The numbers of a rule's match on a line it matched when scanned. A pending claim keeps no match object:
+        one of the `regex` module holds ~1 kB (its capture arrays, the searched text), and a storm of 100 k lines
+        matched by a dozen rules each kept 5 kB a line. The match is taken again (the same, the regex being the
+        same), for the few claims that need numbers: a rule with named groups, once it holds or has thresholds."""
+        named = self._named.get(rule.id)
+        if named is None:
+            named = self._named[rule.id] = any(p.compile().groupindex for p in rule.match)
+        if not named:
+            return {}
+        try:
+            mo = rule.search(line.msg)
+        except TimeoutError:  # it ran within the limit once; a second run that does not gives no numbers
+            return {}
+        return numbers_of(mo) if mo else {}
+
     def _tester(self, pattern: Pattern) -> Any:
         """A `near` / `not_near` regex as a test of a context line (TimeoutError as for `Rule.search`)."""
         test = self._testers.get(pattern)
@@ -395,10 +414,10 @@ class Scanner:
             pending = self._drop_raise_echoes(pending, fs.raise_echo)
         for line, matched in pending:
             matched.sort(key=lambda rm: -rm[0].priority)
-            for rule, mo in matched:
+            for rule, _ in matched:
                 if rule.id in self.broken or rule.id in self.exhausted and (rule.near or rule.not_near):
                     continue
-                numbers = numbers_of(mo) if rule.when else None  # the others' numbers: once a rule holds
+                numbers = self._numbers(rule, line) if rule.when else None  # the others' numbers: once a rule holds
                 started = clock() if rule.id in self.spent else None
                 try:
                     side = self._holds(rule, line, numbers, ctx, lf, side_cache)
@@ -410,7 +429,7 @@ class Scanner:
                         self._charge(rule, started, f"{lf.rel}:{line.lineno}", res)
                 if side is None:
                     continue
-                hit = Hit(rule.id, line, numbers_of(mo) if numbers is None else numbers, side)
+                hit = Hit(rule.id, line, self._numbers(rule, line) if numbers is None else numbers, side)
                 res.hits.append(hit)
                 claimed[id(line)] = rule.id
                 if rule.follow:
