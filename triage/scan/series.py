@@ -51,14 +51,27 @@ class JoinedRecords(StoredRecords):
     close() adds no event; `last` is the line of the file's last record (0: none)."""
 
     def __init__(self, store: MetricStore) -> None:
-        Records.__init__(self, self._into)
-        self.store = store
+        Records.__init__(self, _Into(store))  # not a method of its own: that would be a reference cycle, which only
+        self.store = store  # the cyclic collector (off during an analysis) frees, keeping the run's store alive
         self.events = []
-        self.last = 0
 
-    def _into(self, ev: Event) -> None:
-        self.last = ev.line.lineno
-        self.store.add(ev)
+    @property
+    def last(self) -> int:
+        return int(self.sink.last)
 
     def close(self) -> None:
         Records.close(self)
+
+
+class _Into:
+    """Where JoinedRecords passes a finished record: the run's store, noting its line."""
+
+    __slots__ = ("store", "last")
+
+    def __init__(self, store: MetricStore) -> None:
+        self.store = store
+        self.last = 0
+
+    def __call__(self, ev: Event) -> None:
+        self.last = ev.line.lineno
+        self.store.add(ev)
