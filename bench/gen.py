@@ -20,6 +20,9 @@ Profiles (`PROFILES`), each a regime a user's run can be in:
 - `ray`: the mixed run as one Ray driver log holding every process (`merge_ray`).
 - `small`: many small files (per-rank trainer logs of 2-8 KB, per-sample verifier logs of 1-4 KB),
   four real failures injected into four of them.
+- `errors`: the mixed run whose engine logs are ~95 % error-like lines no rule explains (~8 M at 1 GiB): 300
+  messages (`ERRORS`: 20 components x 15 wordings, each with a level or `failed`), their numbers, request ids
+  (UUIDs), hex handles and digests, shard paths and addresses changing from line to line.
 Real failure cases, copied line for line from the corpus, are spliced in at known places; `truth.json` (next
 to, not inside, OUT_DIR) lists each with its file, line range, expected category and evidence strings, and
 `counts.json` what the generator wrote (files, stats rows, rows at usage >= 0.9 with a queue, retraction
@@ -85,6 +88,7 @@ PROFILES: dict[str, Profile] = {
     "trainer-verl": Profile(inject=tuple(INJECT_VERL), train_share=0.7, trainer="verl"),
     "ray": Profile(ray=True),
     "small": Profile(inject=tuple(INJECT_SMALL), small=True),
+    "errors": Profile(regime="errors"),
 }
 
 START = datetime(2026, 5, 24, 0, 50, 0)
@@ -156,6 +160,31 @@ class Clock:
 
 TOTAL_TOKENS = 734840  # the pool of engine_startup's `KV Cache is allocated. #tokens:`
 
+# The `errors` profile's messages: every component with every wording, 300 in all. {n} a number, {f} a decimal,
+# {uuid} a request id, {hex} a handle (0x...), {sha} a digest, {path} a shard path, {ip} an address.
+COMPONENTS = ("tokenizer_manager", "detokenizer", "scheduler", "radix_cache", "memory_pool", "model_runner",
+              "cuda_graph_runner", "http_server", "router", "data_parallel_controller", "weight_loader", "lora_manager",
+              "grammar_backend", "session_controller", "metrics_collector", "io_struct", "hicache_storage",
+              "kv_transfer", "prefill_bootstrap", "health_monitor")
+WORDINGS = (
+    "ERROR {c}: failed to deserialize request {uuid}: unexpected field at offset {n}",
+    "ERROR {c}: request {uuid} failed after {n} attempts ({n} ms)",
+    "{c} failed to load shard {path}: checksum {sha} does not match",
+    "ERROR {c}: handle {hex} is stale (generation {n}, expected {n})",
+    "Error in {c} while processing batch {n}: {n} of {n} items dropped",
+    "ERROR {c}: cannot reach peer {ip}:{n} (attempt {n}/{n})",
+    "{c}: Failed to flush {n} entries to {path} (errno {n})",
+    "ERROR {c}: lease {sha} expired {f} s ago; reacquiring",
+    "ERROR {c}: slot {n} of block {hex} failed validation",
+    "{c} failed: queue depth {n} above soft limit {n}, request {uuid} rejected",
+    "CRITICAL {c}: heartbeat from rank {n} late by {f} s",
+    "ERROR {c}: could not parse header of object {sha} ({n} bytes)",
+    "Error during {c} update of entry {n}: version {n} superseded by {n}",
+    "ERROR {c}: stream {uuid} closed by peer {ip} after {n} frames",
+    "{c}: write of {n} bytes to {path} failed, {n} retries left",
+)
+ERRORS = tuple(w.replace("{c}", c) for c in COMPONENTS for w in WORDINGS)
+
 
 class EngineWriter:
     """Stat lines of one engine: a prefill now and then, decode lines every ~40 iterations, request lines.
@@ -165,6 +194,7 @@ class EngineWriter:
     Counts what it writes; `batch_retractions` holds the indices of the last batch's retraction lines."""
 
     STORM_BURST = 0.06  # chance of a burst of 1-5 retraction lines before a row: ~15 % of the lines
+    ERROR_SHARE = 0.95  # `errors`: the share of lines that are error-like lines (ERRORS)
 
     def __init__(self, rng: random.Random, tags: str, regime: str = "calm", wording: int = 0):
         self.rnd = rng.random
@@ -176,7 +206,7 @@ class EngineWriter:
         self.queue = 1
         self.ratio = 0.3
         self.in_episode, self.left, self.episode = True, 0, 0
-        self.rows = self.high = self.retractions = 0
+        self.rows = self.high = self.retractions = self.errors = 0
         self.batch_retractions: list[int] = []
 
     def _pool(self) -> tuple[float, int]:
@@ -218,14 +248,37 @@ class EngineWriter:
                 out.append(f"{head}{RETRACT}#retracted_reqs: {n}, #new_token_ratio: {old:.4f} -> {self.ratio:.4f}")
             self.retractions += 1
 
+    def _error(self) -> str:
+        """One error-like line of the `errors` profile: a message of ERRORS with its values drawn afresh."""
+        rnd = self.rnd
+        values = {
+            "{n}": lambda: str(int(rnd() * 10 ** (1 + int(rnd() * 5)))),
+            "{f}": lambda: f"{rnd() * 100:.2f}",
+            "{uuid}": lambda: "-".join(f"{int(rnd() * 16 ** k):0{k}x}" for k in (8, 4, 4, 4, 12)),
+            "{hex}": lambda: f"0x{int(rnd() * 2 ** 48):012x}",
+            "{sha}": lambda: f"{int(rnd() * 2 ** 64):016x}",
+            "{path}": lambda: f"/mnt/ckpt/shard_{int(rnd() * 4096):05d}/part-{int(rnd() * 2 ** 32):08x}.bin",
+            "{ip}": lambda: f"10.{int(rnd() * 256)}.{int(rnd() * 256)}.{int(rnd() * 256)}",
+        }
+        text = ERRORS[int(rnd() * len(ERRORS))]
+        for key, make in values.items():
+            while key in text:
+                text = text.replace(key, make(), 1)
+        self.errors += 1
+        return self.clock.head + text
+
     def lines(self, n: int) -> list[str]:
         rnd, clock, out = self.rnd, self.clock, []
         self.batch_retractions = []
         storm = self.regime == "storm"
+        errors = self.regime == "errors"
         for _ in range(n):
             clock.advance(50 + int(rnd() * 850))
             if storm and rnd() < self.STORM_BURST:
                 self._retractions(out)
+            if errors and rnd() < self.ERROR_SHARE:
+                out.append(self._error())
+                continue
             self.running = max(1, min(256, self.running + int(rnd() * 13) - 6))
             r = rnd()
             if r >= 0.80:
@@ -445,7 +498,7 @@ def generate(out: Path, size: int, engines: int = 4, seed: int = 0, corpus: Path
     truth: list[Injected] = []
     counts: dict[str, object] = {"profile": profile if not healthy else "healthy", "files": len(targets),
                                  "stats_rows": 0, "high_rows": 0, "retractions": 0, "engine_lines": 0,
-                                 "metric_records": 0}
+                                 "metric_records": 0, "error_lines": 0}
     for key, target in targets.items():
         lines: list[str] = []
         if key == "train":
@@ -476,6 +529,7 @@ def generate(out: Path, size: int, engines: int = 4, seed: int = 0, corpus: Path
             counts["stats_rows"] += writer.rows  # type: ignore[operator]
             counts["high_rows"] += writer.high  # type: ignore[operator]
             counts["retractions"] += writer.retractions  # type: ignore[operator]
+            counts["error_lines"] += writer.errors  # type: ignore[operator]
             counts["engine_lines"] += line_no  # type: ignore[operator]
             if storm and prof.inject and key == "engine:0":
                 # the storm itself is a failure to find: a retraction finding pointing into the first engine's

@@ -27,6 +27,7 @@ from triage.report import baseline
 from triage.report.figures import figures, timelines
 from triage.scan import parallel, progress
 from triage.scan.scanner import FileResult, Scanner
+from triage.scan.series import RunSeries
 
 
 class InputError(TriageError):
@@ -116,7 +117,8 @@ def _how_far(r: FileResult) -> None:
     lf = r.file
     if lf.status != "partial":
         return
-    seen = [ln.lineno for ln in r.unclaimed] + [h.line.lineno for h in r.hits] + [e.line.lineno for e in r.events]
+    seen = ([ln.lineno for ln in r.unclaimed] + [f.last.lineno for f in r.folded] + [h.line.lineno for h in r.hits]
+            + [e.line.lineno for e in r.events])
     lf.lines = max([lf.lines, *seen])
     if lf.lines:
         lf.reason += f" (read to line {lf.lines}" + (f" of a {lf.size}-byte file)" if lf.size else ")")
@@ -158,8 +160,10 @@ def _analyze(settings: Settings, lib: Library, retired: list[object] | None) -> 
     if settings.config is not None:
         files.append(_given_config(settings.config))
     scanner = Scanner(lib)
+    scanner.series = RunSeries()
     results, config_events = _scan_all(scanner, files)
-    events = [e for r in results for e in r.events] + config_events
+    # the records and timers of the files this process scanned first, then those of the files workers scanned
+    events = scanner.series.close() + [e for r in results for e in r.events] + config_events
     engines = {k: v for r in results for k, v in r.engines.items()}
     hits = [h for r in results for h in r.hits]
     cfg = build_config(lib, events, hits)

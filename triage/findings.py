@@ -21,7 +21,8 @@ from triage.library.rules import Library, Rule
 from triage.model import SEVERITY_RANK, Evidence, Finding, Hit, Line
 from triage.redact import redact
 from triage.scan.scanner import FINAL_EXC, FileResult, thresholds_hold
-from triage.template import template
+from triage.scan.unexplained import Fold
+from triage.template import shape, template
 
 MAX_EVIDENCE = 4
 MAX_UNCLASSIFIED = 20
@@ -163,31 +164,49 @@ def fill(title: str, numbers: dict[str, Any]) -> str:
         return title
 
 
-def unclassified(lib: Library, lines: list[Line], redact_on: bool) -> list[Finding]:
+def unclassified(lib: Library, lines: list[Line], redact_on: bool, folds: list[Fold] | None = None,
+                 order: dict[str, int] | None = None) -> list[Finding]:
     """Error-like candidate lines no rule claimed, one finding per template (numbers, hex, ids, paths masked).
+    `lines`: in file order, each file's in line order; `folds`: lines of one shape folded (scan/unexplained.py),
+    each standing for its lines from the first to the last; `order`: each file's place in the run (default: the
+    order the lines name them in).
 
     The template is taken of the redacted text: masking digits first would break a token into pieces the
-    secret patterns no longer recognise, and the template is printed as the finding's title."""
-    clusters: dict[str, list[Line]] = {}
-    keys: dict[str, str] = {}  # the same message again (a crash loop repeats one line) is keyed once
-    for ln in lines:
-        msg = ln.msg[: 2 * MAX_TEXT]
-        key = keys.get(msg)
+    secret patterns no longer recognise, and the template is printed as the finding's title. It is taken once per
+    shape (template.shape: lines of one shape have one template)."""
+    clusters: dict[str, list[Any]] = {}  # family -> [first line, last line, count, file index of the last]
+    keys: dict[bytes, str] = {}  # shape -> family
+    files = dict(order or {})  # file -> its place in the run's order
+    for ln in [*lines, *(f.first for f in folds or [])]:
+        files.setdefault(ln.file, len(files))
+    items = [(files[ln.file], ln, ln, ln.repeat) for ln in lines]
+    items += [(files[f.first.file], f.first, f.last, f.count) for f in folds or []]
+    items.sort(key=lambda it: (it[0], it[1].lineno))
+    for i, first, end, count in items:
+        msg = first.msg[: 2 * MAX_TEXT]
+        kind = shape(msg)
+        key = keys.get(kind)
         if key is None:
-            key = keys[msg] = family(redact(msg) if redact_on else msg)
+            key = keys[kind] = family(redact(msg) if redact_on else msg)
             if len(keys) > 100_000:
                 keys.clear()
-        clusters.setdefault(key, []).append(ln)
+        c = clusters.get(key)
+        if c is None:
+            clusters[key] = [first, end, count, i]
+            continue
+        c[2] += count
+        if i != c[3] or end.lineno > c[1].lineno:  # the last line of the last file holding the family
+            c[1], c[3] = end, i
     cat = lib.categories.get("unclassified")
-    counted = [(tmpl, lns, sum(ln.repeat for ln in lns)) for tmpl, lns in clusters.items()]
+    counted = list(clusters.items())
     # final exception lines (`ValueError: ...`) first: they name the failure; then the most frequent
-    counted.sort(key=lambda c: (not FINAL_EXC.match(c[1][0].msg), -c[2]))
+    counted.sort(key=lambda c: (not FINAL_EXC.match(c[1][0].msg), -c[1][2]))
     out = []
-    for tmpl, lns, count in counted[:MAX_UNCLASSIFIED]:
-        ev = _evidence([lns[0]], redact_on)
-        last = _last(lns[-1], redact_on)
+    for tmpl, (first, last_line, count, _) in counted[:MAX_UNCLASSIFIED]:
+        ev = _evidence([first], redact_on)
+        last = _last(last_line, redact_on)
         if (last.file, last.line) != (ev[0].file, ev[0].line):
-            ev.append(Evidence(last.file, lns[-1].lineno, last.text))
+            ev.append(Evidence(last.file, last_line.lineno, last.text))
         out.append(Finding(rule="unclassified", category="unclassified", severity="warning",
                            title=f"Unexplained: {tmpl[:120]}", count=count, evidence=ev,
                            explain=cat.explain if cat else "", first=ev[0], last=last, priority=5,
@@ -259,7 +278,9 @@ def build(lib: Library, results: list[FileResult], run: Run, cfg: Config, redact
     findings = from_hits(lib, hits, cfg, redact_on) + from_checks(lib, run, cfg, redact_on)
     gate_fatal(findings, run)
     findings = merge_symptoms(lib, findings)
-    findings += unclassified(lib, [ln for r in results for ln in r.unclaimed], redact_on)
+    order = {r.file.rel: i for i, r in reversed(list(enumerate(results)))}
+    findings += unclassified(lib, [ln for r in results for ln in r.unclaimed], redact_on,
+                             [f for r in results for f in r.folded], order)
     findings = rank(findings, lib.domain)
     seen: dict[str, int] = {}
     for f in findings:

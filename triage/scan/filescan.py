@@ -14,6 +14,7 @@ from triage.model import Event, Hit, Line, LogFile
 from triage.parsers.engine_stats import EngineStats
 from triage.parsers.metrics import StoredRecords, TimerStore
 from triage.scan.origins import Context, Families
+from triage.scan.unexplained import Fold, Unexplained
 
 if TYPE_CHECKING:
     from triage.scan.native import Needles
@@ -28,6 +29,7 @@ class FileResult:
     engines: dict[str, EngineStats] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
     marks: list[Line] = field(default_factory=list)  # lines holding a shutdown or signal-exit literal
+    folded: list[Fold] = field(default_factory=list)  # unclaimed error-like lines of one shape, folded (more than one)
 
 
 @dataclass
@@ -37,8 +39,8 @@ class FileScan:
     lf: LogFile
     res: FileResult
     ctx: Context = field(default_factory=Context)  # candidate lines (not stats rows): `near` windows, tracebacks
-    pending: list[tuple[Line, list[tuple[Any, Any]]]] = field(default_factory=list)  # (line, [(rule, match)])
-    errorish: list[Line] = field(default_factory=list)  # error-like lines, for the unclaimed report
+    pending: list[tuple[Line, list[tuple[Any, Any]]]] = field(default_factory=list)  # (line, [(rule, None)])
+    errorish: Unexplained = field(default_factory=Unexplained)  # error-like lines, for the unclaimed report
     metrics: StoredRecords = field(init=False)  # metric records, joined as they come, kept in bounded memory
     timers: TimerStore = field(init=False)  # trainer timer events, one per distinct reading with its count
     frame_at: int = -2  # the line of the last traceback frame (`File "...", line N`)

@@ -24,6 +24,7 @@ from triage.scan import prefiltered as fastscan
 from triage.scan.filescan import FileResult, FileScan
 from triage.scan.origins import RAY_PREFIX, Context, Runs, SideFinder, split_ray
 from triage.scan.progress import Progress
+from triage.scan.series import JoinedRecords, RunSeries
 
 # Error-like text: candidates for the unclassified report and context for tracebacks.
 ERROR_ANCHORS = ("Error", "Exception", "Traceback", "FATAL", "Fatal", "Killed", "exit code", "ERROR", "failed",
@@ -60,6 +61,11 @@ def error_level_only(line: Line) -> bool:
     if not msg.strip() or msg[:1].isspace() or not any(c.isalpha() for c in msg):
         return False
     return signals.is_error_level(line)
+
+
+def exception_line(msg: str) -> bool:
+    """A traceback's final line, or one like it: steps after the scan may single it out (a chain's end, `follow`)."""
+    return FINAL_EXC.match(msg) is not None or signals.EXC_LINE.match(msg) is not None
 
 
 FINAL_EXC = re.compile(r"^\s?(?:[a-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Failure|Fault|Exit)\b(?:\([^)]*\))?:")
@@ -151,9 +157,13 @@ class Scanner:
         self.needles = native.Needles(anchors, set(by_anchor)) if native.available() else None
         self._plans: dict[Any, Plan] = {}
         self._testers: dict[Pattern, Any] = {}  # near / not_near regex -> its test of a context line
+        self._named: dict[str, bool] = {}  # rule id -> whether its match regexes have named groups
+        self._claims: dict[str, tuple[Rule, None]] = {}  # rule id -> what a pending claim of it holds
         # how far before and after a claim its windows read: the rules' `within`, the side lookup's (SideFinder.side)
         self.reach = (max([60] + [r.within[0] for r in self.line_rules]), max([25] + [r.within[1] for r in self.line_rules]))
         self.progress: Progress | None = None  # told the bytes scanned, when a bar shows them
+        # the run's stores of metric records and timer readings (analyze sets them; None: a store per file)
+        self.series: RunSeries | None = None
 
     def _timed_out(self, rule: Rule, where: str, what: str, res: FileResult) -> None:
         """A rule regex that backtracks catastrophically once will again: report it and switch it off."""
@@ -210,6 +220,11 @@ class Scanner:
         res = FileResult(lf)
         fs = FileScan(lf, res)
         fs.ctx = Context(self.reach, fs.pending)
+        joined = self.series is not None and self.series.here()
+        if joined:
+            assert self.series is not None
+            fs.metrics = JoinedRecords(self.series.store)
+            fs.timers = self.series.timers  # closed once, by the run (RunSeries.close)
         stream = None
         try:
             if staged is not None:
@@ -236,7 +251,8 @@ class Scanner:
             if stream is not None:
                 stream.close()
         fs.metrics.close()
-        fs.timers.close()
+        if not joined:
+            fs.timers.close()
         self._resolve(fs)
         return res
 
@@ -315,8 +331,9 @@ class Scanner:
                     finally:
                         if started is not None:
                             self._charge(rule, started, f"{lf.rel}:{lineno}", res)
-                    if mo:
-                        matched.append((rule, mo))
+                    if mo:  # one shared (rule, None) a rule: the match is taken again when its numbers are asked for
+                        claim = self._claims.get(rule.id)
+                        matched.append(claim if claim is not None else self._claims.setdefault(rule.id, (rule, None)))
         family = None
         if matched and not is_stats and not frame and not echo and not plan.signal:
             family = fs.family.fold(line, matched, event, ctx)
@@ -336,8 +353,10 @@ class Scanner:
             fs.family.kept(line, family, event)
             if plan.signal:
                 res.marks.append(line)
+                if signals.SHUTDOWN.search(msg) and not signals.SIGNAL_EXIT.search(msg):
+                    fs.errorish.shutdown(lineno)
             if not matched and plan.errorish and not frame and not echo and (ERRORISH.search(msg) or error_level_only(line)):
-                fs.errorish.append(line)
+                fs.errorish.add(line, not plan.signal and not exception_line(msg))
 
     # -- claims ----------------------------------------------------------------------------
     def _holds(self, rule: Rule, line: Line, numbers: dict[str, Any] | None, ctx: Context, lf: LogFile,
@@ -360,6 +379,22 @@ class Scanner:
             return None
         return side
 
+    def _numbers(self, rule: Rule, line: Line) -> dict[str, Any]:
+        """The numbers of a rule's match on a line it matched when scanned. A pending claim keeps no match object:
+        one of the `regex` module holds ~1 kB (its capture arrays, the searched text), and a storm of 100 k lines
+        matched by a dozen rules each kept 5 kB a line. The match is taken again (the same, the regex being the
+        same), for the few claims that need numbers: a rule with named groups, once it holds or has thresholds."""
+        named = self._named.get(rule.id)
+        if named is None:
+            named = self._named[rule.id] = any(p.compile().groupindex for p in rule.match)
+        if not named:
+            return {}
+        try:
+            mo = rule.search(line.msg)
+        except TimeoutError:  # it ran within the limit once; a second run that does not gives no numbers
+            return {}
+        return numbers_of(mo) if mo else {}
+
     def _tester(self, pattern: Pattern) -> Any:
         """A `near` / `not_near` regex as a test of a context line (TimeoutError as for `Rule.search`)."""
         test = self._testers.get(pattern)
@@ -370,6 +405,8 @@ class Scanner:
 
     def _resolve(self, fs: FileScan) -> None:
         lf, res, ctx, pending, errorish = fs.lf, fs.res, fs.ctx, fs.pending, fs.errorish
+        marks = {id(ln) for ln in res.marks}
+        tail = ctx.lines[-1] if ctx.lines else None
         claimed: dict[int, str] = {}  # id(line) -> the rule that claimed it
         side_cache: dict[tuple[int, int], str] = {}
         follow: list[tuple[Hit, Rule]] = []
@@ -377,10 +414,10 @@ class Scanner:
             pending = self._drop_raise_echoes(pending, fs.raise_echo)
         for line, matched in pending:
             matched.sort(key=lambda rm: -rm[0].priority)
-            for rule, mo in matched:
+            for rule, _ in matched:
                 if rule.id in self.broken or rule.id in self.exhausted and (rule.near or rule.not_near):
                     continue
-                numbers = numbers_of(mo) if rule.when else None  # the others' numbers: once a rule holds
+                numbers = self._numbers(rule, line) if rule.when else None  # the others' numbers: once a rule holds
                 started = clock() if rule.id in self.spent else None
                 try:
                     side = self._holds(rule, line, numbers, ctx, lf, side_cache)
@@ -392,7 +429,7 @@ class Scanner:
                         self._charge(rule, started, f"{lf.rel}:{line.lineno}", res)
                 if side is None:
                     continue
-                hit = Hit(rule.id, line, numbers_of(mo) if numbers is None else numbers, side)
+                hit = Hit(rule.id, line, self._numbers(rule, line) if numbers is None else numbers, side)
                 res.hits.append(hit)
                 claimed[id(line)] = rule.id
                 if rule.follow:
@@ -400,7 +437,8 @@ class Scanner:
                 break
             else:
                 if (is_errorish(line.msg) or error_level_only(line)) and not FRAME.match(line.msg):
-                    errorish.append(line)
+                    errorish.add(line, id(line) not in marks and line is not tail and not exception_line(line.msg),
+                                 newest=False)
         for hit, rule in follow:  # attach the traceback's final exception line to its header
             for other in ctx.after(hit.line.lineno, rule.within[1]):
                 if FINAL_EXC.match(other.msg):
@@ -408,8 +446,9 @@ class Scanner:
                         hit.extra.append(other)
                         claimed[id(other)] = hit.rule
                     break
-        res.unclaimed = sorted((ln for ln in errorish if id(ln) not in claimed), key=lambda ln: ln.lineno)
-        self._exits(lf, res, ctx, claimed)
+        lines, res.folded = errorish.close()  # a folded line is never claimed: only exception lines are, by `follow`
+        res.unclaimed = [ln for ln in lines if id(ln) not in claimed]
+        self._exits(lf, res, ctx, claimed, fs.metrics.last if isinstance(fs.metrics, JoinedRecords) else 0)
 
     def _drop_raise_echoes(self, pending: list[Any], echoes: set[int]) -> list[Any]:
         """An echoed `raise X("...")` source line is evidence only when the exception line it raised is missing
@@ -451,10 +490,11 @@ class Scanner:
             claimed[id(final)] = rule.id
             res.unclaimed = [ln for ln in res.unclaimed if ln is not final]
 
-    def _exits(self, lf: LogFile, res: FileResult, ctx: Context, claimed: dict[int, str]) -> None:
+    def _exits(self, lf: LogFile, res: FileResult, ctx: Context, claimed: dict[int, str], records_end: int) -> None:
         """The file's orderly shutdown and the exception that ended its process, as events (signals.judge); the
-        teardown noise after a shutdown leaves the hits and the unclaimed lines."""
-        last = max([st.last_lineno() for st in res.engines.values()]
+        teardown noise after a shutdown leaves the hits and the unclaimed lines. `records_end`: the line of the
+        file's last metric record when it went into the run's store (else its store's event says)."""
+        last = max([records_end] + [st.last_lineno() for st in res.engines.values()]
                    + [ev.line.lineno for ev in res.events if ev.kind == "metric_series"], default=0)
 
         def progress_after(line: Line) -> bool:

@@ -1,0 +1,77 @@
+"""The trainer metric records and timer readings of every file one process scans, in one store of each.
+
+A store per file (parsers/series_store.py MetricStore, parsers/metrics.py TimerStore) is bounded per file, not per
+run: a run of 12,570 small per-rank trainer logs kept 12,570 stores, every record of each (502 MB for the bench's
+`small` profile), and joining them at the end cost more than filling them. Here each file's records are still
+joined per file as they come (Records: verl fragments, MILES's duplicate prints), but every finished record goes
+into the one store of the process, whose cap then holds across the run; timer readings likewise go into one
+TimerStore, so a reading printed in many files is one event with its count.
+
+The store samples records by their position in the run (not in their file): a run of many short files keeps an
+evenly spread sample instead of the first records of every file. A forked worker (parallel.py) scans with a copy of
+the scanner; its files keep a store of their own each, which its results carry back (a `metric_series` event per
+file), and Run.store() joins them with this one."""
+
+from __future__ import annotations
+
+import os
+
+from triage.model import Event
+from triage.parsers.metrics import Records, StoredRecords, TimerStore
+from triage.parsers.series_store import MetricStore
+
+
+class RunSeries:
+    """The run-level stores of the process that made it (see the module note)."""
+
+    def __init__(self) -> None:
+        self.pid = os.getpid()  # a forked worker's copy is not this process's: its files keep their own stores
+        self.store = MetricStore()
+        self.events: list[Event] = []  # the stores as events, once closed
+        self.timers = TimerStore(self.events)
+
+    def here(self) -> bool:
+        """Whether files scanned now go into these stores (this is the process that made them)."""
+        return os.getpid() == self.pid
+
+    def close(self) -> list[Event]:
+        """The stores as a `metric_series` and a `timer_series` event (when not empty); the stores start again."""
+        ev = self.store.event()
+        if ev is not None:
+            self.events.append(ev)
+        self.timers.close()
+        out, self.events = self.events, []
+        self.store = MetricStore()
+        self.timers = TimerStore(self.events)
+        return out
+
+
+class JoinedRecords(StoredRecords):
+    """One file's records, joined as they come (Records), into a run's store instead of a store of the file's own:
+    close() adds no event; `last` is the line of the file's last record (0: none)."""
+
+    def __init__(self, store: MetricStore) -> None:
+        Records.__init__(self, _Into(store))  # not a method of its own: that would be a reference cycle, which only
+        self.store = store  # the cyclic collector (off during an analysis) frees, keeping the run's store alive
+        self.events = []
+
+    @property
+    def last(self) -> int:
+        return int(self.sink.last)
+
+    def close(self) -> None:
+        Records.close(self)
+
+
+class _Into:
+    """Where JoinedRecords passes a finished record: the run's store, noting its line."""
+
+    __slots__ = ("store", "last")
+
+    def __init__(self, store: MetricStore) -> None:
+        self.store = store
+        self.last = 0
+
+    def __call__(self, ev: Event) -> None:
+        self.last = ev.line.lineno
+        self.store.add(ev)

@@ -1,0 +1,89 @@
+"""One file's error-like lines that no rule claimed (the unclassified findings' lines), folded per shape.
+
+A log can hold millions of them (a retry loop, a driver printing every failed request), of a few hundred messages
+whose numbers, ids and hex change. Each line's shape (template.shape: a cheap key that implies the line's
+template) names its family: the file keeps, per shape, the first and the last line and how many lines there were
+(their repeat counts summed), which is all an unclassified finding shows; memory and templating cost grow with the
+number of messages, not of lines.
+
+A line some later step may single out is kept whole instead, so those steps see what they saw before:
+- an exception line (a traceback's final line, which chains, the process's fatal end and reward frames pick by
+  identity, or which a rule's `follow` attaches to its header);
+- a line holding a shutdown or signal-exit literal (signals.judge's marks), and every line after the file's first
+  orderly-shutdown marker (judge drops them as teardown noise, counting them);
+- the newest line, until the next one comes: a log that ends inside a traceback names its last line as the
+  exception (signals.chains, `cut`).
+"""
+
+from __future__ import annotations
+
+from triage.model import Line
+from triage.template import shape
+
+
+class Fold:
+    """The lines of one shape: the first, the last, and how many (their repeat counts summed)."""
+
+    __slots__ = ("first", "last", "count")
+
+    def __init__(self, line: Line) -> None:
+        self.first = self.last = line
+        self.count = line.repeat
+
+    def add(self, line: Line) -> None:
+        if line.lineno < self.first.lineno:
+            self.first = line
+        if line.lineno > self.last.lineno:
+            self.last = line
+        self.count += line.repeat
+
+
+class Unexplained:
+    """One file's unclaimed error-like lines: some kept whole, the others folded per shape (see the module note)."""
+
+    __slots__ = ("lines", "folds", "held", "shut_at")
+
+    def __init__(self) -> None:
+        self.lines: list[Line] = []  # kept whole
+        self.folds: dict[bytes, Fold] = {}  # shape -> its lines
+        self.held: Line | None = None  # the newest foldable line, folded when the next line comes
+        self.shut_at = 1 << 62  # the line of the file's first orderly-shutdown marker
+
+    def shutdown(self, lineno: int) -> None:
+        """An orderly-shutdown marker (signals.judge's first one): lines from here on are kept whole."""
+        self.shut_at = min(self.shut_at, lineno)
+
+    def add(self, line: Line, foldable: bool = True, newest: bool = True) -> None:
+        """An error-like line no rule claimed. `foldable`: no later step may single it out (the caller knows: not an
+        exception line, not a mark, not the file's last line). `newest`: the scan's newest line (held until the next
+        one comes); else a line met after the scan (a claim whose conditions failed), folded at once."""
+        if not foldable or line.lineno >= self.shut_at:
+            self.lines.append(line)
+        elif not newest:
+            self._fold(line)
+        else:
+            held, self.held = self.held, line
+            if held is not None:
+                self._fold(held)
+
+    def _fold(self, line: Line) -> None:
+        key = shape(line.msg)
+        f = self.folds.get(key)
+        if f is None:
+            self.folds[key] = Fold(line)
+        else:
+            f.add(line)
+
+    def close(self) -> tuple[list[Line], list[Fold]]:
+        """(the lines kept whole, and each fold of one line; the folds of more lines), in line order."""
+        lines = self.lines + ([self.held] if self.held is not None else [])
+        self.held = None
+        folds = []
+        for f in self.folds.values():
+            if f.first is f.last:
+                lines.append(f.first)
+            else:
+                folds.append(f)
+        lines.sort(key=lambda ln: ln.lineno)
+        folds.sort(key=lambda f: f.first.lineno)
+        return lines, folds
