@@ -333,3 +333,32 @@ def test_two_stages_learn_the_shapes_in_the_reading_process_and_give_the_same_st
     staged = parallel._staged_scan(scanner, files[0])  # a forked worker reads and prefilters, this process parses
     assert sum(rows) > 2500 * 6.5
     assert repr(summary(staged)) == repr(summary(scan(log, native=False)))
+
+
+def test_shapes_learnt_in_one_file_serve_the_next_and_small_files_learn_none(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run of several trainer logs (one per rank) repeats the same shapes in every file: the renderings are tried
+    once per run (Scanner.shape_cache) and a later file's first line is only checked against the mapping. The report
+    stays the one of the line-for-line path, with a NaN step in the second file. A file under COLUMNS_FROM learns
+    nothing (its lines come before any shape could be known)."""
+    write(tmp_path, slime_log(1500, seed=4), "train-rank-0.log")
+    lines = slime_log(1500, seed=5, nan_at=700)
+    write(tmp_path, lines, "train-rank-1.log")
+    write(tmp_path, slime_log(5, seed=6), "train-rank-2.log")
+    tried: list[int] = []
+    real = columns.Shapes._consider
+
+    def consider(self: Any, *args: Any) -> Any:
+        tried.append(1)
+        return real(self, *args)
+
+    monkeypatch.setattr(columns.Shapes, "_consider", consider)
+    rows = counting_rows(monkeypatch)
+    fast = report_json(tmp_path, monkeypatch, True)
+    assert fast == report_json(tmp_path, monkeypatch, False)
+    assert sum(rows) > 0.9 * 2 * 1500 * 7  # both big files' rows came as columns
+    assert 0 < len(tried) <= 8  # 8 shapes (4 timer lines, the iteration line, 3 dicts), each once in the run
+    nan_line = next(i for i, t in enumerate(lines, 1) if "'train/grad_norm': nan" in t)
+    assert any(f"train-rank-1.log:{nan_line}" in ev for _, _, ev in findings(fast))
+    small = discover([str(tmp_path / "train-rank-2.log")])[0][0]
+    assert small.size < fastscan.COLUMNS_FROM and fastscan.shapes_for(Scanner(LIB), small) is None

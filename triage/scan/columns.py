@@ -146,6 +146,18 @@ def _mapping(ev0: Any, ev: Any, sentinels: list[float], kind: str) -> dict[str, 
     return out
 
 
+def _numbers_agree(ev0: Any, mapping: dict[Any, Any], toks: list[bytes]) -> bool:
+    """The first line's own numbers are what the mapping says (slot j holds the value it names)."""
+    f0 = ev0.fields
+    for where, j in mapping.items():
+        if j is None:
+            continue
+        got = f0["values"].get(where[1]) if isinstance(where, tuple) else f0.get(where)
+        if got is None or float(toks[j]) != got:
+            return False
+    return True
+
+
 class Shapes:
     """One file's registered shapes (stage 1 learns them from the lines it hands over, stage 2 reads their rows)."""
 
@@ -180,7 +192,7 @@ class Shapes:
                     self.data_ids[ids] = None
                 continue
             self.tried.add(key)
-            shape = self._consider(raw, segs, toks, ids, plan)
+            shape = self._known(raw, segs, toks, ids, plan)
             if shape is not None:
                 new.append(shape)
                 self.shapes.append(shape)
@@ -215,8 +227,28 @@ class Shapes:
             return None
         return plan
 
+    def _known(self, raw: bytes, segs: tuple[bytes, ...], toks: list[bytes], ids: tuple[int, ...],
+               plan: Any) -> Shape | None:
+        """_consider's answer, worked out once per run for a shape, its needles and its first line's token classes
+        (the scanner's shape_cache: a run of many small trainer logs repeats the same few shapes in every file, and
+        trying the renderings costs milliseconds). A shape learnt in another file still checks this file's first
+        line: its numbers must be where the mapping says."""
+        key = (segs, ids, tuple(token_class(t) for t in toks))
+        cache = self.scanner.shape_cache
+        got = cache.get(key, False)
+        if got is False:
+            got = cache[key] = self._consider(raw, segs, toks, ids, plan)
+            if len(cache) > 4 * MAX_TRIED:
+                cache.clear()
+            return got[0] if got is not None else None
+        if got is None:
+            return None
+        shape, mapping = got
+        ev0 = _event(self.scanner, raw.decode("ascii"), plan)
+        return shape if ev0 is not None and _numbers_agree(ev0, mapping, toks) else None
+
     def _consider(self, raw: bytes, segs: tuple[bytes, ...], toks: list[bytes], ids: tuple[int, ...],
-                  plan: Any) -> Shape | None:
+                  plan: Any) -> tuple[Shape, dict[str, Any]] | None:
         if len(toks) > MAX_TOKENS or len(ids) > MAX_IDS or not raw.isascii() or not raw.decode("ascii").isprintable():
             return None
         text = raw.decode("ascii")
@@ -253,13 +285,8 @@ class Shapes:
         if mapping is None or (kind == "timer" and not self._quiet_context(split_ray(line0)[0])):
             return None
         slots = sorted({j for j in mapping.values() if j is not None})
-        # the first line's own numbers must be what the mapping says
-        for where, j in mapping.items():
-            if j is None:
-                continue
-            got = f0["values"][where[1]] if isinstance(where, tuple) else f0[where]
-            if float(toks[j]) != got:
-                return None
+        if not _numbers_agree(ev0, mapping, toks):
+            return None
         allow = bytearray([ALL] * n)
         for cls in range(1, 8):
             if self._renders(render, [cls if j in slots else 0 for j in range(n)], ev0, kind, mapping):
@@ -278,7 +305,7 @@ class Shapes:
         col_of = {j: c for c, j in enumerate(slots)}
         cols = bytes(col_of.get(j, NO_COLUMN) for j in range(n))
         rows = self._row_shape(ev0, mapping, col_of, segs, len(slots))
-        return Shape(segs, bytes(allow), cols, ids, kind == "metrics", kind == "timer", rows)
+        return Shape(segs, bytes(allow), cols, ids, kind == "metrics", kind == "timer", rows), mapping
 
     def _renders(self, render: Any, classes: list[int], ev0: Any, kind: str, mapping: dict[str, Any]) -> bool:
         ev, values, line = render(classes)

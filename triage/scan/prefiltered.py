@@ -84,6 +84,9 @@ SAMPLE_ALL_BELOW = 1 << 20  # bytes: smaller files keep every stats row
 FIRST_PART = 64 << 10  # bytes of the first chunk scanned alone (one process): the parser has kept the first line of
 # a storm before the C prefilter reads on, so it counts the rest of the chunk (Families.native) instead of handing
 # over every line of it
+COLUMNS_FROM = 256 << 10  # bytes: a smaller file's lines reach Python as lines (a shape is learnt from a line Python
+# parsed, so in a file this small most lines would come before their shape is known: learning would cost more than
+# it saves, and a run of many small trainer logs would pay it per file)
 TIMELINE_ROWS = 1000  # stats rows sampled per larger file (plus every row with usage >= 0.9): one point each on
 # a chart (they draw up to figures.MAX_POINTS); a sample twice as large would only be folded two rows a point
 
@@ -208,8 +211,11 @@ def scan_file(scanner: LineScanner, fs: FileScan, stream: BinaryIO, progress: Pr
 
 
 def shapes_for(scanner: Any, lf: LogFile) -> Shapes | None:
-    """The shape registry of a file read from disk (its rows' text is read back from it), else None."""
-    return Shapes(scanner) if columns() and lf.path != "-" and not lf.compression else None
+    """The shape registry of a file read from disk (its rows' text is read back from it) of COLUMNS_FROM bytes or
+    more, else None."""
+    if not columns() or lf.path == "-" or lf.compression or lf.size < COLUMNS_FROM:
+        return None
+    return Shapes(scanner)
 
 
 def read_chunks(needles: Needles, lf: LogFile, stream: BinaryIO, progress: Progress | None = None,

@@ -162,6 +162,7 @@ class Scanner:
         # how far before and after a claim its windows read: the rules' `within`, the side lookup's (SideFinder.side)
         self.reach = (max([60] + [r.within[0] for r in self.line_rules]), max([25] + [r.within[1] for r in self.line_rules]))
         self.progress: Progress | None = None  # told the bytes scanned, when a bar shows them
+        self.shape_cache: dict[Any, Any] = {}  # numeric line shapes worked out in this run (columns.Shapes._known)
         # the run's stores of metric records and timer readings (analyze sets them; None: a store per file)
         self.series: RunSeries | None = None
 
