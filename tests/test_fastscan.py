@@ -250,7 +250,7 @@ def test_folded_pressure_rows_give_what_python_gives_row_by_row(tmp_path: Path, 
     assert pressure_view(fast.engines[key]) == pressure_view(slow.engines[key])
     eps = fast.engines[key].pressure_episodes
     assert eps.count > 50 and eps.total_rows > 1000  # the run really has pressure, in many episodes
-    folded = sum(rec[4][3] if rec[0] == fastscan.K_FOLD else rec[4][1] for rec in records)
+    folded = sum(rec[4][1][3] if rec[0] == fastscan.K_FOLD else rec[4][1][1] for rec in records)
     assert folded > eps.total_rows // 2  # most of it folded in C, not read row by row
     assert [(h.rule, h.line.lineno) for h in fast.hits] == [(h.rule, h.line.lineno) for h in slow.hits]
 
@@ -296,7 +296,7 @@ def test_many_short_pressure_episodes_reach_python_as_batches(tmp_path: Path, mo
     assert eps.count > 2000 and max(e.seconds for e in eps.items) > 0
     assert len(eps.items) <= keep + 3 and eps.dropped == eps.count - len(eps.items)
     assert len(records) < eps.count // 4  # a record per batch, not per episode
-    sent = sum(len(rec[4][6]) for rec in records if rec[0] == fastscan.K_BATCH)
+    sent = sum(len(rec[4][1][6]) for rec in records if rec[0] == fastscan.K_BATCH)
     assert sent < eps.count // 2  # episodes that cannot be among the longest are not handed over
 
 
