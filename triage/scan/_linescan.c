@@ -60,6 +60,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <float.h>
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define HAVE_AVX2_PATH 1
@@ -517,6 +518,7 @@ typedef struct {
     double p_u, p_q, p_run, p_t;
     /* the line index of folded rows (its own counter: records are not emitted at their rows' offsets) */
     Py_ssize_t nl_pos, nl_cnt, n_pos;
+    long day[2];              /* the date of the last time stamp read (yyyymmdd, 0 none) and its day number */
 } Fold;
 
 /* ---- A family: candidate lines that fold into the line Python kept last (origins.Families) ----
@@ -561,12 +563,14 @@ typedef struct {
 
 /* ---- the fold (see the Fold comment above) ---- */
 
-/* Newlines before bol: the fold's own counter, the way emit() counts (bol never goes back). */
+/* Newlines before bol: the fold's own counter, the way emit() counts (bol never goes back). Folded rows are close
+ * to each other: with the fused count, from the last row when that is nearer than the end of the bytes read. */
 static Py_ssize_t fold_line(Scan *st, Py_ssize_t bol) {
     Fold *f = &st->fold;
     Emit *em = &st->em;
     if (em->fused) {
-        Py_ssize_t n_bol = em->nl_w - em->count(em->b + bol, em->b + em->w);
+        Py_ssize_t n_bol = bol - f->nl_pos < em->w - bol ? f->n_pos + em->count(em->b + f->nl_pos, em->b + bol)
+                                                         : em->nl_w - em->count(em->b + bol, em->b + em->w);
         if (bol > f->nl_pos) f->nl_cnt += n_bol - f->n_pos;
         f->n_pos = n_bol;
     } else
@@ -668,7 +672,7 @@ static long days_from_civil(long y, int m, int d) {
 
 /* engine_stats.row_time over an ASCII line without control bytes: the first STAMP match that ends within the
  * line's first 80 characters, in seconds (a year-less date is put in 2001; an impossible date is -1), or -1. */
-static double stamp_time(const unsigned char *p, Py_ssize_t len) {
+static double stamp_time(const unsigned char *p, Py_ssize_t len, long *day) {
     static const int mdays[12] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
     Py_ssize_t L = len < 80 ? len : 80;
     int Y, Y2, mo, d, H, M, S;
@@ -691,7 +695,9 @@ static double stamp_time(const unsigned char *p, Py_ssize_t len) {
         }
         if (at >= 0) {
             if (year < 1 || mo < 1 || mo > 12 || d < 1 || d > mdays[mo - 1] + (mo == 2 && is_leap(year))) return -1.0;
-            return (double)days_from_civil(year, mo, d) * 86400.0 + H * 3600 + M * 60 + S;
+            long ymd = year * 10000 + mo * 100 + d;  /* day[0], day[1]: the date read last and its day number */
+            if (day[0] != ymd) { day[0] = ymd; day[1] = days_from_civil(year, mo, d); }
+            return (double)day[1] * 86400.0 + H * 3600 + M * 60 + S;
         }
         if (q[0] == '[' && i + 10 <= L && dig2(q + 1, &H) && q[3] == ':' && dig2(q + 4, &M) && q[6] == ':'
             && dig2(q + 7, &S) && (q[9] == ']' || q[9] == '.' || q[9] == ',' || q[9] == ' '))
@@ -700,9 +706,58 @@ static double stamp_time(const unsigned char *p, Py_ssize_t len) {
     return -1.0;
 }
 
-static int key_is(const unsigned char *k, Py_ssize_t len, const char *name) {
-    size_t n = strlen(name);
-    return (size_t)len == n && !memcmp(k, name, n);
+/* Printable ASCII (0x20-0x7e) only, eight bytes at a time: a byte below 0x20 borrows into its top bit, one above
+ * 0x7e carries into it, and one of 0x80 or more has it already. */
+static int printable(const unsigned char *p, Py_ssize_t len) {
+    const uint64_t ones = 0x0101010101010101ULL, hi = ones * 0x80;
+    Py_ssize_t i = 0;
+    for (; i + 8 <= len; i += 8) {
+        uint64_t w;
+        memcpy(&w, p + i, 8);
+        if (((w - ones * 0x20) | (w + ones * 0x01) | w) & hi) return 0;
+    }
+    for (; i < len; i++)
+        if (p[i] < 0x20 || p[i] >= 0x7f) return 0;
+    return 1;
+}
+
+/* The bytes of a stats key after its first (sglang.STAT_PAIR: [A-Za-z0-9 #-/().]). */
+static const uint8_t KEY_CHAR[256] = {
+    [' '] = 1, ['#'] = 1, ['-'] = 1, ['/'] = 1, ['('] = 1, [')'] = 1, ['.'] = 1,
+    ['0'] = 1, ['1'] = 1, ['2'] = 1, ['3'] = 1, ['4'] = 1, ['5'] = 1, ['6'] = 1, ['7'] = 1, ['8'] = 1, ['9'] = 1,
+    ['A'] = 1, ['B'] = 1, ['C'] = 1, ['D'] = 1, ['E'] = 1, ['F'] = 1, ['G'] = 1, ['H'] = 1, ['I'] = 1, ['J'] = 1,
+    ['K'] = 1, ['L'] = 1, ['M'] = 1, ['N'] = 1, ['O'] = 1, ['P'] = 1, ['Q'] = 1, ['R'] = 1, ['S'] = 1, ['T'] = 1,
+    ['U'] = 1, ['V'] = 1, ['W'] = 1, ['X'] = 1, ['Y'] = 1, ['Z'] = 1,
+    ['a'] = 1, ['b'] = 1, ['c'] = 1, ['d'] = 1, ['e'] = 1, ['f'] = 1, ['g'] = 1, ['h'] = 1, ['i'] = 1, ['j'] = 1,
+    ['k'] = 1, ['l'] = 1, ['m'] = 1, ['n'] = 1, ['o'] = 1, ['p'] = 1, ['q'] = 1, ['r'] = 1, ['s'] = 1, ['t'] = 1,
+    ['u'] = 1, ['v'] = 1, ['w'] = 1, ['x'] = 1, ['y'] = 1, ['z'] = 1,
+};
+
+#define KEY_IS(k, len, name) ((len) == (Py_ssize_t)sizeof(name) - 1 && !memcmp((k), (name), sizeof(name) - 1))
+
+/* The value of a decimal `-?D+(.D+)?` of at most 16 digits, as strtod (and Python's float) round it: an integer up
+ * to 2^53 over an exact power of ten up to 1e22 is exact over exact, and one IEEE division rounds it correctly
+ * (Clinger's fast path); anything else goes to strtod. */
+static double decimal(const unsigned char *p, Py_ssize_t len) {
+    static const double p10[] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+                                 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+    uint64_t m = 0;
+    int frac = -1;
+    for (Py_ssize_t i = p[0] == '-'; i < len; i++) {
+        if (p[i] == '.') { frac = 0; continue; }
+        m = m * 10 + (uint64_t)(p[i] - '0');
+        frac += frac >= 0;
+    }
+#if defined(FLT_EVAL_METHOD) && FLT_EVAL_METHOD == 0
+    if (m <= (1ull << 53)) {
+        double v = frac > 0 ? (double)m / p10[frac] : (double)m;
+        return p[0] == '-' ? -v : v;
+    }
+#endif
+    char num[24];
+    memcpy(num, p, (size_t)len);
+    num[len] = 0;
+    return strtod(num, NULL);
 }
 
 /* Parse the row whose stats marker (of length mlen) is at s, line [bol, eol), into the pending row; 0 when it
@@ -714,10 +769,10 @@ static int fold_parse(Scan *st, Py_ssize_t s, Py_ssize_t mlen, Py_ssize_t bol, P
     const unsigned char *b = st->b;
     Fold *f = &st->fold;
     if (eol - bol > FOLD_ROW_MAX || b[bol] == ' ') return 0;
-    for (Py_ssize_t k = bol; k < eol; k++)
-        if (b[k] < 0x20 || b[k] >= 0x7f) return 0;
-    for (Py_ssize_t k = bol; k + 5 <= s; k++)
-        if (b[k] == 'b' && !memcmp(b + k, "batch", 5)) return 0;
+    if (!printable(b + bol, s - bol)) return 0;  /* from the marker on, the shape and the pairs allow only such bytes */
+    for (const unsigned char *k = memchr(b + bol, 'b', (size_t)(s - bol)); k && k + 5 <= b + s;
+         k = memchr(k + 1, 'b', (size_t)(b + s - k - 1)))
+        if (!memcmp(k, "batch", 5)) return 0;
     Py_ssize_t pos = stats_shape(b, eol, s, mlen);
     if (!pos) return 0;
     double usage = -1.0, full = -1.0, queue = 0.0, extra = 0.0, running = 0.0;
@@ -728,12 +783,8 @@ static int fold_parse(Scan *st, Py_ssize_t s, Py_ssize_t mlen, Py_ssize_t bol, P
         if (b[pos] == '#') pos++;
         if (pos >= eol || !(((b[pos] | 0x20) >= 'a' && (b[pos] | 0x20) <= 'z'))) return 0;
         pos++;
-        while (pos < eol && b[pos] != ':') {
-            unsigned char c = b[pos];
-            if (!(((c | 0x20) >= 'a' && (c | 0x20) <= 'z') || (c >= '0' && c <= '9') || c == ' ' || c == '#' || c == '-'
-                  || c == '/' || c == '(' || c == ')' || c == '.')) return 0;
-            pos++;
-        }
+        while (pos < eol && KEY_CHAR[b[pos]]) pos++;
+        if (pos < eol && b[pos] != ':') return 0;
         Py_ssize_t k1 = pos;
         if (k1 - k0 > 60 || pos + 1 >= eol || b[pos + 1] != ' ') return 0;
         while (k1 > k0 && b[k1 - 1] == ' ') k1--;  /* the key as key.strip() gives it */
@@ -768,18 +819,15 @@ static int fold_parse(Scan *st, Py_ssize_t s, Py_ssize_t mlen, Py_ssize_t bol, P
         const unsigned char *key = b + k0;
         Py_ssize_t klen = k1 - k0;
         double *slot = NULL;
-        if (key_is(key, klen, "token usage")) { slot = &usage; have_usage = 1; }
-        else if (key_is(key, klen, "full token usage")) { slot = &full; have_full = 1; }
-        else if (key_is(key, klen, "#queue-req")) slot = &queue;
-        else if (key_is(key, klen, "#running-req")) slot = &running;
-        else if (key_is(key, klen, "#prealloc-req")) { slot = &pre; have_pre = 1; }
-        else if (key_is(key, klen, "#retracted-req")) { slot = &ret; have_ret = 1; }
+        if (KEY_IS(key, klen, "token usage")) { slot = &usage; have_usage = 1; }
+        else if (KEY_IS(key, klen, "full token usage")) { slot = &full; have_full = 1; }
+        else if (KEY_IS(key, klen, "#queue-req")) slot = &queue;
+        else if (KEY_IS(key, klen, "#running-req")) slot = &running;
+        else if (KEY_IS(key, klen, "#prealloc-req")) { slot = &pre; have_pre = 1; }
+        else if (KEY_IS(key, klen, "#retracted-req")) { slot = &ret; have_ret = 1; }
         if (slot) {
             if (boolean) return 0;
-            char num[24];
-            memcpy(num, b + v0, (size_t)(v1 - v0));
-            num[v1 - v0] = 0;
-            *slot = strtod(num, NULL);
+            *slot = decimal(b + v0, v1 - v0);
         }
     }
     if (!have_usage && have_full) { usage = full; have_usage = 1; }
@@ -791,7 +839,7 @@ static int fold_parse(Scan *st, Py_ssize_t s, Py_ssize_t mlen, Py_ssize_t bol, P
     f->p_u = have_usage ? usage : -1.0;
     f->p_q = queue;
     f->p_run = running;
-    f->p_t = stamp_time(b + bol, eol - bol);
+    f->p_t = stamp_time(b + bol, eol - bol, f->day);
     f->p_pressed = f->p_u >= 0.9 && queue > 0;
     f->p_bol = bol;
     f->p_eol = eol;

@@ -9,10 +9,11 @@ compiler is available) reads each 4 MiB chunk of bytes once and returns only:
 - records of the plain high-usage rows it folded (K_FOLD): runs of pressure rows and the rows that end
   them, in line order with the other lines, which EngineStats.fold applies as if each row had been
   added (so pressure rows, episodes and saturation counts stay exact, and a saturated pool costs a
-  record per episode, not a Python call per row). Only in a file of one engine: where the C side counts rows
-  per origin (a Ray driver log, DP-attention groups) those rows are parsed in Python as before;
+  record per episode, not a Python call per row). Each record names its origin (Ray pid + DP tag: the engine
+  timeline, RowOwners.key_of): the rows of several engines in one file (a Ray driver log, DP-attention groups)
+  fold apart, each into its own episodes;
 - batches of closed pressure episodes (K_BATCH: totals, evidence, and the episodes Python may keep, those
-  that beat the longest it already has, Bars), where a pool flips in and out of pressure row after row;
+  that beat the longest its engine already has, Bars), where a pool flips in and out of pressure row after row;
 - counts of the candidate lines of one family (K_FAMILY): in one process, the C side is told before each chunk
   which line the parser kept last (origins.Families.native) and counts the lines of its family, so a storm of
   `Retract requests` lines costs a count, not a Python call per line;
@@ -22,7 +23,8 @@ compiler is available) reads each 4 MiB chunk of bytes once and returns only:
 Colour codes and NUL bytes are removed from a chunk's bytes (as read.normalise would) and the chunk is
 scanned again. When one file holds the stats rows of several engines (a Ray driver log with actor
 prefixes, DP-attention groups), the C side counts the rows it skips per origin, so each engine's row
-count stays exact (RowOwners). A chunk the prefilter cannot vouch for (`\\r` redraws, more than 64 origins) is
+count stays exact (RowOwners); a chunk of a file read as one engine's that turns out to hold a second one is scanned
+again that way. A chunk the prefilter cannot vouch for (`\\r` redraws, more than 64 origins) is
 decoded and scanned by the pure-Python path, line for line, so behaviour never depends on which path ran.
 Without the C helper, `native.available()` is False and scanner.py uses the Python path only. This module drives
 the C helper (its interface: native.py) for a scanner it knows only as a filescan.LineScanner, into a FileScan.
