@@ -504,6 +504,18 @@ struct OFold {
     Batch bat;
 };
 
+/* The keys of the last plain row of each kind (decode, prefill) parsed: rows of one engine repeat their keys, so a
+ * row whose `key: ` bytes are those of the row before needs no second look at them (fold_parse). */
+#define SKEL_SEGS 32
+#define SKEL_BYTES 1024
+enum { F_USAGE = 1, F_FULL, F_QUEUE, F_RUNNING, F_PRE, F_RET };  /* the fields the fold reads */
+typedef struct {
+    int n;                            /* segments: a key, blanks, `: ` */
+    uint16_t off[SKEL_SEGS], len[SKEL_SEGS];
+    uint8_t field[SKEL_SEGS];         /* which field the key is (F_*), 0 none */
+    unsigned char bytes[SKEL_BYTES];
+} Skeleton;
+
 typedef struct {
     int on;                   /* this call folds */
     Py_ssize_t gap;           /* lines: rows further apart do not continue a segment */
@@ -519,6 +531,7 @@ typedef struct {
     /* the line index of folded rows (its own counter: records are not emitted at their rows' offsets) */
     Py_ssize_t nl_pos, nl_cnt, n_pos;
     long day[2];              /* the date of the last time stamp read (yyyymmdd, 0 none) and its day number */
+    Skeleton skel[2];         /* the keys of the last decode and prefill rows parsed */
 } Fold;
 
 /* ---- A family: candidate lines that fold into the line Python kept last (origins.Families) ----
@@ -733,7 +746,25 @@ static const uint8_t KEY_CHAR[256] = {
     ['u'] = 1, ['v'] = 1, ['w'] = 1, ['x'] = 1, ['y'] = 1, ['z'] = 1,
 };
 
-#define KEY_IS(k, len, name) ((len) == (Py_ssize_t)sizeof(name) - 1 && !memcmp((k), (name), sizeof(name) - 1))
+/* Whether n bytes at a and b are the same: eight at a time, the last eight overlapping (n >= 8), else one by one. */
+static ALWAYS_INLINE int same_bytes(const unsigned char *a, const unsigned char *b, Py_ssize_t n) {
+    uint64_t x, y;
+    if (n < 8) {
+        for (Py_ssize_t i = 0; i < n; i++)
+            if (a[i] != b[i]) return 0;
+        return 1;
+    }
+    for (Py_ssize_t i = 0; i + 8 < n; i += 8) {
+        memcpy(&x, a + i, 8);
+        memcpy(&y, b + i, 8);
+        if (x != y) return 0;
+    }
+    memcpy(&x, a + n - 8, 8);
+    memcpy(&y, b + n - 8, 8);
+    return x == y;
+}
+
+#define KEY_IS(k, len, name) ((len) == (Py_ssize_t)sizeof(name) - 1 && same_bytes((k), (const unsigned char *)(name), (len)))
 
 /* The value of a decimal `-?D+(.D+)?` of at most 16 digits, as strtod (and Python's float) round it: an integer up
  * to 2^53 over an exact power of ten up to 1e22 is exact over exact, and one IEEE division rounds it correctly
@@ -778,17 +809,38 @@ static int fold_parse(Scan *st, Py_ssize_t s, Py_ssize_t mlen, Py_ssize_t bol, P
     double usage = -1.0, full = -1.0, queue = 0.0, extra = 0.0, running = 0.0;
     int have_usage = 0, have_full = 0, have_pre = 0, have_ret = 0;
     double pre = 0.0, ret = 0.0;
-    while (pos < eol) {
-        Py_ssize_t k0 = pos;
-        if (b[pos] == '#') pos++;
-        if (pos >= eol || !(((b[pos] | 0x20) >= 'a' && (b[pos] | 0x20) <= 'z'))) return 0;
-        pos++;
-        while (pos < eol && KEY_CHAR[b[pos]]) pos++;
-        if (pos < eol && b[pos] != ':') return 0;
-        Py_ssize_t k1 = pos;
-        if (k1 - k0 > 60 || pos + 1 >= eol || b[pos + 1] != ' ') return 0;
-        while (k1 > k0 && b[k1 - 1] == ' ') k1--;  /* the key as key.strip() gives it */
-        pos += 2;
+    Skeleton *sk = &f->skel[b[s] == 'P'];
+    for (int seg = 0; pos < eol; seg++) {
+        int field;
+        if (seg < sk->n && eol - pos >= sk->len[seg] && same_bytes(b + pos, sk->bytes + sk->off[seg], sk->len[seg])) {
+            field = sk->field[seg];  /* the key of the row before (so checked already) */
+            pos += sk->len[seg];
+        } else {
+            Py_ssize_t k0 = pos;
+            if (b[pos] == '#') pos++;
+            if (pos >= eol || !(((b[pos] | 0x20) >= 'a' && (b[pos] | 0x20) <= 'z'))) return 0;
+            pos++;
+            while (pos < eol && KEY_CHAR[b[pos]]) pos++;
+            if (pos < eol && b[pos] != ':') return 0;
+            Py_ssize_t k1 = pos;
+            if (k1 - k0 > 60 || pos + 1 >= eol || b[pos + 1] != ' ') return 0;
+            while (k1 > k0 && b[k1 - 1] == ' ') k1--;  /* the key as key.strip() gives it */
+            pos += 2;
+            const unsigned char *key = b + k0;
+            Py_ssize_t klen = k1 - k0;
+            field = KEY_IS(key, klen, "token usage") ? F_USAGE : KEY_IS(key, klen, "full token usage") ? F_FULL
+                    : KEY_IS(key, klen, "#queue-req") ? F_QUEUE : KEY_IS(key, klen, "#running-req") ? F_RUNNING
+                    : KEY_IS(key, klen, "#prealloc-req") ? F_PRE : KEY_IS(key, klen, "#retracted-req") ? F_RET : 0;
+            sk->n = seg;  /* the skeleton is this row's from here on */
+            Py_ssize_t at = seg ? sk->off[seg - 1] + sk->len[seg - 1] : 0;
+            if (seg < SKEL_SEGS && at + (pos - k0) <= SKEL_BYTES) {
+                memcpy(sk->bytes + at, key, (size_t)(pos - k0));
+                sk->off[seg] = (uint16_t)at;
+                sk->len[seg] = (uint16_t)(pos - k0);
+                sk->field[seg] = (uint8_t)field;
+                sk->n = seg + 1;
+            }
+        }
         Py_ssize_t v0 = pos;
         int boolean = 0;
         if (eol - pos >= 4 && !memcmp(b + pos, "True", 4)) { pos += 4; boolean = 1; }
@@ -816,18 +868,17 @@ static int fold_parse(Scan *st, Py_ssize_t s, Py_ssize_t mlen, Py_ssize_t bol, P
                 pos = eol;
             } else return 0;
         }
-        const unsigned char *key = b + k0;
-        Py_ssize_t klen = k1 - k0;
-        double *slot = NULL;
-        if (KEY_IS(key, klen, "token usage")) { slot = &usage; have_usage = 1; }
-        else if (KEY_IS(key, klen, "full token usage")) { slot = &full; have_full = 1; }
-        else if (KEY_IS(key, klen, "#queue-req")) slot = &queue;
-        else if (KEY_IS(key, klen, "#running-req")) slot = &running;
-        else if (KEY_IS(key, klen, "#prealloc-req")) { slot = &pre; have_pre = 1; }
-        else if (KEY_IS(key, klen, "#retracted-req")) { slot = &ret; have_ret = 1; }
-        if (slot) {
+        if (field) {
             if (boolean) return 0;
-            *slot = decimal(b + v0, v1 - v0);
+            double v = decimal(b + v0, v1 - v0);
+            switch (field) {
+            case F_USAGE: usage = v; have_usage = 1; break;
+            case F_FULL: full = v; have_full = 1; break;
+            case F_QUEUE: queue = v; break;
+            case F_RUNNING: running = v; break;
+            case F_PRE: pre = v; have_pre = 1; break;
+            default: ret = v; have_ret = 1;
+            }
         }
     }
     if (!have_usage && have_full) { usage = full; have_usage = 1; }
