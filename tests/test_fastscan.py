@@ -438,7 +438,9 @@ def test_small_files_share_one_matcher_and_read_into_buffers_their_size(tmp_path
 
 def dp_rows(lines: list[str], rank: int) -> list[str]:
     """One DP-attention rank's lines: `[time DPr TPr]` on every row (SGLang tags each rank's own stats)."""
-    return [ln.replace(" TP0]", f" DP{rank} TP{rank}]").replace("] Prefill", f" DP{rank} TP{rank}] Prefill")
+    import re
+
+    return [re.sub(r" TP\d+\]", f" DP{rank} TP{rank}]", ln).replace("] Prefill", f" DP{rank} TP{rank}] Prefill")
             for ln in lines]
 
 
@@ -672,3 +674,34 @@ def test_flipping_ranks_hand_over_batches_bounded_by_each_engines_own_bar(tmp_pa
         mine = [rec for kind, _, _, _, (origin, rec) in records if kind == fastscan.K_BATCH and origin == b"DP%d" % r]
         assert eps.count > 1000 and len(eps.items) <= 8 + 3
         assert sum(len(rec[6]) for rec in mine) < eps.count // 4  # past the bar of its own engine, few are sent
+
+
+def test_a_storm_among_several_ranks_rows_is_still_counted_in_c(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Four DP ranks, each with its own retraction storm among its saturated rows, interleaved: the per-origin fold
+    keeps the chunks native, and the storm's lines are counted there as Python counts them."""
+    from triage.checks.serving import retracted
+
+    monkeypatch.setattr(fastscan, "CHUNK", 1 << 18)
+    counted = []
+    real = native._linescan.scan
+    monkeypatch.setattr(native._linescan, "scan", lambda *a: (r := real(*a), counted.extend(
+        h[4][0] for h in r[4] if h[0] == fastscan.K_FAMILY))[0])
+    to_python = python_chunks(monkeypatch)
+    streams = []
+    for r in range(4):
+        lines = [ln.replace("usage: 0.", "usage: 0.9") if "Decode batch" in ln else ln for ln in storm_log(4000, 70 + r)]
+        streams.append(dp_rows(lines, r))
+    lines = interleave(streams, 19)
+    log = tmp_path / "sglang-engine-0.log"
+    log.write_text("\n".join(lines) + "\n")
+    fast, slow = both_paths_agree(log)
+    assert to_python == []
+    assert [(e.line.lineno, e.fields.get("count"), e.fields.get("extra"), retracted(e)) for e in fast.events
+            if e.kind == "retraction"] == \
+           [(e.line.lineno, e.fields.get("count"), e.fields.get("extra"), retracted(e)) for e in slow.events
+            if e.kind == "retraction"]
+    assert [(h.rule, h.line.lineno, h.line.until, h.line.repeat) for h in fast.hits] == \
+           [(h.rule, h.line.lineno, h.line.until, h.line.repeat) for h in slow.hits]
+    storm = sum(1 for ln in lines if "Retract requests" in ln and not ln.startswith("(") and "repeated" not in ln)
+    assert sum(counted) > storm * 0.8
+    assert sum(fast.engines[f"sglang-engine-0.log DP{r}"].pressure_episodes.total_rows for r in range(4)) > 1000
