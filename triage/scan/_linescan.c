@@ -404,8 +404,17 @@ typedef struct {
     OFold *fold[MAX_ORIGINS];  /* each origin's fold state, while the call folds */
 } Origins;
 
-static int is_ip(unsigned char c) {
-    return (c >= '0' && c <= '9') || ((c | 0x20) >= 'a' && (c | 0x20) <= 'f') || c == '.' || c == ':';
+/* Byte classes of a Ray actor prefix (prefixes.RAY_ACTOR, ASCII): the name's bytes after its first, and the ip's. */
+enum { C_NAME = 1, C_IP = 2 };
+static uint8_t RAY_CLASS[256];
+
+static void ray_class_init(void) {
+    for (int c = 0; c < 128; c++) {
+        if ((c >= '0' && c <= '9') || ((c | 0x20) >= 'a' && (c | 0x20) <= 'z') || c == '_' || c == '.' || c == ':'
+            || c == '-') RAY_CLASS[c] |= C_NAME;
+        if ((c >= '0' && c <= '9') || ((c | 0x20) >= 'a' && (c | 0x20) <= 'f') || c == '.' || c == ':')
+            RAY_CLASS[c] |= C_IP;
+    }
 }
 
 /* The length of the Ray actor prefix at b + p as prefixes.RAY_ACTOR matches it (`(Name pid=N, ip=A)`, pid and ip
@@ -415,14 +424,14 @@ static Py_ssize_t ray_prefix(const unsigned char *b, Py_ssize_t p, Py_ssize_t li
     Py_ssize_t t = p + 1;
     *pid_len = 0;
     if (t >= lim || !(((b[t] | 0x20) >= 'a' && (b[t] | 0x20) <= 'z') || b[t] == '_')) return 0;
-    for (t++; t < lim && b[t] < 0x80 && (is_word(b[t]) || b[t] == '.' || b[t] == ':' || b[t] == '-'); t++) {}
+    for (t++; t < lim && RAY_CLASS[b[t]] & C_NAME; t++) {}
     if (t + 6 <= lim && !memcmp(b + t, " pid=", 5) && b[t + 5] >= '0' && b[t + 5] <= '9') {
         *pid = t + 5;
         for (t += 5; t < lim && b[t] >= '0' && b[t] <= '9'; t++) {}
         *pid_len = t - *pid;
     }
-    if (t + 6 <= lim && !memcmp(b + t, ", ip=", 5) && is_ip(b[t + 5]))
-        for (t += 5; t < lim && is_ip(b[t]); t++) {}
+    if (t + 6 <= lim && !memcmp(b + t, ", ip=", 5) && RAY_CLASS[b[t + 5]] & C_IP)
+        for (t += 5; t < lim && RAY_CLASS[b[t]] & C_IP; t++) {}
     return t < lim && b[t] == ')' ? t + 1 - p : 0;
 }
 
@@ -615,48 +624,65 @@ static int ofold_new(Scan *st, Py_ssize_t i) {
     return 0;
 }
 
-static Py_ssize_t origin_of(Scan *st, Py_ssize_t bol, Py_ssize_t s) {
-    const unsigned char *b = st->b;
-    Origins *o = &st->org;
-    unsigned char key[ORIGIN_MAX];
-    Py_ssize_t k = 0, t = bol;
+/* The origin of the line at bol whose prefixes end before s (a row's marker; a candidate line's end) into key, its
+ * length into *k: 0, or ORG_ODD (see Origins). */
+static int origin_key(const unsigned char *b, Py_ssize_t n, Py_ssize_t bol, Py_ssize_t s, unsigned char *key,
+                      Py_ssize_t *k) {
+    Py_ssize_t t = bol;
+    *k = 0;
     if (b[bol] == '(') {  /* engine_key reads the Ray prefix's pid, and the line after the prefix and a blank */
         Py_ssize_t pid = 0, plen = 0, e = ray_prefix(b, bol, s, &pid, &plen);
         if (!e || plen > 24) return ORG_ODD;
         if (plen) {
             memcpy(key, "pid=", 4);
             memcpy(key + 4, b + pid, (size_t)plen);
-            k = 4 + plen;
+            *k = 4 + plen;
         }
         t = bol + e;
         if (t < s && b[t] == ' ') t++;
     } else if (memchr(b + bol, '(', (size_t)(s - bol))) return ORG_ODD;  /* a Ray prefix after other prefixes */
-    Py_ssize_t lim = t + 120 < st->n ? t + 120 : st->n;  /* vLLM V1's `Engine NNN:` in the first 120 characters */
-    const unsigned char *nl = memchr(b + s, '\n', (size_t)(lim - s));
+    Py_ssize_t lim = t + 120 < n ? t + 120 : n;  /* vLLM V1's `Engine NNN:` in the first 120 characters */
+    const unsigned char *nl = lim > s ? memchr(b + s, '\n', (size_t)(lim - s)) : NULL;
     if (nl) lim = nl - b;
     for (const unsigned char *e = memchr(b + t, 'E', (size_t)(lim - t)); e && e + 7 <= b + lim;
          e = memchr(e + 1, 'E', (size_t)(b + lim - e - 1)))
         if (!memcmp(e, "Engine ", 7)) return ORG_ODD;
-    if (b[t] == '[') {  /* the first ` DP` before the bracket closes; a digit after it makes it the tag */
+    if (t < s && b[t] == '[') {  /* the first ` DP` before the bracket closes; a digit after it makes it the tag */
         const unsigned char *c = memchr(b + t, ']', (size_t)(s - t));
         if (!c) return ORG_ODD;  /* engine_key would read on past the marker */
         Py_ssize_t ce = c - b;
-        for (Py_ssize_t u = t; u + 3 <= ce; u++) {
-            if (b[u] != ' ' || b[u + 1] != 'D' || b[u + 2] != 'P') continue;
-            if (u + 3 < ce && b[u + 3] >= '0' && b[u + 3] <= '9') {  /* to the next blank or the bracket's end */
-                if (k) key[k++] = ' ';
-                for (Py_ssize_t v = u + 1; v < ce && b[v] != ' '; v++) {
-                    if (b[v] < 0x21 || b[v] >= 0x7f || k == ORIGIN_MAX) return ORG_ODD;
-                    key[k++] = b[v];
+        for (const unsigned char *d = memchr(b + t, 'D', (size_t)(ce - t)); d && d + 2 <= b + ce;
+             d = memchr(d + 1, 'D', (size_t)(b + ce - d - 1))) {
+            if (d == b + t || d[-1] != ' ' || d[1] != 'P') continue;  /* the first ` DP` */
+            if (d + 2 < b + ce && d[2] >= '0' && d[2] <= '9') {  /* to the next blank or the bracket's end */
+                if (*k) key[(*k)++] = ' ';
+                for (const unsigned char *v = d; v < b + ce && *v != ' '; v++) {
+                    if (*v < 0x21 || *v >= 0x7f || *k == ORIGIN_MAX) return ORG_ODD;
+                    key[(*k)++] = *v;
                 }
             }
             break;
         }
     }
+    return 0;
+}
+
+/* The slot of origin key (k bytes), -1 when the call has not seen it. */
+static Py_ssize_t origin_slot(Origins *o, const unsigned char *key, Py_ssize_t k) {
     Py_ssize_t l = o->last;
     if (l < o->n && o->len[l] == k && !memcmp(o->buf[l], key, (size_t)k)) return l;
     for (Py_ssize_t i = 0; i < o->n; i++)
         if (o->len[i] == k && !memcmp(o->buf[i], key, (size_t)k)) return o->last = i;
+    return -1;
+}
+
+static Py_ssize_t origin_of(Scan *st, Py_ssize_t bol, Py_ssize_t s) {
+    Origins *o = &st->org;
+    unsigned char key[ORIGIN_MAX];
+    Py_ssize_t k;
+    if (origin_key(st->b, st->n, bol, s, key, &k) < 0) return ORG_ODD;
+    Py_ssize_t i = origin_slot(o, key, k);
+    if (i >= 0) return i;
     if (o->n == o->cap) return ORG_FULL;
     memcpy(o->buf[o->n], key, (size_t)k);
     o->len[o->n] = k;
@@ -1153,16 +1179,28 @@ static int fold_high(Scan *st, Py_ssize_t s) {
     return 1;
 }
 
-/* Before a line is returned to Python: every origin's rows before it are written out. */
+/* Before a line is returned to Python: every origin's rows before it are written out. A candidate line (pending)
+ * with a usage not plainly below 0.9 (a `usage: ` needle among its ids) may be a row that opens a pressure episode
+ * in Python: of its origin's engine, or of any when Python may read its origin otherwise; a second origin where the
+ * call takes one sets F_MANY. Other lines (and sampled rows, all quiet) open none. */
 static int fold_flush(Scan *st) {
     Fold *f = &st->fold;
     if (!f->on) return 0;
     if (fold_commit(st) < 0) return -1;
-    for (Py_ssize_t i = 0; i < st->org.n; i++) {
-        OFold *g = st->org.fold[i];
+    Origins *o = &st->org;
+    for (Py_ssize_t i = 0; i < o->n; i++) {
+        OFold *g = o->fold[i];
         if (batch_flush(st, g) < 0) return -1;
         if ((g->seg || g->closing || g->all) && fold_record(st, g, 0) < 0) return -1;
-        g->py_open = 1;  /* the line may be a row Python adds */
+    }
+    int opens = 0;
+    for (Py_ssize_t k = 0; st->c_bol >= 0 && k < st->nids && !opens; k++) opens = st->m->nd[st->ids[k]].kind == K_USAGE;
+    if (opens) {
+        Py_ssize_t i = origin_of(st, st->c_bol, st->c_eol);
+        if (i == ORG_ERR) return -1;
+        if (i == ORG_FULL) st->flags |= F_MANY;
+        for (Py_ssize_t j = 0; j < o->n; j++)
+            if (i < 0 || j == i) o->fold[j]->py_open = 1;
     }
     return 0;
 }
@@ -1756,6 +1794,7 @@ static struct PyModuleDef module = {
 PyMODINIT_FUNC PyInit__linescan(void) {
     PyObject *mod = PyModule_Create(&module);
     if (!mod) return NULL;
+    ray_class_init();
 #if HAVE_AVX2_PATH
     __builtin_cpu_init();
     path_ok[P_AVX2] = __builtin_cpu_supports("avx2");
