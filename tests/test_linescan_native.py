@@ -280,3 +280,21 @@ def test_rows_of_several_origins_fold_the_same_on_every_path(needles: native.Nee
             for path in PATHS:
                 ls.set_simd(path)
                 assert ls.scan(*args) == want, (path, origins, keep)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 10**13 - 1), st.integers(1, 13), st.integers(1, 10**14),
+                          st.integers(0, 4)), min_size=1, max_size=20))
+def test_folded_values_are_the_floats_python_reads(needles: native.Needles, rows: list[tuple[int, int, int, int]]) -> None:
+    """The fold reads usage and queue without strtod for most values: each must be the double Python's float() gives."""
+    texts, lines = [], []
+    for frac, width, queue, point in rows:
+        usage = "0.9" + str(frac).zfill(width)[:width]  # 0.9 and up to 13 more digits (16 at most fold): pressed
+        q = f"{queue // 10**point}.{queue % 10**point:0{point}d}" if point else str(queue)  # 12, 1.5, 0.0035
+        texts.append((usage, q))
+        lines.append(DECODE.replace(b"usage: 0.32", b"usage: " + usage.encode()).replace(b"#queue-req: 0",
+                                                                                     b"#queue-req: " + q.encode()))
+    buf = b"\n".join(lines) + b"\n"
+    out = ls.scan_scalar(needles.matcher(buf), buf, 1 << 40, 0, False, 500, 20, 0)
+    (rec,) = [h[4][1] for h in out[4] if h[0] == native.K_FOLD]
+    assert [(r[2], r[3]) for r in rec[10]] == [(float(u), float(q)) for u, q in texts]

@@ -1086,10 +1086,12 @@ static int fold_record(Scan *st, OFold *g, int closed) {
     return r;
 }
 
-/* A row of origin g that is not a pressure row (its marker at s, line start bol) ends the engine's episode. */
+/* A row of origin g that is not a pressure row (its marker at s, line start bol, or -1 when not looked up) ends the
+ * engine's episode. */
 static int fold_close(Scan *st, OFold *g, Py_ssize_t s, Py_ssize_t bol) {
     if (g->seg) return fold_record(st, g, 1);
     if (g->py_open && !g->closing) {
+        if (bol < 0) bol = line_start(st->b, s);
         FoldRow row = {fold_line(st, bol), bol, line_end(st->b, st->n, s), -1.0, -1.0, 0.0};
         g->closing = 1;
         g->close = row;
@@ -1111,7 +1113,7 @@ static int fold_quiet(Scan *st, Py_ssize_t s) {
         if (k < 0) { st->flags |= F_MANY; return 0; }
         return fold_close(st, o->fold[k], s, bol);
     }
-    return k >= 0 ? fold_close(st, o->fold[k], s, line_start(st->b, s)) : 0;
+    return k >= 0 ? fold_close(st, o->fold[k], s, -1) : 0;
 }
 
 /* The row pending since its marker is done: fold it (or note that a quiet row ended an episode). */
