@@ -459,8 +459,9 @@ static Py_ssize_t ray_prefix(const unsigned char *b, Py_ssize_t p, Py_ssize_t li
 
 typedef struct {
     Py_ssize_t ln, bol, eol;  /* line index in the buffer, bounds */
-    double t, u, q;           /* time stamp (s, -1 none), usage, queue */
+    double t, u, q;           /* time stamp (s, -1 none, T_UNREAD not read yet: row_t), usage, queue */
 } FoldRow;
+#define T_UNREAD -2.0
 
 /* A batch: closed segments of one engine that each start a new episode in Python (a quiet row ended the one
  * before, or none was open) and that follow each other with no line for Python between them. Instead of a record
@@ -916,17 +917,23 @@ static int fold_parse(Scan *st, Py_ssize_t s, Py_ssize_t mlen, Py_ssize_t bol, P
     f->p_u = have_usage ? usage : -1.0;
     f->p_q = queue;
     f->p_run = running;
-    f->p_t = stamp_time(b + bol, eol - bol, f->day);
+    f->p_t = T_UNREAD;
     f->p_pressed = f->p_u >= 0.9 && queue > 0;
     f->p_bol = bol;
     f->p_eol = eol;
     return 1;
 }
 
+/* A folded row's time stamp, read when a record or an episode needs it (most rows are neither's first or last). */
+static double row_t(Scan *st, const FoldRow *r) {
+    return r->t != T_UNREAD ? r->t : stamp_time(st->b + r->bol, r->eol - r->bol, st->fold.day);
+}
+
 static PyObject *fold_row(Scan *st, const FoldRow *r, int text) {
     if (text)
-        return Py_BuildValue("(nddd y#)", r->ln, r->t, r->u, r->q, (const char *)st->b + r->bol, r->eol - r->bol);
-    return Py_BuildValue("(ndddO)", r->ln, r->t, r->u, r->q, Py_None);
+        return Py_BuildValue("(nddd y#)", r->ln, row_t(st, r), r->u, r->q, (const char *)st->b + r->bol,
+                             r->eol - r->bol);
+    return Py_BuildValue("(ndddO)", r->ln, row_t(st, r), r->u, r->q, Py_None);
 }
 
 static double ep_secs(const Ep *e) {
@@ -1006,6 +1013,8 @@ static int batch_add(Scan *st, OFold *g) {
     Py_ssize_t keep = st->fold.keep;
     if (!bt->cand && !(bt->cand = PyMem_Malloc((size_t)keep * sizeof(Ep)))) { PyErr_NoMemory(); return -1; }
     Ep e = {g->first, g->last, g->peak, g->rows, g->max_u, g->max_q, g->max_run, 0.0};
+    e.first.t = row_t(st, &e.first);
+    e.last.t = row_t(st, &e.last);
     e.secs = ep_secs(&e);
     if (!bt->n) { bt->first = bt->top = e; bt->max_u = e.max_u; bt->max_q = e.max_q; }
     else if (e.max_u > bt->top.max_u || (e.max_u == bt->top.max_u && e.max_q > bt->top.max_q)) bt->top = e;
