@@ -625,29 +625,49 @@ static int ofold_new(Scan *st, Py_ssize_t i) {
     return 0;
 }
 
+/* The length of a colour code's remains before a Ray prefix at bol (`[36m(`, its escape byte lost: split_ray's
+ * COLOUR_RESIDUE, where its cheap test finds `m(` in the line's characters 2-13), else 0. */
+static Py_ssize_t residue(const unsigned char *b, Py_ssize_t bol, Py_ssize_t s) {
+    Py_ssize_t t = bol + 1;
+    if (b[bol] != '[') return 0;
+    for (;;) {
+        Py_ssize_t d = t;
+        while (t < s && t - d < 3 && b[t] >= '0' && b[t] <= '9') t++;
+        if (t == d || (t < s && b[t] >= '0' && b[t] <= '9')) return 0;  /* 1-3 digits */
+        if (t < s && b[t] == ';') { t++; continue; }
+        break;
+    }
+    return t + 1 < s && b[t] == 'm' && b[t + 1] == '(' && t - bol <= 12 ? t + 1 - bol : 0;
+}
+
 /* The origin of the line at bol whose prefixes end before s (a row's marker; a candidate line's end) into key, its
  * length into *k: 0, or ORG_ODD (see Origins). */
 static int origin_key(const unsigned char *b, Py_ssize_t n, Py_ssize_t bol, Py_ssize_t s, unsigned char *key,
                       Py_ssize_t *k) {
-    Py_ssize_t t = bol;
+    Py_ssize_t t = bol, r = residue(b, bol, s);
     *k = 0;
-    if (b[bol] == '(') {  /* engine_key reads the Ray prefix's pid, and the line after the prefix and a blank */
-        Py_ssize_t pid = 0, plen = 0, e = ray_prefix(b, bol, s, &pid, &plen);
+    if (b[bol] == '(' || r) {  /* engine_key reads the Ray prefix's pid, and the line after the prefix and a blank */
+        Py_ssize_t pid = 0, plen = 0, e = ray_prefix(b, bol + r, s, &pid, &plen);
         if (!e || plen > 24) return ORG_ODD;
         if (plen) {
             memcpy(key, "pid=", 4);
             memcpy(key + 4, b + pid, (size_t)plen);
             *k = 4 + plen;
         }
-        t = bol + e;
-        if (t < s && b[t] == ' ') t++;
+        t = r ? bol : bol + e;  /* after a colour code's remains, the whole line (RAY_PREFIX is not at its start) */
+        if (!r && t < s && b[t] == ' ') t++;
     } else if (memchr(b + bol, '(', (size_t)(s - bol))) return ORG_ODD;  /* a Ray prefix after other prefixes */
     Py_ssize_t lim = t + 120 < n ? t + 120 : n;  /* vLLM V1's `Engine NNN:` in the first 120 characters */
     const unsigned char *nl = lim > s ? memchr(b + s, '\n', (size_t)(lim - s)) : NULL;
     if (nl) lim = nl - b;
     for (const unsigned char *e = memchr(b + t, 'E', (size_t)(lim - t)); e && e + 7 <= b + lim;
-         e = memchr(e + 1, 'E', (size_t)(b + lim - e - 1)))
-        if (!memcmp(e, "Engine ", 7)) return ORG_ODD;
+         e = memchr(e + 1, 'E', (size_t)(b + lim - e - 1))) {
+        if (memcmp(e, "Engine ", 7)) continue;
+        Py_ssize_t at = e + 7 - b, digit = 0;  /* the first one only: `Engine NNN:` (a byte >= 0x80 may be a digit) */
+        for (Py_ssize_t v = at; v < at + 3 && v < n; v++) digit += (b[v] >= '0' && b[v] <= '9') || b[v] >= 0x80;
+        if (digit == 3 && at + 3 < n && (b[at + 3] == ':' || b[at + 3] >= 0x80)) return ORG_ODD;
+        break;
+    }
     if (t < s && b[t] == '[') {  /* the first ` DP` before the bracket closes; a digit after it makes it the tag */
         const unsigned char *c = memchr(b + t, ']', (size_t)(s - t));
         if (!c) return ORG_ODD;  /* engine_key would read on past the marker */
