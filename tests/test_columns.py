@@ -281,7 +281,7 @@ def test_the_c_side_reads_a_shape_and_its_numbers_as_the_python_tokenizer_does()
     spec = [(segs, bytes([columns.ALL] * n), bytes(range(n)), ids, False, False)]
     armed = native._linescan.shapes(spec, ())
     for scan_ in (native._linescan.scan, native._linescan.scan_scalar):
-        hits = scan_(needles.matcher(b""), data, 0, 0, False, 0, 0, 0, -1.0, -1, None, armed)[4]
+        hits = scan_(needles.matcher(b""), data, 0, 0, False, 0, 0, 0, -1.0, -1, None, None, armed)[4]
         rows: dict[int, list[float]] = {}
         for kind, _, _, _, payload in hits:
             if kind == native.K_COLS:

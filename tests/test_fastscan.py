@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from triage.analyze import Settings, analyze
 from triage.input.discover import discover
 from triage.library.rules import load_library
+from triage.parsers.engine_stats import ROW_GAP
 from triage.report import RenderOptions, render
 from triage.scan import native
 from triage.scan import prefiltered as fastscan
@@ -250,7 +253,7 @@ def test_folded_pressure_rows_give_what_python_gives_row_by_row(tmp_path: Path, 
     assert pressure_view(fast.engines[key]) == pressure_view(slow.engines[key])
     eps = fast.engines[key].pressure_episodes
     assert eps.count > 50 and eps.total_rows > 1000  # the run really has pressure, in many episodes
-    folded = sum(rec[4][3] if rec[0] == fastscan.K_FOLD else rec[4][1] for rec in records)
+    folded = sum(rec[4][1][3] if rec[0] == fastscan.K_FOLD else rec[4][1][1] for rec in records)
     assert folded > eps.total_rows // 2  # most of it folded in C, not read row by row
     assert [(h.rule, h.line.lineno) for h in fast.hits] == [(h.rule, h.line.lineno) for h in slow.hits]
 
@@ -296,7 +299,7 @@ def test_many_short_pressure_episodes_reach_python_as_batches(tmp_path: Path, mo
     assert eps.count > 2000 and max(e.seconds for e in eps.items) > 0
     assert len(eps.items) <= keep + 3 and eps.dropped == eps.count - len(eps.items)
     assert len(records) < eps.count // 4  # a record per batch, not per episode
-    sent = sum(len(rec[4][6]) for rec in records if rec[0] == fastscan.K_BATCH)
+    sent = sum(len(rec[4][1][6]) for rec in records if rec[0] == fastscan.K_BATCH)
     assert sent < eps.count // 2  # episodes that cannot be among the longest are not handed over
 
 
@@ -429,3 +432,278 @@ def test_small_files_share_one_matcher_and_read_into_buffers_their_size(tmp_path
         assert [h.line.lineno for h in res.hits] == [11 + i]
     assert len(compiled) == 1
     assert sizes == want  # not a 4 MiB chunk each
+
+
+# ---- several engines in one file: the C prefilter folds each origin's rows apart (_linescan.c, Origins, Fold) ----
+
+def dp_rows(lines: list[str], rank: int) -> list[str]:
+    """One DP-attention rank's lines: `[time DPr TPr]` on every row (SGLang tags each rank's own stats)."""
+    import re
+
+    return [re.sub(r" TP\d+\]", f" DP{rank} TP{rank}]", ln).replace("] Prefill", f" DP{rank} TP{rank}] Prefill")
+            for ln in lines]
+
+
+def interleave(streams: list[list[str]], seed: int) -> list[str]:
+    """The streams' lines in one file, each stream in its own order, the streams mixed at random (ranks print
+    their rows as they come)."""
+    import random
+
+    rng = random.Random(seed)
+    at = [0] * len(streams)
+    out = []
+    while True:
+        live = [i for i, s in enumerate(streams) if at[i] < len(s)]
+        if not live:
+            return out
+        i = rng.choice(live)
+        take = rng.randrange(1, 4)
+        out.extend(streams[i][at[i]:at[i] + take])
+        at[i] += take
+
+
+def fold_records(monkeypatch: pytest.MonkeyPatch) -> list[tuple]:
+    """The fold and batch records the C side returns from now on (as it returns them: (origin, payload))."""
+    records: list[tuple] = []
+    real = native._linescan.scan
+    monkeypatch.setattr(native._linescan, "scan", lambda *a: (r := real(*a), records.extend(
+        h for h in r[4] if h[0] in (fastscan.K_FOLD, fastscan.K_BATCH)))[0])
+    return records
+
+
+def python_chunks(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """A 1 for each chunk that goes through the line-for-line path from now on."""
+    seen: list[int] = []
+    real = fastscan._python_chunk
+    monkeypatch.setattr(fastscan, "_python_chunk", lambda *a: (seen.append(1), real(*a)))
+    return seen
+
+
+def engines_view(res) -> dict[str, Any]:  # type: ignore[no-untyped-def]
+    """Every engine's pressure view. Of its first row only whether there is one: the native path keeps a sample of
+    the quiet rows, and in a file of several engines the first of an engine's rows it samples need not be its first
+    row (only its file is read from it)."""
+    return {k: pressure_view(es) | {"first": es.first_line is not None} for k, es in res.engines.items()}
+
+
+def both_paths_agree(log: Path) -> tuple[Any, Any]:
+    """Scan on both paths; every engine's pressure view, row count and the rule hits must be the same."""
+    fast, slow = scan(log), scan(log, native=False)
+    assert sorted(fast.engines) == sorted(slow.engines)
+    assert engines_view(fast) == engines_view(slow)
+    assert [(h.rule, h.line.lineno) for h in fast.hits] == [(h.rule, h.line.lineno) for h in slow.hits]
+    return fast, slow
+
+
+def folded_rows(records: list[tuple]) -> Counter:
+    """Pressed rows folded per origin (bytes), from the records."""
+    rows: Counter = Counter()
+    for kind, _, _, _, (origin, rec) in records:
+        rows[origin] += rec[3] if kind == fastscan.K_FOLD else rec[1]
+    return rows
+
+
+@pytest.mark.parametrize(("ranks", "seed"), [(2, 7), (8, 8)])
+def test_dp_attention_ranks_interleaved_fold_apart_and_give_what_python_gives(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ranks: int, seed: int) -> None:
+    monkeypatch.setattr(fastscan, "SAMPLE_ALL_BELOW", 0)
+    monkeypatch.setattr(fastscan, "TIMELINE_ROWS", 50)
+    monkeypatch.setattr(fastscan, "CHUNK", 1 << 18)  # runs cross chunk ends
+    records, to_python = fold_records(monkeypatch), python_chunks(monkeypatch)
+    per_rank = 16000 // ranks
+    streams = []
+    for r in range(ranks):  # saturating ranks, flipping ones, and a quiet one
+        lines = (pressure_log(per_rank, seed + r) if r % 3 == 0 else flipping_log(per_rank, seed + r) if r % 3 == 1
+                 else stats_lines(per_rank))
+        streams.append(dp_rows(lines, r))
+    log = tmp_path / "sglang-engine-0.log"
+    log.write_text("\n".join(interleave(streams, seed) + OOM) + "\n")
+    fast, _ = both_paths_agree(log)
+    assert sorted(fast.engines) == sorted(f"sglang-engine-0.log DP{r}" for r in range(ranks))
+    assert to_python == []  # every chunk stayed on the native path
+    for r in range(ranks):  # each engine has its own episodes: none on the quiet ranks
+        eps = fast.engines[f"sglang-engine-0.log DP{r}"].pressure_episodes
+        assert (eps.count > 10) == (r % 3 != 2), r
+    rows = folded_rows(records)
+    assert {o for o, n in rows.items() if n} == {f"DP{r}".encode() for r in range(ranks) if r % 3 != 2}
+    for r in range(ranks):  # most of each pressed rank's pressure rows folded in C
+        if r % 3 != 2:
+            assert rows[f"DP{r}".encode()] > fast.engines[f"sglang-engine-0.log DP{r}"].pressure_episodes.total_rows // 2
+    assert any(h.rule == "serving.engine-cuda-oom" for h in fast.hits)
+
+
+def test_dp_ranks_every_row_kept_give_the_same_timelines(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A log small enough to keep every row: each rank's timeline (rows, usage, queue, time) is the Python path's."""
+    monkeypatch.setattr(fastscan, "CHUNK", 1 << 16)
+    log = tmp_path / "sglang-engine-0.log"
+    log.write_text("\n".join(interleave([dp_rows(pressure_log(1500, 11), 0), dp_rows(flipping_log(1500, 12), 1)], 3))
+                   + "\n")
+    fast, slow = both_paths_agree(log)
+    for key, es in slow.engines.items():
+        mine = fast.engines[key]
+        assert (list(mine.lineno), list(mine.usage), list(mine.queue), list(mine.time), mine.total) == \
+               (list(es.lineno), list(es.usage), list(es.queue), list(es.time), es.total)
+
+
+def test_a_ray_driver_log_folds_each_engines_pressure_apart(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(fastscan, "SAMPLE_ALL_BELOW", 0)
+    monkeypatch.setattr(fastscan, "TIMELINE_ROWS", 50)
+    monkeypatch.setattr(fastscan, "CHUNK", 1 << 18)
+    records, to_python = fold_records(monkeypatch), python_chunks(monkeypatch)
+    streams = []
+    for e in range(3):  # two engines under pressure, one flipping
+        lines = pressure_log(5000, 20 + e) if e < 2 else flipping_log(5000, 20 + e)
+        streams.append([f"(SGLangEngine pid={4100 + e}, ip=10.0.0.{e + 1}) {ln}" for ln in lines])
+    streams.append([f"(MegatronTrainRayActor pid=3900, ip=10.0.0.9) step {i}: loss 0.{i % 10}" for i in range(300)])
+    log = tmp_path / "driver.log"
+    log.write_text("\n".join(["[2026-05-24 00:50:00] ray driver starting"] + interleave(streams, 5)) + "\n")
+    fast, _ = both_paths_agree(log)
+    assert sorted(fast.engines) == [f"driver.log pid={4100 + e}" for e in range(3)]
+    assert to_python == []
+    rows = folded_rows(records)
+    for e in range(3):
+        eps = fast.engines[f"driver.log pid={4100 + e}"].pressure_episodes
+        assert eps.count > 10 and rows[f"pid={4100 + e}".encode()] > eps.total_rows // 2
+
+
+def test_a_second_origin_after_10_mb_stays_on_the_native_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """As in the bench's logs: 10 MB of one DP rank's rows, then an engine with no DP tag (a real case pasted in)
+    under pressure, its rows among the rank's. The first chunk that holds both is scanned again per origin."""
+    monkeypatch.setattr(fastscan, "SAMPLE_ALL_BELOW", 0)
+    monkeypatch.setattr(fastscan, "TIMELINE_ROWS", 200)
+    records, to_python = fold_records(monkeypatch), python_chunks(monkeypatch)
+    scans = []
+    real = native._linescan.scan
+    monkeypatch.setattr(native._linescan, "scan", lambda *a: (scans.append(a[4]), real(*a))[1])
+    head = dp_rows(pressure_log(60000, 30), 0)
+    assert len("\n".join(head)) > 10 << 20
+    tail = interleave([dp_rows(pressure_log(3000, 31), 0), pressure_log(600, 32)], 9)
+    log = tmp_path / "sglang-engine-0.log"
+    log.write_text("\n".join(head + tail) + "\n")
+    fast, _ = both_paths_agree(log)
+    assert sorted(fast.engines) == ["sglang-engine-0.log", "sglang-engine-0.log DP0"]
+    assert to_python == []
+    assert scans[:2] == [False, False] and scans[-1] is True  # per origin only once the second one shows up
+    rows = folded_rows(records)
+    assert rows[b""] > fast.engines["sglang-engine-0.log"].pressure_episodes.total_rows // 2
+
+
+def test_more_origins_than_the_c_side_keeps_go_to_the_python_path(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(fastscan, "SAMPLE_ALL_BELOW", 0)
+    monkeypatch.setattr(fastscan, "TIMELINE_ROWS", 50)
+    to_python = python_chunks(monkeypatch)
+    streams = [dp_rows(pressure_log(150, 40 + r) if r % 2 else stats_lines(150), r) for r in range(70)]
+    log = tmp_path / "sglang-engine-0.log"
+    log.write_text("\n".join(interleave(streams, 11)) + "\n")
+    fast, _ = both_paths_agree(log)
+    assert len(fast.engines) == 70 and to_python != []
+
+
+ROW_PREFIXES = [  # the line starts a stats row may have; what the C side reads as its origin must be Python's engine
+    "[2026-05-24 00:50:00 DP3 TP3] ", "[2026-05-24 00:50:00 TP0] ", "[2026-05-24 00:50:00] ", "", "[17:15:07 TP0] ",
+    "(SGLangEngine pid=4100, ip=10.0.0.1) [2026-05-24 00:50:00 DP1 TP1] ", "(SGLangEngine pid=4100) [2026-05-24] ",
+    "(SGLangEngine) [2026-05-24 00:50:00 DP2 TP2] ", "(SGLangEngine pid=4100, ip=10.0.0.1)[2026-05-24 DP1 TP1] ",
+    "(SGLangEngine pid=4100, ip=10.0.0.1)  [2026-05-24 DP1 TP1] ", "(A pid=1) (B pid=2) [2026-05-24 DP1 TP1] ",
+    "(SGLang-Engine.v2:1 pid=0009, ip=fe80::1) [2026-05-24 00:50:00 DP4 TP4] ", "(_x pid=5, ip=1.2.3.4) [0m [t DP6] ",
+    "worker-1  | [2026-05-24 00:50:00 DP0 TP0] ", "worker-1  | (SGLangEngine pid=7) [2026-05-24 DP0 TP0] ",
+    "[36m(SGLangEngine pid=7, ip=1.2.3.4)[0m [2026-05-24 00:50:00 DP0 TP0] ", "[1;36m(SGLangEngine pid=8)[0m [t TP0] ",
+    "[1;2;3;4;36m(A pid=9) [t DP1] ", "[1;2;3;4;5;36m(A pid=9) [t DP1] ", "[36m(bad prefix) [t DP1] ",
+    "[2026-05-24 DP0x TP0] ", "(SGLangEngine pid=3) Engine 012: [t DP1] ", "Engine 12: [t DP2] ",
+    "[2026-05-24 DPA TP0 DP2] ", "[2026-05-24 DP1 DP2] ", "[2026-05-24 00:50:00 EP0 DP12 TP0 EP0] ", "[t DP5]] ",
+    "INFO Engine 000: [2026-05-24 DP0] ", "[2026-05-24 DP7 TP7 ", "(bad prefix) [2026-05-24 DP1] ", "(pid=3) ",
+    "[2026-05-24 DP1\tTP1] ", "[2026-05-24 DP\u00e91 TP1] ", "x(y) [2026-05-24 DP1] ", "[2026-05-24 DP1 TP1](z) ",
+]
+
+
+@pytest.mark.parametrize("prefix", ROW_PREFIXES)
+def test_the_origin_the_c_side_names_is_the_engine_python_files_the_row_under(tmp_path: Path, prefix: str) -> None:
+    from triage.scan.prefiltered import origin_key, row_key
+
+    quiet = prefix + DECODE.format(s=1, u="0.42", q=0).split("] ", 1)[1]
+    high = prefix + DECODE.format(s=1, u="0.97", q=5).split("] ", 1)[1]
+    log = tmp_path / "e.log"
+    log.write_text(high + "\n")
+    (python_key,) = scan(log, native=False).engines
+    assert row_key("e.log", high.encode()) == python_key
+    needles = Scanner(LIB).needles
+    assert needles is not None
+    for line in (quiet, high):  # a quiet row closes its engine's episode (a record), a high one is folded
+        buf = (line + "\n").encode()
+        for origins in (True, False):
+            _, flags, quiet_rows, _, hits, per_origin = native._linescan.scan(needles.matcher(buf), buf, 1 << 40, 0,
+                                                                              origins, ROW_GAP, 20, 256)
+            kinds = [h[0] for h in hits]
+            named = [h[4][0] for h in hits if h[0] == fastscan.K_FOLD] + [o for o, n in (per_origin or {}).items() if n]
+            if kinds == [fastscan.K_CAND]:  # Python reads the row (and its engine) itself
+                assert quiet_rows == 0 and not named
+            elif flags & native.F_MANY:  # one origin assumed, and this is not one: scanned again per origin
+                assert not origins and line is quiet
+            else:
+                assert quiet_rows == 1 and named and kinds == [fastscan.K_FOLD], (line, origins, hits)
+                assert {origin_key("e.log", o) for o in named} == {python_key}, (line, origins, named)
+    assert both_paths_agree(log)  # and the whole scan agrees
+
+
+def test_rows_of_every_line_shape_mixed_fold_as_python_reads_them(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(fastscan, "SAMPLE_ALL_BELOW", 0)
+    monkeypatch.setattr(fastscan, "TIMELINE_ROWS", 50)
+    monkeypatch.setattr(fastscan, "CHUNK", 1 << 18)
+    streams = [[prefix + ln.split("] ", 1)[1] for ln in pressure_log(800, 50 + i)]
+               for i, prefix in enumerate(ROW_PREFIXES)]
+    log = tmp_path / "driver.log"
+    log.write_text("\n".join(interleave(streams, 13)) + "\n")
+    fast, _ = both_paths_agree(log)
+    assert len(fast.engines) > 10
+
+
+def test_flipping_ranks_hand_over_batches_bounded_by_each_engines_own_bar(tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    from triage.parsers import engine_stats
+
+    monkeypatch.setattr(fastscan, "SAMPLE_ALL_BELOW", 0)
+    monkeypatch.setattr(fastscan, "TIMELINE_ROWS", 50)
+    monkeypatch.setattr(fastscan, "CHUNK", 1 << 18)
+    monkeypatch.setattr(fastscan, "KEEP_EPISODES", 8)
+    monkeypatch.setattr(engine_stats, "KEEP_EPISODES", 8)
+    records = fold_records(monkeypatch)
+    log = tmp_path / "sglang-engine-0.log"
+    log.write_text("\n".join(interleave([dp_rows(flipping_log(15000, 60 + r), r) for r in range(2)], 17)) + "\n")
+    fast, _ = both_paths_agree(log)
+    for r in range(2):
+        eps = fast.engines[f"sglang-engine-0.log DP{r}"].pressure_episodes
+        mine = [rec for kind, _, _, _, (origin, rec) in records if kind == fastscan.K_BATCH and origin == b"DP%d" % r]
+        assert eps.count > 1000 and len(eps.items) <= 8 + 3
+        assert sum(len(rec[6]) for rec in mine) < eps.count // 4  # past the bar of its own engine, few are sent
+
+
+def test_a_storm_among_several_ranks_rows_is_still_counted_in_c(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Four DP ranks, each with its own retraction storm among its saturated rows, interleaved: the per-origin fold
+    keeps the chunks native, and the storm's lines are counted there as Python counts them."""
+    from triage.checks.serving import retracted
+
+    monkeypatch.setattr(fastscan, "CHUNK", 1 << 18)
+    counted = []
+    real = native._linescan.scan
+    monkeypatch.setattr(native._linescan, "scan", lambda *a: (r := real(*a), counted.extend(
+        h[4][0] for h in r[4] if h[0] == fastscan.K_FAMILY))[0])
+    to_python = python_chunks(monkeypatch)
+    streams = []
+    for r in range(4):
+        lines = [ln.replace("usage: 0.", "usage: 0.9") if "Decode batch" in ln else ln for ln in storm_log(4000, 70 + r)]
+        streams.append(dp_rows(lines, r))
+    lines = interleave(streams, 19)
+    log = tmp_path / "sglang-engine-0.log"
+    log.write_text("\n".join(lines) + "\n")
+    fast, slow = both_paths_agree(log)
+    assert to_python == []
+    assert [(e.line.lineno, e.fields.get("count"), e.fields.get("extra"), retracted(e)) for e in fast.events
+            if e.kind == "retraction"] == \
+           [(e.line.lineno, e.fields.get("count"), e.fields.get("extra"), retracted(e)) for e in slow.events
+            if e.kind == "retraction"]
+    assert [(h.rule, h.line.lineno, h.line.until, h.line.repeat) for h in fast.hits] == \
+           [(h.rule, h.line.lineno, h.line.until, h.line.repeat) for h in slow.hits]
+    storm = sum(1 for ln in lines if "Retract requests" in ln and not ln.startswith("(") and "repeated" not in ln)
+    assert sum(counted) > storm * 0.8
+    assert sum(fast.engines[f"sglang-engine-0.log DP{r}"].pressure_episodes.total_rows for r in range(4)) > 1000

@@ -246,3 +246,55 @@ def test_batched_episodes_and_counted_families_are_the_same_on_every_path(needle
             for path in PATHS:
                 ls.set_simd(path)
                 assert ls.scan(*args) == want, (path, family, keep, bar)
+
+
+def test_rows_of_several_origins_fold_the_same_on_every_path(needles: native.Needles) -> None:
+    """DP ranks and Ray actors interleaved, pressure flipping in some of them: the per-origin fold (records naming
+    their origin, batches with each origin's bar) is the same on every path, with or without per-origin counts."""
+    rng = random.Random(12)
+    rows = []
+    for _ in range(8000):
+        rank, actor = rng.randrange(6), rng.randrange(3)
+        row = (DECODE if rng.random() < 0.8 else PREFILL).replace(b"DP0 TP0", b"DP%d TP%d" % (rank, rank))
+        if rng.random() < (0.7 if rank < 3 else 0.05):
+            row = row.replace(b"usage: 0.32", b"usage: 0.9%d" % rng.randrange(10)).replace(b"#queue-req: 0",
+                                                                                            b"#queue-req: 4")
+        else:
+            row = row.replace(b"usage: 0.96", b"usage: 0.41")
+        if rank == 5:
+            row = b"(SGLangEngine pid=%d, ip=10.0.0.%d) " % (4100 + actor, actor) + row
+        rows.append(row)
+        if rng.random() < 0.003:
+            rows.append(b"RuntimeError: CUDA error: out of memory")
+    buf = b"\n".join(rows) + b"\n"
+    m = matcher_for(needles, buf)
+    for origins in (False, True):
+        for keep, bars in ((0, None), (256, None), (4, {b"DP1": (0.0, 1), b"pid=4101 DP5": (5.0, 3)})):
+            args = (m, buf, 0, 1000, origins, 500, 20, keep, -1.0, -1, None, bars)
+            want = ls.scan_scalar(*args)
+            folded = {h[4][0] for h in want[4] if h[0] in (native.K_FOLD, native.K_BATCH)}
+            if origins:
+                assert {b"DP0", b"DP1", b"DP2", b"pid=4100 DP5"} <= folded
+            else:  # one origin assumed: the second one says so
+                assert want[1] & native.F_MANY
+            for path in PATHS:
+                ls.set_simd(path)
+                assert ls.scan(*args) == want, (path, origins, keep)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 10**13 - 1), st.integers(1, 13), st.integers(1, 10**14),
+                          st.integers(0, 4)), min_size=1, max_size=20))
+def test_folded_values_are_the_floats_python_reads(needles: native.Needles, rows: list[tuple[int, int, int, int]]) -> None:
+    """The fold reads usage and queue without strtod for most values: each must be the double Python's float() gives."""
+    texts, lines = [], []
+    for frac, width, queue, point in rows:
+        usage = "0.9" + str(frac).zfill(width)[:width]  # 0.9 and up to 13 more digits (16 at most fold): pressed
+        q = f"{queue // 10**point}.{queue % 10**point:0{point}d}" if point else str(queue)  # 12, 1.5, 0.0035
+        texts.append((usage, q))
+        lines.append(DECODE.replace(b"usage: 0.32", b"usage: " + usage.encode()).replace(b"#queue-req: 0",
+                                                                                     b"#queue-req: " + q.encode()))
+    buf = b"\n".join(lines) + b"\n"
+    out = ls.scan_scalar(needles.matcher(buf), buf, 1 << 40, 0, False, 500, 20, 0)
+    (rec,) = [h[4][1] for h in out[4] if h[0] == native.K_FOLD]
+    assert [(r[2], r[3]) for r in rec[10]] == [(float(u), float(q)) for u, q in texts]

@@ -60,6 +60,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <float.h>
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define HAVE_AVX2_PATH 1
@@ -380,45 +381,58 @@ static int emit(Emit *em, int kind, Py_ssize_t bol, Py_ssize_t eol, PyObject *id
     return r;
 }
 
-/* Origin mode: when one file holds the stats rows of several engines (a Ray driver log, where each line
- * starts with `(ActorName pid=N, ip=...)`, or DP-attention groups tagged `[time DP3 TP3]`), the count of
- * quiet rows is kept per origin: the Ray prefix of the line plus its ` DPn` tag, as bytes. Python maps
- * each origin to its engine timeline. More than MAX_ORIGINS distinct origins in one buffer sets F_MANY. */
+/* Origins: one file may hold the stats rows of several engines (a Ray driver log, each line behind its actor's
+ * `(ActorName pid=N, ip=...)`; DP-attention groups, each printing its own rows as `[time DP3 TP3]`). A row's origin
+ * is what Python's engine_key reads of its line: `pid=N` of a leading Ray prefix, a blank, the ` DP<digits>` tag of
+ * the bracket that starts the rest of the line; empty for a row with neither. Python maps it to the engine timeline
+ * (prefiltered.origin_key). A line Python may read otherwise has no origin here (origin_of gives ORG_ODD, and Python
+ * parses the row): a `(` that does not start a Ray prefix, or one after other prefixes (split_ray finds those), a
+ * colour code's remains, vLLM's `Engine NNN:` in the first 120 characters, a bracket not closed before the marker,
+ * a tag with blanks or bytes outside printable ASCII.
+ * With origins=True the origin of every row is found and the quiet rows are counted per origin; more than
+ * MAX_ORIGINS in one buffer set F_MANY (the chunk goes through the Python path). Otherwise only the rows the fold
+ * needs are looked up, and the call takes one origin: a second sets F_MANY, and Python scans the chunk again per
+ * origin. Each origin has its own fold state (OFold, see Fold). */
 #define MAX_ORIGINS 64
+#define ORIGIN_MAX 64  /* bytes of an origin: `pid=` and up to 24 digits, a blank, the DP tag */
+enum { ORG_FULL = -1, ORG_ODD = -2, ORG_UNKNOWN = -3, ORG_ERR = -4 };
+typedef struct OFold OFold;
 typedef struct {
-    Py_ssize_t n, last;  /* last: the slot found last time (rows of one engine come in runs) */
+    Py_ssize_t n, last, cap;  /* last: the slot found last time (rows of one engine come in runs); cap: slots allowed */
     Py_ssize_t len[MAX_ORIGINS], count[MAX_ORIGINS];
-    unsigned char buf[MAX_ORIGINS][160];  /* the key's bytes: a Ray prefix (bounded) and the DP tag */
+    unsigned char buf[MAX_ORIGINS][ORIGIN_MAX];
+    OFold *fold[MAX_ORIGINS];  /* each origin's fold state, while the call folds */
 } Origins;
 
-/* The origin slot of the stats row whose marker is at s (line start bol), or -1 when the table is full. */
-static Py_ssize_t origin_of(Origins *o, const unsigned char *b, Py_ssize_t bol, Py_ssize_t s) {
-    unsigned char key[160];
-    Py_ssize_t k = 0, t = bol;
-    if (b[bol] == '(') {  /* the Ray prefix: up to 120 bytes before its `)`, and the `)` */
-        Py_ssize_t lim = s - bol < 120 ? s - bol : 120;
-        const unsigned char *e = memchr(b + bol, ')', (size_t)lim);
-        k = e ? e - (b + bol) : lim;
-        memcpy(key, b + bol, (size_t)k);
-        t = bol + k;
-        if (t < s && b[t] == ')') key[k++] = b[t++];
+/* Byte classes of a Ray actor prefix (prefixes.RAY_ACTOR, ASCII): the name's bytes after its first, and the ip's. */
+enum { C_NAME = 1, C_IP = 2 };
+static uint8_t RAY_CLASS[256];
+
+static void ray_class_init(void) {
+    for (int c = 0; c < 128; c++) {
+        if ((c >= '0' && c <= '9') || ((c | 0x20) >= 'a' && (c | 0x20) <= 'z') || c == '_' || c == '.' || c == ':'
+            || c == '-') RAY_CLASS[c] |= C_NAME;
+        if ((c >= '0' && c <= '9') || ((c | 0x20) >= 'a' && (c | 0x20) <= 'f') || c == '.' || c == ':')
+            RAY_CLASS[c] |= C_IP;
     }
-    for (Py_ssize_t u = t; u + 3 < s; u++) {  /* ` DP<digits>` in the SGLang rank tag before the marker */
-        if (b[u] == ']') break;
-        if (b[u] == ' ' && b[u + 1] == 'D' && b[u + 2] == 'P' && b[u + 3] >= '0' && b[u + 3] <= '9') {
-            for (u++; u < s && k < 159 && b[u] != ' ' && b[u] != ']'; u++) key[k++] = b[u];
-            break;
-        }
+}
+
+/* The length of the Ray actor prefix at b + p as prefixes.RAY_ACTOR matches it (`(Name pid=N, ip=A)`, pid and ip
+ * optional), 0 when there is none before lim; *pid, *pid_len: its pid digits (pid_len 0: none). */
+static Py_ssize_t ray_prefix(const unsigned char *b, Py_ssize_t p, Py_ssize_t lim, Py_ssize_t *pid,
+                             Py_ssize_t *pid_len) {
+    Py_ssize_t t = p + 1;
+    *pid_len = 0;
+    if (t >= lim || !(((b[t] | 0x20) >= 'a' && (b[t] | 0x20) <= 'z') || b[t] == '_')) return 0;
+    for (t++; t < lim && RAY_CLASS[b[t]] & C_NAME; t++) {}
+    if (t + 6 <= lim && !memcmp(b + t, " pid=", 5) && b[t + 5] >= '0' && b[t + 5] <= '9') {
+        *pid = t + 5;
+        for (t += 5; t < lim && b[t] >= '0' && b[t] <= '9'; t++) {}
+        *pid_len = t - *pid;
     }
-    Py_ssize_t l = o->last;
-    if (l < o->n && o->len[l] == k && !memcmp(o->buf[l], key, (size_t)k)) return l;
-    for (Py_ssize_t i = 0; i < o->n; i++)
-        if (o->len[i] == k && !memcmp(o->buf[i], key, (size_t)k)) return o->last = i;
-    if (o->n == MAX_ORIGINS) return -1;
-    memcpy(o->buf[o->n], key, (size_t)k);
-    o->len[o->n] = k;
-    o->count[o->n] = 0;
-    return o->last = o->n++;
+    if (t + 6 <= lim && !memcmp(b + t, ", ip=", 5) && RAY_CLASS[b[t + 5]] & C_IP)
+        for (t += 5; t < lim && RAY_CLASS[b[t]] & C_IP; t++) {}
+    return t < lim && b[t] == ')' ? t + 1 - p : 0;
 }
 
 /* ---- The fold: plain SGLang stats rows with a high pool usage, kept as runs instead of returned ----
@@ -426,32 +440,37 @@ static Py_ssize_t origin_of(Origins *o, const unsigned char *b, Py_ssize_t bol, 
  * Python reads a row whose usage is not plainly below 0.9 (EngineStats.add: pressure rows, episodes). In a
  * pool saturated for hours that is every row, and one Python call per row is 30x grep. So scan(...,
  * fold=...) parses such a row here when it has the plain shape (ASCII, at most FOLD_ROW_MAX bytes, `key:
- * value` pairs after the marker, see fold_parse) and is not a lone-decode row, and keeps it in a run:
- *   a segment  consecutive pressed rows (usage >= 0.9 and a queue) of the file's engine, no two more than
- *              `gap` lines apart and no other row of the engine between them: rows, first/last/peak row,
- *              peaks, and the first `evidence` pressed rows of the call (the texts of those rows only);
+ * value` pairs after the marker, see fold_parse), is not a lone-decode row and has an origin (see Origins), and
+ * keeps it in a run of its origin (OFold: each engine's rows fold apart, never mixed):
+ *   a segment  consecutive pressed rows (usage >= 0.9 and a queue) of one engine, no two more than `gap`
+ *              lines apart and no other row of the engine between them: rows, first/last/peak row, peaks,
+ *              and the first `evidence` pressed rows of the engine in the call (the texts of those rows only);
  *   a close    another row of the engine (below 0.9, or no queue) after pressed rows Python may still hold
  *              an open episode for.
- * Records (kind 2) go into the output in line order with the lines Python parses: the open run is written
- * out before any other line is (fold_flush), so Python applies them in the order the rows came
- * (EngineStats.fold). Folded rows stay counted as quiet rows; one the sampler picks is returned as kind 3
- * (for the timeline only). The fold runs only when the file holds one engine (not in origin mode); rows of
- * a second engine in a call set F_MANY, and that chunk goes through the Python path. */
+ * Records (kind 2) name their origin and go into the output before any line Python parses: every origin's open
+ * run is written out before another line is returned (fold_flush), so Python applies each engine's records in
+ * the order its rows came (EngineStats.fold), and before any row of it that Python parses itself. Folded rows
+ * stay counted as quiet rows (per origin with origins=True); one the sampler picks is returned as kind 3 (for
+ * the timeline only). Without origins=True the call folds the rows of one origin (the rows it looks up: high
+ * ones, and the quiet rows that may close a run); a row of a second sets F_MANY, and Python scans the chunk again
+ * with origins=True. */
 #define FOLD_ROW_MAX 1024
 #define FOLD_EVIDENCE 20
 
 typedef struct {
     Py_ssize_t ln, bol, eol;  /* line index in the buffer, bounds */
-    double t, u, q;           /* time stamp (s, -1 none), usage, queue */
+    double t, u, q;           /* time stamp (s, -1 none, T_UNREAD not read yet: row_t), usage, queue */
 } FoldRow;
+#define T_UNREAD -2.0
 
-/* A batch: closed segments that each start a new episode in Python (a quiet row ended the one before, or none
- * was open) and that follow each other with no line for Python between them. Instead of a record each, they are
- * handed over as one record (kind 4) at the place of the first: their count, rows, seconds and peaks, the rows'
- * evidence, and a bounded choice of the episodes themselves: the first, the last, the first of the highest peak
- * (usage, then queue) and those that may be among the `keep` longest (seconds, then rows) Python keeps
- * (Episodes.batch): any that beats `bar` (Python's shortest kept, or -1 while it has room), at most `keep` of
- * them. A pool whose rows flip in and out of pressure then costs Python a record per batch, not per episode. */
+/* A batch: closed segments of one engine that each start a new episode in Python (a quiet row ended the one
+ * before, or none was open) and that follow each other with no line for Python between them. Instead of a record
+ * each, they are handed over as one record (kind 4) at the place of the first: their count, rows, seconds and
+ * peaks, the rows' evidence, and a bounded choice of the episodes themselves: the first, the last, the first of
+ * the highest peak (usage, then queue) and those that may be among the `keep` longest (seconds, then rows) Python
+ * keeps (Episodes.batch): any that beats the engine's `bar` (Python's shortest kept, or -1 while it has room or
+ * Python has named no bar for the origin), at most `keep` of them. A pool whose rows flip in and out of pressure
+ * then costs Python a record per batch, not per episode. */
 typedef struct {
     FoldRow first, last, peak;
     Py_ssize_t rows;
@@ -459,15 +478,13 @@ typedef struct {
 } Ep;
 
 typedef struct {
-    int on;                   /* this call batches (keep > 0) */
-    Py_ssize_t keep;          /* longest episodes to hand over at most */
     double bar_s;             /* what an episode must beat to be handed over as one of the longest */
     Py_ssize_t bar_r;
     Py_ssize_t n, rows;       /* episodes and their rows */
     double secs, max_u, max_q;
     int close_lone;
     Ep first, last, top;
-    Ep *cand;                 /* the longest candidates (at most keep), heap memory */
+    Ep *cand;                 /* the longest candidates (at most keep), heap memory (made on first use) */
     Py_ssize_t ncand, minpos;
     Py_ssize_t nev;
     FoldRow ev[FOLD_EVIDENCE];
@@ -476,20 +493,15 @@ typedef struct {
     double all_u, all_q;
 } Batch;
 
-typedef struct {
-    int on;                   /* this call folds */
-    Py_ssize_t gap;           /* lines: rows further apart do not continue a segment */
-    Py_ssize_t evidence;      /* pressed rows whose text the call may still return */
-    /* the row whose marker was counted last, until its line is done: 1 quiet, 2 folded */
-    int p_kind, p_pressed;
-    Py_ssize_t p_s, p_mlen, p_bol, p_eol;
-    double p_u, p_q, p_run, p_t;
+/* The fold state of one origin. */
+struct OFold {
+    PyObject *key;            /* the origin, as bytes: its records name it */
     /* the open segment */
-    int seg, fresh;
+    int seg, seg_self;        /* seg_self: it starts a new episode in Python (see Batch) */
     Py_ssize_t rows;
     FoldRow first, last, peak;
     double max_u, max_q, max_run;
-    Py_ssize_t nev;
+    Py_ssize_t nev, evidence; /* evidence: pressed rows whose text the call may still return */
     FoldRow ev[FOLD_EVIDENCE];
     /* every folded row since the last record (pressed or not): what the timeline's peaks and ends need */
     Py_ssize_t all;
@@ -498,12 +510,38 @@ typedef struct {
     int close_lone;           /* a folded row ends a lone-decode episode */
     int py_open;              /* Python may hold an open pressure episode of the engine */
     int closing;              /* a row ended it while no segment was open */
-    Py_ssize_t close_s;       /* that row's marker */
+    FoldRow close;            /* that row (line index and bounds) */
+    Batch bat;
+};
+
+/* The keys of the last plain row of each kind (decode, prefill) parsed: rows of one engine repeat their keys, so a
+ * row whose `key: ` bytes are those of the row before needs no second look at them (fold_parse). */
+#define SKEL_SEGS 32
+#define SKEL_BYTES 1024
+enum { F_USAGE = 1, F_FULL, F_QUEUE, F_RUNNING, F_PRE, F_RET };  /* the fields the fold reads */
+typedef struct {
+    int n;                            /* segments: a key, blanks, `: ` */
+    uint16_t off[SKEL_SEGS], len[SKEL_SEGS];
+    uint8_t field[SKEL_SEGS];         /* which field the key is (F_*), 0 none */
+    unsigned char bytes[SKEL_BYTES];
+} Skeleton;
+
+typedef struct {
+    int on;                   /* this call folds */
+    Py_ssize_t gap;           /* lines: rows further apart do not continue a segment */
+    Py_ssize_t evidence;      /* pressed rows of each origin whose text the call may return */
+    Py_ssize_t keep;          /* > 0: closed episodes in a row are batched (see Batch) */
+    double bar_s;             /* the bar of the origins `bars` does not name */
+    Py_ssize_t bar_r;
+    PyObject *bars;           /* None, or {origin: (seconds, rows)} */
+    /* the row whose marker was counted last, until its line is done: 1 quiet, 2 folded; and its origin slot */
+    int p_kind, p_pressed;
+    Py_ssize_t p_s, p_mlen, p_bol, p_eol, p_org;
+    double p_u, p_q, p_run, p_t;
     /* the line index of folded rows (its own counter: records are not emitted at their rows' offsets) */
     Py_ssize_t nl_pos, nl_cnt, n_pos;
-    Origins org;              /* the engines folded rows came from (more than one: F_MANY) */
-    int seg_self;             /* the open segment starts a new episode in Python (see Batch) */
-    Batch bat;
+    long day[2];              /* the date of the last time stamp read (yyyymmdd, 0 none) and its day number */
+    Skeleton skel[2];         /* the keys of the last decode and prefill rows parsed */
 } Fold;
 
 /* ---- A family: candidate lines that fold into the line Python kept last (origins.Families) ----
@@ -538,7 +576,7 @@ typedef struct {
     Py_ssize_t last_mark_id;            /* its needle index */
     int origins;                        /* count quiet rows per origin (see Origins) */
     Py_ssize_t last_mark_origin;        /* the origin slot the newest marker was counted under */
-    Origins org;
+    Origins org;                        /* the origins of rows, and their fold states */
     Py_ssize_t c_bol, c_eol;            /* the pending candidate line (c_bol < 0: none) */
     Py_ssize_t *ids, nids, ids_cap;     /* its needle indices (ids_local, or a larger heap array) */
     Py_ssize_t ids_local[32];
@@ -561,18 +599,130 @@ static PyObject *shapes(PyObject *self, PyObject *args);
 
 /* ---- the fold (see the Fold comment above) ---- */
 
-/* Newlines before bol: the fold's own counter, the way emit() counts (bol never goes back). */
+/* Newlines before bol: the fold's own counter, the way emit() counts (bol never goes back). Folded rows are close
+ * to each other: with the fused count, from the last row when that is nearer than the end of the bytes read. */
 static Py_ssize_t fold_line(Scan *st, Py_ssize_t bol) {
     Fold *f = &st->fold;
     Emit *em = &st->em;
     if (em->fused) {
-        Py_ssize_t n_bol = em->nl_w - em->count(em->b + bol, em->b + em->w);
+        Py_ssize_t n_bol = bol - f->nl_pos < em->w - bol ? f->n_pos + em->count(em->b + f->nl_pos, em->b + bol)
+                                                         : em->nl_w - em->count(em->b + bol, em->b + em->w);
         if (bol > f->nl_pos) f->nl_cnt += n_bol - f->n_pos;
         f->n_pos = n_bol;
     } else
         f->nl_cnt += em->count(em->b + f->nl_pos, em->b + bol);
     f->nl_pos = bol;
     return f->nl_cnt;
+}
+
+/* The origin slot of the stats row whose marker is at s (line start bol): ORG_ODD when Python may read the line's
+ * origin otherwise (see Origins), ORG_FULL when the call holds as many origins as it may, ORG_ERR on error. */
+static Py_ssize_t origin_of(Scan *st, Py_ssize_t bol, Py_ssize_t s);
+
+/* The fold state of a new origin slot i (its bytes in place): Python may hold an episode of it from before. */
+static int ofold_new(Scan *st, Py_ssize_t i) {
+    Fold *f = &st->fold;
+    OFold *g = PyMem_Calloc(1, sizeof(OFold));
+    if (!g) { PyErr_NoMemory(); return -1; }
+    st->org.fold[i] = g;
+    g->key = PyBytes_FromStringAndSize((const char *)st->org.buf[i], st->org.len[i]);
+    if (!g->key) return -1;
+    g->py_open = 1;
+    g->evidence = f->evidence;
+    g->bat.bar_s = f->bar_s;
+    g->bat.bar_r = f->bar_r;
+    if (f->bars != Py_None) {
+        PyObject *bar = PyDict_GetItemWithError(f->bars, g->key);
+        if (bar ? !PyArg_ParseTuple(bar, "dn", &g->bat.bar_s, &g->bat.bar_r) : PyErr_Occurred() != NULL) return -1;
+    }
+    return 0;
+}
+
+/* The length of a colour code's remains before a Ray prefix at bol (`[36m(`, its escape byte lost: split_ray's
+ * COLOUR_RESIDUE, where its cheap test finds `m(` in the line's characters 2-13), else 0. */
+static Py_ssize_t residue(const unsigned char *b, Py_ssize_t bol, Py_ssize_t s) {
+    Py_ssize_t t = bol + 1;
+    if (b[bol] != '[') return 0;
+    for (;;) {
+        Py_ssize_t d = t;
+        while (t < s && t - d < 3 && b[t] >= '0' && b[t] <= '9') t++;
+        if (t == d || (t < s && b[t] >= '0' && b[t] <= '9')) return 0;  /* 1-3 digits */
+        if (t < s && b[t] == ';') { t++; continue; }
+        break;
+    }
+    return t + 1 < s && b[t] == 'm' && b[t + 1] == '(' && t - bol <= 12 ? t + 1 - bol : 0;
+}
+
+/* The origin of the line at bol whose prefixes end before s (a row's marker; a candidate line's end) into key, its
+ * length into *k: 0, or ORG_ODD (see Origins). */
+static int origin_key(const unsigned char *b, Py_ssize_t n, Py_ssize_t bol, Py_ssize_t s, unsigned char *key,
+                      Py_ssize_t *k) {
+    Py_ssize_t t = bol, r = residue(b, bol, s);
+    *k = 0;
+    if (b[bol] == '(' || r) {  /* engine_key reads the Ray prefix's pid, and the line after the prefix and a blank */
+        Py_ssize_t pid = 0, plen = 0, e = ray_prefix(b, bol + r, s, &pid, &plen);
+        if (!e || plen > 24) return ORG_ODD;
+        if (plen) {
+            memcpy(key, "pid=", 4);
+            memcpy(key + 4, b + pid, (size_t)plen);
+            *k = 4 + plen;
+        }
+        t = r ? bol : bol + e;  /* after a colour code's remains, the whole line (RAY_PREFIX is not at its start) */
+        if (!r && t < s && b[t] == ' ') t++;
+    } else if (memchr(b + bol, '(', (size_t)(s - bol))) return ORG_ODD;  /* a Ray prefix after other prefixes */
+    Py_ssize_t lim = t + 120 < n ? t + 120 : n;  /* vLLM V1's `Engine NNN:` in the first 120 characters */
+    const unsigned char *nl = lim > s ? memchr(b + s, '\n', (size_t)(lim - s)) : NULL;
+    if (nl) lim = nl - b;
+    for (const unsigned char *e = memchr(b + t, 'E', (size_t)(lim - t)); e && e + 7 <= b + lim;
+         e = memchr(e + 1, 'E', (size_t)(b + lim - e - 1))) {
+        if (memcmp(e, "Engine ", 7)) continue;
+        Py_ssize_t at = e + 7 - b, digit = 0;  /* the first one only: `Engine NNN:` (a byte >= 0x80 may be a digit) */
+        for (Py_ssize_t v = at; v < at + 3 && v < n; v++) digit += (b[v] >= '0' && b[v] <= '9') || b[v] >= 0x80;
+        if (digit == 3 && at + 3 < n && (b[at + 3] == ':' || b[at + 3] >= 0x80)) return ORG_ODD;
+        break;
+    }
+    if (t < s && b[t] == '[') {  /* the first ` DP` before the bracket closes; a digit after it makes it the tag */
+        const unsigned char *c = memchr(b + t, ']', (size_t)(s - t));
+        if (!c) return ORG_ODD;  /* engine_key would read on past the marker */
+        Py_ssize_t ce = c - b;
+        for (const unsigned char *d = memchr(b + t, 'D', (size_t)(ce - t)); d && d + 2 <= b + ce;
+             d = memchr(d + 1, 'D', (size_t)(b + ce - d - 1))) {
+            if (d == b + t || d[-1] != ' ' || d[1] != 'P') continue;  /* the first ` DP` */
+            if (d + 2 < b + ce && d[2] >= '0' && d[2] <= '9') {  /* to the next blank or the bracket's end */
+                if (*k) key[(*k)++] = ' ';
+                for (const unsigned char *v = d; v < b + ce && *v != ' '; v++) {
+                    if (*v < 0x21 || *v >= 0x7f || *k == ORIGIN_MAX) return ORG_ODD;
+                    key[(*k)++] = *v;
+                }
+            }
+            break;
+        }
+    }
+    return 0;
+}
+
+/* The slot of origin key (k bytes), -1 when the call has not seen it. */
+static Py_ssize_t origin_slot(Origins *o, const unsigned char *key, Py_ssize_t k) {
+    Py_ssize_t l = o->last;
+    if (l < o->n && o->len[l] == k && !memcmp(o->buf[l], key, (size_t)k)) return l;
+    for (Py_ssize_t i = 0; i < o->n; i++)
+        if (o->len[i] == k && !memcmp(o->buf[i], key, (size_t)k)) return o->last = i;
+    return -1;
+}
+
+static Py_ssize_t origin_of(Scan *st, Py_ssize_t bol, Py_ssize_t s) {
+    Origins *o = &st->org;
+    unsigned char key[ORIGIN_MAX];
+    Py_ssize_t k;
+    if (origin_key(st->b, st->n, bol, s, key, &k) < 0) return ORG_ODD;
+    Py_ssize_t i = origin_slot(o, key, k);
+    if (i >= 0) return i;
+    if (o->n == o->cap) return ORG_FULL;
+    memcpy(o->buf[o->n], key, (size_t)k);
+    o->len[o->n] = k;
+    o->count[o->n] = 0;
+    if (st->fold.on && ofold_new(st, o->n) < 0) return ORG_ERR;
+    return o->last = o->n++;
 }
 
 static int dig2(const unsigned char *p, int *v) {
@@ -595,7 +745,7 @@ static long days_from_civil(long y, int m, int d) {
 
 /* engine_stats.row_time over an ASCII line without control bytes: the first STAMP match that ends within the
  * line's first 80 characters, in seconds (a year-less date is put in 2001; an impossible date is -1), or -1. */
-static double stamp_time(const unsigned char *p, Py_ssize_t len) {
+static double stamp_time(const unsigned char *p, Py_ssize_t len, long *day) {
     static const int mdays[12] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
     Py_ssize_t L = len < 80 ? len : 80;
     int Y, Y2, mo, d, H, M, S;
@@ -618,7 +768,9 @@ static double stamp_time(const unsigned char *p, Py_ssize_t len) {
         }
         if (at >= 0) {
             if (year < 1 || mo < 1 || mo > 12 || d < 1 || d > mdays[mo - 1] + (mo == 2 && is_leap(year))) return -1.0;
-            return (double)days_from_civil(year, mo, d) * 86400.0 + H * 3600 + M * 60 + S;
+            long ymd = year * 10000 + mo * 100 + d;  /* day[0], day[1]: the date read last and its day number */
+            if (day[0] != ymd) { day[0] = ymd; day[1] = days_from_civil(year, mo, d); }
+            return (double)day[1] * 86400.0 + H * 3600 + M * 60 + S;
         }
         if (q[0] == '[' && i + 10 <= L && dig2(q + 1, &H) && q[3] == ':' && dig2(q + 4, &M) && q[6] == ':'
             && dig2(q + 7, &S) && (q[9] == ']' || q[9] == '.' || q[9] == ',' || q[9] == ' '))
@@ -627,9 +779,76 @@ static double stamp_time(const unsigned char *p, Py_ssize_t len) {
     return -1.0;
 }
 
-static int key_is(const unsigned char *k, Py_ssize_t len, const char *name) {
-    size_t n = strlen(name);
-    return (size_t)len == n && !memcmp(k, name, n);
+/* Printable ASCII (0x20-0x7e) only, eight bytes at a time: a byte below 0x20 borrows into its top bit, one above
+ * 0x7e carries into it, and one of 0x80 or more has it already. */
+static int printable(const unsigned char *p, Py_ssize_t len) {
+    const uint64_t ones = 0x0101010101010101ULL, hi = ones * 0x80;
+    Py_ssize_t i = 0;
+    for (; i + 8 <= len; i += 8) {
+        uint64_t w;
+        memcpy(&w, p + i, 8);
+        if (((w - ones * 0x20) | (w + ones * 0x01) | w) & hi) return 0;
+    }
+    for (; i < len; i++)
+        if (p[i] < 0x20 || p[i] >= 0x7f) return 0;
+    return 1;
+}
+
+/* The bytes of a stats key after its first (sglang.STAT_PAIR: [A-Za-z0-9 #-/().]). */
+static const uint8_t KEY_CHAR[256] = {
+    [' '] = 1, ['#'] = 1, ['-'] = 1, ['/'] = 1, ['('] = 1, [')'] = 1, ['.'] = 1,
+    ['0'] = 1, ['1'] = 1, ['2'] = 1, ['3'] = 1, ['4'] = 1, ['5'] = 1, ['6'] = 1, ['7'] = 1, ['8'] = 1, ['9'] = 1,
+    ['A'] = 1, ['B'] = 1, ['C'] = 1, ['D'] = 1, ['E'] = 1, ['F'] = 1, ['G'] = 1, ['H'] = 1, ['I'] = 1, ['J'] = 1,
+    ['K'] = 1, ['L'] = 1, ['M'] = 1, ['N'] = 1, ['O'] = 1, ['P'] = 1, ['Q'] = 1, ['R'] = 1, ['S'] = 1, ['T'] = 1,
+    ['U'] = 1, ['V'] = 1, ['W'] = 1, ['X'] = 1, ['Y'] = 1, ['Z'] = 1,
+    ['a'] = 1, ['b'] = 1, ['c'] = 1, ['d'] = 1, ['e'] = 1, ['f'] = 1, ['g'] = 1, ['h'] = 1, ['i'] = 1, ['j'] = 1,
+    ['k'] = 1, ['l'] = 1, ['m'] = 1, ['n'] = 1, ['o'] = 1, ['p'] = 1, ['q'] = 1, ['r'] = 1, ['s'] = 1, ['t'] = 1,
+    ['u'] = 1, ['v'] = 1, ['w'] = 1, ['x'] = 1, ['y'] = 1, ['z'] = 1,
+};
+
+/* Whether n bytes at a and b are the same: eight at a time, the last eight overlapping (n >= 8), else one by one. */
+static ALWAYS_INLINE int same_bytes(const unsigned char *a, const unsigned char *b, Py_ssize_t n) {
+    uint64_t x, y;
+    if (n < 8) {
+        for (Py_ssize_t i = 0; i < n; i++)
+            if (a[i] != b[i]) return 0;
+        return 1;
+    }
+    for (Py_ssize_t i = 0; i + 8 < n; i += 8) {
+        memcpy(&x, a + i, 8);
+        memcpy(&y, b + i, 8);
+        if (x != y) return 0;
+    }
+    memcpy(&x, a + n - 8, 8);
+    memcpy(&y, b + n - 8, 8);
+    return x == y;
+}
+
+#define KEY_IS(k, len, name) ((len) == (Py_ssize_t)sizeof(name) - 1 && same_bytes((k), (const unsigned char *)(name), (len)))
+
+/* The value of a decimal `-?D+(.D+)?` of at most 16 digits, as strtod (and Python's float) round it: an integer up
+ * to 2^53 over an exact power of ten up to 1e22 is exact over exact, and one IEEE division rounds it correctly
+ * (Clinger's fast path); anything else goes to strtod. */
+static double decimal(const unsigned char *p, Py_ssize_t len) {
+    static const double p10[] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+                                 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+    uint64_t m = 0;
+    int frac = -1;
+    for (Py_ssize_t i = p[0] == '-'; i < len; i++) {
+        if (p[i] == '.') { frac = 0; continue; }
+        m = m * 10 + (uint64_t)(p[i] - '0');
+        frac += frac >= 0;
+    }
+#if defined(FLT_EVAL_METHOD) && FLT_EVAL_METHOD == 0
+    if (m <= (1ull << 53)) {
+        double v = frac > 0 ? (double)m / p10[frac] : (double)m;
+        return p[0] == '-' ? -v : v;
+    }
+#endif
+    char num[24];
+    memcpy(num, p, (size_t)len);
+    num[len] = 0;
+    return strtod(num, NULL);
 }
 
 /* Parse the row whose stats marker (of length mlen) is at s, line [bol, eol), into the pending row; 0 when it
@@ -641,30 +860,47 @@ static int fold_parse(Scan *st, Py_ssize_t s, Py_ssize_t mlen, Py_ssize_t bol, P
     const unsigned char *b = st->b;
     Fold *f = &st->fold;
     if (eol - bol > FOLD_ROW_MAX || b[bol] == ' ') return 0;
-    for (Py_ssize_t k = bol; k < eol; k++)
-        if (b[k] < 0x20 || b[k] >= 0x7f) return 0;
-    for (Py_ssize_t k = bol; k + 5 <= s; k++)
-        if (b[k] == 'b' && !memcmp(b + k, "batch", 5)) return 0;
+    if (!printable(b + bol, s - bol)) return 0;  /* from the marker on, the shape and the pairs allow only such bytes */
+    for (const unsigned char *k = memchr(b + bol, 'b', (size_t)(s - bol)); k && k + 5 <= b + s;
+         k = memchr(k + 1, 'b', (size_t)(b + s - k - 1)))
+        if (!memcmp(k, "batch", 5)) return 0;
     Py_ssize_t pos = stats_shape(b, eol, s, mlen);
     if (!pos) return 0;
     double usage = -1.0, full = -1.0, queue = 0.0, extra = 0.0, running = 0.0;
     int have_usage = 0, have_full = 0, have_pre = 0, have_ret = 0;
     double pre = 0.0, ret = 0.0;
-    while (pos < eol) {
-        Py_ssize_t k0 = pos;
-        if (b[pos] == '#') pos++;
-        if (pos >= eol || !(((b[pos] | 0x20) >= 'a' && (b[pos] | 0x20) <= 'z'))) return 0;
-        pos++;
-        while (pos < eol && b[pos] != ':') {
-            unsigned char c = b[pos];
-            if (!(((c | 0x20) >= 'a' && (c | 0x20) <= 'z') || (c >= '0' && c <= '9') || c == ' ' || c == '#' || c == '-'
-                  || c == '/' || c == '(' || c == ')' || c == '.')) return 0;
+    Skeleton *sk = &f->skel[b[s] == 'P'];
+    for (int seg = 0; pos < eol; seg++) {
+        int field;
+        if (seg < sk->n && eol - pos >= sk->len[seg] && same_bytes(b + pos, sk->bytes + sk->off[seg], sk->len[seg])) {
+            field = sk->field[seg];  /* the key of the row before (so checked already) */
+            pos += sk->len[seg];
+        } else {
+            Py_ssize_t k0 = pos;
+            if (b[pos] == '#') pos++;
+            if (pos >= eol || !(((b[pos] | 0x20) >= 'a' && (b[pos] | 0x20) <= 'z'))) return 0;
             pos++;
+            while (pos < eol && KEY_CHAR[b[pos]]) pos++;
+            if (pos < eol && b[pos] != ':') return 0;
+            Py_ssize_t k1 = pos;
+            if (k1 - k0 > 60 || pos + 1 >= eol || b[pos + 1] != ' ') return 0;
+            while (k1 > k0 && b[k1 - 1] == ' ') k1--;  /* the key as key.strip() gives it */
+            pos += 2;
+            const unsigned char *key = b + k0;
+            Py_ssize_t klen = k1 - k0;
+            field = KEY_IS(key, klen, "token usage") ? F_USAGE : KEY_IS(key, klen, "full token usage") ? F_FULL
+                    : KEY_IS(key, klen, "#queue-req") ? F_QUEUE : KEY_IS(key, klen, "#running-req") ? F_RUNNING
+                    : KEY_IS(key, klen, "#prealloc-req") ? F_PRE : KEY_IS(key, klen, "#retracted-req") ? F_RET : 0;
+            sk->n = seg;  /* the skeleton is this row's from here on */
+            Py_ssize_t at = seg ? sk->off[seg - 1] + sk->len[seg - 1] : 0;
+            if (seg < SKEL_SEGS && at + (pos - k0) <= SKEL_BYTES) {
+                memcpy(sk->bytes + at, key, (size_t)(pos - k0));
+                sk->off[seg] = (uint16_t)at;
+                sk->len[seg] = (uint16_t)(pos - k0);
+                sk->field[seg] = (uint8_t)field;
+                sk->n = seg + 1;
+            }
         }
-        Py_ssize_t k1 = pos;
-        if (k1 - k0 > 60 || pos + 1 >= eol || b[pos + 1] != ' ') return 0;
-        while (k1 > k0 && b[k1 - 1] == ' ') k1--;  /* the key as key.strip() gives it */
-        pos += 2;
         Py_ssize_t v0 = pos;
         int boolean = 0;
         if (eol - pos >= 4 && !memcmp(b + pos, "True", 4)) { pos += 4; boolean = 1; }
@@ -692,21 +928,17 @@ static int fold_parse(Scan *st, Py_ssize_t s, Py_ssize_t mlen, Py_ssize_t bol, P
                 pos = eol;
             } else return 0;
         }
-        const unsigned char *key = b + k0;
-        Py_ssize_t klen = k1 - k0;
-        double *slot = NULL;
-        if (key_is(key, klen, "token usage")) { slot = &usage; have_usage = 1; }
-        else if (key_is(key, klen, "full token usage")) { slot = &full; have_full = 1; }
-        else if (key_is(key, klen, "#queue-req")) slot = &queue;
-        else if (key_is(key, klen, "#running-req")) slot = &running;
-        else if (key_is(key, klen, "#prealloc-req")) { slot = &pre; have_pre = 1; }
-        else if (key_is(key, klen, "#retracted-req")) { slot = &ret; have_ret = 1; }
-        if (slot) {
+        if (field) {
             if (boolean) return 0;
-            char num[24];
-            memcpy(num, b + v0, (size_t)(v1 - v0));
-            num[v1 - v0] = 0;
-            *slot = strtod(num, NULL);
+            double v = decimal(b + v0, v1 - v0);
+            switch (field) {
+            case F_USAGE: usage = v; have_usage = 1; break;
+            case F_FULL: full = v; have_full = 1; break;
+            case F_QUEUE: queue = v; break;
+            case F_RUNNING: running = v; break;
+            case F_PRE: pre = v; have_pre = 1; break;
+            default: ret = v; have_ret = 1;
+            }
         }
     }
     if (!have_usage && have_full) { usage = full; have_usage = 1; }
@@ -718,17 +950,23 @@ static int fold_parse(Scan *st, Py_ssize_t s, Py_ssize_t mlen, Py_ssize_t bol, P
     f->p_u = have_usage ? usage : -1.0;
     f->p_q = queue;
     f->p_run = running;
-    f->p_t = stamp_time(b + bol, eol - bol);
+    f->p_t = T_UNREAD;
     f->p_pressed = f->p_u >= 0.9 && queue > 0;
     f->p_bol = bol;
     f->p_eol = eol;
     return 1;
 }
 
+/* A folded row's time stamp, read when a record or an episode needs it (most rows are neither's first or last). */
+static double row_t(Scan *st, const FoldRow *r) {
+    return r->t != T_UNREAD ? r->t : stamp_time(st->b + r->bol, r->eol - r->bol, st->fold.day);
+}
+
 static PyObject *fold_row(Scan *st, const FoldRow *r, int text) {
     if (text)
-        return Py_BuildValue("(nddd y#)", r->ln, r->t, r->u, r->q, (const char *)st->b + r->bol, r->eol - r->bol);
-    return Py_BuildValue("(ndddO)", r->ln, r->t, r->u, r->q, Py_None);
+        return Py_BuildValue("(nddd y#)", r->ln, row_t(st, r), r->u, r->q, (const char *)st->b + r->bol,
+                             r->eol - r->bol);
+    return Py_BuildValue("(ndddO)", r->ln, row_t(st, r), r->u, r->q, Py_None);
 }
 
 static double ep_secs(const Ep *e) {
@@ -756,11 +994,11 @@ static int cmp_ep_ln(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
-/* Write out the batch, if any (kind 4): (4, line index, first row start, end, (count, rows, seconds, max_u, max_q,
- * close_lone, episodes, evidence, all, all_first, all_last, all_u, all_q)); an episode is (first, last, peak, rows,
- * max_u, max_q, max_running), in log order, each once. */
-static int batch_flush(Scan *st) {
-    Batch *bt = &st->fold.bat;
+/* Write out origin g's batch, if any (kind 4): (4, line index, first row start, end, (origin, (count, rows,
+ * seconds, max_u, max_q, close_lone, episodes, evidence, all, all_first, all_last, all_u, all_q))); an episode is
+ * (first, last, peak, rows, max_u, max_q, max_running), in log order, each once. */
+static int batch_flush(Scan *st, OFold *g) {
+    Batch *bt = &g->bat;
     if (!bt->n) return 0;
     Py_ssize_t cap = bt->ncand + 3, k = 0;
     const Ep **all = PyMem_Malloc((size_t)cap * sizeof(Ep *));
@@ -791,7 +1029,8 @@ static int batch_flush(Scan *st) {
                                       bt->all ? fold_row(st, &bt->all_last, 0) : Py_NewRef(Py_None),
                                       bt->all_u, bt->all_q);
     if (!payload) return -1;
-    PyObject *t = Py_BuildValue("(innnN)", 4, bt->first.first.ln, bt->first.first.bol, bt->first.first.eol, payload);
+    PyObject *t = Py_BuildValue("(innn(ON))", 4, bt->first.first.ln, bt->first.first.bol, bt->first.first.eol,
+                                g->key, payload);
     if (!t) return -1;
     int r = PyList_Append(st->em.out, t);
     Py_DECREF(t);
@@ -801,11 +1040,14 @@ static int batch_flush(Scan *st) {
     return r;
 }
 
-/* The open segment, closed and starting a new episode, goes into the batch with what was folded before it. */
-static void batch_add(Scan *st) {
-    Fold *f = &st->fold;
-    Batch *bt = &f->bat;
-    Ep e = {f->first, f->last, f->peak, f->rows, f->max_u, f->max_q, f->max_run, 0.0};
+/* g's open segment, closed and starting a new episode, goes into its batch with what was folded before it. */
+static int batch_add(Scan *st, OFold *g) {
+    Batch *bt = &g->bat;
+    Py_ssize_t keep = st->fold.keep;
+    if (!bt->cand && !(bt->cand = PyMem_Malloc((size_t)keep * sizeof(Ep)))) { PyErr_NoMemory(); return -1; }
+    Ep e = {g->first, g->last, g->peak, g->rows, g->max_u, g->max_q, g->max_run, 0.0};
+    e.first.t = row_t(st, &e.first);
+    e.last.t = row_t(st, &e.last);
     e.secs = ep_secs(&e);
     if (!bt->n) { bt->first = bt->top = e; bt->max_u = e.max_u; bt->max_q = e.max_q; }
     else if (e.max_u > bt->top.max_u || (e.max_u == bt->top.max_u && e.max_q > bt->top.max_q)) bt->top = e;
@@ -815,11 +1057,11 @@ static void batch_add(Scan *st) {
     bt->secs += e.secs;
     if (e.max_u > bt->max_u) bt->max_u = e.max_u;
     if (e.max_q > bt->max_q) bt->max_q = e.max_q;
-    bt->close_lone |= f->close_lone;
+    bt->close_lone |= g->close_lone;
     if (e.secs > bt->bar_s || (e.secs == bt->bar_s && e.rows > bt->bar_r)) {  /* may be one of the longest */
-        if (bt->ncand < bt->keep) {
+        if (bt->ncand < keep) {
             bt->cand[bt->ncand++] = e;
-            if (bt->ncand == bt->keep)
+            if (bt->ncand == keep)
                 for (Py_ssize_t i = bt->minpos = 0; i < bt->ncand; i++)
                     if (ep_longer(&bt->cand[bt->minpos], &bt->cand[i])) bt->minpos = i;
         } else if (ep_longer(&e, &bt->cand[bt->minpos])) {  /* the shortest of keep others is out */
@@ -828,76 +1070,92 @@ static void batch_add(Scan *st) {
                 if (ep_longer(&bt->cand[bt->minpos], &bt->cand[i])) bt->minpos = i;
         }
     }
-    for (Py_ssize_t k = 0; k < f->nev && bt->nev < FOLD_EVIDENCE; k++) bt->ev[bt->nev++] = f->ev[k];
-    if (f->all) {
-        if (!bt->all) { bt->all_first = f->all_first; bt->all_u = f->all_u; bt->all_q = f->all_q; }
-        bt->all += f->all;
-        bt->all_last = f->all_last;
-        if (f->all_u > bt->all_u) bt->all_u = f->all_u;
-        if (f->all_q > bt->all_q) bt->all_q = f->all_q;
+    for (Py_ssize_t k = 0; k < g->nev && bt->nev < FOLD_EVIDENCE; k++) bt->ev[bt->nev++] = g->ev[k];
+    if (g->all) {
+        if (!bt->all) { bt->all_first = g->all_first; bt->all_u = g->all_u; bt->all_q = g->all_q; }
+        bt->all += g->all;
+        bt->all_last = g->all_last;
+        if (g->all_u > bt->all_u) bt->all_u = g->all_u;
+        if (g->all_q > bt->all_q) bt->all_q = g->all_q;
     }
-    f->py_open = 0;
-    f->seg = f->closing = f->close_lone = 0;
-    f->all = 0;
-    f->nev = 0;
+    g->py_open = 0;
+    g->seg = g->closing = g->close_lone = 0;
+    g->all = 0;
+    g->nev = 0;
+    return 0;
 }
 
-/* Write out the open segment and what the folded rows since the last record add (kind 2):
- * (2, line index, key row start, key row end, (fresh, closed, close_lone, rows, first, last, peak, max_u, max_q,
- *  max_running, evidence, all, all_first, all_last, all_u, all_q)); rows are (line index, t, usage, queue, bytes). */
-static int fold_record(Scan *st, int closed) {
-    Fold *f = &st->fold;
-    if (closed && f->seg && f->seg_self && f->bat.on) { batch_add(st); return 0; }
-    if (batch_flush(st) < 0) return -1;
-    Py_ssize_t kb, ke, kl;
-    if (f->seg) { kb = f->first.bol; ke = f->first.eol; kl = f->first.ln; }
-    else if (f->all) { kb = f->all_first.bol; ke = f->all_first.eol; kl = f->all_first.ln; }
-    else {  /* a close alone: the row that closed */
-        kb = line_start(st->b, f->close_s);
-        ke = line_end(st->b, st->n, f->close_s);
-        kl = fold_line(st, kb);
-    }
-    PyObject *ev = PyTuple_New(f->seg ? f->nev : 0);
+/* Write out origin g's open segment and what its folded rows since its last record add (kind 2):
+ * (2, line index, key row start, key row end, (origin, (fresh, closed, close_lone, rows, first, last, peak, max_u,
+ *  max_q, max_running, evidence, all, all_first, all_last, all_u, all_q))); rows are (line index, t, usage, queue,
+ *  bytes). */
+static int fold_record(Scan *st, OFold *g, int closed) {
+    if (closed && g->seg && g->seg_self && st->fold.keep > 0) return batch_add(st, g);
+    if (batch_flush(st, g) < 0) return -1;
+    const FoldRow *key = g->seg ? &g->first : g->all ? &g->all_first : &g->close;  /* a close alone: its row */
+    PyObject *ev = PyTuple_New(g->seg ? g->nev : 0);
     if (!ev) return -1;
-    for (Py_ssize_t k = 0; f->seg && k < f->nev; k++) {
-        PyObject *r = fold_row(st, &f->ev[k], 1);
+    for (Py_ssize_t k = 0; g->seg && k < g->nev; k++) {
+        PyObject *r = fold_row(st, &g->ev[k], 1);
         if (!r) { Py_DECREF(ev); return -1; }
         PyTuple_SET_ITEM(ev, k, r);
     }
     PyObject *payload;
-    if (f->seg) {  /* a row that is first, last, peak or the first of all is one tuple (one Line in Python) */
-        PyObject *first = fold_row(st, &f->first, 1);
-        PyObject *last = !first || f->last.bol == f->first.bol ? Py_XNewRef(first) : fold_row(st, &f->last, 1);
-        PyObject *peak = !first || f->peak.bol == f->first.bol ? Py_XNewRef(first)
-                         : f->peak.bol == f->last.bol ? Py_XNewRef(last) : fold_row(st, &f->peak, 1);
-        PyObject *all_first = !f->all ? Py_NewRef(Py_None)
-                              : f->all_first.bol == f->first.bol ? Py_XNewRef(first) : fold_row(st, &f->all_first, 1);
-        payload = Py_BuildValue("(iiinNNNdddNnNNdd)", f->closing, closed, f->close_lone, f->rows, first, last, peak,
-                                f->max_u, f->max_q, f->max_run, ev, f->all, all_first,
-                                f->all ? fold_row(st, &f->all_last, 0) : Py_NewRef(Py_None), f->all_u, f->all_q);
+    if (g->seg) {  /* a row that is first, last, peak or the first of all is one tuple (one Line in Python) */
+        PyObject *first = fold_row(st, &g->first, 1);
+        PyObject *last = !first || g->last.bol == g->first.bol ? Py_XNewRef(first) : fold_row(st, &g->last, 1);
+        PyObject *peak = !first || g->peak.bol == g->first.bol ? Py_XNewRef(first)
+                         : g->peak.bol == g->last.bol ? Py_XNewRef(last) : fold_row(st, &g->peak, 1);
+        PyObject *all_first = !g->all ? Py_NewRef(Py_None)
+                              : g->all_first.bol == g->first.bol ? Py_XNewRef(first) : fold_row(st, &g->all_first, 1);
+        payload = Py_BuildValue("(iiinNNNdddNnNNdd)", g->closing, closed, g->close_lone, g->rows, first, last, peak,
+                                g->max_u, g->max_q, g->max_run, ev, g->all, all_first,
+                                g->all ? fold_row(st, &g->all_last, 0) : Py_NewRef(Py_None), g->all_u, g->all_q);
     } else
-        payload = Py_BuildValue("(iiinOOOdddNnNNdd)", f->closing, closed, f->close_lone, (Py_ssize_t)0, Py_None, Py_None,
-                                Py_None, -1.0, 0.0, 0.0, ev, f->all,
-                                f->all ? fold_row(st, &f->all_first, 1) : Py_NewRef(Py_None),
-                                f->all ? fold_row(st, &f->all_last, 0) : Py_NewRef(Py_None), f->all_u, f->all_q);
+        payload = Py_BuildValue("(iiinOOOdddNnNNdd)", g->closing, closed, g->close_lone, (Py_ssize_t)0, Py_None, Py_None,
+                                Py_None, -1.0, 0.0, 0.0, ev, g->all,
+                                g->all ? fold_row(st, &g->all_first, 1) : Py_NewRef(Py_None),
+                                g->all ? fold_row(st, &g->all_last, 0) : Py_NewRef(Py_None), g->all_u, g->all_q);
     if (!payload) return -1;
-    PyObject *t = Py_BuildValue("(innnN)", 2, kl, kb, ke, payload);
+    PyObject *t = Py_BuildValue("(innn(ON))", 2, key->ln, key->bol, key->eol, g->key, payload);
     if (!t) return -1;
     int r = PyList_Append(st->em.out, t);
     Py_DECREF(t);
-    f->py_open = f->seg && !closed ? 1 : (f->seg || f->closing ? 0 : f->py_open);
-    f->seg = f->closing = f->close_lone = 0;
-    f->all = 0;
-    f->nev = 0;
+    g->py_open = g->seg && !closed ? 1 : (g->seg || g->closing ? 0 : g->py_open);
+    g->seg = g->closing = g->close_lone = 0;
+    g->all = 0;
+    g->nev = 0;
     return r;
 }
 
-/* The engine had a row that is not a pressure row (markers at s): it ends the pressure episode. */
-static int fold_close(Scan *st, Py_ssize_t s) {
-    Fold *f = &st->fold;
-    if (f->seg) return fold_record(st, 1);
-    if (f->py_open && !f->closing) { f->closing = 1; f->close_s = s; }
+/* A row of origin g that is not a pressure row (its marker at s, line start bol, or -1 when not looked up) ends the
+ * engine's episode. */
+static int fold_close(Scan *st, OFold *g, Py_ssize_t s, Py_ssize_t bol) {
+    if (g->seg) return fold_record(st, g, 1);
+    if (g->py_open && !g->closing) {
+        if (bol < 0) bol = line_start(st->b, s);
+        FoldRow row = {fold_line(st, bol), bol, line_end(st->b, st->n, s), -1.0, -1.0, 0.0};
+        g->closing = 1;
+        g->close = row;
+    }
     return 0;
+}
+
+/* The quiet row pending since its marker at s is done. Its origin matters only where it may close a run: without
+ * origins=True it is looked up then (or to take the call's one origin), and a second origin sets F_MANY. */
+static int fold_quiet(Scan *st, Py_ssize_t s) {
+    Origins *o = &st->org;
+    Py_ssize_t k = st->fold.p_org;
+    if (k == ORG_UNKNOWN) {
+        OFold *g = o->n ? o->fold[0] : NULL;
+        if (g && !g->seg && !(g->py_open && !g->closing)) return 0;  /* nothing of the one origin to close */
+        Py_ssize_t bol = line_start(st->b, s);
+        k = origin_of(st, bol, s);
+        if (k == ORG_ERR) return -1;
+        if (k < 0) { st->flags |= F_MANY; return 0; }
+        return fold_close(st, o->fold[k], s, bol);
+    }
+    return k >= 0 ? fold_close(st, o->fold[k], s, -1) : 0;
 }
 
 /* The row pending since its marker is done: fold it (or note that a quiet row ended an episode). */
@@ -906,35 +1164,36 @@ static int fold_commit(Scan *st) {
     int kind = f->p_kind;
     f->p_kind = 0;
     if (kind == 0) return 0;
-    if (kind == 1) return fold_close(st, f->p_s);
+    if (kind == 1) return fold_quiet(st, f->p_s);
+    OFold *g = st->org.fold[f->p_org];
     FoldRow row = {fold_line(st, f->p_bol), f->p_bol, f->p_eol, f->p_t, f->p_u, f->p_q};
-    if (!f->all) { f->all_first = row; f->all_u = row.u; f->all_q = row.q; }
-    f->all++;
-    f->all_last = row;
-    if (row.u > f->all_u) f->all_u = row.u;
-    if (row.q > f->all_q) f->all_q = row.q;
-    f->close_lone = 1;
-    if (!f->p_pressed) return fold_close(st, f->p_s);
-    if (f->seg && row.ln - f->last.ln > f->gap && fold_record(st, 0) < 0) return -1;
-    if (!f->seg) {
-        f->seg = 1;
-        f->seg_self = f->closing || !f->py_open;
-        f->rows = 0;
-        f->first = f->peak = row;
-        f->max_u = row.u; f->max_q = row.q; f->max_run = f->p_run;
-        f->nev = 0;
+    if (!g->all) { g->all_first = row; g->all_u = row.u; g->all_q = row.q; }
+    g->all++;
+    g->all_last = row;
+    if (row.u > g->all_u) g->all_u = row.u;
+    if (row.q > g->all_q) g->all_q = row.q;
+    g->close_lone = 1;
+    if (!f->p_pressed) return fold_close(st, g, f->p_s, f->p_bol);
+    if (g->seg && row.ln - g->last.ln > f->gap && fold_record(st, g, 0) < 0) return -1;
+    if (!g->seg) {
+        g->seg = 1;
+        g->seg_self = g->closing || !g->py_open;
+        g->rows = 0;
+        g->first = g->peak = row;
+        g->max_u = row.u; g->max_q = row.q; g->max_run = f->p_run;
+        g->nev = 0;
     }
-    f->rows++;
-    f->last = row;
-    if (row.u > f->peak.u || (row.u == f->peak.u && row.q > f->peak.q)) f->peak = row;
-    if (row.u > f->max_u) f->max_u = row.u;
-    if (row.q > f->max_q) f->max_q = row.q;
-    if (f->p_run > f->max_run) f->max_run = f->p_run;
-    if (f->evidence > 0) { f->ev[f->nev++] = row; f->evidence--; }
+    g->rows++;
+    g->last = row;
+    if (row.u > g->peak.u || (row.u == g->peak.u && row.q > g->peak.q)) g->peak = row;
+    if (row.u > g->max_u) g->max_u = row.u;
+    if (row.q > g->max_q) g->max_q = row.q;
+    if (f->p_run > g->max_run) g->max_run = f->p_run;
+    if (g->evidence > 0) { g->ev[g->nev++] = row; g->evidence--; }
     return 0;
 }
 
-/* A usage value not plainly below 0.9 at s: 1 when its row is folded (plain, of the file's one engine), 0 when
+/* A usage value not plainly below 0.9 at s: 1 when its row is folded (plain, of an origin the call folds), 0 when
  * Python is to parse the line, -1 on error. */
 static int fold_high(Scan *st, Py_ssize_t s) {
     Fold *f = &st->fold;
@@ -944,7 +1203,13 @@ static int fold_high(Scan *st, Py_ssize_t s) {
     if (f->p_s < bol || f->p_s > s) return 0;  /* no counted marker before it on its line */
     if (f->p_kind == 2) return 1;  /* a second usage (mamba) on a row already folded */
     if (!fold_parse(st, f->p_s, f->p_mlen, bol, line_end(b, st->n, s))) return 0;
-    if (origin_of(&f->org, b, bol, f->p_s) != 0) st->flags |= F_MANY;  /* a second engine: this chunk is Python's */
+    if (f->p_org == ORG_UNKNOWN) {  /* without origins=True: the call's one origin */
+        Py_ssize_t k = origin_of(st, bol, f->p_s);
+        if (k == ORG_ERR) return -1;
+        if (k == ORG_FULL) st->flags |= F_MANY;  /* a second engine: Python scans the chunk again, per origin */
+        if (k < 0) return 0;
+        f->p_org = k;
+    }
     f->p_kind = 2;
     if (st->last_sample == bol) {  /* sampled: for the timeline only (kind 3) */
         Py_ssize_t k = PyList_GET_SIZE(st->em.out) - 1;
@@ -958,14 +1223,41 @@ static int fold_high(Scan *st, Py_ssize_t s) {
     return 1;
 }
 
-/* Before a line is returned to Python: the rows before it are written out. */
+/* Before a line is returned to Python: every origin's rows before it are written out. A candidate line (pending)
+ * with a usage not plainly below 0.9 (a `usage: ` needle among its ids) may be a row that opens a pressure episode
+ * in Python: of its origin's engine, or of any when Python may read its origin otherwise; a second origin where the
+ * call takes one sets F_MANY. Other lines (and sampled rows, all quiet) open none. */
 static int fold_flush(Scan *st) {
     Fold *f = &st->fold;
     if (!f->on) return 0;
-    if (fold_commit(st) < 0 || batch_flush(st) < 0) return -1;
-    if ((f->seg || f->closing || f->all) && fold_record(st, 0) < 0) return -1;
-    f->py_open = 1;  /* the line may be a row Python adds */
+    if (fold_commit(st) < 0) return -1;
+    Origins *o = &st->org;
+    for (Py_ssize_t i = 0; i < o->n; i++) {
+        OFold *g = o->fold[i];
+        if (batch_flush(st, g) < 0) return -1;
+        if ((g->seg || g->closing || g->all) && fold_record(st, g, 0) < 0) return -1;
+    }
+    int opens = 0;
+    for (Py_ssize_t k = 0; st->c_bol >= 0 && k < st->nids && !opens; k++) opens = st->m->nd[st->ids[k]].kind == K_USAGE;
+    if (opens) {
+        Py_ssize_t i = origin_of(st, st->c_bol, st->c_eol);
+        if (i == ORG_ERR) return -1;
+        if (i == ORG_FULL) st->flags |= F_MANY;
+        for (Py_ssize_t j = 0; j < o->n; j++)
+            if (i < 0 || j == i) o->fold[j]->py_open = 1;
+    }
     return 0;
+}
+
+/* The fold states of the call's origins, freed. */
+static void ofolds_free(Scan *st) {
+    for (Py_ssize_t i = 0; i < MAX_ORIGINS; i++) {
+        OFold *g = st->org.fold[i];
+        if (!g) continue;
+        PyMem_Free(g->bat.cand);
+        Py_XDECREF(g->key);
+        PyMem_Free(g);
+    }
 }
 
 
@@ -1095,13 +1387,16 @@ static ALWAYS_INLINE int found(Scan *st, int32_t e, Py_ssize_t s) {
             st->last_mark = s;
             st->last_mark_id = id;
             if (st->fold.on && fold_commit(st) < 0) return -1;  /* the row before is done */
+            Py_ssize_t o = ORG_UNKNOWN;
             if (st->origins) {  /* which engine's row: find its line start and origin */
-                Py_ssize_t bol = line_start(b, s), o = origin_of(&st->org, b, bol, s);
-                if (o < 0) st->flags |= F_MANY;
-                else st->org.count[o]++;
-                st->last_mark_origin = o;
+                o = origin_of(st, line_start(b, s), s);
+                if (o == ORG_ERR) return -1;
+                if (o == ORG_FULL) st->flags |= F_MANY;
+                else if (o >= 0) st->org.count[o]++;
             }
-            if (s >= st->next_sample) {
+            st->last_mark_origin = o;
+            if (o == ORG_ODD) cand = 1;  /* Python reads which engine's row it is */
+            else if (s >= st->next_sample) {
                 Py_ssize_t bol = line_start(b, s);
                 if (b[bol] == '(') st->flags |= F_RAY;  /* a Ray actor prefix: the row's engine is its pid */
                 if (b[bol] == ' ' || b[bol] == '\t') cand = 1;  /* may be traceback context */
@@ -1111,10 +1406,11 @@ static ALWAYS_INLINE int found(Scan *st, int32_t e, Py_ssize_t s) {
                     st->next_sample = bol + st->step;
                 }
             }
-            if (st->fold.on) {  /* quiet until its usage says otherwise */
+            if (st->fold.on && o != ORG_ODD && o != ORG_FULL) {  /* quiet until its usage says otherwise */
                 st->fold.p_kind = 1;
                 st->fold.p_s = s;
                 st->fold.p_mlen = nd->len;
+                st->fold.p_org = o;
             }
         }
     } else if (nd->kind == K_USAGE) {
@@ -1365,15 +1661,16 @@ TARGET_AVX512 static int run_avx512(Scan *st) {
 #endif
 
 /* scan(matcher, buffer, next_sample, step, origins=False, gap=0, evidence=0, keep=0, bar_s=-1, bar_r=-1,
- *      family=None, shapes=None)
+ *      family=None, bars=None, shapes=None)
  *   -> (lines, flags, quiet_stats, next_sample, [(kind, line_index, start, end, ids), ...], per_origin)
  * per_origin: None, or with origins=True {origin bytes: quiet stats rows} (see Origins).
  * kind 0: candidate line, ids = tuple of the needle indices found in it; kind 1: sampled stats line;
- * with gap > 0 (and origins=False) high-usage rows are folded (see Fold): kind 2, a record (ids = its payload,
+ * with gap > 0 high-usage rows are folded per origin (see Fold): kind 2, a record (ids = (origin bytes, payload),
  * start/end = a row of its engine); kind 3, a folded row sampled for the timeline. With keep > 0, closed episodes
- * in a row are handed over as one record (see Batch): kind 4; bar_s, bar_r: see Batch. family: None or (text without
- * digit runs, needle indices, last line index, gap, count run): see Family; kind 5. shapes: None or what shapes()
- * made: lines of those shapes become rows of columns (see Columns); kind 6.
+ * of an engine in a row are handed over as one record (see Batch): kind 4; bars: None or {origin bytes: (seconds,
+ * rows)}, the bar of each origin it names, (bar_s, bar_r) that of the others (see Batch). family: None or (text
+ * without digit runs, needle indices, last line index, gap, count run): see Family; kind 5. shapes: None or
+ * what shapes() made: lines of those shapes become rows of columns (see Columns); kind 6.
  * line_index counts newlines before the line (0 for the buffer's first line). */
 static PyObject *scan_with(PyObject *args, int loop) {
     PyObject *cap;
@@ -1382,9 +1679,14 @@ static PyObject *scan_with(PyObject *args, int loop) {
     int origins = 0;
     Py_ssize_t gap = 0, evidence = 0, keep = 0, bar_r = -1;
     double bar_s = -1.0;
-    PyObject *family = Py_None, *shape_set = Py_None;
-    if (!PyArg_ParseTuple(args, "Oy*nn|pnnndnOO", &cap, &view, &next_sample, &step, &origins, &gap, &evidence, &keep,
-                          &bar_s, &bar_r, &family, &shape_set)) return NULL;
+    PyObject *family = Py_None, *bars = Py_None, *shape_set = Py_None;
+    if (!PyArg_ParseTuple(args, "Oy*nn|pnnndnOOO", &cap, &view, &next_sample, &step, &origins, &gap, &evidence, &keep,
+                          &bar_s, &bar_r, &family, &bars, &shape_set)) return NULL;
+    if (bars != Py_None && !PyDict_Check(bars)) {
+        PyBuffer_Release(&view);
+        PyErr_SetString(PyExc_TypeError, "bars must be None or a dict");
+        return NULL;
+    }
     Py_buffer fam_text = {0};
     PyObject *fam_ids = NULL;
     Py_ssize_t fam_until = 0, fam_gap = 0, fam_run = -1;
@@ -1411,18 +1713,14 @@ static PyObject *scan_with(PyObject *args, int loop) {
         fm->run = fam_run;
         if (PyErr_Occurred()) goto fail;
     }
-    st->fold.on = gap > 0 && !origins;
+    st->org.cap = origins ? MAX_ORIGINS : 1;
+    st->fold.on = gap > 0;
     st->fold.gap = gap;
     st->fold.evidence = evidence < FOLD_EVIDENCE ? evidence : FOLD_EVIDENCE;
-    st->fold.py_open = 1;  /* Python may hold an episode from the chunk before */
-    if (st->fold.on && keep > 0) {
-        st->fold.bat.cand = PyMem_Malloc((size_t)keep * sizeof(Ep));
-        if (!st->fold.bat.cand) { PyErr_NoMemory(); goto fail; }
-        st->fold.bat.on = 1;
-        st->fold.bat.keep = keep;
-        st->fold.bat.bar_s = bar_s;
-        st->fold.bat.bar_r = bar_r;
-    }
+    st->fold.keep = keep > 0 ? keep : 0;
+    st->fold.bar_s = bar_s;
+    st->fold.bar_r = bar_r;
+    st->fold.bars = bars;
     st->m = m;
     st->b = view.buf;
     st->n = view.len;
@@ -1462,7 +1760,7 @@ static PyObject *scan_with(PyObject *args, int loop) {
     cols_free(st->cols);
     if (fam_ids) PyBuffer_Release(&fam_text);
     if (st->ids != st->ids_local) PyMem_Free(st->ids);
-    PyMem_Free(st->fold.bat.cand);
+    ofolds_free(st);
     PyObject *per_origin = Py_None;
     Py_INCREF(per_origin);
     if (!err && origins) {  /* {origin bytes: quiet rows} */
@@ -1488,7 +1786,7 @@ fail:
     PyBuffer_Release(&view);
     if (fam_ids) PyBuffer_Release(&fam_text);
     cols_free(st->cols);
-    PyMem_Free(st->fold.bat.cand);
+    ofolds_free(st);
     PyMem_Free(st);
     return NULL;
 }
@@ -1552,6 +1850,7 @@ static struct PyModuleDef module = {
 PyMODINIT_FUNC PyInit__linescan(void) {
     PyObject *mod = PyModule_Create(&module);
     if (!mod) return NULL;
+    ray_class_init();
 #if HAVE_AVX2_PATH
     __builtin_cpu_init();
     path_ok[P_AVX2] = __builtin_cpu_supports("avx2");

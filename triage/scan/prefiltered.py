@@ -9,10 +9,11 @@ compiler is available) reads each 4 MiB chunk of bytes once and returns only:
 - records of the plain high-usage rows it folded (K_FOLD): runs of pressure rows and the rows that end
   them, in line order with the other lines, which EngineStats.fold applies as if each row had been
   added (so pressure rows, episodes and saturation counts stay exact, and a saturated pool costs a
-  record per episode, not a Python call per row). Only in a file of one engine: where the C side counts rows
-  per origin (a Ray driver log, DP-attention groups) those rows are parsed in Python as before;
+  record per episode, not a Python call per row). Each record names its origin (Ray pid + DP tag: the engine
+  timeline, RowOwners.key_of): the rows of several engines in one file (a Ray driver log, DP-attention groups)
+  fold apart, each into its own episodes;
 - batches of closed pressure episodes (K_BATCH: totals, evidence, and the episodes Python may keep, those
-  that beat the longest it already has, Bars), where a pool flips in and out of pressure row after row;
+  that beat the longest its engine already has, Bars), where a pool flips in and out of pressure row after row;
 - counts of the candidate lines of one family (K_FAMILY): in one process, the C side is told before each chunk
   which line the parser kept last (origins.Families.native) and counts the lines of its family, so a storm of
   `Retract requests` lines costs a count, not a Python call per line;
@@ -27,7 +28,8 @@ compiler is available) reads each 4 MiB chunk of bytes once and returns only:
 Colour codes and NUL bytes are removed from a chunk's bytes (as read.normalise would) and the chunk is
 scanned again. When one file holds the stats rows of several engines (a Ray driver log with actor
 prefixes, DP-attention groups), the C side counts the rows it skips per origin, so each engine's row
-count stays exact (RowOwners). A chunk the prefilter cannot vouch for (`\\r` redraws, more than 64 origins) is
+count stays exact (RowOwners); a chunk of a file read as one engine's that turns out to hold a second one is scanned
+again that way. A chunk the prefilter cannot vouch for (`\\r` redraws, more than 64 origins) is
 decoded and scanned by the pure-Python path, line for line, so behaviour never depends on which path ran.
 Without the C helper, `native.available()` is False and scanner.py uses the Python path only. This module drives
 the C helper (its interface: native.py) for a scanner it knows only as a filescan.LineScanner, into a FileScan.
@@ -105,24 +107,34 @@ class _Prepend:
 
 
 class RowOwners:
-    """Which engine timelines the stats rows the C side skips (counts, does not return) belong to.
+    """Which engine timelines the stats rows the C side skips (counts, does not return) and folds belong to.
 
     A file of one engine (the usual case) needs nothing more: they belong to the timeline its sampled rows
-    go to. When a file holds several engines, the C side counts them per origin (Ray prefix + DP tag),
-    which costs a look at each row's line start; that mode starts when the head shows several origins, or
-    when a chunk's sampled rows do (that chunk's count is split in proportion to its sampled rows)."""
+    go to. When a file holds several engines, the C side counts them per origin (Ray pid + DP tag),
+    which costs a look at each row's line start; that mode starts when the head shows several origins, when a
+    chunk's sampled rows do (that chunk's count is split in proportion to its sampled rows), or when the C side
+    meets a second origin among the rows it folds (it says F_MANY, and the chunk is scanned again per origin).
+    Fold records name their origin (`key_of`)."""
 
     def __init__(self, file: str, head: bytes):
         self.file = file
         self.per_origin = several_origins(head[:ORIGIN_SAMPLE])
         self.key = ""  # the timeline of the rows so far, while there is one
+        self.keys: dict[bytes, str] = {}  # origin -> timeline, of the origins seen
+
+    def key_of(self, origin: bytes) -> str:
+        """The engine timeline of an origin the C side names."""
+        key = self.keys.get(origin)
+        if key is None:
+            key = self.keys[origin] = origin_key(self.file, origin)
+        return key
 
     def skips(self, quiet: int, per_origin: dict[bytes, int] | None, sampled: Counter[str]) -> dict[str, int]:
         """The rows of a chunk the C side counted but did not return, per engine timeline."""
         counts: Counter[str] = Counter()
         if per_origin is not None:
             for origin, n in per_origin.items():
-                counts[origin_key(self.file, origin)] += n
+                counts[self.key_of(origin)] += n
         elif len(sampled) > 1 or (sampled and self.key and self.key not in sampled):
             self.per_origin = True
             unsampled = quiet - sum(sampled.values())
@@ -145,6 +157,11 @@ class Bars:
     def bar(self, key: str) -> tuple[float, int]:
         heap = self.heaps.get(key, [])
         return heap[0] if len(heap) >= KEEP_EPISODES else (-1.0, -1)
+
+    def of_origins(self, owners: RowOwners) -> dict[bytes, tuple[float, int]]:
+        """The bars of the origins seen (by the origin the C side names), those that have one."""
+        return {origin: self.heaps[key][0] for origin, key in owners.keys.items()
+                if len(self.heaps.get(key, ())) >= KEEP_EPISODES}
 
     def saw(self, key: str, episodes: Iterable[tuple[Any, ...]]) -> None:
         heap = self.heaps.setdefault(key, [])
@@ -237,7 +254,7 @@ def read_chunks(needles: Needles, lf: LogFile, stream: BinaryIO, progress: Progr
     lines = 0
     matcher = None
     owners: RowOwners | None = None
-    bars, bar_key = Bars(), ""  # the timeline folded rows went to last
+    bars = Bars()
     while True:
         n = stream.readinto(mv[have:have + CHUNK]) or 0  # type: ignore[attr-defined]
         if progress is not None and not lf.compression:
@@ -260,37 +277,30 @@ def read_chunks(needles: Needles, lf: LogFile, stream: BinaryIO, progress: Progr
         raw = mv[:cut]
         chunk: Any = raw
         at = max(0, next_sample - offset)
-        bar = bars.bar(bar_key)
         fam = family(lines) if family is not None else None
         cols = shapes.armed if shapes is not None else None
-        args = (matcher, chunk, at, step, owners.per_origin, ROW_GAP, KEEP_PRESSURE_LINES, KEEP_EPISODES, *bar, fam,
-                cols)
+        args = [matcher, chunk, at, step, owners.per_origin, ROW_GAP, KEEP_PRESSURE_LINES, KEEP_EPISODES, -1.0, -1, fam,
+                bars.of_origins(owners), cols]
         nl, flags, quiet, ns, hits, per_origin = _linescan.scan(*args)
         if flags & (F_ESC | F_NUL) and not flags & F_CR:  # colour codes (Ray colours its prefixes), NULs
-            chunk = memoryview(ANSI_BYTES.sub(b"", chunk).replace(b"\x00", b""))  # what read.normalise removes
-            cols = None  # rows are read back from the file by their offsets: not in a cleaned chunk
-            args = (*args[:-1], cols)
-            nl, flags, quiet, ns, hits, per_origin = _linescan.scan(matcher, chunk, *args[2:])
+            chunk = args[1] = memoryview(ANSI_BYTES.sub(b"", chunk).replace(b"\x00", b""))  # what normalise removes
+            args[-1] = None  # rows are read back from the file by their offsets: not in a cleaned chunk
+            nl, flags, quiet, ns, hits, per_origin = _linescan.scan(*args)
             flags &= ~(F_ESC | F_NUL)  # an ESC left over is text as the line-for-line reader sees it too
-        batch = next((h for h in hits if h[0] == K_BATCH), None)
-        if batch is not None and not flags & ~F_RAY:
-            key = row_key(lf.rel, chunk[batch[2]:batch[3]])
-            if key != bar_key and bar != (-1.0, -1):  # another engine's rows than the bar was for: none held back
-                nl, flags, quiet, ns, hits, per_origin = _linescan.scan(matcher, chunk, *args[2:-4], -1.0, -1, fam,
-                                                                         cols)
-            bar_key = key
-            bars.saw(key, (ep for h in hits if h[0] == K_BATCH for ep in h[4][6]))
+        if flags & F_MANY and not flags & F_CR and not owners.per_origin:  # rows of a second engine: per origin now
+            owners.per_origin = args[4] = True
+            nl, flags, quiet, ns, hits, per_origin = _linescan.scan(*args)
+            flags &= ~(F_ESC | F_NUL)
         if flags & ~F_RAY:  # `\r` redraws, or more engines than the C side keeps apart
-            if flags & F_MANY:  # folded rows of several engines: count per origin from now on
-                owners.per_origin = True
             yield Chunk(lines, chunk, [], True, {})
         else:
             next_sample = offset + cut + ns - len(chunk)  # ns counts in the (maybe cleaned) chunk
-            folded = ""  # the C side folds one engine's rows (a second one makes it F_MANY): one key a chunk
             for i, (kind, rel, start, stop, ids) in enumerate(hits):  # a row's timeline, for RowOwners and the fold
                 if kind in (K_FOLD, K_BATCH):
-                    folded = folded or row_key(lf.rel, chunk[start:stop])
-                    hits[i] = (kind, rel, start, stop, (folded, ids))
+                    key = owners.key_of(ids[0])
+                    hits[i] = (kind, rel, start, stop, (key, ids[1]))
+                    if kind == K_BATCH:
+                        bars.saw(key, ids[1][6])
                 elif kind == K_COLS:
                     hits[i] = (kind, rel, start, stop, (offset, ids))  # where the chunk starts in the file
                 elif kind not in (K_CAND, K_FAMILY):
@@ -446,13 +456,9 @@ def _stats_row(lf: LogFile, lineno: int, text: str, key: str, res: FileResult, f
 
 
 def origin_key(file: str, origin: bytes) -> str:
-    """The engine timeline of a stats-row origin the C side counted: its Ray prefix and DP tag."""
-    text = origin.decode("utf-8", "replace")
-    m = RAY_PREFIX.match(text)
-    pid = (m.group("pid") or "") if m else ""
-    dp = text[m.end():].strip() if m else text.strip()
-    key = file + (f" pid={pid}" if pid else "")
-    return f"{key} {dp}" if dp.startswith("DP") else key
+    """The engine timeline of a stats-row origin the C side names (_linescan.c, Origins): `pid=N` of its Ray prefix,
+    a blank, its DP tag (either may be missing), as engine_key writes them after the file."""
+    return f"{file} {origin.decode('ascii')}" if origin else file
 
 
 def _python_chunk(scanner: LineScanner, fs: FileScan, text: str, base: int) -> None:
