@@ -362,3 +362,26 @@ def test_shapes_learnt_in_one_file_serve_the_next_and_small_files_learn_none(
     assert any(f"train-rank-1.log:{nan_line}" in ev for _, _, ev in findings(fast))
     small = discover([str(tmp_path / "train-rank-2.log")])[0][0]
     assert small.size < fastscan.COLUMNS_FROM and fastscan.shapes_for(Scanner(LIB), small) is None
+
+
+def test_the_runs_store_takes_rows_in_bulk(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """In a run (analyze), this process's files put their records into one run-level store (scan/series.py); rows of
+    registered shapes must go into it whole (MetricStore.add_rows), not as one event each: that is the whole gain of
+    the columns (a 73 MB trainer log: 2.9 s with an event a record, 0.5 s in bulk)."""
+    write(tmp_path, slime_log(3000, seed=7, nan_at=2500))
+    from triage.parsers.series_store import MetricStore
+
+    singles: list[int] = []
+    real_add = MetricStore.add
+
+    def add(self: Any, ev: Any) -> None:
+        singles.append(1)
+        real_add(self, ev)
+
+    monkeypatch.setattr(MetricStore, "add", add)
+    rows = counting_rows(monkeypatch)
+    fast = report_json(tmp_path, monkeypatch, True)
+    assert sum(rows) > 0.95 * 3000 * 7
+    assert len(singles) < 0.05 * 3 * 3000  # the first line of each shape, the NaN record and the like
+    singles.clear()
+    assert fast == report_json(tmp_path, monkeypatch, False)

@@ -18,7 +18,7 @@ import os
 
 from triage.model import Event
 from triage.parsers.metrics import Records, StoredRecords, TimerStore
-from triage.parsers.series_store import MetricStore
+from triage.parsers.series_store import MetricStore, Rows
 
 
 class RunSeries:
@@ -51,8 +51,9 @@ class JoinedRecords(StoredRecords):
     close() adds no event; `last` is the line of the file's last record (0: none)."""
 
     def __init__(self, store: MetricStore) -> None:
-        Records.__init__(self, _Into(store))  # not a method of its own: that would be a reference cycle, which only
-        self.store = store  # the cyclic collector (off during an analysis) frees, keeping the run's store alive
+        into = _Into(store)  # not a method of its own: that would be a reference cycle, which only the cyclic
+        Records.__init__(self, into, into.rows)  # collector (off during an analysis) frees, keeping the run's store
+        self.store = store  # alive; rows of registered shapes (scan/columns.py) go in whole, as into a file's store
         self.events = []
 
     @property
@@ -75,3 +76,10 @@ class _Into:
     def __call__(self, ev: Event) -> None:
         self.last = ev.line.lineno
         self.store.add(ev)
+
+    def rows(self, rows: Rows) -> None:
+        """A write-out of rows (the records of registered line shapes), in bulk, as MetricStore.add_rows takes it."""
+        if rows.n:
+            part, i = rows.locate(rows.n - 1)
+            self.last = max(self.last, part.lineno(i))
+            self.store.add_rows(rows)
