@@ -314,6 +314,9 @@ def _dataset_joined(out: Any, ev: Event) -> None:
 
 
 WINDOW = 256  # records still open to joins (a verl fragment, a MILES duplicate print, a broken dict's next line)
+BULK_MIN = 32  # rows of a write-out below which they go to the store one record each: a store's bulk path costs a
+# pass over every series per call (~0.5 ms), more than a few records' own adds (~30 us each); a Ray driver log, whose
+# trainer lines come in blocks of a few between other processes' lines, makes many such small write-outs
 SEEN = 8192  # (framework, tag, step) of records already passed on: a later duplicate print is dropped
 STEP_LIMIT = 1 << 53  # steps below it (whole numbers a double holds exactly) make int keys (Records._key)
 
@@ -466,7 +469,7 @@ class Records:
         if type(item) is Rows:
             self.open -= item.n
             item.passed = True
-            if self.sink_rows is not None:
+            if self.sink_rows is not None and item.n >= BULK_MIN:
                 self.sink_rows(item)
             else:
                 for k in range(item.n):
