@@ -34,11 +34,8 @@ def scan_text(text: str, scanner: Scanner | None = None) -> Any:
     return (scanner or Scanner(LIB)).scan(lf, read_text(text.encode()))
 
 
-def test_a_storm_of_near_identical_ooms_tests_each_line_once_per_near_regex(monkeypatch: pytest.MonkeyPatch) -> None:
-    # 3 traceback lines, then 600 OOM lines differing in their numbers: each OOM line's window (60 before, 25 after)
-    # holds up to 85 other lines; the rules' near / not_near regexes must each read a line at most once.
-    n = 600
-    text = "\n".join(TRACEBACK + [oom(i) for i in range(n)]) + "\n"
+def counting_near_tests(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
+    """How many times each near / not_near regex is asked about a line, from now on."""
     calls: Counter[str] = Counter()
     real = Scanner._tester
 
@@ -47,6 +44,15 @@ def test_a_storm_of_near_identical_ooms_tests_each_line_once_per_near_regex(monk
         return lambda line: (calls.update([pattern.pattern]), test(line))[1]
 
     monkeypatch.setattr(Scanner, "_tester", counting)
+    return calls
+
+
+def test_a_storm_of_near_identical_ooms_tests_each_line_once_per_near_regex(monkeypatch: pytest.MonkeyPatch) -> None:
+    # 3 traceback lines, then 600 OOM lines differing in their numbers: each OOM line's window (60 before, 25 after)
+    # holds up to 85 other lines; the rules' near / not_near regexes must each read a line at most once.
+    n = 600
+    text = "\n".join(TRACEBACK + [oom(i) for i in range(n)]) + "\n"
+    calls = counting_near_tests(monkeypatch)
     res = scan_text(text)
     assert calls, "no near / not_near regex was asked"
     assert max(calls.values()) <= n + len(TRACEBACK)  # once per context line, not once per line and window
@@ -62,14 +68,7 @@ def test_the_same_message_again_and_again_is_tested_once(monkeypatch: pytest.Mon
     # a traceback printed 200 times (a crash loop): identical messages share one answer per test
     block = TRACEBACK + [oom(0), "retrying the step"]
     text = "\n".join(block * 200) + "\n"
-    calls: Counter[str] = Counter()
-    real = Scanner._tester
-
-    def counting(self: Scanner, pattern: Any) -> Any:
-        test = real(self, pattern)
-        return lambda line: (calls.update([pattern.pattern]), test(line))[1]
-
-    monkeypatch.setattr(Scanner, "_tester", counting)
+    calls = counting_near_tests(monkeypatch)
     res = scan_text(text)
     assert max(calls.values()) <= len(block)
     assert Counter(h.rule for h in res.hits) == {"trainer.oom-backward": 200}
