@@ -46,6 +46,37 @@ def test_a_changed_rule_file_is_read_again(cache: Path, tmp_path: Path) -> None:
     assert load_library([user]).rule("user.my-rule").title == "My 0ther failure"  # same size, same instant
 
 
+def test_two_rule_folders_used_in_turn_both_stay_cached(cache: Path, tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two installs or rule folders read in turn must not evict each other's entries (each run re-parsing)."""
+    folders = []
+    for name in ("a", "b"):
+        folder = tmp_path / name
+        folder.mkdir()
+        (folder / "mine.yaml").write_text(USER_RULE, encoding="utf-8")
+        folders.append(folder)
+    load_library([folders[0]])
+    load_library([folders[1]])
+    monkeypatch.delitem(sys.modules, "yaml", raising=False)
+    assert load_library([folders[0]]).rule("user.my-rule").title == "My failure"
+    assert "yaml" not in sys.modules  # folder a's entry survived folder b's run
+    keys = json.loads(cache.read_text(encoding="utf-8"))["files"]
+    assert {str(f.resolve() / "mine.yaml") for f in folders} <= keys.keys()
+
+
+def test_the_cache_keeps_a_bounded_number_of_other_entries(cache: Path, tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(library_cache, "KEEP_OTHERS", 3)
+    for i in range(6):
+        folder = tmp_path / f"rules{i}"
+        folder.mkdir()
+        (folder / "mine.yaml").write_text(USER_RULE, encoding="utf-8")
+        load_library([folder])
+    keys = json.loads(cache.read_text(encoding="utf-8"))["files"].keys()
+    users = [k for k in keys if k.endswith("mine.yaml")]
+    assert sorted(Path(k).parent.name for k in users) == ["rules2", "rules3", "rules4", "rules5"]  # newest kept
+
+
 def test_a_damaged_cache_is_rebuilt(cache: Path) -> None:
     cache.parent.mkdir(parents=True)
     cache.write_text('{"format": 1, "files": {', encoding="utf-8")

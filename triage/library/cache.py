@@ -34,6 +34,7 @@ from triage import __version__
 from triage.safe_load import read_regular
 
 FORMAT = 3
+KEEP_OTHERS = 256  # entries of files not read this time (another checkout, venv or --patterns folder) kept
 
 
 def cache_file() -> Path | None:
@@ -55,12 +56,16 @@ def _digest(source: str, text: str) -> str:
     return hashlib.sha256(f"{FORMAT}\0{__version__}\0{source}\0{text}".encode()).hexdigest()
 
 
+def _well_formed(entry: Any) -> bool:
+    return isinstance(entry, dict) and all(isinstance(entry.get(k), str) for k in ("sha256", "digest", "json"))
+
+
 class YamlCache:
     def __init__(self, where: Path | None = None, trust: bool = True) -> None:
         """The cache at `where` (default: `cache_file()`); with trust=False nothing is read from it, only written."""
         self.where = where if where is not None else cache_file()
         self.old: dict[str, Any] = {}
-        self.used: dict[str, Any] = {}  # the entries of the files read this time: what is saved
+        self.used: dict[str, Any] = {}  # the entries of the files read this time
         self.changed = False
         self.hits = 0  # files whose data came from the cache (a load that fails on them is retried without it)
         if self.where is not None and trust:
@@ -108,8 +113,14 @@ class YamlCache:
         return data
 
     def save(self) -> None:
-        if self.where is None or not (self.changed or self.used.keys() != self.old.keys()):
+        if self.where is None or not self.changed:
             return
+        # Entries of files other runs read stay (up to KEEP_OTHERS, newest first): two installs of triage, or
+        # two rule folders, would otherwise evict each other's entries on every run. Keys are contents hashes,
+        # so an old entry is never trusted for bytes it was not made from.
+        others = [(k, v) for k, v in reversed(list(self.old.items()))
+                  if k not in self.used and _well_formed(v)][:KEEP_OTHERS]
+        files = dict(reversed(others)) | self.used  # insertion order: oldest first, this run's last
         folder = self.where.parent
         tmp = None
         try:
@@ -117,7 +128,7 @@ class YamlCache:
             # mkstemp: a random name opened with O_CREAT | O_EXCL (and mode 0600), so nothing planted is followed
             fd, tmp = tempfile.mkstemp(prefix=f".{self.where.name}.", suffix=".tmp", dir=folder)
             with os.fdopen(fd, "w", encoding="utf-8") as out:
-                json.dump({"format": FORMAT, "version": __version__, "files": self.used}, out)
+                json.dump({"format": FORMAT, "version": __version__, "files": files}, out)
             os.replace(tmp, self.where)  # readers see the old file or the new one, never half of one
         except OSError:
             if tmp is not None:
