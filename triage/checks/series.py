@@ -109,7 +109,10 @@ def rewards_all_zero(params: dict[str, Any], run: Run) -> list[CheckResult]:
 
 def policy_collapse(params: dict[str, Any], run: Run) -> list[CheckResult]:
     """The last `min_steps` records: reward constant, and the response length and the entropy each collapsed
-    (at most `ratio` of their median over the earlier records, or constant length / near-zero entropy)."""
+    (at most `ratio` of their median over the earlier records or over the run's first `min_steps` records, or
+    near-zero entropy). The first records count on their own: a policy that collapsed early and stayed collapsed
+    for hundreds of steps has a collapsed median (real-extra 714: verl, 1,760-token responses for a few steps,
+    then one token for 250 steps)."""
     min_steps = int(params.get("min_steps", 5))
     ratio = float(params.get("ratio", 0.25))
     rewards = run.canon("reward")  # the last records are always in view (series_store.TAIL)
@@ -127,7 +130,10 @@ def policy_collapse(params: dict[str, Any], run: Run) -> list[CheckResult]:
         i = next((j for j, p in enumerate(series) if p[0] is start), None)
         if i is None or i < 2:
             continue
-        early = median(v for _, v, _ in series[:i] if math.isfinite(v))
+        before = [v for _, v, _ in series[:i] if math.isfinite(v)]
+        if not before:
+            return []
+        early = max(median(before), median(before[:min_steps]))
         late = [v for _, v, _ in series[i:]]
         if early > 0 and (max(late) <= ratio * early or (name == "entropy" and max(late) <= floor)):
             collapsed += 1
@@ -162,14 +168,20 @@ def no_eos(params: dict[str, Any], run: Run) -> list[CheckResult]:
 
 def mean_length_at_cap(params: dict[str, Any], run: Run) -> list[CheckResult]:
     """The mean response length is at least `min_share` of the cap in at least `min_steps` records (the cap as
-    configured, else the step's longest response): nearly every response was cut."""
+    configured, else the step's longest response when it is the run's longest: a step whose responses are all one
+    token long, in a run whose responses reached 8,096, collapsed; it was not cut at a cap): nearly every response
+    was cut."""
     share = float(params.get("min_share", 0.95))
     cap = _cap(run)
     longest = {id(ev): v for ev, v, _ in run.canon("response_length_max")}
+    s_max = run.canon_summary("response_length_max")
+    run_longest = s_max.hi[1] if s_max is not None and s_max.hi is not None else 0.0
     hits: list[tuple[Point, float, str]] = []
     means = run.canon("response_length")
     for p in means:
         limit, source = (float(cap[0]), cap[1]) if cap else (longest.get(id(p[0])) or 0.0, "the longest response")
+        if not cap and limit < share * run_longest:
+            continue  # this step's longest response is far below the run's: not a cap
         if limit > 0 and math.isfinite(p[1]) and p[1] >= share * limit:
             hits.append((p, limit, source))
     s = run.canon_summary("response_length")

@@ -2,6 +2,7 @@
 
 - `startup_phase_slow`: one phase (weight load, compile, graph capture, engine init) over an absolute threshold.
 - `startup_not_ready`: a launcher's readiness deadline fired; names the phase the engine was in or spent longest on.
+- `startup_abandoned`: no deadline line, but the run never got past a slow startup: the engine's log stops inside it.
 - `startup_summary`: the startup durations per phase, as information (healthy runs included).
 - `first_step_slow`: the first step several times the warm median, with the timed startup phases set apart; not
   when the warm steps are fast because the responses collapsed (that is a run-health finding, not a cold start).
@@ -245,6 +246,61 @@ def startup_not_ready(params: dict[str, Any], run: Run) -> list[CheckResult]:
     if timeouts[-1] is not timeouts[0]:
         evidence.append(timeouts[-1].line)
     return [CheckResult(evidence=evidence, count=len(timeouts), numbers=numbers)]
+
+
+# Facts an engine logs while it starts (server arguments, the KV pools it allocates): not a sign it got further.
+STARTUP_FACTS = {"startup", "settings", "config", "capacity", "kv_pool", "mamba_pool", "swa_pool", "input_limit"}
+
+
+def startup_abandoned(params: dict[str, Any], run: Run) -> list[CheckResult]:
+    """An engine whose file stops inside its startup after a phase of at least `min_seconds`, in a run that never
+    got past startup: no engine said it was ready, no readiness deadline fired (`startup_not_ready`), no engine
+    stats row, trainer record, crash or shutdown anywhere, and nothing after the engine's last startup line in its
+    file, which holds the engine's launch arguments too (the whole log from the launch, not a pasted excerpt).
+    The start was abandoned or killed while slow (an operator giving up on a long capture, the kernel's OOM killer
+    taking a JIT compiler: no line says so), so the run did not start: error. A log that merely stops early, with
+    no slow phase, says nothing (an operator's session ending); a start that went on (a ready line, stats rows) is
+    not this."""
+    engs = engines(run)
+    if not engs or run.engines or any(e.ready or e.timeouts for e in engs):
+        return []
+    if any(ev.kind in ("fatal", "shutdown") for ev in run.events) or run.metrics():
+        return []
+    low = float(params.get("min_seconds", 120))
+    later: dict[str, int] = {}  # file -> the last line of an event that is not a startup fact
+    launched: set[str] = set()  # files holding the engine's launch arguments (server_args, vLLM args/config)
+    for ev in run.events:
+        if ev.kind not in STARTUP_FACTS:
+            later[ev.line.file] = max(later.get(ev.line.file, 0), ev.line.lineno)
+        elif ev.kind in ("settings", "config"):
+            launched.add(ev.line.file)
+    hits = []
+    for eng in engs:
+        if not eng.spans or eng.file not in launched:  # an excerpt of a startup says nothing of how the file ends
+            continue
+        worst = max(eng.spans.values(), key=lambda s: s.seconds)
+        lines = [s.line for s in eng.spans.values()] + [ev.line for ev in eng.begun]
+        last = max(lines, key=lambda ln: ln.lineno)
+        if worst.seconds >= low and later.get(eng.file, 0) <= last.lineno:
+            hits.append((eng, worst, last))
+    if not hits:
+        return []
+    eng, worst, last = max(hits, key=lambda h: h[1].seconds)
+    stuck = eng.unfinished()
+    numbers: dict[str, Any] = {"seconds": worst.seconds, "threshold": low, "startup_phases": eng.phases(),
+                               f"phase_{worst.phase}": 1}
+    parts = [f"{worst.label} {worst.seconds:g} s ≥ {low:g} s"]
+    if stuck is not None:
+        phase, what = stuck.fields["phase"], stuck.fields.get("what") or ""
+        numbers[f"phase_{phase}"] = 1
+        parts.append(f"the log stops in {LABELS.get(phase, phase)}{' (' + what + ')' if what else ''} "
+                     "(begun, never ended)")
+    else:
+        after = next((s for s in eng.spans.values() if s.line is last), None)
+        parts.append(f"the log stops after {after.label if after else 'a startup line'}")
+    numbers["arithmetic"] = "; ".join(parts)
+    evidence = [worst.line] if last is worst.line else [worst.line, last]
+    return [CheckResult(evidence=evidence, count=len(hits), numbers=numbers)]
 
 
 def startup_summary(params: dict[str, Any], run: Run) -> list[CheckResult]:

@@ -18,7 +18,9 @@ phases, each with its duration when the line gives one:
                   V1 `core.py`): the whole engine init after the weights.
 - `profile`       vLLM `Memory profiling takes X seconds` (V0 `worker.py`, V1 `gpu_worker.py`), `Initial
                   profiling/warmup run took X s` (V1 `monitor.py`, 2026).
-- `ready`         SGLang `The server is fired up and ready to roll!`; vLLM `Starting vLLM API server`.
+- `ready`         SGLang `The server is fired up and ready to roll!`; vLLM `Starting vLLM API server` (V1 to
+                  2026) and `Starting vLLM server on http://...` (`entrypoints/serve/entry.py`, 0.3x); uvicorn's
+                  `Application startup complete.`, which both engines' HTTP servers print once they serve.
 - `wait`          a launcher polling an engine that is not up yet: sgl-router `Worker ... health check is pending`,
                   olmOCR `Please wait for sglang server to become ready`, TRL `Server is not up yet. Retrying`,
                   TRL async GRPO `Still waiting for vLLM server`, kubelet `Readiness probe failed: ...`, Ray Serve
@@ -66,7 +68,7 @@ VLLM = (
 CACHE_HIT = re.compile(r"Directly load the compiled graph")
 AUTOTUNE = re.compile(r"\bAUTOTUNE (?:benchmarking )?takes (?P<a>[\d.]+) seconds(?: and (?P<b>[\d.]+) seconds precompiling)?")
 DEEPGEMM = re.compile(r"Entering DeepGEMM JIT Pre-Compile session")
-READY = re.compile(r"fired up and ready to roll|Starting vLLM API server")
+READY = re.compile(r"fired up and ready to roll|Starting vLLM (?:API )?server|Application startup complete")
 WAIT = re.compile(r"health check is pending|Please wait for \w+ server to become ready|Server is not up yet\. Retrying"
                   r"|Still waiting for (?:the )?\w+ server|Readiness probe failed|Startup probe failed"
                   r"|replicas? that (?:have|has) taken more than \d+ ?s to (?:initialize|be scheduled)"
@@ -85,7 +87,8 @@ UNIT_SECONDS = {"s": 1.0, "sec": 1.0, "second": 1.0, "seconds": 1.0, "min": 60.0
                 "h": 3600.0, "hour": 3600.0, "hours": 3600.0}
 
 ANCHORS = ("Load weight end", "Load weight begin", "graph end", "graph begin", "fired up and ready",
-           "Starting vLLM API server", "Loading weights took", "Model loading took", "torch.compile takes",
+           "Starting vLLM API server", "Starting vLLM server", "Application startup complete",
+           "Loading weights took", "Model loading took", "torch.compile takes",
            "torch.compile took", "Compiling a graph for", "Dynamo bytecode transform", "Directly load the compiled",
            "Graph capturing finished", "init engine (profile", "Memory profiling takes", "profiling/warmup run took",
            "AUTOTUNE benchmarking takes", "AUTOTUNE takes", "DeepGEMM JIT Pre-Compile",
@@ -167,7 +170,7 @@ def _parse(line: Line, msg: str) -> Event | None:
     if WAIT.search(msg):
         return _event(line, "wait", "launcher")
     if READY.search(msg):
-        return _event(line, "ready", "vllm" if "vLLM" in msg else "sglang")
+        return _event(line, "ready", "vllm" if "vLLM" in msg else "uvicorn" if "Application" in msg else "sglang")
     return None
 
 
