@@ -34,6 +34,8 @@ from typing import Any
 from triage.model import Event, Line
 from triage.parsers.vocabulary import canonical, reward_function
 
+STEP_LIMIT = 1 << 53  # whole numbers below it a double holds exactly (metrics.Records' int keys and spans of steps)
+
 CAP = 4096  # sampled records (their full values), whatever the log's length
 TAIL = 256  # the last records, kept whole (the last steps of a series, the last evidence)
 TOP = 16  # the highest values of each series, with their records: rare records over a threshold stay in view
@@ -276,7 +278,7 @@ class MetricStore:
             s = dest[name] = Summary()
         cands: list[Point] = []
         for c in cols:
-            nonzero, bad, bad0, bad1, lo, hi, top = c.stats
+            nonzero, bad, bad0, bad1, lo, hi, top, _ = c.stats
             s.n += c.n
             s.nonzero += nonzero
             s.bad += bad
@@ -590,8 +592,9 @@ def column_stats(values: list[float]) -> tuple[Any, ...]:
     nonzero = sum(1 for v in values if v != 0)
     bad = [i for i, v in enumerate(values) if v - v != 0]
     fin = [i for i, v in enumerate(values) if v - v == 0]
+    inc = all(0 <= v < STEP_LIMIT and v == int(v) for v in values) and all(a < b for a, b in zip(values, values[1:]))
     if not fin:
-        return (nonzero, len(bad), bad[0] if bad else -1, bad[-1] if bad else -1, -1, -1, [])
+        return (nonzero, len(bad), bad[0] if bad else -1, bad[-1] if bad else -1, -1, -1, [], inc)
     lo = min(fin, key=lambda i: (values[i], i))
     hi = min(fin, key=lambda i: (-values[i], i))
     if len(fin) <= TOP:
@@ -606,15 +609,15 @@ def column_stats(values: list[float]) -> tuple[Any, ...]:
             elif v == b and ties < TOP:
                 ties += 1
                 top.append(i)
-    return (nonzero, len(bad), bad[0] if bad else -1, bad[-1] if bad else -1, lo, hi, top)
+    return (nonzero, len(bad), bad[0] if bad else -1, bad[-1] if bad else -1, lo, hi, top, inc)
 
 
 def const_stats(const: float, n: int) -> tuple[Any, ...]:
     """column_stats of n copies of `const`."""
-    nonzero, bad, bad0, _, lo, hi, top = column_stats([const] * min(n, TOP + 1))
+    nonzero, bad, bad0, _, lo, hi, top, inc = column_stats([const] * min(n, TOP + 1))
     if bad:
-        return (n if const != 0 else 0, n, 0, n - 1, -1, -1, [])
-    return (n if const != 0 else 0, 0, -1, -1, lo, hi, top)
+        return (n if const != 0 else 0, n, 0, n - 1, -1, -1, [], False)
+    return (n if const != 0 else 0, 0, -1, -1, lo, hi, top, inc and n <= 1)
 
 
 def _at(base: int, ords: Any, rows: list[int]) -> Callable[[int], int]:

@@ -2189,9 +2189,13 @@ static PyObject *col_bytes(const void *p, Py_ssize_t n) {
  * finite value b, and the first COL_TOP equal to b; every finite one when there are at most COL_TOP). Whatever the
  * store held before, only these can end among its COL_TOP highest (a value at or below b has COL_TOP values of this
  * column at or above it, and of the values equal to b only the first COL_TOP can get in: once COL_TOP values are
- * kept, its lowest is at least b and a value must beat it to get in). */
+ * kept, its lowest is at least b and a value must beat it to get in); last, whether the values are whole numbers in
+ * [0, 2^53), each above the one before. */
 static PyObject *col_stats(const double *v, Py_ssize_t n) {
     Py_ssize_t nonzero = 0, bad = 0, bad0 = -1, bad1 = -1, lo = -1, hi = -1, finite = 0;
+    int inc = 1;  /* whole numbers in [0, 2^53), each above the one before (a step column: metrics.Records' spans) */
+    for (Py_ssize_t i = 0; i < n && inc; i++)
+        inc = v[i] >= 0 && v[i] < 9007199254740992.0 && v[i] == (double)(int64_t)v[i] && (i == 0 || v[i] > v[i - 1]);
     double heap[COL_TOP];  /* the COL_TOP highest finite values so far, a min-heap */
     Py_ssize_t nh = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
@@ -2236,7 +2240,7 @@ static PyObject *col_stats(const double *v, Py_ssize_t n) {
         if (!k || PyList_Append(top, k) < 0) { Py_XDECREF(k); Py_DECREF(top); return NULL; }
         Py_DECREF(k);
     }
-    return Py_BuildValue("(nnnnnnN)", nonzero, bad, bad0, bad1, lo, hi, top);
+    return Py_BuildValue("(nnnnnnNN)", nonzero, bad, bad0, bad1, lo, hi, top, PyBool_FromLong(inc));
 }
 
 /* Write out the rows so far (kind 6), if any. */
