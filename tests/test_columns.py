@@ -13,6 +13,7 @@ import pytest
 from triage.analyze import Settings, analyze
 from triage.input.discover import discover
 from triage.library.rules import load_library
+from triage.parsers import metrics
 from triage.report import RenderOptions, render
 from triage.scan import columns, native
 from triage.scan import prefiltered as fastscan
@@ -24,11 +25,12 @@ LIB = load_library()
 
 
 def slime_log(steps: int, seed: int = 1, nan_at: int = -1, spike_at: int = -1, collapse_at: int = -1,
-              new_key_at: int = -1, twice: bool = False) -> list[str]:
-    """A slime/MILES trainer log: Timer lines, Megatron iteration lines, step/perf/rollout dicts."""
+              new_key_at: int = -1, twice: bool = False, every: int = 1) -> list[str]:
+    """A slime/MILES trainer log: Timer lines, Megatron iteration lines, step/perf/rollout dicts (of every
+    `every`-th step)."""
     rng = random.Random(seed)
     out = []
-    for s in range(steps):
+    for s in range(0, steps * every, every):
         t = f"[2026-05-24 {s // 3600 % 24:02d}:{s // 60 % 60:02d}:{s % 60:02d}] "
         loss = rng.uniform(-0.05, 0.05) * (120 if s == spike_at else 1)
         grad = "nan" if s == nan_at else f"{rng.uniform(0.1, 0.9):.4f}"
@@ -182,6 +184,43 @@ def test_trainer_failures_and_changes_mid_run_give_the_same_findings_on_both_pat
     assert summary_["records"] == 3 * 2000
     if case == "collapse":
         assert summary_["reward_min"] == 0.0
+
+
+@pytest.mark.parametrize("case", ["resumed", "every third step", "a late reprint"])
+def test_steps_printed_again_are_dropped_alike_when_their_first_prints_came_as_columns(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, case: str) -> None:
+    """Rows whose steps rise are kept as spans of steps (metrics.Records), not a key a row: a step printed again
+    later (a run resumed from a checkpoint prints steps 0-999 again; a dict printed twice far apart) is still a
+    duplicate, dropped as on the line-for-line path; steps with gaps between them are spans too."""
+    seen_line = "[2026-05-24 00:30:00] Loading checkpoint shards: 100%| 4/4 [00:05<00:00,  1.30s/it]"  # a line
+    # Python sees: the rows before it are written out first
+    if case == "resumed":
+        lines, records = slime_log(1500) + [seen_line] + slime_log(1000, seed=9), 3 * 1500
+    elif case == "every third step":
+        lines, records = slime_log(1500, every=3), 3 * 1500
+    else:
+        lines = slime_log(2000)
+        at = next(i for i, t in enumerate(lines) if "log_utils.py:542 - step 500:" in t)
+        end = next(i for i, t in enumerate(lines) if "log_utils.py:542 - step 1800:" in t)
+        lines[end + 1:end + 1] = [seen_line, lines[at]]
+        records = 3 * 2000
+    held: list[Any] = []
+    real = metrics.Records.close
+
+    def close(self: Any) -> None:
+        held.append((len(self.seen), self.span_rows))
+        real(self)
+
+    monkeypatch.setattr(metrics.Records, "close", close)
+    log = write(tmp_path, lines)
+    report, rows = same_both_ways(log, monkeypatch)
+    assert rows > 0.8 * len(lines)  # 7 lines of 8 a step, but for the first of each shape
+    summary_ = next(f for f in report["findings"] if f["rule"] == "health.summary")["numbers"]
+    assert summary_["records"] == records
+    seen, spans = held[0]  # the first: the report on the columns path
+    assert spans > 0.8 * records
+    if case == "every third step":
+        assert seen < 0.1 * records
 
 
 def test_a_verl_log_with_ray_prefixes_and_a_nan_step_gives_the_same_findings_on_both_paths(
