@@ -3,6 +3,7 @@ what the line-for-line path gives, finding for finding and number for number."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import random
 from pathlib import Path
@@ -317,10 +318,13 @@ def test_the_c_side_reads_a_shape_and_its_numbers_as_the_python_tokenizer_does()
     data = b"\n".join(lines) + b"\n"
     needles = native.Needles({"step "}, set())
     ids = (0,)
-    spec = [(segs, bytes([columns.ALL] * n), bytes(range(n)), ids, False, False)]
-    armed = native._linescan.shapes(spec, ())
-    for scan_ in (native._linescan.scan, native._linescan.scan_scalar):
+    assert columns.stable(segs, (b"step ",))  # so its lines are matched from their first needle on (cols_early)
+    every: list[Any] = []
+    for scan_, stable in itertools.product((native._linescan.scan, native._linescan.scan_scalar), (False, True)):
+        spec = [(segs, bytes([columns.ALL] * n), bytes(range(n)), ids, False, False, stable)]
+        armed = native._linescan.shapes(spec, ())
         hits = scan_(needles.matcher(b""), data, 0, 0, False, 0, 0, 0, -1.0, -1, None, None, armed)[4]
+        every.append(hits)
         rows: dict[int, list[float]] = {}
         for kind, _, _, _, payload in hits:
             if kind == native.K_COLS:
@@ -331,6 +335,23 @@ def test_the_c_side_reads_a_shape_and_its_numbers_as_the_python_tokenizer_does()
         got = [rows.get(i) for i in range(len(lines))]
         assert sum(e is not None for e in expect) > 100 and sum(e is None for e in expect) > 100
         assert [repr(g) for g in got] == [repr(e) for e in expect]
+    assert all(hits == every[0] for hits in every)  # the same lines, rows and numbers, every loop and either way
+
+
+def test_a_shape_is_stable_only_when_no_needle_can_occur_across_its_numbers() -> None:
+    """columns.stable: the proof that lets the C side skip the rest of a matched line's needles."""
+    line = b"[2026-05-24 00:53:04] timer.py:32 - Timer train_wait end (elapsed: 6.7s) exit code 3"
+    segs, _ = columns.template(line)
+    assert columns.stable(segs, (b"Timer ", b"elapsed", b"exit code"))
+    assert not columns.stable(segs, (b"code 1",))  # "exit code 1" spells it: the 3 varies
+    assert columns.stable(segs, (b"s) exit",))  # in the literal text only: in every line of the shape
+    assert not columns.stable(segs, (b"(elapsed: 1",))  # the text before a token and the token's start
+    assert not columns.stable(segs, (b"7s",))  # a token's last byte and the text after it
+    assert not columns.stable(segs, (b"2.5e",))  # all token bytes: inside one
+    assert not columns.stable(segs, (b"04] timer",))  # the end of a token, two segments away
+    assert not columns.stable(segs, (b"s) exit code 1",))  # a segment, then the start of the next token
+    assert columns.stable(segs, (b"s) exit code x",))  # cannot: a token follows "s) exit code "
+    assert columns.stable(segs, (b"0 timer",))  # cannot: "] " stands between a token and "timer"
 
 
 def test_a_verl_step_line_of_many_keys_comes_as_columns_with_the_same_findings(
