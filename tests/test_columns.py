@@ -3,9 +3,11 @@ what the line-for-line path gives, finding for finding and number for number."""
 
 from __future__ import annotations
 
+import gc
 import itertools
 import json
 import random
+import re
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +17,7 @@ from triage.analyze import Settings, analyze
 from triage.input.discover import discover
 from triage.library.rules import load_library
 from triage.parsers import metrics
+from triage.parsers.series_store import Rows
 from triage.report import RenderOptions, render
 from triage.scan import columns, native
 from triage.scan import prefiltered as fastscan
@@ -222,6 +225,38 @@ def test_steps_printed_again_are_dropped_alike_when_their_first_prints_came_as_c
     assert spans > 0.8 * records
     if case == "every third step":
         assert seen < 0.1 * records
+
+
+@pytest.mark.parametrize("two_shapes", [False, True])
+def test_small_write_outs_passed_on_are_not_kept_alive(tmp_path: Path, two_shapes: bool) -> None:
+    """A Ray driver log's trainer lines come a few at a time between other lines: many small write-outs. Once passed
+    on to the store, nothing in Records may hold them (their columns): at most the store's last one stays. With two
+    shapes of one tag taking turns (odd steps print one more key), a write-out's steps of that tag do not rise in each
+    part, and their keys go into `seen` one by one, not as spans: the same holds."""
+    lines = []
+    for line in slime_log(1500):
+        step = re.search(r"log_utils.py:542 - step (\d+):", line)
+        if two_shapes and step and int(step.group(1)) % 2:
+            line = line.replace("'train/step'", "'train/kl': 0.5, 'train/step'")
+        lines.append(line)
+        if re.search(r"rollout (\d*[258]):", line):  # write-outs of three or four steps
+            lines.append("[2026-05-24 00:30:00] Loading checkpoint shards: 100%| 4/4 [00:05<00:00,  1.30s/it]")
+    log = write(tmp_path, lines)
+    alive: list[tuple[int, int]] = []
+    real = metrics.Records.close
+
+    def close(self: Any) -> None:
+        rows = [o for o in gc.get_objects() if type(o) is Rows]
+        alive.append((sum(r.passed for r in rows), len(rows)))
+        real(self)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(metrics.Records, "close", close)
+        res = scan(log)
+    passed, made = alive[0]
+    assert made > 20 and passed <= 1
+    store = next(ev.fields["store"] for ev in res.events if ev.kind == "metric_series")
+    assert store.total == 3 * 1500
 
 
 def test_a_verl_log_with_ray_prefixes_and_a_nan_step_gives_the_same_findings_on_both_paths(

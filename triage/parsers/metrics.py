@@ -342,7 +342,7 @@ class Records:
         self.sink = sink
         self.sink_rows = sink_rows
         self.out: deque[Event | Rows] = deque()  # the open records (or rows of them), oldest first
-        self.keys: deque[Any] = deque()  # their keys (_key), when stepped; for rows, whether any is
+        self.keys: deque[Any] = deque()  # their keys (_key), when stepped; for rows, see _hold
         self.seen: dict[Any, Event | Rows | None] = {}  # key -> open record or rows (None: passed on)
         self.last_line = 0  # the line of the last value joined into a block record (wandb summary, NeMo-RL)
         self.open = 0  # records in out
@@ -461,7 +461,7 @@ class Records:
                 base = k - k % STEP_LIMIT
                 if k > hi.get(base, -1):
                     hi[base] = k
-        self._hold(rows, bool(stepped))
+        self._hold(rows, tuple(new))
 
     def _rising(self, rows: Rows, file: str) -> list[tuple[int, int, int, Any]] | None:
         """(base, first step, last step, the steps when not consecutive) of each part of rows whose steps rise past
@@ -501,7 +501,7 @@ class Records:
         self.span_rows += n
 
     def _hold(self, rows: Rows, key: Any) -> None:
-        """Rows into the open records; key: their spans' cell, or whether any of them has a step."""
+        """Rows into the open records; key: their spans' cell (a list), or their keys in `seen` (a tuple)."""
         rows.first = self.pushed
         self.out.append(rows)
         self.keys.append(key)
@@ -565,9 +565,14 @@ class Records:
             else:
                 for k in range(item.n):
                     self.sink(item.event(k))
-            if key:
-                if type(key) is list:  # its spans' cell: the rows are passed on
+            if key:  # the rows are passed on: what names them names None now, so that they can be freed
+                if type(key) is list:  # its spans' cell
                     key[0] = None
+                else:  # its keys in `seen`
+                    seen = self.seen
+                    for k in key:
+                        if seen.get(k) is item:
+                            seen[k] = None
                 self._forget()
             return
         self.open -= 1
