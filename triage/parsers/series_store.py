@@ -588,11 +588,27 @@ class Column:
 
 
 def column_stats(values: list[float]) -> tuple[Any, ...]:
-    """What _linescan.c col_stats gives, for a column made in Python (a constant, the derived share)."""
+    """What _linescan.c col_stats gives, for a column made in Python (a constant, the derived share); whether the
+    values rise is said of one value only (no caller asks it of a longer column made here)."""
+    n = len(values)
+    inc = n == 1 and 0 <= values[0] < STEP_LIMIT and values[0] == int(values[0])
+    total = sum(values)
+    if n and total - total == 0:  # every value finite (else the sum is not, or overflowed: the general way below)
+        if n <= TOP:
+            top = list(range(n))
+        else:
+            b = heapq.nlargest(TOP, values)[-1]
+            top, ties = [], 0
+            for i in [i for i, v in enumerate(values) if v >= b]:
+                if values[i] > b:
+                    top.append(i)
+                elif ties < TOP:
+                    ties += 1
+                    top.append(i)
+        return (n - values.count(0.0), 0, -1, -1, values.index(min(values)), values.index(max(values)), top, inc)
     nonzero = sum(1 for v in values if v != 0)
     bad = [i for i, v in enumerate(values) if v - v != 0]
     fin = [i for i, v in enumerate(values) if v - v == 0]
-    inc = all(0 <= v < STEP_LIMIT and v == int(v) for v in values) and all(a < b for a, b in zip(values, values[1:]))
     if not fin:
         return (nonzero, len(bad), bad[0] if bad else -1, bad[-1] if bad else -1, -1, -1, [], inc)
     lo = min(fin, key=lambda i: (values[i], i))
@@ -678,15 +694,16 @@ class RowPart:
         for table, name, key, i in sh.plan():
             if table == "share":  # mean / longest response, where the longest is > 0 and the mean finite
                 mean_i, max_i = sh.share
-                rows, vals = [], []
-                for r in range(n):
-                    mean, longest = self.key_value(mean_i, r), self.key_value(max_i, r)
-                    if longest > 0 and mean - mean == 0:
-                        rows.append(r)
-                        vals.append(mean / longest)
-                if rows:
-                    out.append((tables[table], name, Column(len(rows), vals.__getitem__, _at(base, ords, rows), key,
-                                                            column_stats(vals))))
+                share = [mean / longest if longest > 0 and mean - mean == 0 else None
+                         for mean, longest in zip(self.key_column(mean_i), self.key_column(max_i))]
+                if None in share:
+                    rows = [r for r, v in enumerate(share) if v is not None]
+                    vals = [share[r] for r in rows]
+                    at = _at(base, ords, rows)
+                else:
+                    vals, at = share, pos  # type: ignore[assignment]
+                if vals:
+                    out.append((tables[table], name, Column(len(vals), vals.__getitem__, at, key, column_stats(vals))))
                 continue
             c = sh.cols[i]
             if c >= 0:
@@ -697,9 +714,10 @@ class RowPart:
             out.append((tables[table], name, col))
         return out
 
-    def key_value(self, i: int, r: int) -> float:
+    def key_column(self, i: int) -> list[float]:
+        """The values of key i (of the shape's keys) in every row."""
         c = self.shape.cols[i]
-        return self.vals[c * self.n + r] if c >= 0 else self.shape.consts[i]
+        return self.vals[c * self.n:(c + 1) * self.n].tolist() if c >= 0 else [self.shape.consts[i]] * self.n
 
 
 class Rows:
