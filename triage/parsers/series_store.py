@@ -28,6 +28,8 @@ import heapq
 from bisect import bisect_left
 from collections import deque
 from collections.abc import Callable, Iterable
+from itertools import compress
+from operator import truediv
 from types import MappingProxyType
 from typing import Any
 
@@ -599,7 +601,7 @@ def column_stats(values: list[float]) -> tuple[Any, ...]:
         else:
             b = heapq.nlargest(TOP, values)[-1]
             top, ties = [], 0
-            for i in [i for i, v in enumerate(values) if v >= b]:
+            for i in list(compress(range(n), map(b.__le__, values))):  # the indices of values >= b
                 if values[i] > b:
                     top.append(i)
                 elif ties < TOP:
@@ -694,8 +696,13 @@ class RowPart:
         for table, name, key, i in sh.plan():
             if table == "share":  # mean / longest response, where the longest is > 0 and the mean finite
                 mean_i, max_i = sh.share
-                share = [mean / longest if longest > 0 and mean - mean == 0 else None
-                         for mean, longest in zip(self.key_column(mean_i), self.key_column(max_i))]
+                means, longs = self.key_column(mean_i), self.key_column(max_i)
+                total = sum(means) + sum(longs)  # finite: every value is (NaN, an infinity or an overflow: not)
+                if total - total == 0 and min(longs) > 0:  # every row counts (the usual case): in bulk
+                    share: list[float | None] = list(map(truediv, means, longs))
+                else:
+                    share = [mean / longest if longest > 0 and mean - mean == 0 else None
+                             for mean, longest in zip(means, longs)]
                 if None in share:
                     rows = [r for r, v in enumerate(share) if v is not None]
                     vals = [share[r] for r in rows]
