@@ -355,6 +355,7 @@ def test_the_c_side_reads_a_shape_and_its_numbers_as_the_python_tokenizer_does()
     ids = (0,)
     assert columns.stable(segs, (b"step ",))  # so its lines are matched from their first needle on (cols_early)
     every: list[Any] = []
+    assert scan_shape(needles, data, segs, ids, False) == scan_shape(needles, data, segs, ids, True)
     for scan_, stable in itertools.product((native._linescan.scan, native._linescan.scan_scalar), (False, True)):
         spec = [(segs, bytes([columns.ALL] * n), bytes(range(n)), ids, False, False, stable)]
         armed = native._linescan.shapes(spec, ())
@@ -371,6 +372,36 @@ def test_the_c_side_reads_a_shape_and_its_numbers_as_the_python_tokenizer_does()
         assert sum(e is not None for e in expect) > 100 and sum(e is None for e in expect) > 100
         assert [repr(g) for g in got] == [repr(e) for e in expect]
     assert all(hits == every[0] for hits in every)  # the same lines, rows and numbers, every loop and either way
+
+
+def scan_shape(needles: Any, data: bytes, segs: tuple[bytes, ...], ids: tuple[int, ...], stable: bool) -> list[Any]:
+    """The hits of `data` with one registered shape, with each loop of the C side."""
+    spec = [(segs, bytes([columns.ALL] * (len(segs) - 1)), bytes(range(len(segs) - 1)), ids, False, False, stable)]
+    armed = native._linescan.shapes(spec, ())
+    return [scan_(needles.matcher(b""), data, 0, 0, False, 0, 0, 0, -1.0, -1, None, None, armed)[4]
+            for scan_ in (native._linescan.scan, native._linescan.scan_scalar)]
+
+
+@pytest.mark.parametrize(("pre", "text"), [(b"", b"Xabz"), (b"", b"Xab abz"), (b"", b"abzXab"), (b"abqr ", b"")])
+def test_a_line_matched_from_its_first_needle_holds_the_needles_a_whole_scan_finds_in_their_order(
+        pre: bytes, text: bytes) -> None:
+    """cols_early: a line of a stable shape gets its shape's needles without its rest being visited. Two needles whose
+    pairs are one byte apart ("Xab" and "abz" in "Xabz") are found in one visit or two, in either order, as the line
+    falls in the buffer: such a shape is matched the whole way, so every line gets what a whole scan gives. Two
+    needles found at one pair ("abq" and "abqr") are one visit: the first makes the line's needles, the second is not
+    added again."""
+    rng = random.Random(8)
+    lines = [b"[2026-05-24 00:53:04] x.py:5 - " + pre + b"step %d: " % s + text + b" {'a': %s}" % rng.choice([b"1.5", b"-2", b"9" * 30])
+             + b" " * rng.randrange(2) for s in range(3000)]
+    data = b"\n".join(lines) + b"\n"
+    needles = native.Needles({"Xab", "abz", "abq", "abqr", "step "}, set())  # "Xab" sorts first: chained last
+    first = native._linescan.scan(needles.matcher(b""), lines[0] + b"\n", 0, 0, False, 0, 0, 0, -1.0, -1, None, None,
+                                  None)[4]
+    segs, ids = columns.template(lines[0])[0], first[0][4]
+    assert columns.stable(segs, tuple(n for n, _ in needles.items if len(n) > 1))
+    whole, early = scan_shape(needles, data, segs, ids, False), scan_shape(needles, data, segs, ids, True)
+    assert early == whole
+    assert sum(len(h) for h in whole[0] if h[0] == native.K_COLS) > 0 and sum(h[0] == 0 for h in whole[0]) > 100
 
 
 def test_a_shape_is_stable_only_when_no_needle_can_occur_across_its_numbers() -> None:

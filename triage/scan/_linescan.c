@@ -1380,6 +1380,7 @@ static ALWAYS_INLINE int found(Scan *st, int32_t e, Py_ssize_t s) {
     const unsigned char *b = st->b;
     Py_ssize_t n = st->n;
     Py_ssize_t id = e < m->n ? e : e - m->n;
+    if (s < st->col_skip) return 0;  /* in a line matched whole, its needles noted (cols_early) */
     if (st->c_bol >= 0 && s < st->c_eol) return append_id(st, id);  /* inside the candidate line */
     int cand = nd->kind == K_CAND;
     if (nd->kind == K_STATS) {
@@ -1949,6 +1950,8 @@ struct Cols {
     Py_ssize_t last;                    /* the shape matched last (tried first) */
     int any;                            /* rows since the last write-out */
     Py_ssize_t nl_pos, nl_cnt;          /* newlines before nl_pos: the rows' own line counter */
+    uint8_t early[COL_SHAPES];          /* per shape, with this call's matcher: 0 not looked at, 1 cols_early may
+                                           match its lines, 2 not (see cols_order) */
     Py_ssize_t pre_k, pre_bol;          /* the shape the candidate line at pre_bol matched in cols_early (-1: none) */
     Py_ssize_t pre_ts[COL_TOKENS], pre_te[COL_TOKENS];  /* and its tokens' bounds */
 };
@@ -2158,6 +2161,37 @@ static ALWAYS_INLINE int col_line(const ColShape *sh, const unsigned char *b, Py
     return col_match(sh, b + bol, len, ts, te);
 }
 
+/* Whether the needles of a stable shape's lines are always found in one order (that of its ids) with matcher m. A
+ * needle occurrence at s is found at the even one of its pair offsets s + off, s + off + 1; occurrences in two
+ * segments are found in line order (a token of 1+ bytes between: their pairs are 3+ bytes apart), and so are two in
+ * one segment whose pair offsets p, q (fixed within the segment) are equal (one visit, one chain order) or 2+ apart.
+ * Offsets 1 apart are found in one visit or two, as the line's place in the buffer falls: then not. */
+static int cols_order(const ColShape *sh, const Matcher *m) {
+    Py_ssize_t seg[COL_IDS], at[COL_IDS], n = 0;
+    for (Py_ssize_t j = 0; j < sh->nids; j++) {
+        Py_ssize_t id = sh->ids[j];
+        if (id < 0 || id >= m->n) return 0;
+        const Needle *nd = &m->nd[id];
+        if (nd->len <= 0) return 0;
+        int dup = 0;  /* a needle named twice: its occurrences are listed once */
+        for (Py_ssize_t q = 0; q < j && !dup; q++) dup = sh->ids[q] == id;
+        if (dup) continue;
+        for (Py_ssize_t g = 0; g <= sh->nslot; g++) {
+            const unsigned char *t = sh->lit + sh->seg_off[g];
+            for (Py_ssize_t k = 0; k + nd->len <= sh->seg_len[g]; k++) {
+                if (memcmp(t + k, nd->s, (size_t)nd->len) != 0) continue;
+                if (n == COL_IDS) return 0;
+                seg[n] = g;
+                at[n++] = k + nd->off;
+            }
+        }
+    }
+    for (Py_ssize_t a = 0; a < n; a++)
+        for (Py_ssize_t b = a + 1; b < n; b++)
+            if (seg[a] == seg[b] && (at[a] - at[b] == 1 || at[b] - at[a] == 1)) return 0;
+    return 1;
+}
+
 /* A candidate line has just begun with its first needle (found): when that is the first needle of a stable shape
  * and the line is of that shape, its needles are that shape's (the shape's literal text holds them, and no needle
  * can occur across a number: see shapes()), so they are noted now and the rest of the line is not visited. */
@@ -2170,6 +2204,8 @@ static int cols_early(Scan *st) {
         Py_ssize_t k = q == 0 ? c->last : q <= c->last ? q - 1 : q;  /* the last one matched, then the others */
         const ColShape *sh = &cs->sh[k];
         if (!sh->stable || sh->ids[0] != st->ids[0]) continue;
+        if (!c->early[k]) c->early[k] = cols_order(sh, st->m) ? 1 : 2;
+        if (c->early[k] != 1) continue;
         if (!col_line(sh, st->b, bol, len, c->pre_ts, c->pre_te)) continue;
         for (Py_ssize_t j = 1; j < sh->nids; j++)
             if (append_id(st, sh->ids[j]) < 0) return -1;
