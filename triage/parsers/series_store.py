@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterable
 from itertools import compress
 from operator import truediv
 from types import MappingProxyType
-from typing import Any
+from typing import Any, cast
 
 from triage.model import Event, Line
 from triage.parsers.vocabulary import canonical, reward_function
@@ -703,12 +703,12 @@ class RowPart:
                 else:
                     share = [mean / longest if longest > 0 and mean - mean == 0 else None
                              for mean, longest in zip(means, longs)]
+                at: Callable[[int], int] = pos
                 if None in share:
                     rows = [r for r, v in enumerate(share) if v is not None]
-                    vals = [share[r] for r in rows]
+                    share = [share[r] for r in rows]
                     at = _at(base, ords, rows)
-                else:
-                    vals, at = share, pos  # type: ignore[assignment]
+                vals = cast("list[float]", share)  # no None left
                 if vals:
                     out.append((tables[table], name, Column(len(vals), vals.__getitem__, at, key, column_stats(vals))))
                 continue
