@@ -3,8 +3,11 @@ what the line-for-line path gives, finding for finding and number for number."""
 
 from __future__ import annotations
 
+import gc
+import itertools
 import json
 import random
+import re
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +16,8 @@ import pytest
 from triage.analyze import Settings, analyze
 from triage.input.discover import discover
 from triage.library.rules import load_library
+from triage.parsers import metrics
+from triage.parsers.series_store import Rows
 from triage.report import RenderOptions, render
 from triage.scan import columns, native
 from triage.scan import prefiltered as fastscan
@@ -24,11 +29,12 @@ LIB = load_library()
 
 
 def slime_log(steps: int, seed: int = 1, nan_at: int = -1, spike_at: int = -1, collapse_at: int = -1,
-              new_key_at: int = -1, twice: bool = False) -> list[str]:
-    """A slime/MILES trainer log: Timer lines, Megatron iteration lines, step/perf/rollout dicts."""
+              new_key_at: int = -1, twice: bool = False, every: int = 1) -> list[str]:
+    """A slime/MILES trainer log: Timer lines, Megatron iteration lines, step/perf/rollout dicts (of every
+    `every`-th step)."""
     rng = random.Random(seed)
     out = []
-    for s in range(steps):
+    for s in range(0, steps * every, every):
         t = f"[2026-05-24 {s // 3600 % 24:02d}:{s // 60 % 60:02d}:{s % 60:02d}] "
         loss = rng.uniform(-0.05, 0.05) * (120 if s == spike_at else 1)
         grad = "nan" if s == nan_at else f"{rng.uniform(0.1, 0.9):.4f}"
@@ -184,6 +190,75 @@ def test_trainer_failures_and_changes_mid_run_give_the_same_findings_on_both_pat
         assert summary_["reward_min"] == 0.0
 
 
+@pytest.mark.parametrize("case", ["resumed", "every third step", "a late reprint"])
+def test_steps_printed_again_are_dropped_alike_when_their_first_prints_came_as_columns(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, case: str) -> None:
+    """Rows whose steps rise are kept as spans of steps (metrics.Records), not a key a row: a step printed again
+    later (a run resumed from a checkpoint prints steps 0-999 again; a dict printed twice far apart) is still a
+    duplicate, dropped as on the line-for-line path; steps with gaps between them are spans too."""
+    seen_line = "[2026-05-24 00:30:00] Loading checkpoint shards: 100%| 4/4 [00:05<00:00,  1.30s/it]"  # a line
+    # Python sees: the rows before it are written out first
+    if case == "resumed":
+        lines, records = slime_log(1500) + [seen_line] + slime_log(1000, seed=9), 3 * 1500
+    elif case == "every third step":
+        lines, records = slime_log(1500, every=3), 3 * 1500
+    else:
+        lines = slime_log(2000)
+        at = next(i for i, t in enumerate(lines) if "log_utils.py:542 - step 500:" in t)
+        end = next(i for i, t in enumerate(lines) if "log_utils.py:542 - step 1800:" in t)
+        lines[end + 1:end + 1] = [seen_line, lines[at]]
+        records = 3 * 2000
+    held: list[Any] = []
+    real = metrics.Records.close
+
+    def close(self: Any) -> None:
+        held.append((len(self.seen), self.span_rows))
+        real(self)
+
+    monkeypatch.setattr(metrics.Records, "close", close)
+    log = write(tmp_path, lines)
+    report, rows = same_both_ways(log, monkeypatch)
+    assert rows > 0.8 * len(lines)  # 7 lines of 8 a step, but for the first of each shape
+    summary_ = next(f for f in report["findings"] if f["rule"] == "health.summary")["numbers"]
+    assert summary_["records"] == records
+    seen, spans = held[0]  # the first: the report on the columns path
+    assert spans > 0.8 * records
+    if case == "every third step":
+        assert seen < 0.1 * records
+
+
+@pytest.mark.parametrize("two_shapes", [False, True])
+def test_small_write_outs_passed_on_are_not_kept_alive(tmp_path: Path, two_shapes: bool) -> None:
+    """A Ray driver log's trainer lines come a few at a time between other lines: many small write-outs. Once passed
+    on to the store, nothing in Records may hold them (their columns): at most the store's last one stays. With two
+    shapes of one tag taking turns (odd steps print one more key), a write-out's steps of that tag do not rise in each
+    part, and their keys go into `seen` one by one, not as spans: the same holds."""
+    lines = []
+    for line in slime_log(1500):
+        step = re.search(r"log_utils.py:542 - step (\d+):", line)
+        if two_shapes and step and int(step.group(1)) % 2:
+            line = line.replace("'train/step'", "'train/kl': 0.5, 'train/step'")
+        lines.append(line)
+        if re.search(r"rollout (\d*[258]):", line):  # write-outs of three or four steps
+            lines.append("[2026-05-24 00:30:00] Loading checkpoint shards: 100%| 4/4 [00:05<00:00,  1.30s/it]")
+    log = write(tmp_path, lines)
+    alive: list[tuple[int, int]] = []
+    real = metrics.Records.close
+
+    def close(self: Any) -> None:
+        rows = [o for o in gc.get_objects() if type(o) is Rows]
+        alive.append((sum(r.passed for r in rows), len(rows)))
+        real(self)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(metrics.Records, "close", close)
+        res = scan(log)
+    passed, made = alive[0]
+    assert made > 20 and passed <= 1
+    store = next(ev.fields["store"] for ev in res.events if ev.kind == "metric_series")
+    assert store.total == 3 * 1500
+
+
 def test_a_verl_log_with_ray_prefixes_and_a_nan_step_gives_the_same_findings_on_both_paths(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     lines = verl_log(4000, nan_at=3100)
@@ -278,10 +353,14 @@ def test_the_c_side_reads_a_shape_and_its_numbers_as_the_python_tokenizer_does()
     data = b"\n".join(lines) + b"\n"
     needles = native.Needles({"step "}, set())
     ids = (0,)
-    spec = [(segs, bytes([columns.ALL] * n), bytes(range(n)), ids, False, False)]
-    armed = native._linescan.shapes(spec, ())
-    for scan_ in (native._linescan.scan, native._linescan.scan_scalar):
+    assert columns.stable(segs, (b"step ",))  # so its lines are matched from their first needle on (cols_early)
+    every: list[Any] = []
+    assert scan_shape(needles, data, segs, ids, False) == scan_shape(needles, data, segs, ids, True)
+    for scan_, stable in itertools.product((native._linescan.scan, native._linescan.scan_scalar), (False, True)):
+        spec = [(segs, bytes([columns.ALL] * n), bytes(range(n)), ids, False, False, stable)]
+        armed = native._linescan.shapes(spec, ())
         hits = scan_(needles.matcher(b""), data, 0, 0, False, 0, 0, 0, -1.0, -1, None, None, armed)[4]
+        every.append(hits)
         rows: dict[int, list[float]] = {}
         for kind, _, _, _, payload in hits:
             if kind == native.K_COLS:
@@ -292,6 +371,53 @@ def test_the_c_side_reads_a_shape_and_its_numbers_as_the_python_tokenizer_does()
         got = [rows.get(i) for i in range(len(lines))]
         assert sum(e is not None for e in expect) > 100 and sum(e is None for e in expect) > 100
         assert [repr(g) for g in got] == [repr(e) for e in expect]
+    assert all(hits == every[0] for hits in every)  # the same lines, rows and numbers, every loop and either way
+
+
+def scan_shape(needles: Any, data: bytes, segs: tuple[bytes, ...], ids: tuple[int, ...], stable: bool) -> list[Any]:
+    """The hits of `data` with one registered shape, with each loop of the C side."""
+    spec = [(segs, bytes([columns.ALL] * (len(segs) - 1)), bytes(range(len(segs) - 1)), ids, False, False, stable)]
+    armed = native._linescan.shapes(spec, ())
+    return [scan_(needles.matcher(b""), data, 0, 0, False, 0, 0, 0, -1.0, -1, None, None, armed)[4]
+            for scan_ in (native._linescan.scan, native._linescan.scan_scalar)]
+
+
+@pytest.mark.parametrize(("pre", "text"), [(b"", b"Xabz"), (b"", b"Xab abz"), (b"", b"abzXab"), (b"abqr ", b"")])
+def test_a_line_matched_from_its_first_needle_holds_the_needles_a_whole_scan_finds_in_their_order(
+        pre: bytes, text: bytes) -> None:
+    """cols_early: a line of a stable shape gets its shape's needles without its rest being visited. Two needles whose
+    pairs are one byte apart ("Xab" and "abz" in "Xabz") are found in one visit or two, in either order, as the line
+    falls in the buffer: such a shape is matched the whole way, so every line gets what a whole scan gives. Two
+    needles found at one pair ("abq" and "abqr") are one visit: the first makes the line's needles, the second is not
+    added again."""
+    rng = random.Random(8)
+    lines = [b"[2026-05-24 00:53:04] x.py:5 - " + pre + b"step %d: " % s + text + b" {'a': %s}" % rng.choice([b"1.5", b"-2", b"9" * 30])
+             + b" " * rng.randrange(2) for s in range(3000)]
+    data = b"\n".join(lines) + b"\n"
+    needles = native.Needles({"Xab", "abz", "abq", "abqr", "step "}, set())  # "Xab" sorts first: chained last
+    first = native._linescan.scan(needles.matcher(b""), lines[0] + b"\n", 0, 0, False, 0, 0, 0, -1.0, -1, None, None,
+                                  None)[4]
+    segs, ids = columns.template(lines[0])[0], first[0][4]
+    assert columns.stable(segs, tuple(n for n, _ in needles.items if len(n) > 1))
+    whole, early = scan_shape(needles, data, segs, ids, False), scan_shape(needles, data, segs, ids, True)
+    assert early == whole
+    assert sum(len(h) for h in whole[0] if h[0] == native.K_COLS) > 0 and sum(h[0] == 0 for h in whole[0]) > 100
+
+
+def test_a_shape_is_stable_only_when_no_needle_can_occur_across_its_numbers() -> None:
+    """columns.stable: the proof that lets the C side skip the rest of a matched line's needles."""
+    line = b"[2026-05-24 00:53:04] timer.py:32 - Timer train_wait end (elapsed: 6.7s) exit code 3"
+    segs, _ = columns.template(line)
+    assert columns.stable(segs, (b"Timer ", b"elapsed", b"exit code"))
+    assert not columns.stable(segs, (b"code 1",))  # "exit code 1" spells it: the 3 varies
+    assert columns.stable(segs, (b"s) exit",))  # in the literal text only: in every line of the shape
+    assert not columns.stable(segs, (b"(elapsed: 1",))  # the text before a token and the token's start
+    assert not columns.stable(segs, (b"7s",))  # a token's last byte and the text after it
+    assert not columns.stable(segs, (b"2.5e",))  # all token bytes: inside one
+    assert not columns.stable(segs, (b"04] timer",))  # the end of a token, two segments away
+    assert not columns.stable(segs, (b"s) exit code 1",))  # a segment, then the start of the next token
+    assert columns.stable(segs, (b"s) exit code x",))  # cannot: a token follows "s) exit code "
+    assert columns.stable(segs, (b"0 timer",))  # cannot: "] " stands between a token and "timer"
 
 
 def test_a_verl_step_line_of_many_keys_comes_as_columns_with_the_same_findings(

@@ -31,12 +31,13 @@ from __future__ import annotations
 import itertools
 import math
 import re
+from bisect import bisect_left, bisect_right
 from collections import Counter, deque
 from sys import intern
 from typing import Any
 
 from triage.model import Event, Line
-from triage.parsers.series_store import MetricStore, RowPart, Rows
+from triage.parsers.series_store import STEP_LIMIT, MetricStore, RowPart, Rows
 from triage.safe_load import json_loads
 
 SLIME = re.compile(r"\b(?P<tag>(?:critic-)?step|rollout|perf|eval|multi_turn) (?P<step>\d+): \{")
@@ -318,7 +319,7 @@ BULK_MIN = 32  # rows of a write-out below which they go to the store one record
 # pass over every series per call (~0.5 ms), more than a few records' own adds (~30 us each); a Ray driver log, whose
 # trainer lines come in blocks of a few between other processes' lines, makes many such small write-outs
 SEEN = 8192  # (framework, tag, step) of records already passed on: a later duplicate print is dropped
-STEP_LIMIT = 1 << 53  # steps below it (whole numbers a double holds exactly) make int keys (Records._key)
+_MISSING = object()
 
 
 class Records:
@@ -330,18 +331,28 @@ class Records:
     Records also come in bulk (append_rows): the rows of registered line shapes (scan/columns.py), which never open a
     join themselves. They are held as one item until WINDOW records follow them, then passed to `sink_rows` (or one by
     one to `sink`). A row another record joins (a duplicate print of its step, a fragment after it) turns its rows
-    back into records first, so every join happens as it would have."""
+    back into records first, so every join happens as it would have.
+
+    A write-out's rows whose steps rise (whole numbers, each above the one before: the C side's column statistics say
+    so) past every step of their (file, framework, tag) seen so far cannot repeat a step: their keys are kept as spans
+    (first step, last step, the steps themselves when not consecutive), not one dict entry a row. A record whose key
+    falls in a span is a duplicate of that span's row, as if the key were in `seen`."""
 
     def __init__(self, sink: Any, sink_rows: Any = None) -> None:
         self.sink = sink
         self.sink_rows = sink_rows
         self.out: deque[Event | Rows] = deque()  # the open records (or rows of them), oldest first
-        self.keys: deque[Any] = deque()  # their keys (_key), when stepped; for rows, whether any is
+        self.keys: deque[Any] = deque()  # their keys (_key), when stepped; for rows, see _hold
         self.seen: dict[Any, Event | Rows | None] = {}  # key -> open record or rows (None: passed on)
         self.last_line = 0  # the line of the last value joined into a block record (wandb summary, NeMo-RL)
         self.open = 0  # records in out
         self.pushed = 0  # records pushed, all told (rows count one each)
         self.bases: dict[tuple[str, str, str], int] = {}  # (file, framework, tag) -> its keys' base (_key)
+        self.hi: dict[int, int] = {}  # base -> at least its highest int key seen (a write-out above it is new)
+        self.spans: dict[int, tuple[list[int], list[tuple[int, Any, list[Any]]]]] = {}  # base -> (first steps,
+        # (last step, the steps when not consecutive, [the rows while held, else None])), oldest first
+        self.span_order: deque[tuple[int, int]] = deque()  # (base, rows) of each span, oldest first
+        self.span_rows = 0  # rows under spans
 
     def append(self, ev: Event) -> None:
         f = ev.fields
@@ -375,8 +386,8 @@ class Records:
             self.last_line = ev.line.lineno
             return
         key = self._key(ev.line.file, f["framework"], f["tag"], f["step"]) if f["step"] is not None else None
-        if key is not None and key in self.seen:
-            kept = self.seen[key]
+        kept = self._find(key) if key is not None else _MISSING
+        if kept is not _MISSING:
             if type(kept) is Rows:
                 kept = self._unroll(kept) if self._open_rows(kept) else None
                 kept = self.seen[key] if kept is not None else None
@@ -398,8 +409,30 @@ class Records:
             base = self.bases[(file, framework, tag)] = (len(self.bases) + 1) * STEP_LIMIT
         return base
 
+    def _find(self, key: Any) -> Any:
+        """What `seen` holds for a key (the open record or rows, None when passed on), or _MISSING."""
+        got = self.seen.get(key, _MISSING)
+        if got is _MISSING and self.spans and type(key) is int:
+            base = key - key % STEP_LIMIT
+            sp = self.spans.get(base)
+            if sp is not None:
+                step = key - base
+                i = bisect_right(sp[0], step) - 1
+                if i >= 0:
+                    last, steps, cell = sp[1][i]
+                    if step <= last and (steps is None or steps[bisect_left(steps, step)] == step):
+                        return cell[0]
+        return got
+
     def append_rows(self, rows: Rows, file: str) -> None:
         """The records of a write-out of the C prefilter's columns (in log order, by ordinal)."""
+        spans = self._rising(rows, file)
+        if spans is not None:
+            cell: list[Any] = [rows]
+            for base, first, last, steps in spans:
+                self._span(base, first, last, steps, cell)
+            self._hold(rows, cell if spans else False)
+            return
         stepped: list[Any] = []
         for part in rows.parts:
             sh = part.shape
@@ -416,14 +449,62 @@ class Records:
                 stepped += map(self._base(file, f["framework"], f["tag"]).__add__, steps)
         seen = self.seen
         new = dict.fromkeys(stepped, rows)
-        if len(new) < len(stepped) or not seen.keys().isdisjoint(new):  # a duplicate print among them
+        if (len(new) < len(stepped) or not seen.keys().isdisjoint(new)
+                or self.spans and any(self._find(k) is not _MISSING for k in new)):  # a duplicate print among them
             for k in range(rows.n):
                 self.append(rows.event(k))
             return
         seen.update(new)
+        hi = self.hi
+        for k in new:
+            if type(k) is int:
+                base = k - k % STEP_LIMIT
+                if k > hi.get(base, -1):
+                    hi[base] = k
+        self._hold(rows, tuple(new))
+
+    def _rising(self, rows: Rows, file: str) -> list[tuple[int, int, int, Any]] | None:
+        """(base, first step, last step, the steps when not consecutive) of each part of rows whose steps rise past
+        every step of its base seen so far (and of the parts before it); None when a part's do not (or a part repeats
+        one step, a shape whose step is constant)."""
+        out: list[tuple[int, int, int, Any]] = []
+        hi = self.hi
+        tent: dict[int, int] = {}
+        for part in rows.parts:
+            sh = part.shape
+            f = sh.fields
+            if sh.num_col < 0:
+                if f.get(sh.num) is not None:
+                    return None
+                continue
+            if not part.stats[sh.num_col][7]:
+                return None
+            base = self._base(file, f["framework"], f["tag"])
+            start, n = sh.num_col * part.n, part.n
+            first, last = int(part.vals[start]), int(part.vals[start + n - 1])
+            if base + first <= tent.get(base, hi.get(base, -1)):
+                return None
+            tent[base] = base + last
+            steps = None if last - first == n - 1 else memoryview(part.vals[start:start + n].tobytes()).cast("d")
+            out.append((base, first, last, steps))
+        hi.update(tent)
+        return out
+
+    def _span(self, base: int, first: int, last: int, steps: Any, cell: list[Any]) -> None:
+        sp = self.spans.get(base)
+        if sp is None:
+            sp = self.spans[base] = ([], [])
+        sp[0].append(first)
+        sp[1].append((last, steps, cell))
+        n = len(steps) if steps is not None else last - first + 1
+        self.span_order.append((base, n))
+        self.span_rows += n
+
+    def _hold(self, rows: Rows, key: Any) -> None:
+        """Rows into the open records; key: their spans' cell (a list), or their keys in `seen` (a tuple)."""
         rows.first = self.pushed
         self.out.append(rows)
-        self.keys.append(bool(stepped))
+        self.keys.append(key)
         self.open += rows.n
         self.pushed += rows.n
         self._trim()
@@ -444,13 +525,23 @@ class Records:
         self.keys = deque(ks[:i] + keys + ks[i + 1:])
         for ev, key in zip(events, keys):
             if key is not None:
-                self.seen[key] = ev
+                self._keep(key, ev)
+        if type(ks[i]) is list:  # its spans: the keys are in `seen` now
+            ks[i][0] = None
+        rows.passed = True
         self._trim()
         return events[-1]
 
+    def _keep(self, key: Any, ev: Event) -> None:
+        self.seen[key] = ev
+        if type(key) is int:
+            base = key - key % STEP_LIMIT
+            if key > self.hi.get(base, -1):
+                self.hi[base] = key
+
     def _push(self, ev: Event, key: Any) -> None:
         if key is not None:
-            self.seen[key] = ev
+            self._keep(key, ev)
         self.out.append(ev)
         self.keys.append(key)
         self.open += 1
@@ -474,7 +565,14 @@ class Records:
             else:
                 for k in range(item.n):
                     self.sink(item.event(k))
-            if key:
+            if key:  # the rows are passed on: what names them names None now, so that they can be freed
+                if type(key) is list:  # its spans' cell
+                    key[0] = None
+                else:  # its keys in `seen`
+                    seen = self.seen
+                    for k in key:
+                        if seen.get(k) is item:
+                            seen[k] = None
                 self._forget()
             return
         self.open -= 1
@@ -488,6 +586,15 @@ class Records:
         every record still open (the last WINDOW, or rows held with them, whose older rows count as passed)."""
         if len(self.seen) > 2 * SEEN:
             self.seen = dict(itertools.islice(self.seen.items(), len(self.seen) - SEEN, None))
+        if self.span_rows > 2 * SEEN:  # likewise the oldest spans
+            order, drop = self.span_order, Counter[int]()
+            while self.span_rows - order[0][1] >= SEEN:
+                base, n = order.popleft()
+                self.span_rows -= n
+                drop[base] += 1
+            for base, k in drop.items():
+                firsts, items = self.spans[base]
+                del firsts[:k], items[:k]
 
     def close(self) -> None:
         while self.out:

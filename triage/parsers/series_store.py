@@ -28,11 +28,15 @@ import heapq
 from bisect import bisect_left
 from collections import deque
 from collections.abc import Callable, Iterable
+from itertools import compress
+from operator import truediv
 from types import MappingProxyType
-from typing import Any
+from typing import Any, cast
 
 from triage.model import Event, Line
 from triage.parsers.vocabulary import canonical, reward_function
+
+STEP_LIMIT = 1 << 53  # whole numbers below it a double holds exactly (metrics.Records' int keys and spans of steps)
 
 CAP = 4096  # sampled records (their full values), whatever the log's length
 TAIL = 256  # the last records, kept whole (the last steps of a series, the last evidence)
@@ -276,7 +280,7 @@ class MetricStore:
             s = dest[name] = Summary()
         cands: list[Point] = []
         for c in cols:
-            nonzero, bad, bad0, bad1, lo, hi, top = c.stats
+            nonzero, bad, bad0, bad1, lo, hi, top, _ = c.stats
             s.n += c.n
             s.nonzero += nonzero
             s.bad += bad
@@ -586,12 +590,29 @@ class Column:
 
 
 def column_stats(values: list[float]) -> tuple[Any, ...]:
-    """What _linescan.c col_stats gives, for a column made in Python (a constant, the derived share)."""
+    """What _linescan.c col_stats gives, for a column made in Python (a constant, the derived share); whether the
+    values rise is said of one value only (no caller asks it of a longer column made here)."""
+    n = len(values)
+    inc = n == 1 and 0 <= values[0] < STEP_LIMIT and values[0] == int(values[0])
+    total = sum(values)
+    if n and total - total == 0:  # every value finite (else the sum is not, or overflowed: the general way below)
+        if n <= TOP:
+            top = list(range(n))
+        else:
+            b = heapq.nlargest(TOP, values)[-1]
+            top, ties = [], 0
+            for i in list(compress(range(n), map(b.__le__, values))):  # the indices of values >= b
+                if values[i] > b:
+                    top.append(i)
+                elif ties < TOP:
+                    ties += 1
+                    top.append(i)
+        return (n - values.count(0.0), 0, -1, -1, values.index(min(values)), values.index(max(values)), top, inc)
     nonzero = sum(1 for v in values if v != 0)
     bad = [i for i, v in enumerate(values) if v - v != 0]
     fin = [i for i, v in enumerate(values) if v - v == 0]
     if not fin:
-        return (nonzero, len(bad), bad[0] if bad else -1, bad[-1] if bad else -1, -1, -1, [])
+        return (nonzero, len(bad), bad[0] if bad else -1, bad[-1] if bad else -1, -1, -1, [], inc)
     lo = min(fin, key=lambda i: (values[i], i))
     hi = min(fin, key=lambda i: (-values[i], i))
     if len(fin) <= TOP:
@@ -606,15 +627,15 @@ def column_stats(values: list[float]) -> tuple[Any, ...]:
             elif v == b and ties < TOP:
                 ties += 1
                 top.append(i)
-    return (nonzero, len(bad), bad[0] if bad else -1, bad[-1] if bad else -1, lo, hi, top)
+    return (nonzero, len(bad), bad[0] if bad else -1, bad[-1] if bad else -1, lo, hi, top, inc)
 
 
 def const_stats(const: float, n: int) -> tuple[Any, ...]:
     """column_stats of n copies of `const`."""
-    nonzero, bad, bad0, _, lo, hi, top = column_stats([const] * min(n, TOP + 1))
+    nonzero, bad, bad0, _, lo, hi, top, inc = column_stats([const] * min(n, TOP + 1))
     if bad:
-        return (n if const != 0 else 0, n, 0, n - 1, -1, -1, [])
-    return (n if const != 0 else 0, 0, -1, -1, lo, hi, top)
+        return (n if const != 0 else 0, n, 0, n - 1, -1, -1, [], False)
+    return (n if const != 0 else 0, 0, -1, -1, lo, hi, top, inc and n <= 1)
 
 
 def _at(base: int, ords: Any, rows: list[int]) -> Callable[[int], int]:
@@ -675,15 +696,21 @@ class RowPart:
         for table, name, key, i in sh.plan():
             if table == "share":  # mean / longest response, where the longest is > 0 and the mean finite
                 mean_i, max_i = sh.share
-                rows, vals = [], []
-                for r in range(n):
-                    mean, longest = self.key_value(mean_i, r), self.key_value(max_i, r)
-                    if longest > 0 and mean - mean == 0:
-                        rows.append(r)
-                        vals.append(mean / longest)
-                if rows:
-                    out.append((tables[table], name, Column(len(rows), vals.__getitem__, _at(base, ords, rows), key,
-                                                            column_stats(vals))))
+                means, longs = self.key_column(mean_i), self.key_column(max_i)
+                total = sum(means) + sum(longs)  # finite: every value is (NaN, an infinity or an overflow: not)
+                if total - total == 0 and min(longs) > 0:  # every row counts (the usual case): in bulk
+                    share: list[float | None] = list(map(truediv, means, longs))
+                else:
+                    share = [mean / longest if longest > 0 and mean - mean == 0 else None
+                             for mean, longest in zip(means, longs)]
+                at: Callable[[int], int] = pos
+                if None in share:
+                    rows = [r for r, v in enumerate(share) if v is not None]
+                    share = [share[r] for r in rows]
+                    at = _at(base, ords, rows)
+                vals = cast("list[float]", share)  # no None left
+                if vals:
+                    out.append((tables[table], name, Column(len(vals), vals.__getitem__, at, key, column_stats(vals))))
                 continue
             c = sh.cols[i]
             if c >= 0:
@@ -694,9 +721,10 @@ class RowPart:
             out.append((tables[table], name, col))
         return out
 
-    def key_value(self, i: int, r: int) -> float:
+    def key_column(self, i: int) -> list[float]:
+        """The values of key i (of the shape's keys) in every row."""
         c = self.shape.cols[i]
-        return self.vals[c * self.n + r] if c >= 0 else self.shape.consts[i]
+        return self.vals[c * self.n:(c + 1) * self.n].tolist() if c >= 0 else [self.shape.consts[i]] * self.n
 
 
 class Rows:

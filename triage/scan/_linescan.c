@@ -583,6 +583,7 @@ typedef struct {
     Fold fold;                          /* pressure rows kept as runs (fold.on: this call folds) */
     Family fam;                         /* candidate lines of the family of Python's last line, counted here */
     struct Cols *cols;                  /* lines of registered numeric shapes, kept as columns (NULL: off) */
+    Py_ssize_t col_skip;                /* offsets below it are not visited: a line of a stable shape (cols_early) */
 } Scan;
 
 /* The columns (see the Columns section at the end of the file). */
@@ -591,6 +592,7 @@ typedef struct {
 #define COL_SHAPES 64      /* shapes one call matches at most */
 #define COL_TOP 16         /* the highest values of a series the store keeps (series_store.TOP) */
 static int cols_take(Scan *st);
+static int cols_early(Scan *st);
 static int cols_before(Scan *st);
 static int cols_flush(Scan *st);
 static struct Cols *cols_new(PyObject *cap);
@@ -1378,6 +1380,7 @@ static ALWAYS_INLINE int found(Scan *st, int32_t e, Py_ssize_t s) {
     const unsigned char *b = st->b;
     Py_ssize_t n = st->n;
     Py_ssize_t id = e < m->n ? e : e - m->n;
+    if (s < st->col_skip) return 0;  /* in a line matched whole, its needles noted (cols_early) */
     if (st->c_bol >= 0 && s < st->c_eol) return append_id(st, id);  /* inside the candidate line */
     int cand = nd->kind == K_CAND;
     if (nd->kind == K_STATS) {
@@ -1440,7 +1443,8 @@ static ALWAYS_INLINE int found(Scan *st, int32_t e, Py_ssize_t s) {
     st->c_eol = line_end(b, n, s);
     st->nids = 0;
     if (marker >= 0 && append_id(st, marker) < 0) return -1;  /* so the candidate's needles name it too */
-    return append_id(st, id);
+    if (append_id(st, id) < 0) return -1;
+    return st->cols ? cols_early(st) : 0;
 }
 
 /* Is needle nd at b + s? The caller has checked 0 <= s and s + len <= n. One or two 8-byte loads where
@@ -1469,6 +1473,7 @@ static ALWAYS_INLINE int visit(Scan *st, Py_ssize_t i, int mode) {
     const Matcher *m = st->m;
     const unsigned char *b = st->b;
     Py_ssize_t n = st->n;
+    if (i < st->col_skip) return 0;  /* inside a line of a stable shape: its needles are known (cols_early) */
     if (st->c_bol >= 0 && i >= st->c_eol && finish_cand(st) < 0) return -1;
     if (mode < 2) st->flags |= m->single[b[i]] | m->single[b[i + 1]];
     unsigned p = PAIR(b[i], b[i + 1]);
@@ -1923,6 +1928,7 @@ typedef struct {
     Py_ssize_t nout;
     Py_ssize_t ids[COL_IDS], nids;
     int record, ctx;
+    int stable;                         /* no needle can occur across a number of a line of it (columns.stable) */
 } ColShape;
 
 typedef struct {
@@ -1934,7 +1940,7 @@ typedef struct {
 typedef struct {
     Py_ssize_t n, cap;
     int64_t *line, *bol, *eol, *ord;
-    double *val;                        /* row after row: n x nout */
+    double *val;                        /* column after column: nout x cap */
 } ColRows;
 
 struct Cols {
@@ -1944,6 +1950,10 @@ struct Cols {
     Py_ssize_t last;                    /* the shape matched last (tried first) */
     int any;                            /* rows since the last write-out */
     Py_ssize_t nl_pos, nl_cnt;          /* newlines before nl_pos: the rows' own line counter */
+    uint8_t early[COL_SHAPES];          /* per shape, with this call's matcher: 0 not looked at, 1 cols_early may
+                                           match its lines, 2 not (see cols_order) */
+    Py_ssize_t pre_k, pre_bol;          /* the shape the candidate line at pre_bol matched in cols_early (-1: none) */
+    Py_ssize_t pre_ts[COL_TOKENS], pre_te[COL_TOKENS];  /* and its tokens' bounds */
 };
 
 /* Whether n bytes at a and b are equal (short segments: word compares, no call). */
@@ -1968,10 +1978,14 @@ static void colset_free(PyObject *cap) {
     PyMem_Free(cs);
 }
 
-/* shapes([(literal segments, allowed classes, output columns, needle indices, record, ctx), ...], back) -> shapes
+/* shapes([(literal segments, allowed classes, output columns, needle indices, record, ctx[, stable]), ...], back)
+ * -> shapes
  * literal segments: tuple of nslot + 1 bytes; allowed classes: bytes of nslot bitmasks; output columns: bytes of nslot
  * (255: the number is not needed, else its column, 0..nout-1, each once). At most COL_SHAPES shapes. back: the needle
- * indices of lines before which context rows are returned (see cols_before). */
+ * indices of lines before which context rows are returned (see cols_before). stable: no needle of the matcher can
+ * occur across a number token of a line of the shape (columns.stable checks it), so a line of it holds exactly the
+ * needles of its literal text, the shape's: once its first needle is found and the line matches, the rest of the
+ * line is not visited (cols_early). */
 static PyObject *shapes(PyObject *self, PyObject *args) {
     (void)self;
     PyObject *spec, *back;
@@ -1988,9 +2002,9 @@ static PyObject *shapes(PyObject *self, PyObject *args) {
     for (Py_ssize_t k = 0; k < n; k++) {
         PyObject *segs, *ids;
         Py_buffer allow, col;
-        int record, ctx;
-        if (!PyArg_ParseTuple(PyList_GET_ITEM(spec, k), "O!y*y*O!pp", &PyTuple_Type, &segs, &allow, &col, &PyTuple_Type,
-                              &ids, &record, &ctx)) { Py_DECREF(cap); return NULL; }
+        int record, ctx, stable = 0;
+        if (!PyArg_ParseTuple(PyList_GET_ITEM(spec, k), "O!y*y*O!pp|p", &PyTuple_Type, &segs, &allow, &col,
+                              &PyTuple_Type, &ids, &record, &ctx, &stable)) { Py_DECREF(cap); return NULL; }
         ColShape *sh = &cs->sh[k];
         Py_ssize_t nslot = PyTuple_GET_SIZE(segs) - 1, total = 0;
         int bad = nslot < 0 || nslot > COL_TOKENS || allow.len != nslot || col.len != nslot
@@ -2024,6 +2038,7 @@ static PyObject *shapes(PyObject *self, PyObject *args) {
         for (Py_ssize_t j = 0; !bad && j < sh->nids; j++) sh->ids[j] = PyLong_AsSsize_t(PyTuple_GET_ITEM(ids, j));
         sh->record = record;
         sh->ctx = ctx;
+        sh->stable = stable && sh->nids > 0;
         PyBuffer_Release(&allow);
         PyBuffer_Release(&col);
         if (bad || PyErr_Occurred()) {
@@ -2131,8 +2146,74 @@ static int col_grow(ColRows *r, Py_ssize_t nout) {
     }
     double *v = PyMem_Realloc(r->val, (size_t)(cap * (nout ? nout : 1)) * sizeof(double));
     if (!v) { PyErr_NoMemory(); return -1; }
+    for (Py_ssize_t j = nout - 1; j > 0; j--)  /* each column to its new place, the last first */
+        memmove(v + j * cap, v + j * r->cap, (size_t)r->n * sizeof(double));
     r->val = v;
     r->cap = cap;
+    return 0;
+}
+
+/* Whether the pending candidate line is of shape sh (its needles aside); the tokens' bounds into ts/te. */
+static ALWAYS_INLINE int col_line(const ColShape *sh, const unsigned char *b, Py_ssize_t bol, Py_ssize_t len,
+                                  Py_ssize_t *ts, Py_ssize_t *te) {
+    Py_ssize_t tail = sh->seg_len[sh->nslot];  /* the end of the line first: where shapes of a needle differ */
+    if (len < tail || !seg_eq(b + bol + len - tail, sh->lit + sh->seg_off[sh->nslot], tail)) return 0;
+    return col_match(sh, b + bol, len, ts, te);
+}
+
+/* Whether the needles of a stable shape's lines are always found in one order (that of its ids) with matcher m. A
+ * needle occurrence at s is found at the even one of its pair offsets s + off, s + off + 1; occurrences in two
+ * segments are found in line order (a token of 1+ bytes between: their pairs are 3+ bytes apart), and so are two in
+ * one segment whose pair offsets p, q (fixed within the segment) are equal (one visit, one chain order) or 2+ apart.
+ * Offsets 1 apart are found in one visit or two, as the line's place in the buffer falls: then not. */
+static int cols_order(const ColShape *sh, const Matcher *m) {
+    Py_ssize_t seg[COL_IDS], at[COL_IDS], n = 0;
+    for (Py_ssize_t j = 0; j < sh->nids; j++) {
+        Py_ssize_t id = sh->ids[j];
+        if (id < 0 || id >= m->n) return 0;
+        const Needle *nd = &m->nd[id];
+        if (nd->len <= 0) return 0;
+        int dup = 0;  /* a needle named twice: its occurrences are listed once */
+        for (Py_ssize_t q = 0; q < j && !dup; q++) dup = sh->ids[q] == id;
+        if (dup) continue;
+        for (Py_ssize_t g = 0; g <= sh->nslot; g++) {
+            const unsigned char *t = sh->lit + sh->seg_off[g];
+            for (Py_ssize_t k = 0; k + nd->len <= sh->seg_len[g]; k++) {
+                if (memcmp(t + k, nd->s, (size_t)nd->len) != 0) continue;
+                if (n == COL_IDS) return 0;
+                seg[n] = g;
+                at[n++] = k + nd->off;
+            }
+        }
+    }
+    for (Py_ssize_t a = 0; a < n; a++)
+        for (Py_ssize_t b = a + 1; b < n; b++)
+            if (seg[a] == seg[b] && (at[a] - at[b] == 1 || at[b] - at[a] == 1)) return 0;
+    return 1;
+}
+
+/* A candidate line has just begun with its first needle (found): when that is the first needle of a stable shape
+ * and the line is of that shape, its needles are that shape's (the shape's literal text holds them, and no needle
+ * can occur across a number: see shapes()), so they are noted now and the rest of the line is not visited. */
+static int cols_early(Scan *st) {
+    struct Cols *c = st->cols;
+    const ColSet *cs = c->set;
+    Py_ssize_t bol = st->c_bol, len = st->c_eol - st->c_bol;
+    if (st->nids != 1 || len > COL_LINE_MAX) return 0;
+    for (Py_ssize_t q = 0; q < cs->n; q++) {
+        Py_ssize_t k = q == 0 ? c->last : q <= c->last ? q - 1 : q;  /* the last one matched, then the others */
+        const ColShape *sh = &cs->sh[k];
+        if (!sh->stable || sh->ids[0] != st->ids[0]) continue;
+        if (!c->early[k]) c->early[k] = cols_order(sh, st->m) ? 1 : 2;
+        if (c->early[k] != 1) continue;
+        if (!col_line(sh, st->b, bol, len, c->pre_ts, c->pre_te)) continue;
+        for (Py_ssize_t j = 1; j < sh->nids; j++)
+            if (append_id(st, sh->ids[j]) < 0) return -1;
+        c->pre_k = k;
+        c->pre_bol = bol;
+        st->col_skip = st->c_eol;
+        return 0;
+    }
     return 0;
 }
 
@@ -2143,26 +2224,32 @@ static int cols_take(Scan *st) {
     const unsigned char *b = st->b;
     Py_ssize_t bol = st->c_bol, len = st->c_eol - st->c_bol;
     if (len > COL_LINE_MAX || !cs->n) return 0;
-    Py_ssize_t ts[COL_TOKENS], te[COL_TOKENS];
+    Py_ssize_t ts_own[COL_TOKENS], te_own[COL_TOKENS];
+    Py_ssize_t *ts = ts_own, *te = te_own;
     for (Py_ssize_t q = 0; q < cs->n; q++) {
         Py_ssize_t k = q == 0 ? c->last : q <= c->last ? q - 1 : q;  /* the last one matched, then the others */
+        if (c->pre_bol == bol && c->pre_k >= 0) {  /* matched already, its needles those of the shape */
+            k = c->pre_k;
+            ts = c->pre_ts;
+            te = c->pre_te;
+            q = cs->n;
+        }
         const ColShape *sh = &cs->sh[k];
-        if (sh->nids != st->nids) continue;
-        Py_ssize_t j = 0;
-        while (j < st->nids && sh->ids[j] == st->ids[j]) j++;
-        if (j < st->nids) continue;
-        Py_ssize_t tail = sh->seg_len[sh->nslot];  /* the end of the line first: where shapes of a needle differ */
-        if (len < tail || !seg_eq(b + bol + len - tail, sh->lit + sh->seg_off[sh->nslot], tail)) continue;
-        if (!col_match(sh, b + bol, len, ts, te)) continue;
+        if (q < cs->n) {
+            if (sh->nids != st->nids) continue;
+            Py_ssize_t j = 0;
+            while (j < st->nids && sh->ids[j] == st->ids[j]) j++;
+            if (j < st->nids) continue;
+            if (!col_line(sh, b, bol, len, ts, te)) continue;
+        }
         if (sh->ctx && bol > 0) {  /* the same text as the line before: Python folds it into that one (Runs) */
             Py_ssize_t pb = line_start(b, bol - 1);
             if (bol - 1 - pb == len && memcmp(b + pb, b + bol, (size_t)len) == 0) return 0;
         }
         ColRows *r = &c->rows[k];
         if (col_grow(r, sh->nout) < 0) return -1;
-        double *v = r->val + r->n * sh->nout;
         for (Py_ssize_t s = 0; s < sh->nslot; s++)
-            if (sh->col[s] >= 0 && !col_number(b + bol, ts[s], te[s], &v[sh->col[s]])) return 0;
+            if (sh->col[s] >= 0 && !col_number(b + bol, ts[s], te[s], &r->val[sh->col[s] * r->cap + r->n])) return 0;
         c->nl_cnt += st->em.count(b + c->nl_pos, b + bol);  /* the bytes since the last row only */
         c->nl_pos = bol;
         r->line[r->n] = c->nl_cnt;
@@ -2189,9 +2276,13 @@ static PyObject *col_bytes(const void *p, Py_ssize_t n) {
  * finite value b, and the first COL_TOP equal to b; every finite one when there are at most COL_TOP). Whatever the
  * store held before, only these can end among its COL_TOP highest (a value at or below b has COL_TOP values of this
  * column at or above it, and of the values equal to b only the first COL_TOP can get in: once COL_TOP values are
- * kept, its lowest is at least b and a value must beat it to get in). */
+ * kept, its lowest is at least b and a value must beat it to get in); last, whether the values are whole numbers in
+ * [0, 2^53), each above the one before. */
 static PyObject *col_stats(const double *v, Py_ssize_t n) {
     Py_ssize_t nonzero = 0, bad = 0, bad0 = -1, bad1 = -1, lo = -1, hi = -1, finite = 0;
+    int inc = 1;  /* whole numbers in [0, 2^53), each above the one before (a step column: metrics.Records' spans) */
+    for (Py_ssize_t i = 0; i < n && inc; i++)
+        inc = v[i] >= 0 && v[i] < 9007199254740992.0 && v[i] == (double)(int64_t)v[i] && (i == 0 || v[i] > v[i - 1]);
     double heap[COL_TOP];  /* the COL_TOP highest finite values so far, a min-heap */
     Py_ssize_t nh = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
@@ -2236,7 +2327,7 @@ static PyObject *col_stats(const double *v, Py_ssize_t n) {
         if (!k || PyList_Append(top, k) < 0) { Py_XDECREF(k); Py_DECREF(top); return NULL; }
         Py_DECREF(k);
     }
-    return Py_BuildValue("(nnnnnnN)", nonzero, bad, bad0, bad1, lo, hi, top);
+    return Py_BuildValue("(nnnnnnNN)", nonzero, bad, bad0, bad1, lo, hi, top, PyBool_FromLong(inc));
 }
 
 /* Write out the rows so far (kind 6), if any. */
@@ -2257,7 +2348,7 @@ static int cols_flush(Scan *st) {
         if (!vals) { Py_DECREF(parts); return -1; }
         double *out = (double *)PyBytes_AS_STRING(vals);
         for (Py_ssize_t j = 0; j < nout; j++)  /* column after column */
-            for (Py_ssize_t i = 0; i < n; i++) out[j * n + i] = r->val[i * nout + j];
+            memcpy(out + j * n, r->val + j * r->cap, (size_t)n * sizeof(double));
         PyObject *stats = PyTuple_New(nout);
         for (Py_ssize_t j = 0; stats && j < nout; j++) {
             PyObject *one = col_stats(out + j * n, n);
@@ -2357,6 +2448,7 @@ static struct Cols *cols_new(PyObject *cap) {
     struct Cols *c = PyMem_Calloc(1, sizeof(struct Cols));
     if (!c) { PyErr_NoMemory(); return NULL; }
     c->set = cs;
+    c->pre_k = c->pre_bol = -1;
     return c;
 }
 

@@ -28,6 +28,7 @@ are registered per file (the C side's COL_SHAPES) and MAX_TRIED tried.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from types import MappingProxyType
 from typing import Any, NamedTuple
 
@@ -41,6 +42,7 @@ from triage.scan.origins import RAY_PREFIX, split_ray
 Scanner = Any  # scanner.Scanner (its needles, plans, rules and sides), which imports this module through prefiltered
 
 NUMBER = re.compile(rb"(?<![A-Za-z0-9_.])-?[0-9]+(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?")
+TOKEN = re.compile(rb"-?[0-9]+(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?")  # what the C side's col_match reads in a slot
 MAX_SHAPES = _linescan.COL_SHAPES if _linescan is not None else 64
 MAX_TOKENS = _linescan.COL_TOKENS if _linescan is not None else 64
 LINE_MAX = _linescan.COL_LINE_MAX if _linescan is not None else 4096
@@ -52,6 +54,7 @@ ALL = 0xFF
 CONTEXT_PATTERNS = (NOT_FATAL_HEAD, FRAME, EXC_LINE)  # what makes a context line matter to a traceback
 NO_COLUMN = 255
 CHAIN_ANCHORS = ("Traceback", 'File "')  # with any anchor holding `Error` (RayTaskError): see Shapes._chain_ids
+TOKEN_BYTES = frozenset(b"0123456789.eE+-")  # every byte a number token (NUMBER) may hold
 
 
 def _ray_end(raw: bytes) -> int:
@@ -100,9 +103,78 @@ class Shape(NamedTuple):
     record: bool  # rows are metric records
     ctx: bool  # rows are context lines in Python (timers)
     rows: RowShape
+    stable: bool = False  # no needle can occur across a number of a line of it (stable())
 
     def spec(self) -> tuple[Any, ...]:
-        return (self.segments, self.allow, self.cols, self.ids, self.record, self.ctx)
+        return (self.segments, self.allow, self.cols, self.ids, self.record, self.ctx, self.stable)
+
+
+@lru_cache(maxsize=4)
+def _overlaps(needles: tuple[bytes, ...]) -> dict[tuple[int, int], list[tuple[bytes, bytes]]]:
+    """How each needle could occur across a number token: every split of it into (a, t, b), t a non-empty run of
+    bytes a token may hold, a the text just before the token's part and b the text just after, as (a, b), filed under
+    (a's last byte, b's first byte) (-1: empty)."""
+    out: dict[tuple[int, int], list[tuple[bytes, bytes]]] = {}
+    for nd in needles:
+        i = 0
+        while i < len(nd):
+            if nd[i] not in TOKEN_BYTES:
+                i += 1
+                continue
+            e = i
+            while e < len(nd) and nd[e] in TOKEN_BYTES:
+                e += 1
+            for s in range(i, e):
+                for k in range(s + 1, e + 1):
+                    a, b = nd[:s], nd[k:]
+                    out.setdefault((a[-1] if a else -1, b[0] if b else -1), []).append((a, b))
+            i = e
+    return out
+
+
+def _fits_after(b: bytes, segs: tuple[bytes, ...], j: int) -> bool:
+    """Whether some line of the shape can hold `b` right where segment j starts (the text after token j - 1)."""
+    y = segs[j]
+    if len(b) <= len(y):
+        return y.startswith(b)
+    if not b.startswith(y) or j + 1 >= len(segs):  # another text, or the line ends
+        return False
+    rest = b[len(y):]
+    if all(c in TOKEN_BYTES for c in rest):  # the start of a token (conservative)
+        return True
+    return any(TOKEN.fullmatch(rest, 0, k) and _fits_after(rest[k:], segs, j + 1) for k in range(1, len(rest)))
+
+
+def _fits_before(a: bytes, segs: tuple[bytes, ...], j: int) -> bool:
+    """Whether some line of the shape can hold `a` right where segment j ends (the text before token j)."""
+    x = segs[j]
+    if len(a) <= len(x):
+        return x.endswith(a)
+    if not a.endswith(x) or j == 0:  # another text, or the line starts
+        return False
+    rest = a[:len(a) - len(x)]
+    if all(c in TOKEN_BYTES for c in rest):  # the end of a token (conservative)
+        return True
+    return any(TOKEN.fullmatch(rest, k) and _fits_before(rest[:k], segs, j - 1) for k in range(1, len(rest)))
+
+
+def stable(segs: tuple[bytes, ...], needles: tuple[bytes, ...]) -> bool:
+    """Whether no needle can occur across a number token of any line of this shape (its literal segments), so that
+    every line of it holds exactly the needles of its literal text: an occurrence that takes part of token j takes a
+    run of token bytes, with what comes before it ending where segment j ends and what comes after it starting where
+    segment j + 1 starts (past them, through the tokens and segments further on). Conservative: a part that could be
+    the start or end of a token counts as possible."""
+    table = _overlaps(needles)
+    for j in range(len(segs) - 1):
+        x, y = segs[j], segs[j + 1]
+        keys_a = (x[-1], -1) if x else tuple({ka for ka, _ in table} | {-1})
+        keys_b = (y[0], -1) if y else tuple({kb for _, kb in table} | {-1})
+        for ka in keys_a:
+            for kb in keys_b:
+                for a, b in table.get((ka, kb), ()):
+                    if (not a or _fits_before(a, segs, j)) and (not b or _fits_after(b, segs, j + 1)):
+                        return False
+    return True
 
 
 def _event(scanner: Scanner, text: str, plan: Any) -> Any:
@@ -305,7 +377,9 @@ class Shapes:
         col_of = {j: c for c, j in enumerate(slots)}
         cols = bytes(col_of.get(j, NO_COLUMN) for j in range(n))
         rows = self._row_shape(ev0, mapping, col_of, segs, len(slots))
-        return Shape(segs, bytes(allow), cols, ids, kind == "metrics", kind == "timer", rows), mapping
+        needles = tuple(nd for nd, _ in self.scanner.needles.items if len(nd) > 1)  # single bytes: not printable
+        return Shape(segs, bytes(allow), cols, ids, kind == "metrics", kind == "timer", rows,
+                     stable(segs, needles)), mapping
 
     def _renders(self, render: Any, classes: list[int], ev0: Any, kind: str, mapping: dict[str, Any]) -> bool:
         ev, values, line = render(classes)
