@@ -134,20 +134,55 @@ def _count(rx: re.Pattern[str], text: str) -> int:
     return len(rx.findall(text))
 
 
-def content_scores(text: str) -> dict[str, int]:
-    text = "\n" + text  # a line start is a newline (see CONTENT_MARKERS)
-    scores = {kind: _count(rx, text) for kind, rx in CONTENT_MARKERS.items()}
-    low = text.lower()
-    scores.update({kind: _count(rx, low) for kind, rx in LOWER_MARKERS.items()})
-    actors = {m["actor"] for m in RAY_ACTORS.finditer(text) if m["pid"]} if "\n(" in text else set()
-    vllm_procs = {a for a in actors if VLLM_PROCESS.match(a)}
-    if vllm_procs:
-        scores["vllm"] += 3 * len(vllm_procs)
-    if len(actors - vllm_procs) >= 2:
-        scores["driver"] = 1_000  # several Ray actors in one file: the driver's combined log
-    elif _count(VERL_MARKERS, text) >= 3:
-        scores["driver"] = 500  # verl's driver log (TaskRunner, step lines), even with one actor name in it
-    return scores
+class Scores:
+    """A head's marker counts by kind, each counted when first asked for: a file whose name settles most of the
+    decision (`train-rank-3.log` is a trainer log unless its content makes it a driver's) costs only the counts
+    that can still change it. Most of a run of many small files' discovery time was counting markers nobody read."""
+
+    def __init__(self, text: str) -> None:
+        self.text = "\n" + text  # a line start is a newline (see CONTENT_MARKERS)
+        self._low: str | None = None
+        self._got: dict[str, int] = {}
+        self._vllm_procs = -1
+
+    def _actors(self) -> tuple[set[str], int]:
+        """(Ray actor names with a pid that are not vLLM's own processes, vLLM process names seen)."""
+        text = self.text
+        actors = {m["actor"] for m in RAY_ACTORS.finditer(text) if m["pid"]} if "\n(" in text else set()
+        vllm_procs = {a for a in actors if VLLM_PROCESS.match(a)}
+        return actors - vllm_procs, len(vllm_procs)
+
+    def __getitem__(self, kind: str) -> int:
+        got = self._got.get(kind)
+        if got is not None:
+            return got
+        if kind == "driver":
+            others, procs = self._actors()
+            self._vllm_procs = procs
+            if len(others) >= 2:
+                got = 1_000  # several Ray actors in one file: the driver's combined log
+            elif _count(VERL_MARKERS, self.text) >= 3:
+                got = 500  # verl's driver log (TaskRunner, step lines), even with one actor name in it
+            else:
+                got = 0
+        elif kind in CONTENT_MARKERS:
+            got = _count(CONTENT_MARKERS[kind], self.text)
+            if kind == "vllm":
+                if self._vllm_procs < 0:
+                    self._vllm_procs = self._actors()[1]
+                got += 3 * self._vllm_procs
+        else:
+            if self._low is None:
+                self._low = self.text.lower()
+            got = _count(LOWER_MARKERS[kind], self._low)
+        self._got[kind] = got
+        return got
+
+    def best(self) -> str:
+        """The kind with the highest score (the first of equals, in content_scores' order), or "text"."""
+        kinds = (*CONTENT_MARKERS, *LOWER_MARKERS, "driver")
+        best = max(kinds, key=lambda k: self[k])
+        return best if self[best] else "text"
 
 
 def wandb_kind(name: str) -> str:
@@ -201,28 +236,28 @@ def decide_kind(name: str, text: str) -> str:
         return "config"
     if looks_like_config(text):  # a run configuration whatever its name (run.cfg, args, experiment.txt)
         return "config"
-    scores = content_scores(text)
+    scores = Scores(text)
     if suffixes and suffixes[-1] in (".md", ".rst", ".txt") and not kind_from_name(name):
         # notes left beside the logs: scanned, but never taken for a verifier or trainer log; a console log tee'd
         # to a .txt (a verl driver's `... | tee log.txt`, a vLLM server's) is still known by its content
-        if scores.get("driver"):
+        if scores["driver"]:
             return "driver"
         if scores["vllm"] >= 3 and scores["vllm"] > scores["sglang"]:
             return "vllm"
         return "text"
     by_name = "driver" if WANDB_RUN.search(name.replace("\\", "/")) else kind_from_name(name)
-    if scores.get("driver"):
+    if scores["driver"]:
         return "driver"
     if by_name == "verifier":
         return "verifier"
-    engine = max(ENGINE_KINDS, key=lambda k: scores[k])
     named_trainer = by_name == "trainer" and STRONG_TRAINER_NAME.search(name.lower())
-    if scores[engine] >= 3 and by_name not in ENGINE_KINDS and not named_trainer:
-        return engine
+    if by_name not in ENGINE_KINDS and not named_trainer:  # clear engine content wins over a weaker name
+        engine = max(ENGINE_KINDS, key=lambda k: scores[k])
+        if scores[engine] >= 3:
+            return engine
     if by_name:
         return by_name
-    best = max(scores, key=lambda k: scores[k])
-    return best if scores[best] else "text"
+    return scores.best()
 
 
 FILLER = b"\x00 \t\r\n\f\v"  # what a hole or a run of blank lines is made of
