@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import re
 import stat
-from pathlib import Path
 from typing import Any
 
 from triage.input.decompress import compression_of, safe_open
@@ -95,14 +94,36 @@ _NOT_CONTROL = bytes(c for c in range(256) if c not in _CONTROL)
 CONTROL_SHARE = 20  # binary when more than 1 in 20 non-NUL bytes of the head are control bytes
 
 
+def _base(name: str) -> str:
+    return name.rstrip("/").rpartition("/")[2]
+
+
+def _suffix(name: str) -> str:
+    """Path(name).suffix, without building a Path (discovery asks it of every file)."""
+    base = _base(name)
+    i = base.rfind(".")
+    return base[i:] if 0 < i < len(base) - 1 else ""
+
+
+def _last_suffix(name: str) -> str:
+    """Path(name).suffixes[-1], or "" when there is none (a name's leading dots start no suffix)."""
+    base = _base(name)
+    if base.endswith("."):
+        return ""
+    base = base.lstrip(".")
+    i = base.rfind(".")
+    return base[i:] if i > 0 else ""
+
+
 def _binary_reason(head: bytes, name: str) -> str:
     for magic, what in BINARY_MAGIC.items():
         if head.startswith(magic):
             return what
     if len(head) >= 9 and head[8:9] == b"{" and name.endswith(".safetensors"):
         return "safetensors checkpoint"
-    if Path(name).suffix.lower() in BINARY_SUFFIXES:
-        return f"binary file ({Path(name).suffix})"
+    suffix = _suffix(name)
+    if suffix.lower() in BINARY_SUFFIXES:
+        return f"binary file ({suffix})"
     # NUL bytes alone do not make a file binary: a log cut by a crash often ends in a zero-filled block, and
     # UTF-16 text is half NULs. read.py drops them; only the other bytes decide.
     sample = head[:8192]
@@ -218,7 +239,8 @@ def kind_from_name(name: str) -> str:
 def decide_kind(name: str, text: str) -> str:
     """Name and content together. Engine markers are distinctive, so clear engine content wins over
     a generic name (a Ray `worker-*.err` holding SGLang lines); otherwise the name decides."""
-    suffixes = [s.lower() for s in Path(name).suffixes]
+    last = _last_suffix(name).lower()
+    suffixes = [last] if last else []  # (only the last is asked for)
     wandb = wandb_kind(name)
     if wandb and wandb != "text":
         return wandb
@@ -434,9 +456,9 @@ def _walk(root: str, follow_links: bool = False) -> list[LogFile]:
     (`loop -> ..` cannot recurse)."""
     out: list[LogFile] = []
     real_root = os.path.realpath(root)
-    stack = [root]
+    stack = [(root, "")]  # (a directory, its path relative to root with a trailing separator: "" for root)
     while stack:
-        dirpath = stack.pop()
+        dirpath, reldir = stack.pop()
         try:
             with os.scandir(dirpath) as it:
                 entries = sorted(it, key=lambda e: e.name)
@@ -460,7 +482,7 @@ def _walk(root: str, follow_links: bool = False) -> list[LogFile]:
                                    reason=f"symlink to a directory ({printable(os.readlink(d.path))}): not followed"))
         for e in names:
             full = e.path
-            rel = os.path.relpath(full, root)
+            rel = reldir + e.name  # os.path.relpath(full, root), without its two abspath() calls a file
             target = "" if follow_links or not e.is_symlink() else _outside(full, real_root)
             if target:
                 out.append(LogFile(path=full, rel=printable(rel), kind="link", status="skipped",
@@ -468,5 +490,5 @@ def _walk(root: str, follow_links: bool = False) -> list[LogFile]:
                                           "(--follow-links reads it)"))
                 continue
             out.append(_entry(full, rel))
-        stack.extend(reversed([d.path for d in subdirs if not d.is_symlink()]))
+        stack.extend(reversed([(d.path, reldir + d.name + os.sep) for d in subdirs if not d.is_symlink()]))
     return out
