@@ -188,3 +188,12 @@ def test_a_named_trainer_log_counts_only_the_markers_that_can_change_its_kind(mo
     counted.clear()
     verl = "".join(f"(TaskRunner pid=87031) step:{s} - critic/score/mean:0.5 - timing_s/step:90.0\n" for s in range(4))
     assert discover.decide_kind("ranks/train-rank-4.log", verl) == "driver"
+
+
+def test_the_configuration_guard_holds_every_word_a_configuration_key_starts_with() -> None:
+    from triage.parsers.config_file import NAMESPACE_KEY
+
+    assert NAMESPACE_KEY.pattern.startswith("^(?:" + "|".join(discover.CONFIG_WORDS) + ")")
+    assert discover.decide_kind("exp.cfg", "# run\njudge:\n  timeout: 30\n") == "config"
+    assert discover.decide_kind("args", "inference.max_context_length: 16384\n") == "config"
+    assert discover.decide_kind("exp.cfg", "# run\n  judge:\n  timeout: 30\n") != "config"  # not at a line start

@@ -236,6 +236,17 @@ def kind_from_name(name: str) -> str:
     return ""
 
 
+# The words a run configuration's top-level key starts with (config_file.NAMESPACE_KEY: `^(?:inference|...)` under
+# re.M, where `^` is the text's start or a "\n"): a head holding none of them at a line start is no configuration,
+# and looks_like_config (which splits the head into lines first: ~40 us a file) is not asked.
+CONFIG_WORDS = ("inference", "miles", "trainer", "rollout", "verifier", "judge", "engine")
+_CONFIG_LINES = tuple("\n" + w for w in CONFIG_WORDS)
+
+
+def _may_be_config(text: str) -> bool:
+    return text.startswith(CONFIG_WORDS) or any(w in text for w in _CONFIG_LINES)
+
+
 def decide_kind(name: str, text: str) -> str:
     """Name and content together. Engine markers are distinctive, so clear engine content wins over
     a generic name (a Ray `worker-*.err` holding SGLang lines); otherwise the name decides."""
@@ -256,7 +267,7 @@ def decide_kind(name: str, text: str) -> str:
         return "verifier" if LOWER_MARKERS["verifier"].search(text[:4096].lower()) else "metrics"
     if suffixes and suffixes[-1] == ".json":
         return "config"
-    if looks_like_config(text):  # a run configuration whatever its name (run.cfg, args, experiment.txt)
+    if _may_be_config(text) and looks_like_config(text):  # a run configuration whatever its name (run.cfg, args)
         return "config"
     scores = Scores(text)
     if suffixes and suffixes[-1] in (".md", ".rst", ".txt") and not kind_from_name(name):
