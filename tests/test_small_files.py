@@ -197,3 +197,44 @@ def test_the_configuration_guard_holds_every_word_a_configuration_key_starts_wit
     assert discover.decide_kind("exp.cfg", "# run\njudge:\n  timeout: 30\n") == "config"
     assert discover.decide_kind("args", "inference.max_context_length: 16384\n") == "config"
     assert discover.decide_kind("exp.cfg", "# run\n  judge:\n  timeout: 30\n") != "config"  # not at a line start
+
+
+PARENT = os.getpid()
+
+
+def square_or_die(x: int) -> int:
+    if x == 300 and os.getpid() != PARENT:
+        os._exit(9)  # the worker holding item 300 is killed: its chunk is done again here
+    return x * x
+
+
+@needs_fork
+def test_shared_map_gives_the_plain_map_even_when_a_worker_dies(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TRIAGE_JOBS", "2")
+    items = list(range(3000))
+    assert parallel.map_shared(square_or_die, items) == [x * x for x in items]
+
+
+def fails_on_7(x: int) -> int:
+    if x == 7:
+        raise ValueError("seven")
+    return x
+
+
+@needs_fork
+def test_shared_map_raises_here_what_the_plain_map_raises(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TRIAGE_JOBS", "2")
+    with pytest.raises(ValueError, match="seven"):
+        parallel.map_shared(fails_on_7, list(range(2000)))
+
+
+@needs_fork
+def test_discovery_shared_among_processes_finds_what_one_process_finds(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    run = mixed_tree(tmp_path, ranks=300, samples=300)
+    monkeypatch.setenv("TRIAGE_JOBS", "2")
+    alone, _ = discover.discover([str(run)])
+    shared, _ = discover.discover([str(run)], mapper=parallel.map_shared)
+    fields = ("path", "rel", "kind", "status", "reason", "size", "compression")
+    assert [[getattr(lf, f) for f in fields] for lf in shared] == [[getattr(lf, f) for f in fields] for lf in alone]
+    assert len(alone) == 606  # 600 logs, the .gz, the binary, the hole, the empty file, the two links

@@ -154,7 +154,7 @@ def analyze(settings: Settings, lib: Library | None = None, retired: list[object
 
 def _analyze(settings: Settings, lib: Library, retired: list[object] | None) -> Report:
     entries = baseline.load(settings.baseline) if settings.baseline is not None else {}
-    files, problems = discover(settings.paths, settings.follow_links)
+    files, problems = discover(settings.paths, settings.follow_links, parallel.map_shared)
     if problems:
         raise InputError(problems[0])
     if settings.config is not None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import re
 import stat
+from collections.abc import Callable
 from typing import Any
 
 from triage.input.decompress import compression_of, safe_open
@@ -430,11 +431,24 @@ def _entry(path: str, rel: str) -> LogFile:
     return lf
 
 
-def discover(paths: list[str], follow_links: bool = False) -> tuple[list[LogFile], list[str]]:
+Mapper = Callable[[Callable[[Any], Any], list[Any]], list[Any]]  # map(fn, items) -> [fn(item), ...] in order
+
+
+def _serially(fn: Callable[[Any], Any], items: list[Any]) -> list[Any]:
+    return [fn(x) for x in items]
+
+
+def _sniffed(where: tuple[str, str]) -> LogFile:
+    return _entry(*where)
+
+
+def discover(paths: list[str], follow_links: bool = False, mapper: Mapper = _serially) -> tuple[list[LogFile], list[str]]:
     """All files under the paths, sorted per root. Returns (files, problems with the paths themselves).
 
     A file symlink whose target lies outside the directory given is not followed unless `follow_links` (a
-    `shadow.log -> /etc/shadow` planted in a run dir would be read and quoted); it is listed as skipped."""
+    `shadow.log -> /etc/shadow` planted in a run dir would be read and quoted); it is listed as skipped.
+    `mapper` sniffs the files of a directory walked (their stat, kind, coverage): scan/parallel.py's map_shared
+    shares a run of many small files among processes; by default this process sniffs them one by one."""
     files: list[LogFile] = []
     problems: list[str] = []
     several = len(paths) > 1
@@ -446,7 +460,7 @@ def discover(paths: list[str], follow_links: bool = False) -> tuple[list[LogFile
             problems.append(f"{root}: no such file or directory")
             continue
         if os.path.isdir(root):
-            found = _walk(root, follow_links)
+            found = _walk(root, follow_links, mapper)
             if several:  # names relative to each root would collide (a/train.log, b/train.log): keep the root
                 for lf in found:
                     lf.rel = printable(os.path.normpath(os.path.join(root, lf.rel)))
@@ -462,11 +476,13 @@ def _outside(full: str, real_root: str) -> str:
     return "" if target == real_root or target.startswith(real_root.rstrip(os.sep) + os.sep) else target
 
 
-def _walk(root: str, follow_links: bool = False) -> list[LogFile]:
+def _walk(root: str, follow_links: bool = False, mapper: Mapper = _serially) -> list[LogFile]:
     """Every file under root, each directory's files (sorted) before its subdirectories (sorted), without
     recursion: a tree thousands of levels deep is walked like a flat one. Directory symlinks are not followed
-    (`loop -> ..` cannot recurse)."""
-    out: list[LogFile] = []
+    (`loop -> ..` cannot recurse). The files found are sniffed (their kind and coverage) once the walk is done,
+    all through `mapper`."""
+    out: list[LogFile | None] = []  # None: the next file of `todo`, once sniffed
+    todo: list[tuple[str, str]] = []
     real_root = os.path.realpath(root)
     stack = [(root, "")]  # (a directory, its path relative to root with a trailing separator: "" for root)
     while stack:
@@ -501,6 +517,8 @@ def _walk(root: str, follow_links: bool = False) -> list[LogFile]:
                                    reason=f"symlink out of the run directory (to {printable(target)}): not followed "
                                           "(--follow-links reads it)"))
                 continue
-            out.append(_entry(full, rel))
+            out.append(None)
+            todo.append((full, rel))
         stack.extend(reversed([(d.path, reldir + d.name + os.sep) for d in subdirs if not d.is_symlink()]))
-    return out
+    sniffed = iter(mapper(_sniffed, todo))
+    return [lf if lf is not None else next(sniffed) for lf in out]

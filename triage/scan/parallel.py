@@ -18,6 +18,7 @@ sending each chunk's candidate lines as it goes, and this process parses them me
 Many small files (a run of per-rank and per-sample logs) are shared too, in batches of neighbours in file order
 (scan/batches.py): a batch's results come back with a tape of what its files gave the run's metric and timer
 stores, and this process plays the tapes in batch order, so the report is the one a single process gives.
+Discovery shares the sniffing of many files the same way (map_shared: chunks of files any process may take).
 Set TRIAGE_JOBS=1 to scan in this process only.
 """
 
@@ -224,6 +225,75 @@ def scan_files(scanner: Scanner, files: list[LogFile]) -> list[FileResult]:
             _end(w, c)
         _scanner, _shared, _first_batch, _taken = None, [], 0, None
     return [out[id(lf)] for lf in files]
+
+
+MAP_CHUNK = 256  # items of a map_shared job: one message of results each
+
+
+def map_shared(fn: Callable[[Any], Any], items: list[Any]) -> list[Any]:
+    """[fn(item) for item in items], in chunks this process and forked workers take as they are free, when there are
+    batches.MANY items or more (discovery sniffing tens of thousands of small files). fn must be a function of its
+    item alone (a worker's effects are lost with it): a chunk a worker does not send back (it died, raised, or its
+    result could not travel) is done again here, so what fn raises is raised here, as by the plain map."""
+    n = cores()
+    if n < 2 or len(items) < batches.MANY or "fork" not in multiprocessing.get_all_start_methods():
+        return [fn(x) for x in items]
+    global _map_fn, _map_chunks, _taken
+    chunks = [items[i:i + MAP_CHUNK] for i in range(0, len(items), MAP_CHUNK)]
+    _map_fn, _map_chunks = fn, chunks
+    _taken = multiprocessing.get_context("fork").Value("l", 0)
+    got: dict[int, list[Any]] = {}
+
+    def arrived(i: int, r: Any) -> None:
+        if isinstance(r, list):
+            got[i] = r
+
+    workers, conns = [], []
+    try:
+        for _ in range(min(n - 1, len(chunks) - 1)):
+            started = _start(_map_work)
+            if started is None:
+                break
+            workers.append(started[0])
+            conns.append(started[1])
+        live: list[Any] = list(conns)
+        while (i := _take()) < len(chunks):
+            got[i] = _map_chunk(i)
+            _collect(live, arrived, {}, block=False)
+        _collect(live, arrived, {})
+        for i in range(len(chunks)):
+            if i not in got:  # lost with a worker: done here
+                got[i] = _map_chunk(i)
+    finally:
+        for w, c in zip(workers, conns):
+            _end(w, c)
+        _map_fn, _map_chunks, _taken = None, [], None
+    return [x for i in range(len(chunks)) for x in got[i]]
+
+
+_map_fn: Callable[[Any], Any] | None = None
+_map_chunks: list[list[Any]] = []
+
+
+def _map_chunk(i: int) -> list[Any]:
+    assert _map_fn is not None
+    return [_map_fn(x) for x in _map_chunks[i]]
+
+
+def _map_work(conn: Any) -> None:
+    """A worker of map_shared: map chunks until none is left; one that raises goes back as None (done again by the
+    parent)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    outbox: Queue[Any] = Queue(RESULTS_AHEAD)
+    sender = _sender(conn, outbox, lambda item, why: (item[0], None))
+    while (i := _take()) < len(_map_chunks):
+        try:
+            outbox.put((i, _map_chunk(i)))
+        except Exception:  # noqa: BLE001 - the parent does this chunk again, and sees what it raises
+            outbox.put((i, None))
+    outbox.put(None)
+    sender.join()
+    conn.close()
 
 
 _open_readers: list[Any] = []  # the read ends of the workers' pipes this process holds (a new worker closes them)
