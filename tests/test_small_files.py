@@ -238,3 +238,27 @@ def test_discovery_shared_among_processes_finds_what_one_process_finds(tmp_path:
     fields = ("path", "rel", "kind", "status", "reason", "size", "compression")
     assert [[getattr(lf, f) for f in fields] for lf in shared] == [[getattr(lf, f) for f in fields] for lf in alone]
     assert len(alone) == 606  # 600 logs, the .gz, the binary, the hole, the empty file, the two links
+
+
+def test_a_batch_result_and_its_tape_travel_back_unchanged(tmp_path: Path) -> None:
+    import pickle
+
+    from triage.library.rules import load_library
+    from triage.scan.scanner import Scanner
+    from triage.scan.series import RunSeries
+
+    run = mixed_tree(tmp_path, ranks=6, samples=2)
+    files, _ = discover.discover([str(run)])
+    scanner = Scanner(load_library())
+    scanner.series = RunSeries()
+    monkey_scanner, parallel._scanner = parallel._scanner, scanner
+    try:
+        results, tape = parallel._scan_batch([lf for lf in files if lf.status == "read"])
+    finally:
+        parallel._scanner = monkey_scanner
+    back_results, back_tape = pickle.loads(pickle.dumps((results, tape)))
+    assert back_results == results and back_tape == tape
+    hits = [h for r in back_results if not isinstance(r, str) for h in r.hits]
+    assert {(h.rule, h.line.file, h.line.lineno, h.line.msg) for h in hits} >= {
+        ("trainer.cuda-oom", "ranks/train-rank-005.log.1.gz", 12, OOM)}
+    assert len(tape) == 8 * 4 * 3  # a timer reading and two records a step: 6 rank logs, the .gz, the one past NULs

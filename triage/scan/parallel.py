@@ -25,6 +25,7 @@ Set TRIAGE_JOBS=1 to scan in this process only.
 from __future__ import annotations
 
 import copyreg
+import dataclasses
 import multiprocessing
 import os
 import signal
@@ -36,6 +37,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from triage.input.read import CHUNK, open_stream
+from triage.model import Event, Hit, Line
 from triage.scan import batches
 from triage.scan import prefiltered as fastscan
 from triage.scan.filescan import FileResult
@@ -77,6 +79,29 @@ def _proxy(m: MappingProxyType[Any, Any]) -> tuple[Any, tuple[dict[Any, Any]]]:
 # Results come back pickled; the read-only fields that timer events share (parsers/lifecycle.py) are mapping
 # proxies, which pickle does not know by itself: they travel as a dict and come back read-only.
 copyreg.pickle(MappingProxyType, _proxy)
+
+
+def _slotted(cls: type, values: tuple[Any, ...]) -> Any:
+    obj = cls.__new__(cls)
+    for name, value in zip(cls.__slots__, values):  # type: ignore[attr-defined]
+        setattr(obj, name, value)
+    return obj
+
+
+def _line(line: Line) -> tuple[Any, tuple[type, tuple[Any, ...]]]:
+    return _slotted, (Line, tuple(getattr(line, name) for name in Line.__slots__))
+
+
+def _fields(obj: Any) -> tuple[type, tuple[Any, ...]]:
+    return type(obj), tuple(getattr(obj, f.name) for f in dataclasses.fields(obj))
+
+
+# The lines and events a batch of small files sends back (its results, its tape: tens of thousands a second) as
+# their values in a tuple: pickle's own way with a class of __slots__ asks each slot by name through copyreg, and
+# took 40 % longer both ways, the messages a quarter larger.
+copyreg.pickle(Line, _line)
+for _cls in (Event, Hit):
+    copyreg.pickle(_cls, _fields)
 
 
 def cores() -> int:
