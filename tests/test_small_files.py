@@ -262,3 +262,24 @@ def test_a_batch_result_and_its_tape_travel_back_unchanged(tmp_path: Path) -> No
     assert {(h.rule, h.line.file, h.line.lineno, h.line.msg) for h in hits} >= {
         ("trainer.cuda-oom", "ranks/train-rank-005.log.1.gz", 12, OOM)}
     assert len(tape) == 8 * 4 * 3  # a timer reading and two records a step: 6 rank logs, the .gz, the one past NULs
+
+
+@needs_fork
+def test_a_result_that_holds_nothing_is_not_kept_and_its_file_notes_are(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    from triage.library.rules import load_library
+    from triage.scan.scanner import Scanner
+    from triage.scan.series import RunSeries
+
+    run = mixed_tree(tmp_path)
+    small_batches(monkeypatch)
+    monkeypatch.setenv("TRIAGE_JOBS", "2")
+    files = [lf for lf in discover.discover([str(run)])[0] if lf.status == "read"]
+    scanner = Scanner(load_library())
+    scanner.series = RunSeries()
+    out = dict(zip((lf.rel for lf in files), parallel.scan_files(scanner, files)))
+    assert {rel for rel, r in out.items() if r is not None} == {
+        "ranks/train-rank-017.log", "ranks/train-rank-005.log.1.gz", "ranks/train-rank-009.log.hole"}  # the OOMs
+    assert {lf.rel: lf.lines for lf in files}["verifier/verify-sample-003.log"] == 5  # its count came home
+    lines = {lf.rel: lf.lines for lf in files}
+    assert (lines["ranks/train-rank-001.log"], lines["ranks/train-rank-017.log"]) == (12, 15)  # 4 steps; a traceback

@@ -102,10 +102,8 @@ def _scan_all(scanner: Scanner, files: list[LogFile]) -> tuple[list[FileResult],
             bar.close()
     for lf in todo:
         r = by_file[id(lf)]
-        if r.file is not lf:  # scanned in a worker process: bring its notes home
-            lf.lines, lf.reason, lf.status = r.file.lines, r.file.reason, r.file.status
-            r.file = lf
-        results.append(r)
+        if r is not None:  # None: a result that holds nothing (its file's notes are home: parallel.kept)
+            results.append(r)
     for r in results:
         _how_far(r)
     return results, config_events
