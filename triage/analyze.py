@@ -102,10 +102,8 @@ def _scan_all(scanner: Scanner, files: list[LogFile]) -> tuple[list[FileResult],
             bar.close()
     for lf in todo:
         r = by_file[id(lf)]
-        if r.file is not lf:  # scanned in a worker process: bring its notes home
-            lf.lines, lf.reason, lf.status = r.file.lines, r.file.reason, r.file.status
-            r.file = lf
-        results.append(r)
+        if r is not None:  # None: a result that holds nothing (its file's notes are home: parallel.kept)
+            results.append(r)
     for r in results:
         _how_far(r)
     return results, config_events
@@ -154,7 +152,7 @@ def analyze(settings: Settings, lib: Library | None = None, retired: list[object
 
 def _analyze(settings: Settings, lib: Library, retired: list[object] | None) -> Report:
     entries = baseline.load(settings.baseline) if settings.baseline is not None else {}
-    files, problems = discover(settings.paths, settings.follow_links)
+    files, problems = discover(settings.paths, settings.follow_links, parallel.map_shared)
     if problems:
         raise InputError(problems[0])
     if settings.config is not None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import re
 import stat
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 from triage.input.decompress import compression_of, safe_open
@@ -95,14 +95,36 @@ _NOT_CONTROL = bytes(c for c in range(256) if c not in _CONTROL)
 CONTROL_SHARE = 20  # binary when more than 1 in 20 non-NUL bytes of the head are control bytes
 
 
+def _base(name: str) -> str:
+    return name.rstrip("/").rpartition("/")[2]
+
+
+def _suffix(name: str) -> str:
+    """Path(name).suffix, without building a Path (discovery asks it of every file)."""
+    base = _base(name)
+    i = base.rfind(".")
+    return base[i:] if 0 < i < len(base) - 1 else ""
+
+
+def _last_suffix(name: str) -> str:
+    """Path(name).suffixes[-1], or "" when there is none (a name's leading dots start no suffix)."""
+    base = _base(name)
+    if base.endswith("."):
+        return ""
+    base = base.lstrip(".")
+    i = base.rfind(".")
+    return base[i:] if i > 0 else ""
+
+
 def _binary_reason(head: bytes, name: str) -> str:
     for magic, what in BINARY_MAGIC.items():
         if head.startswith(magic):
             return what
     if len(head) >= 9 and head[8:9] == b"{" and name.endswith(".safetensors"):
         return "safetensors checkpoint"
-    if Path(name).suffix.lower() in BINARY_SUFFIXES:
-        return f"binary file ({Path(name).suffix})"
+    suffix = _suffix(name)
+    if suffix.lower() in BINARY_SUFFIXES:
+        return f"binary file ({suffix})"
     # NUL bytes alone do not make a file binary: a log cut by a crash often ends in a zero-filled block, and
     # UTF-16 text is half NULs. read.py drops them; only the other bytes decide.
     sample = head[:8192]
@@ -134,20 +156,55 @@ def _count(rx: re.Pattern[str], text: str) -> int:
     return len(rx.findall(text))
 
 
-def content_scores(text: str) -> dict[str, int]:
-    text = "\n" + text  # a line start is a newline (see CONTENT_MARKERS)
-    scores = {kind: _count(rx, text) for kind, rx in CONTENT_MARKERS.items()}
-    low = text.lower()
-    scores.update({kind: _count(rx, low) for kind, rx in LOWER_MARKERS.items()})
-    actors = {m["actor"] for m in RAY_ACTORS.finditer(text) if m["pid"]} if "\n(" in text else set()
-    vllm_procs = {a for a in actors if VLLM_PROCESS.match(a)}
-    if vllm_procs:
-        scores["vllm"] += 3 * len(vllm_procs)
-    if len(actors - vllm_procs) >= 2:
-        scores["driver"] = 1_000  # several Ray actors in one file: the driver's combined log
-    elif _count(VERL_MARKERS, text) >= 3:
-        scores["driver"] = 500  # verl's driver log (TaskRunner, step lines), even with one actor name in it
-    return scores
+class Scores:
+    """A head's marker counts by kind, each counted when first asked for: a file whose name settles most of the
+    decision (`train-rank-3.log` is a trainer log unless its content makes it a driver's) costs only the counts
+    that can still change it. Most of a run of many small files' discovery time was counting markers nobody read."""
+
+    def __init__(self, text: str) -> None:
+        self.text = "\n" + text  # a line start is a newline (see CONTENT_MARKERS)
+        self._low: str | None = None
+        self._got: dict[str, int] = {}
+        self._vllm_procs = -1
+
+    def _actors(self) -> tuple[set[str], int]:
+        """(Ray actor names with a pid that are not vLLM's own processes, vLLM process names seen)."""
+        text = self.text
+        actors = {m["actor"] for m in RAY_ACTORS.finditer(text) if m["pid"]} if "\n(" in text else set()
+        vllm_procs = {a for a in actors if VLLM_PROCESS.match(a)}
+        return actors - vllm_procs, len(vllm_procs)
+
+    def __getitem__(self, kind: str) -> int:
+        got = self._got.get(kind)
+        if got is not None:
+            return got
+        if kind == "driver":
+            others, procs = self._actors()
+            self._vllm_procs = procs
+            if len(others) >= 2:
+                got = 1_000  # several Ray actors in one file: the driver's combined log
+            elif _count(VERL_MARKERS, self.text) >= 3:
+                got = 500  # verl's driver log (TaskRunner, step lines), even with one actor name in it
+            else:
+                got = 0
+        elif kind in CONTENT_MARKERS:
+            got = _count(CONTENT_MARKERS[kind], self.text)
+            if kind == "vllm":
+                if self._vllm_procs < 0:
+                    self._vllm_procs = self._actors()[1]
+                got += 3 * self._vllm_procs
+        else:
+            if self._low is None:
+                self._low = self.text.lower()
+            got = _count(LOWER_MARKERS[kind], self._low)
+        self._got[kind] = got
+        return got
+
+    def best(self) -> str:
+        """The kind with the highest score (the first of equals, in content_scores' order), or "text"."""
+        kinds = (*CONTENT_MARKERS, *LOWER_MARKERS, "driver")
+        best = max(kinds, key=lambda k: self[k])
+        return best if self[best] else "text"
 
 
 def wandb_kind(name: str) -> str:
@@ -180,10 +237,23 @@ def kind_from_name(name: str) -> str:
     return ""
 
 
+# The words a run configuration's top-level key starts with (config_file.NAMESPACE_KEY: `^(?:inference|...)` under
+# re.M, where `^` is the text's start or a "\n"): a head holding none of them at a line start is no configuration,
+# and looks_like_config (which splits the head into lines first: ~40 us a file) is not asked. One regex that starts
+# with a literal "\n" (re skips ahead to each newline) costs a quarter of seven substring tests.
+CONFIG_WORDS = ("inference", "miles", "trainer", "rollout", "verifier", "judge", "engine")
+_CONFIG_LINE = re.compile("\n(?:" + "|".join(CONFIG_WORDS) + ")")
+
+
+def _may_be_config(text: str) -> bool:
+    return text.startswith(CONFIG_WORDS) or _CONFIG_LINE.search(text) is not None
+
+
 def decide_kind(name: str, text: str) -> str:
     """Name and content together. Engine markers are distinctive, so clear engine content wins over
     a generic name (a Ray `worker-*.err` holding SGLang lines); otherwise the name decides."""
-    suffixes = [s.lower() for s in Path(name).suffixes]
+    last = _last_suffix(name).lower()
+    suffixes = [last] if last else []  # (only the last is asked for)
     wandb = wandb_kind(name)
     if wandb and wandb != "text":
         return wandb
@@ -199,30 +269,30 @@ def decide_kind(name: str, text: str) -> str:
         return "verifier" if LOWER_MARKERS["verifier"].search(text[:4096].lower()) else "metrics"
     if suffixes and suffixes[-1] == ".json":
         return "config"
-    if looks_like_config(text):  # a run configuration whatever its name (run.cfg, args, experiment.txt)
+    if _may_be_config(text) and looks_like_config(text):  # a run configuration whatever its name (run.cfg, args)
         return "config"
-    scores = content_scores(text)
+    scores = Scores(text)
     if suffixes and suffixes[-1] in (".md", ".rst", ".txt") and not kind_from_name(name):
         # notes left beside the logs: scanned, but never taken for a verifier or trainer log; a console log tee'd
         # to a .txt (a verl driver's `... | tee log.txt`, a vLLM server's) is still known by its content
-        if scores.get("driver"):
+        if scores["driver"]:
             return "driver"
         if scores["vllm"] >= 3 and scores["vllm"] > scores["sglang"]:
             return "vllm"
         return "text"
     by_name = "driver" if WANDB_RUN.search(name.replace("\\", "/")) else kind_from_name(name)
-    if scores.get("driver"):
+    if scores["driver"]:
         return "driver"
     if by_name == "verifier":
         return "verifier"
-    engine = max(ENGINE_KINDS, key=lambda k: scores[k])
     named_trainer = by_name == "trainer" and STRONG_TRAINER_NAME.search(name.lower())
-    if scores[engine] >= 3 and by_name not in ENGINE_KINDS and not named_trainer:
-        return engine
+    if by_name not in ENGINE_KINDS and not named_trainer:  # clear engine content wins over a weaker name
+        engine = max(ENGINE_KINDS, key=lambda k: scores[k])
+        if scores[engine] >= 3:
+            return engine
     if by_name:
         return by_name
-    best = max(scores, key=lambda k: scores[k])
-    return best if scores[best] else "text"
+    return scores.best()
 
 
 FILLER = b"\x00 \t\r\n\f\v"  # what a hole or a run of blank lines is made of
@@ -361,11 +431,24 @@ def _entry(path: str, rel: str) -> LogFile:
     return lf
 
 
-def discover(paths: list[str], follow_links: bool = False) -> tuple[list[LogFile], list[str]]:
+Mapper = Callable[[Callable[[Any], Any], list[Any]], list[Any]]  # map(fn, items) -> [fn(item), ...] in order
+
+
+def _serially(fn: Callable[[Any], Any], items: list[Any]) -> list[Any]:
+    return [fn(x) for x in items]
+
+
+def _sniffed(where: tuple[str, str]) -> LogFile:
+    return _entry(*where)
+
+
+def discover(paths: list[str], follow_links: bool = False, mapper: Mapper = _serially) -> tuple[list[LogFile], list[str]]:
     """All files under the paths, sorted per root. Returns (files, problems with the paths themselves).
 
     A file symlink whose target lies outside the directory given is not followed unless `follow_links` (a
-    `shadow.log -> /etc/shadow` planted in a run dir would be read and quoted); it is listed as skipped."""
+    `shadow.log -> /etc/shadow` planted in a run dir would be read and quoted); it is listed as skipped.
+    `mapper` sniffs the files of a directory walked (their stat, kind, coverage): scan/parallel.py's map_shared
+    shares a run of many small files among processes; by default this process sniffs them one by one."""
     files: list[LogFile] = []
     problems: list[str] = []
     several = len(paths) > 1
@@ -377,7 +460,7 @@ def discover(paths: list[str], follow_links: bool = False) -> tuple[list[LogFile
             problems.append(f"{root}: no such file or directory")
             continue
         if os.path.isdir(root):
-            found = _walk(root, follow_links)
+            found = _walk(root, follow_links, mapper)
             if several:  # names relative to each root would collide (a/train.log, b/train.log): keep the root
                 for lf in found:
                     lf.rel = printable(os.path.normpath(os.path.join(root, lf.rel)))
@@ -393,15 +476,17 @@ def _outside(full: str, real_root: str) -> str:
     return "" if target == real_root or target.startswith(real_root.rstrip(os.sep) + os.sep) else target
 
 
-def _walk(root: str, follow_links: bool = False) -> list[LogFile]:
+def _walk(root: str, follow_links: bool = False, mapper: Mapper = _serially) -> list[LogFile]:
     """Every file under root, each directory's files (sorted) before its subdirectories (sorted), without
     recursion: a tree thousands of levels deep is walked like a flat one. Directory symlinks are not followed
-    (`loop -> ..` cannot recurse)."""
-    out: list[LogFile] = []
+    (`loop -> ..` cannot recurse). The files found are sniffed (their kind and coverage) once the walk is done,
+    all through `mapper`."""
+    out: list[LogFile | None] = []  # None: the next file of `todo`, once sniffed
+    todo: list[tuple[str, str]] = []
     real_root = os.path.realpath(root)
-    stack = [root]
+    stack = [(root, "")]  # (a directory, its path relative to root with a trailing separator: "" for root)
     while stack:
-        dirpath = stack.pop()
+        dirpath, reldir = stack.pop()
         try:
             with os.scandir(dirpath) as it:
                 entries = sorted(it, key=lambda e: e.name)
@@ -425,13 +510,15 @@ def _walk(root: str, follow_links: bool = False) -> list[LogFile]:
                                    reason=f"symlink to a directory ({printable(os.readlink(d.path))}): not followed"))
         for e in names:
             full = e.path
-            rel = os.path.relpath(full, root)
+            rel = reldir + e.name  # os.path.relpath(full, root), without its two abspath() calls a file
             target = "" if follow_links or not e.is_symlink() else _outside(full, real_root)
             if target:
                 out.append(LogFile(path=full, rel=printable(rel), kind="link", status="skipped",
                                    reason=f"symlink out of the run directory (to {printable(target)}): not followed "
                                           "(--follow-links reads it)"))
                 continue
-            out.append(_entry(full, rel))
-        stack.extend(reversed([d.path for d in subdirs if not d.is_symlink()]))
-    return out
+            out.append(None)
+            todo.append((full, rel))
+        stack.extend(reversed([(d.path, reldir + d.name + os.sep) for d in subdirs if not d.is_symlink()]))
+    sniffed = iter(mapper(_sniffed, todo))
+    return [lf if lf is not None else next(sniffed) for lf in out]

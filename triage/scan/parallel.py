@@ -15,23 +15,30 @@ and with one process per core none of them shares a core with another.
 A run with no such logs to share but one big plain file of its own (a Ray driver log that holds every
 process's lines) splits that file's scan in two stages instead: a worker reads it and runs the C prefilter,
 sending each chunk's candidate lines as it goes, and this process parses them meanwhile (Staged).
+Many small files (a run of per-rank and per-sample logs) are shared too, in batches of neighbours in file order
+(scan/batches.py): a batch's results come back with a tape of what its files gave the run's metric and timer
+stores, and this process plays the tapes in batch order, so the report is the one a single process gives.
+Discovery shares the sniffing of many files the same way (map_shared: chunks of files any process may take).
 Set TRIAGE_JOBS=1 to scan in this process only.
 """
 
 from __future__ import annotations
 
 import copyreg
+import dataclasses
 import multiprocessing
 import os
 import signal
 import threading
 from collections.abc import Callable, Iterator
 from multiprocessing.connection import wait
-from queue import Queue, SimpleQueue
+from queue import Queue
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from triage.input.read import CHUNK, open_stream
+from triage.model import Event, Hit, Line
+from triage.scan import batches
 from triage.scan import prefiltered as fastscan
 from triage.scan.filescan import FileResult
 
@@ -46,14 +53,18 @@ STAGED_ABOVE = 128 << 20  # bytes: a file of this process's own this big is read
 # reading ahead cannot), where two processes hand every line over: 20x the CPU on a retraction storm
 STAGED_MAX_CANDIDATES = 500
 AHEAD = 4  # chunks a reading stage may run ahead of the parsing (bounds the memory they take meanwhile)
+TOOK = -1  # a worker's message (TOOK, i): it is scanning shared job i
+RESULTS_AHEAD = 8  # results a worker may have made that this process has not read (a batch's tape waits here)
 ENGINE_KINDS = ("sglang", "vllm")
 POLL = 0.05  # seconds given a worker to exit once its pipe is closed
 DIED = "the process scanning it died (killed or out of memory?)"
 DIED_READING = "the process reading it died (killed or out of memory?)"
 
-# What forked workers inherit from the parent: the scanner, the shared files, the counter of files taken.
+# What forked workers inherit from the parent: the scanner, the shared jobs (an engine log each, then from index
+# _first_batch on the batches of small files), the counter of jobs taken.
 _scanner: Scanner | None = None
-_shared: list[LogFile] = []
+_shared: list[list[LogFile]] = []
+_first_batch = 0
 _taken: Any = None
 
 
@@ -68,6 +79,29 @@ def _proxy(m: MappingProxyType[Any, Any]) -> tuple[Any, tuple[dict[Any, Any]]]:
 # Results come back pickled; the read-only fields that timer events share (parsers/lifecycle.py) are mapping
 # proxies, which pickle does not know by itself: they travel as a dict and come back read-only.
 copyreg.pickle(MappingProxyType, _proxy)
+
+
+def _slotted(cls: type, values: tuple[Any, ...]) -> Any:
+    obj = cls.__new__(cls)
+    for name, value in zip(cls.__slots__, values):  # type: ignore[attr-defined]
+        setattr(obj, name, value)
+    return obj
+
+
+def _line(line: Line) -> tuple[Any, tuple[type, tuple[Any, ...]]]:
+    return _slotted, (Line, tuple(getattr(line, name) for name in Line.__slots__))
+
+
+def _fields(obj: Any) -> tuple[type, tuple[Any, ...]]:
+    return type(obj), tuple(getattr(obj, f.name) for f in dataclasses.fields(obj))
+
+
+# The lines and events a batch of small files sends back (its results, its tape: tens of thousands a second) as
+# their values in a tuple: pickle's own way with a class of __slots__ asks each slot by name through copyreg, and
+# took 40 % longer both ways, the messages a quarter larger.
+copyreg.pickle(Line, _line)
+for _cls in (Event, Hit):
+    copyreg.pickle(_cls, _fields)
 
 
 def cores() -> int:
@@ -109,6 +143,33 @@ def _scan_one(lf: LogFile) -> FileResult:
     return _scanner.scan(lf)
 
 
+def _scan_batch(files: list[LogFile]) -> tuple[list[FileResult | str], list[tuple[int, Any]] | None]:
+    """(each file's result or why it has none, the tape of what they gave the run's stores: None when the scanner
+    has no run-level stores, and each result holds its file's)."""
+    assert _scanner is not None
+    was = _scanner.series
+    tape = batches.Tape() if was is not None else None
+    out: list[FileResult | str] = []
+    try:
+        _scanner.series = tape  # type: ignore[assignment]  # a Tape stands in for a RunSeries
+        for lf in files:
+            try:
+                out.append(_scanner.scan(lf))
+            except Exception as e:  # noqa: BLE001 - one odd file must not end the run
+                out.append(f"{type(e).__name__}: {e}")
+    finally:
+        _scanner.series = was
+    return out, tape.entries if tape is not None else None
+
+
+def _run_job(i: int) -> Any:
+    """Shared job i's result: an engine log's FileResult, a batch's (results, tape), or why there is none."""
+    try:
+        return _scan_batch(_shared[i]) if i >= _first_batch else _scan_one(_shared[i][0])
+    except Exception as e:  # noqa: BLE001 - one odd file must not end the run
+        return f"{type(e).__name__}: {e}"
+
+
 def _sender(conn: Any, outbox: Any, refused: Callable[[Any, str], Any]) -> threading.Thread:
     """A thread of a worker that sends what is put in outbox, until None: the worker goes on with its work while
     its parent, busy with its own, has not read yet. An item pickle refuses is replaced by refused(item, why)
@@ -132,50 +193,144 @@ def _work(conn: Any) -> None:
     """A worker: scan shared files until none is left. A thread sends each result as soon as it is made, so
     the worker goes on scanning while this process, busy with its own files, has not read it yet."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is for this process's parent, which ends the workers
-    outbox: SimpleQueue[Any] = SimpleQueue()
+    outbox: Queue[Any] = Queue(RESULTS_AHEAD)  # bounded: a batch's tape waits here until this process plays it
     sender = _sender(conn, outbox, lambda item, why: (item[0], f"its result could not be sent back: {why}"))
     while (i := _take()) < len(_shared):
-        try:
-            outbox.put((i, _scan_one(_shared[i])))
-        except Exception as e:  # noqa: BLE001 - one odd file must not end the run
-            outbox.put((i, f"{type(e).__name__}: {e}"))
+        outbox.put((TOOK, i))  # should this worker die scanning it, its parent knows which job has no result
+        outbox.put((i, _run_job(i)))
     outbox.put(None)
     sender.join()
     conn.close()
 
 
-def scan_files(scanner: Scanner, files: list[LogFile]) -> list[FileResult]:
-    """FileResults in the order of `files`."""
+def kept(lf: LogFile, r: FileResult) -> FileResult | None:
+    """r, or None when it holds nothing a later stage reads (most results of a run of small files: a FileResult of
+    empty lists is ~800 bytes, 160 MB for 200 k files); either way the file's notes (lines, status, reason) are lf's
+    (a worker's result holds a copy of lf)."""
+    if r.file is not lf:
+        lf.lines, lf.reason, lf.status = r.file.lines, r.file.reason, r.file.status
+        r.file = lf
+    return r if any(getattr(r, f.name) for f in dataclasses.fields(r) if f.name != "file") else None
+
+
+def scan_files(scanner: Scanner, files: list[LogFile]) -> list[FileResult | None]:
+    """Each file's result in the order of `files`, None for a result that holds nothing (kept)."""
     n = cores()
     here, shared = split(files, n)
-    if not shared:
+    here, small = batches.split(here) if n >= 2 and "fork" in multiprocessing.get_all_start_methods() else (here, [])
+    if not shared and not small:
         # two stages need the C prefilter in the reading stage: without it (not built, TRIAGE_NO_NATIVE=1) this
         # process reads the file line for line
         staged = n >= 2 and "fork" in multiprocessing.get_all_start_methods() and scanner.needles is not None
-        return [_staged_scan(scanner, lf) if staged and _stageable(lf, scanner) else scanner.scan(lf) for lf in files]
-    global _scanner, _shared, _taken
-    _scanner, _shared, _taken = scanner, shared, multiprocessing.get_context("fork").Value("l", 0)
+        return [kept(lf, _staged_scan(scanner, lf) if staged and _stageable(lf, scanner) else scanner.scan(lf))
+                for lf in files]
+    global _scanner, _shared, _first_batch, _taken
+    jobs = [[lf] for lf in shared] + small
+    _scanner, _shared, _first_batch = scanner, jobs, len(shared)
+    _taken = multiprocessing.get_context("fork").Value("l", 0)
+    in_order = batches.InOrder(scanner.series, len(shared))
+    got: dict[int, Any] = {}
+
+    def arrived(i: int, r: Any) -> None:  # a job's result: a batch's tape is played as soon as its turn comes
+        if i >= len(shared):
+            in_order.put(i, r[1] if isinstance(r, tuple) else None)
+            r = [one if isinstance(one, str) else kept(lf, one) for lf, one in zip(jobs[i], r[0])] \
+                if isinstance(r, tuple) else r
+        got[i] = r
+
     workers, conns = [], []
     try:
-        for _ in range(min(n - 1, len(shared))):
+        for _ in range(min(n - 1, len(jobs))):
             started = _start(_work)
             if started is None:  # fewer workers, or this process alone
                 break
             workers.append(started[0])
             conns.append(started[1])
-        out = {id(lf): scanner.scan(lf) for lf in here}
-        mine = {}
-        while (i := _take()) < len(shared):  # then take shared files like any worker
-            mine[i] = scanner.scan(shared[i])
-        got = _collect(conns)
-        for i, lf in enumerate(shared):
-            r = mine[i] if i in mine else got.get(i, DIED)
-            out[id(lf)] = _lost(lf, r) if isinstance(r, str) else r
+        live, scanning = list(conns), {}
+        out = {id(lf): kept(lf, scanner.scan(lf)) for lf in here}
+        while (i := _take()) < len(jobs):  # then take shared jobs like any worker
+            arrived(i, _scan_batch(jobs[i]) if i >= len(shared) else scanner.scan(jobs[i][0]))
+            _collect(live, arrived, scanning, block=False)  # the workers' results so far (their tapes' turn may come)
+        _collect(live, arrived, scanning)
+        in_order.finish(len(jobs))
+        for i, job in enumerate(jobs):
+            r = got.get(i, DIED)
+            for lf, one in zip(job, r if isinstance(r, list) else [r] * len(job)):
+                out[id(lf)] = _lost(lf, one) if isinstance(one, str) else one if one is None else kept(lf, one)
     finally:
         for w, c in zip(workers, conns):
             _end(w, c)
-        _scanner, _shared, _taken = None, [], None
+        _scanner, _shared, _first_batch, _taken = None, [], 0, None
     return [out[id(lf)] for lf in files]
+
+
+MAP_CHUNK = 256  # items of a map_shared job: one message of results each
+
+
+def map_shared(fn: Callable[[Any], Any], items: list[Any]) -> list[Any]:
+    """[fn(item) for item in items], in chunks this process and forked workers take as they are free, when there are
+    batches.MANY items or more (discovery sniffing tens of thousands of small files). fn must be a function of its
+    item alone (a worker's effects are lost with it): a chunk a worker does not send back (it died, raised, or its
+    result could not travel) is done again here, so what fn raises is raised here, as by the plain map."""
+    n = cores()
+    if n < 2 or len(items) < batches.MANY or "fork" not in multiprocessing.get_all_start_methods():
+        return [fn(x) for x in items]
+    global _map_fn, _map_chunks, _taken
+    chunks = [items[i:i + MAP_CHUNK] for i in range(0, len(items), MAP_CHUNK)]
+    _map_fn, _map_chunks = fn, chunks
+    _taken = multiprocessing.get_context("fork").Value("l", 0)
+    got: dict[int, list[Any]] = {}
+
+    def arrived(i: int, r: Any) -> None:
+        if isinstance(r, list):
+            got[i] = r
+
+    workers, conns = [], []
+    try:
+        for _ in range(min(n - 1, len(chunks) - 1)):
+            started = _start(_map_work)
+            if started is None:
+                break
+            workers.append(started[0])
+            conns.append(started[1])
+        live: list[Any] = list(conns)
+        while (i := _take()) < len(chunks):
+            got[i] = _map_chunk(i)
+            _collect(live, arrived, {}, block=False)
+        _collect(live, arrived, {})
+        for i in range(len(chunks)):
+            if i not in got:  # lost with a worker: done here
+                got[i] = _map_chunk(i)
+    finally:
+        for w, c in zip(workers, conns):
+            _end(w, c)
+        _map_fn, _map_chunks, _taken = None, [], None
+    return [x for i in range(len(chunks)) for x in got[i]]
+
+
+_map_fn: Callable[[Any], Any] | None = None
+_map_chunks: list[list[Any]] = []
+
+
+def _map_chunk(i: int) -> list[Any]:
+    assert _map_fn is not None
+    return [_map_fn(x) for x in _map_chunks[i]]
+
+
+def _map_work(conn: Any) -> None:
+    """A worker of map_shared: map chunks until none is left; one that raises goes back as None (done again by the
+    parent)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    outbox: Queue[Any] = Queue(RESULTS_AHEAD)
+    sender = _sender(conn, outbox, lambda item, why: (item[0], None))
+    while (i := _take()) < len(_map_chunks):
+        try:
+            outbox.put((i, _map_chunk(i)))
+        except Exception:  # noqa: BLE001 - the parent does this chunk again, and sees what it raises
+            outbox.put((i, None))
+    outbox.put(None)
+    sender.join()
+    conn.close()
 
 
 _open_readers: list[Any] = []  # the read ends of the workers' pipes this process holds (a new worker closes them)
@@ -247,21 +402,28 @@ def _end(w: Any, reader: Any) -> None:
         w.join()
 
 
-def _collect(conns: list[Any]) -> dict[int, Any]:
-    """The workers' results by shared index (a FileResult, or why the file was not scanned), read until every
-    worker has closed its pipe. A worker that dies (killed, out of memory) closes it too: its file is left
-    without a result, and nothing waits for it."""
-    got: dict[int, Any] = {}
-    live = list(conns)
+def _collect(live: list[Any], arrived: Callable[[int, Any], None], scanning: dict[Any, int], block: bool = True) -> None:
+    """The workers' results, each to arrived(job index, result): until every worker has closed its pipe (a closed
+    one leaves `live`), or (block=False) those already sent. `scanning`: each worker's pipe -> the job it said it
+    took (TOOK) and has not sent the result of yet. A worker that dies (killed, out of memory) closes it
+    too: its job gets DIED as its result, and nothing waits for it."""
     while live:
-        ready: list[Any] = wait(live)  # the pipes' Connection objects, as given
+        ready: list[Any] = wait(live, None if block else 0)  # the pipes' Connection objects, as given
+        if not ready:
+            return
         for c in ready:
             try:
                 i, r = c.recv()
-                got[i] = r
             except (EOFError, OSError):  # the worker is done, or died (maybe in the middle of a result)
                 live.remove(c)
-    return got
+                if c in scanning:
+                    arrived(scanning.pop(c), DIED)
+                continue
+            if i == TOOK:
+                scanning[c] = r
+                continue
+            scanning.pop(c, None)
+            arrived(i, r)
 
 
 def _stageable(lf: LogFile, scanner: Scanner) -> bool:

@@ -1,0 +1,115 @@
+"""Many small files, scanned in batches that any process may take (parallel.py), with the answer one process gives.
+
+A run of per-rank and per-sample logs holds tens of thousands of files of a few KB: one process scanning them all
+left every other core idle. They are cut into batches of neighbours, in file order. What a file's scan gives the
+run-level stores (scan/series.py RunSeries: each finished metric record, each timer reading) depends on the order
+the files come in (the store samples records by their position in the run; a timer reading keeps the first line
+that printed it), so a batch's scan does not give them to the stores: it writes them on a Tape, which travels
+with the batch's results, and this process plays the tapes into the run's stores in batch order once every batch
+before is in. The stores so get the records in file order whichever process scanned which batch: the report is
+the report of one process (tests/test_batches.py). A batch that never comes back (its worker died) is skipped,
+and its files are reported as not scanned.
+
+Only files too small for registered line shapes (prefiltered.COLUMNS_FROM) go in batches: their records reach the
+stores one by one, as events that pickle."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from triage.scan.prefiltered import COLUMNS_FROM
+
+if TYPE_CHECKING:
+    from triage.model import LogFile
+    from triage.scan.series import RunSeries
+
+SMALL = COLUMNS_FROM  # bytes: files below this go in batches ...
+MANY = 256  # ... when a run has this many of them (fewer take less time than starting a worker)
+FILES = 128  # files in a batch at most: a batch's results travel back as one message
+BYTES = 4 << 20  # bytes in a batch at most
+
+RECORD, RECORD_ROWS, TIMER, TIMER_ROWS = range(4)  # what a tape entry gives (RunSeries.store / .timers method)
+
+
+def split(files: list[LogFile]) -> tuple[list[LogFile], list[list[LogFile]]]:
+    """(the files that are not batched, batches of the small files in file order), or (files, []) when the run
+    has fewer than MANY small files."""
+    small = [lf for lf in files if lf.size < SMALL and lf.path != "-"]
+    if len(small) < MANY:
+        return list(files), []
+    out: list[list[LogFile]] = [[]]
+    size = 0
+    for lf in small:
+        if len(out[-1]) >= FILES or out[-1] and size + lf.size > BYTES:
+            out.append([])
+            size = 0
+        out[-1].append(lf)
+        size += lf.size
+    ids = {id(lf) for lf in small}
+    return [lf for lf in files if id(lf) not in ids], out
+
+
+class _Side:
+    """One side of a tape (the metric store's or the timers'): add() and add_rows() written down in order."""
+
+    __slots__ = ("entries", "one", "rows")
+
+    def __init__(self, entries: list[tuple[int, Any]], one: int, rows: int) -> None:
+        self.entries, self.one, self.rows = entries, one, rows
+
+    def add(self, item: Any) -> None:
+        self.entries.append((self.one, item))
+
+    def add_rows(self, rows: Any) -> None:
+        self.entries.append((self.rows, rows))
+
+
+class Tape:
+    """Stands in for the run's stores while a batch is scanned (Scanner.scan takes it as its `series`): what the
+    batch's files give them, in order, to be played into the real ones later (play)."""
+
+    def __init__(self) -> None:
+        self.entries: list[tuple[int, Any]] = []
+        self.store = _Side(self.entries, RECORD, RECORD_ROWS)
+        self.timers = _Side(self.entries, TIMER, TIMER_ROWS)
+
+    def here(self) -> bool:
+        return True  # whichever process scans the batch, its files give their records to this tape
+
+
+def play(entries: list[tuple[int, Any]], series: RunSeries) -> None:
+    """A tape's entries into the run's stores, as the files would have given them."""
+    store, timers = series.store, series.timers
+    for what, item in entries:
+        if what == RECORD:
+            store.add(item)
+        elif what == TIMER:
+            timers.add(item)
+        elif what == RECORD_ROWS:
+            store.add_rows(item)
+        else:
+            timers.add_rows(item)
+
+
+class InOrder:
+    """Plays the tapes of batches first..first+count-1 into `series` in batch order, as they come in any order."""
+
+    def __init__(self, series: RunSeries | None, first: int) -> None:
+        self.series = series
+        self.next = first
+        self.waiting: dict[int, list[tuple[int, Any]] | None] = {}  # batch -> its tape (None: lost)
+
+    def put(self, i: int, entries: list[tuple[int, Any]] | None) -> None:
+        """Batch i's tape (None: the batch is lost); it and any batches after it that were waiting are played."""
+        self.waiting[i] = entries
+        while self.next in self.waiting:
+            tape = self.waiting.pop(self.next)
+            self.next += 1
+            if tape and self.series is not None:
+                play(tape, self.series)
+
+    def finish(self, end: int) -> None:
+        """Every batch up to `end` has come or is lost: play what is still waiting."""
+        while self.next < end:
+            self.put(self.next, self.waiting.get(self.next))
+
