@@ -128,6 +128,7 @@ def test_analysis_opens_nothing_for_writing(tree, monkeypatch: pytest.MonkeyPatc
 
     monkeypatch.setattr(builtins, "open", spy_open)
     monkeypatch.setattr(os, "open", spy_os_open)
+    monkeypatch.setenv("TRIAGE_JOBS", "1")  # every open in this process, where the spies are (not a forked sniffer)
     analyze(Settings(paths=[root]))
     assert len(seen) > 2000  # the spies did see the reads
     for path, how in seen:
