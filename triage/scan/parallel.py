@@ -82,7 +82,7 @@ copyreg.pickle(MappingProxyType, _proxy)
 
 
 def _slotted(cls: type, values: tuple[Any, ...]) -> Any:
-    obj = cls.__new__(cls)
+    obj = object.__new__(cls)
     for name, value in zip(cls.__slots__, values):  # type: ignore[attr-defined]
         setattr(obj, name, value)
     return obj
