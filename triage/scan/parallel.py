@@ -82,7 +82,7 @@ copyreg.pickle(MappingProxyType, _proxy)
 
 
 def _slotted(cls: type, values: tuple[Any, ...]) -> Any:
-    obj = object.__new__(cls)
+    obj: Any = object.__new__(cls)
     for name, value in zip(cls.__slots__, values):  # type: ignore[attr-defined]
         setattr(obj, name, value)
     return obj
@@ -246,7 +246,7 @@ def scan_files(scanner: Scanner, files: list[LogFile]) -> list[FileResult | None
                 break
             workers.append(started[0])
             conns.append(started[1])
-        live, scanning = list(conns), {}
+        live, scanning = list(conns), dict[Any, Any]()
         out = {id(lf): kept(lf, scanner.scan(lf)) for lf in here}
         while (i := _take()) < len(jobs):  # then take shared jobs like any worker
             arrived(i, _scan_batch(jobs[i]) if i >= len(shared) else scanner.scan(jobs[i][0]))
