@@ -66,6 +66,37 @@ class Unexplained:
             if held is not None:
                 self._fold(held)
 
+    def natives(self, records: list[tuple[bytes, int, Line, Line | None, Line]]) -> Line | None:
+        """The lines the C prefilter counted per shape (scan/errfold.py), (shape, count, first, the one before the last
+        or None, last) each: folded as if each line had come in turn, so the file's newest foldable line is held as
+        ever. Returns the newest of them (the context's, when newer than its lines)."""
+        if not records:
+            return None
+        newest = max(records, key=lambda r: r[4].lineno)
+        held = self.held is None or newest[4].lineno > self.held.lineno
+        for rec in records:
+            key, count, first, prev, last = rec
+            if rec is newest and held:
+                if count >= 2:
+                    assert prev is not None
+                    self._merge(key, count - 1, first, prev)
+                self.add(last)
+            else:
+                self._merge(key, count, first, last)
+        return newest[4]
+
+    def _merge(self, key: bytes, count: int, first: Line, last: Line) -> None:
+        f = self.folds.get(key)
+        if f is None:
+            f = self.folds[key] = Fold(first)
+            f.last, f.count = last, count
+            return
+        if first.lineno < f.first.lineno:
+            f.first = first
+        if last.lineno > f.last.lineno:
+            f.last = last
+        f.count += count
+
     def _fold(self, line: Line) -> None:
         key = shape(line.msg)
         f = self.folds.get(key)
