@@ -1978,6 +1978,20 @@ struct Errs {
     unsigned char kbuf[ERR_LINE_MAX + 2 * 256 + 8];
 };
 
+/* Character classes of the key (err_key): one lookup a byte. */
+enum { EC_WORD = 1, EC_HEXL = 2, EC_DIGIT = 4, EC_BAD = 8 };
+static uint8_t ERR_CLS[256];
+static void err_cls_init(void) {
+    for (int c = 0; c < 256; c++) {
+        uint8_t k = 0;
+        if (c < 0x20 || c > 0x7e || c == '"' || c == '\'') k |= EC_BAD;
+        if (c == '_' || (c >= '0' && c <= '9') || ((c | 0x20) >= 'a' && (c | 0x20) <= 'z')) k |= EC_WORD;
+        if ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f')) k |= EC_HEXL;
+        if (c >= '0' && c <= '9') k |= EC_DIGIT;
+        ERR_CLS[c] = k;
+    }
+}
+
 static ALWAYS_INLINE int err_hexl(unsigned char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); }
 static ALWAYS_INLINE int err_hex(unsigned char c) { return err_hexl(c) || (c >= 'A' && c <= 'F'); }
 static ALWAYS_INLINE int err_digit(unsigned char c) { return c >= '0' && c <= '9'; }
@@ -2002,6 +2016,12 @@ static int err_ci(const unsigned char *s, Py_ssize_t n, Py_ssize_t i, const char
     return 1;
 }
 
+/* Whether the gate `1//0` (redact.PATTERNS) touches a span of digits [p, q) a mark replaces. */
+static ALWAYS_INLINE int err_slash_gate(const unsigned char *s, Py_ssize_t n, Py_ssize_t p, Py_ssize_t q) {
+    return (s[q - 1] == '1' && q + 2 < n && s[q] == '/' && s[q + 1] == '/' && s[q + 2] == '0')
+           || (s[p] == '0' && p >= 3 && s[p - 1] == '/' && s[p - 2] == '/' && s[p - 3] == '1');
+}
+
 /* A hex token's mask (template._whole), `t` holding only [0-9a-f] and dashes. */
 static Py_ssize_t err_whole(const unsigned char *t, Py_ssize_t len, unsigned char *o) {
     int dig = 0, let = 0;
@@ -2016,22 +2036,33 @@ static Py_ssize_t err_whole(const unsigned char *t, Py_ssize_t len, unsigned cha
  * standing alone as `1` (`1.1` with a fraction), every other digit `1`: template.shape without its `~`, but for a
  * fraction and the case of a `0x` handle's letters, which it keeps apart (lines of one key are lines of one shape;
  * the rules' regexes may read those: scan/masked.py); -1 when the line is not such a line (it is returned).
- * `gated`: the key of a line that holds a gate (template.shape leaves its numbers alone: every digit is `1`). The gates that hold a digit (`1//0`, `ya29`,
+ * An address (four parts of 1-3 digits, a port) is one mark: coarser than the shape there, as the template is, so a
+ * key's lines are lines of one template, not always of one shape (Python folds a key's lines into the fold of the
+ * shape it registered: unclassified findings group by template). `gated`: the key of a line that holds a gate
+ * (template.shape leaves its numbers alone: every digit is `1`, an address's too). The gates that hold a digit (`1//0`, `ya29`,
  * `r8_`, `gr1348941`) are looked for here: masking digits would hide them. The others hold a letter no mask
  * writes, so two lines of one key hold them alike, and Python registers only lines without them. */
 static Py_ssize_t err_key(const unsigned char *s, Py_ssize_t n, unsigned char *o, int gated) {
     if (n > ERR_LINE_MAX) return -1;
     Py_ssize_t j = 0;
+    if (!ERR_CLS['a']) err_cls_init();
     for (Py_ssize_t p = 0; p < n;) {
-        unsigned char c = s[p];
-        if (c < 0x20 || c > 0x7e || c == '"' || c == '\'') return -1;
-        if (!err_wordc(c)) { o[j++] = c; p++; continue; }
+        unsigned char c = s[p], k0 = ERR_CLS[c];
+        if (k0 & EC_BAD) return -1;
+        if (!(k0 & EC_WORD)) { o[j++] = c; p++; continue; }
         Py_ssize_t q = p;  /* a word: [A-Za-z0-9_]+ */
-        int allhex = 1, alldig = 1;
-        while (q < n && err_wordc(s[q])) {
-            if (!err_hexl(s[q])) allhex = 0;
-            if (!err_digit(s[q])) alldig = 0;
+        unsigned all = EC_HEXL | EC_DIGIT, any = 0;
+        while (q < n && (ERR_CLS[s[q]] & EC_WORD)) {
+            all &= ERR_CLS[s[q]];
+            any |= ERR_CLS[s[q]];
             q++;
+        }
+        int allhex = (all & EC_HEXL) != 0, alldig = (all & EC_DIGIT) != 0;
+        if (!(any & EC_DIGIT) && !(allhex && q - p >= 8)) {  /* no digit, no token: as it is */
+            memcpy(o + j, s + p, (size_t)(q - p));
+            j += q - p;
+            p = q;
+            continue;
         }
         Py_ssize_t L = q - p;
         if (L >= 3 && c == '0' && s[p + 1] == 'x') {  /* 0x + hex digits */
@@ -2067,12 +2098,42 @@ static Py_ssize_t err_key(const unsigned char *s, Py_ssize_t n, unsigned char *o
                 continue;
             }
         }
+        if (!gated && alldig && L <= 3 && (p == 0 || (!err_wordc(s[p - 1]) && s[p - 1] != '.'))) {
+            /* an address (template.MASKS: `\b\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?\b`, all of it `<ip>`): one mark,
+             * whatever its digits; where the address ends otherwise (`.`, a word), the digits are kept */
+            Py_ssize_t k = q, parts = 1;
+            while (parts < 4 && k + 1 < n && s[k] == '.' && err_digit(s[k + 1])) {
+                Py_ssize_t d = k + 1;
+                while (d < n && err_digit(s[d])) d++;
+                if (d - k - 1 > 3) break;
+                k = d;
+                parts++;
+            }
+            if (parts == 4) {
+                if (k + 1 < n && s[k] == ':' && err_digit(s[k + 1])) {
+                    k++;
+                    while (k < n && err_digit(s[k])) k++;
+                }
+                if (k == n || (!err_wordc(s[k]) && s[k] != '.' && s[k] != ':')) {
+                    if (err_slash_gate(s, n, p, k)) return -1;
+                    o[j++] = 1;
+                    p = k;
+                    continue;
+                }
+            }
+        }
         if (!gated && alldig && L <= 11 && (p == 0 || err_apart(s[p - 1]))) {  /* a number standing alone */
-            if (q == n || err_apart(s[q])) { o[j++] = '1'; p = q; continue; }
+            if (q == n || err_apart(s[q])) {
+                if (err_slash_gate(s, n, p, q)) return -1;
+                o[j++] = '1';
+                p = q;
+                continue;
+            }
             if (s[q] == '.' && q + 1 < n && err_digit(s[q + 1])) {
                 Py_ssize_t f = q + 1;
                 while (f < n && err_digit(s[f])) f++;
                 if (f - q - 1 <= 11 && (f == n || err_apart(s[f]))) {  /* `1.1`: finer than the shape (masked.py) */
+                    if (err_slash_gate(s, n, p, f)) return -1;
                     o[j++] = '1';
                     o[j++] = '.';
                     o[j++] = '1';

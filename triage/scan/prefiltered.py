@@ -91,6 +91,7 @@ FIRST_PART = 64 << 10  # bytes of the first chunk scanned alone (one process): t
 COLUMNS_FROM = 256 << 10  # bytes: a smaller file's lines reach Python as lines (a shape is learnt from a line Python
 # parsed, so in a file this small most lines would come before their shape is known: learning would cost more than
 # it saves, and a run of many small trainer logs would pay it per file)
+RESCAN_HITS = 2000  # lines a chunk returned above which it is scanned again once new error keys are registered
 TIMELINE_ROWS = 1000  # stats rows sampled per larger file (plus every row with usage >= 0.9): one point each on
 # a chart (they draw up to figures.MAX_POINTS); a sample twice as large would only be folded two rows a point
 
@@ -302,7 +303,8 @@ def read_chunks(needles: Needles, lf: LogFile, stream: BinaryIO, progress: Progr
                 errs.mark(lines + nl)  # its lines reach Python, counted nothing (may hold a shutdown): no more counting
             yield Chunk(lines, chunk, [], True, {})
         else:
-            if errs is not None and errs.learn(chunk, hits, line_text):  # new keys: their other lines are counted too
+            if errs is not None and errs.learn(chunk, hits, line_text) and len(hits) > RESCAN_HITS:  # new keys: the
+                # lines the chunk returned for them (or for their neighbours) are counted instead
                 nl, flags, quiet, ns, hits, per_origin = _linescan.scan(*args)
                 flags &= ~(F_ESC | F_NUL)
             if errs is not None:
