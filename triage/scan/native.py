@@ -48,9 +48,12 @@ class Needles:
         self.anchor_of: list[str | None] = []  # needle index -> the anchor it stands for
         self._shared: Any = None  # the matcher of small files
         self.errs: Any = None  # what the C side needs to count error-like lines (errfold.ErrRules), set by the scanner
-        for a in sorted(anchors | set(EXTRA)):
+        for a in sorted(anchors):
             kind = K_STATS if a in STATS_MARKERS and a not in rule_anchors else K_CAND  # a rule must see every row
             self._add(a.encode(), kind, a)
+        for a in EXTRA:  # after the anchors: an anchor's index does not depend on them
+            if a not in anchors:
+                self._add(a.encode(), K_CAND, a)
         self._add(b"usage: ", K_USAGE, None)
         for byte, flag in ((b"\r", F_CR), (b"\x1b", F_ESC), (b"\x00", F_NUL)):
             self._add(byte, flag, None)

@@ -362,11 +362,13 @@ class Scanner:
                 break
         matched: list[tuple[Rule, Any]] = []
         error_line: bool | None = None  # asked only when an errors_only rule's anchor is in the line
+        tried: set[str] = set()  # a rule under two of the line's anchors is tried once
         for a in plan.anchors:
             if a in msg:
                 for rule in self.by_anchor[a]:
-                    if rule.id in self.broken or rule.id in self.exhausted or any(r is rule for r, _ in matched):
+                    if rule.id in tried or rule.id in self.broken or rule.id in self.exhausted:
                         continue
+                    tried.add(rule.id)
                     if rule.errors_only:  # a metric record or stats row is data, never an error line
                         if error_line is None:
                             error_line = not is_stats and is_error_line(line)
