@@ -190,3 +190,36 @@ def test_a_storm_of_error_lines_reaches_python_as_a_bounded_number_of_lines(tmp_
     assert lines + counted == 100_000
     assert lines < 12_000  # the first of each key, the lines near a chunk's end: not a line each
     assert len(records) < 2_000  # a record per key, per file
+
+
+def test_the_counts_survive_the_trip_from_a_reading_worker(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two stages (parallel.Staged: a worker reads, this process parses): the record of counts is a chunk of no
+    bytes, packed and sent as the others are."""
+    log = tmp_path / "sglang-engine-0.log"
+    log.write_text("\n".join(errors_log(6000, 11)) + "\n")
+    monkeypatch.setattr(fastscan, "ERRFOLD_FROM", 0)
+    monkeypatch.delenv("TRIAGE_NO_ERRFOLD", raising=False)
+    scanner = Scanner(LIB)
+    lf = discover([str(log)])[0][0]
+    with open(lf.path, "rb") as stream:
+        items = [i.packed() if isinstance(i, fastscan.Chunk) else i
+                 for i in fastscan.read_chunks(scanner.needles, lf, stream)]
+    assert any(h[0] == K_ERRS and h[4] for i in items if isinstance(i, fastscan.Chunk) for h in i.hits)
+
+    class Staged:
+        def items(self, note):  # type: ignore[no-untyped-def]
+            return iter(items)
+
+        def reopen(self, rest):  # type: ignore[no-untyped-def]
+            raise AssertionError("no line longer than a chunk here")
+
+    staged = scanner.scan(lf, staged=Staged())
+    assert not staged.errors
+    one = Scanner(LIB).scan(discover([str(log)])[0][0])
+
+    def view(res):  # type: ignore[no-untyped-def]
+        return ([(ln.lineno, ln.text) for ln in res.unclaimed],
+                sorted((f.first.lineno, f.last.lineno, f.count) for f in res.folded), [h.line.lineno for h in res.hits])
+
+    assert view(staged) == view(one)
+    assert sum(f.count for f in one.folded) > 3000

@@ -19,6 +19,9 @@ compiler is available) reads each 4 MiB chunk of bytes once and returns only:
   `Retract requests` lines costs a count, not a Python call per line;
 - a sample of the other stats rows for the timelines: all of them in files up to SAMPLE_ALL_BELOW,
   otherwise about TIMELINE_ROWS rows per file, evenly spaced, and the count of those not sampled;
+- error-like lines no rule can claim, counted per key (K_ERRS: scan/errfold.py): the reading stage registers a key
+  once it has judged a line of it, and the C side counts the later lines of that key, handed over as one record
+  per key at the file's end (a chunk of no bytes before the line count);
 - rows of numeric line shapes as columns (K_COLS): once Python has parsed the first line of a shape that is pure data
   (a metric dict, a Timer line: scan/columns.py), the C side appends each later line of it to columns (line index,
   bounds, numbers), written out before the next line it returns, so a trainer log's metric records reach the metric

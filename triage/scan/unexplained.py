@@ -13,6 +13,7 @@ A line some later step may single out is kept whole instead, so those steps see 
   orderly-shutdown marker (judge drops them as teardown noise, counting them);
 - the newest line, until the next one comes: a log that ends inside a traceback names its last line as the
   exception (signals.chains, `cut`).
+Lines the C prefilter counted per key (scan/errfold.py) come as records (`natives`) and fold the same way.
 """
 
 from __future__ import annotations
