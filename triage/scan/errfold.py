@@ -35,7 +35,7 @@ from typing import Any
 from triage.model import Line
 from triage.redact import PATTERNS
 from triage.scan.masked import impossible
-from triage.scan.native import _linescan
+from triage.scan.native import K_KNOWN, _linescan
 from triage.scan.origins import split_ray
 from triage.template import _GATES, SHAPE_EXACT, shape
 
@@ -44,6 +44,9 @@ NOT_FOLDED = ("Traceback", 'File "', "exit code", "exit status", "exited with", 
 ALLOWED, SPECIAL, STOP, RULED = 0, 1, 2, 3  # the classes of needles (_linescan.c ERR_ALLOWED, ...): an error word,
 # another needle, a signal's, an error word some rule is anchored on (a line of it folds once no rule can claim its key)
 MAX_DECIDED = 1 << 14  # keys a file remembers the decision of
+
+
+KNOWN = "known"  # the plan Scanner.line is given for a K_KNOWN line: an error-like line of a registered key
 
 
 def enabled() -> bool:
@@ -118,6 +121,16 @@ class ErrFold:
                     self.shapes[slot] = message_shape(text)
                 new += len(self.shapes) - before
         return new
+
+    def known(self, data: Any, hits: list[Any]) -> None:
+        """Mark the candidate lines of registered keys (returned for a neighbour, or near a chunk's end) as K_KNOWN:
+        Scanner.line need not try the rules on them (errfold.py: none claims a line of the key)."""
+        classes = self.rules.classes
+        for i, (kind, rel, start, end, ids) in enumerate(hits):
+            if kind == 0 and (self.allowed.get(ids) or self.allowed.setdefault(
+                    ids, all(j < len(classes) and classes[j] in (ALLOWED, RULED) for j in ids))) \
+                    and _linescan.errfold_find(self.state, data, start, end, ids) >= 0:
+                hits[i] = (K_KNOWN, rel, start, end, ids)
 
     def records(self) -> list[tuple[bytes, int, Any, Any, Any]]:
         """(shape, count, (first lineno, text), (the one before the last) or None, (last)) per key that counted."""

@@ -19,6 +19,7 @@ K_FOLD, K_SAMPLED, K_BATCH, K_FAMILY = 2, 3, 4, 5  # a record of folded rows, a 
 # timeline, a batch of closed pressure episodes (_linescan.c, Batch), lines counted into Python's last line (Family)
 K_COLS = 6  # rows of registered numeric line shapes, as columns (_linescan.c, Columns; scan/columns.py)
 K_ERRS = 7  # error-like lines counted per key (_linescan.c, Errs; scan/errfold.py): one record of a file's counts
+K_KNOWN = 8  # a candidate line of a key errfold registered, returned for its neighbours' sake: Python knows what it is
 F_CR, F_ESC, F_NUL, F_RAY, F_MANY = 1, 2, 4, 8, 16
 STATS_MARKERS = ("Decode batch", "Prefill batch")
 EXTRA = ("RayTaskError",)  # needles that are no anchor: a line holding one reads its neighbours (signals.chains: a

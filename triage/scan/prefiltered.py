@@ -57,7 +57,7 @@ from triage.parsers import sglang
 from triage.parsers.engine_stats import KEEP_EPISODES, KEEP_PRESSURE_LINES, ROW_GAP, RowRef, engine, engine_key
 from triage.parsers.series_store import RowLine, RowPart, Rows
 from triage.scan.columns import Shapes
-from triage.scan.errfold import ERRFOLD_FROM, ErrFold, enabled, lines_of
+from triage.scan.errfold import ERRFOLD_FROM, KNOWN, ErrFold, enabled, lines_of
 from triage.scan.native import (
     F_CR,
     F_ESC,
@@ -70,6 +70,7 @@ from triage.scan.native import (
     K_ERRS,
     K_FAMILY,
     K_FOLD,
+    K_KNOWN,
     K_SAMPLED,
     K_STATS,
     ORIGIN_SAMPLE,
@@ -312,6 +313,7 @@ def read_chunks(needles: Needles, lf: LogFile, stream: BinaryIO, progress: Progr
                 flags &= ~(F_ESC | F_NUL)
             if errs is not None:
                 errs.commit()
+                errs.known(chunk, hits)
             next_sample = offset + cut + ns - len(chunk)  # ns counts in the (maybe cleaned) chunk
             for i, (kind, rel, start, stop, ids) in enumerate(hits):  # a row's timeline, for RowOwners and the fold
                 if kind in (K_FOLD, K_BATCH):
@@ -381,14 +383,17 @@ def _fast_hits(scanner: LineScanner, fs: FileScan, data: Any, hits: list[Any], b
     for kind, rel, start, end, tag in hits:
         text = line_text(data[start:end]) if kind != K_COLS else ""
         lineno = base + rel + 1
-        if kind == 0:
+        if kind == 0 or kind == K_KNOWN:
             if len(text) > MAX_LINE:
                 text = text[:MAX_LINE] + TRUNCATED
             if runs.folds(lineno, text):
                 continue
-            plan = plans.get(tag)
-            if plan is None:
-                plan = plans[tag] = scanner.plan(frozenset(anchor_of[i] for i in tag))
+            if kind == K_KNOWN:
+                plan = KNOWN
+            else:
+                plan = plans.get(tag)
+                if plan is None:
+                    plan = plans[tag] = scanner.plan(frozenset(anchor_of[i] for i in tag))
             scanner.line(fs, lineno, text, plan)
             runs.after(ctx, lineno, text)
             if fs.family.line is not None and fs.family.line.lineno == lineno:

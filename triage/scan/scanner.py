@@ -21,7 +21,7 @@ from triage.parsers import PARSERS, signals
 from triage.parsers.engine_stats import engine, engine_key
 from triage.scan import native
 from triage.scan import prefiltered as fastscan
-from triage.scan.errfold import ALLOWED, NOT_FOLDED, RULED, SPECIAL, STOP, ErrRules
+from triage.scan.errfold import ALLOWED, KNOWN, NOT_FOLDED, RULED, SPECIAL, STOP, ErrRules
 from triage.scan.filescan import FileResult, FileScan
 from triage.scan.masked import blind, impossible
 from triage.scan.origins import FAMILY_GAP, RAY_PREFIX, Context, Runs, SideFinder, split_ray
@@ -334,6 +334,11 @@ class Scanner:
         lf, res, ctx = fs.lf, fs.res, fs.ctx
         msg, actor, pid, repeat = split_ray(text)
         line = Line(lf.rel, lineno, text, msg, actor, pid, repeat)
+        if plan is KNOWN:  # a line of a key errfold registered: what the rest of this method does with it
+            ctx.add(line)
+            fs.family.kept(line, None, None)
+            fs.errorish.add(line)
+            return
         frame = 'File "' in msg and FRAME.match(msg) is not None
         echo = False  # a `raise X("...")` source line under its frame: it ran, and names what a cut paste lost
         if frame:
