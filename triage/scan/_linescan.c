@@ -584,7 +584,22 @@ typedef struct {
     Family fam;                         /* candidate lines of the family of Python's last line, counted here */
     struct Cols *cols;                  /* lines of registered numeric shapes, kept as columns (NULL: off) */
     Py_ssize_t col_skip;                /* offsets below it are not visited: a line of a stable shape (cols_early) */
+    struct Errs *errs;                  /* error-like lines counted per key (NULL: off; see Errs) */
 } Scan;
+
+/* Errs (see its section before Columns). */
+struct Errs;
+static int err_take(Scan *st);
+static int err_end(Scan *st, Py_ssize_t lines);
+static void err_begin(struct Errs *E, long long base);
+static struct Errs *errs_of(PyObject *cap);
+static PyObject *errfold_new(PyObject *self, PyObject *args);
+static PyObject *errfold_key(PyObject *self, PyObject *args);
+static PyObject *errfold_add(PyObject *self, PyObject *args);
+static PyObject *errfold_find(PyObject *self, PyObject *args);
+static PyObject *errfold_commit(PyObject *self, PyObject *args);
+static PyObject *errfold_mark(PyObject *self, PyObject *args);
+static PyObject *errfold_take(PyObject *self, PyObject *args);
 
 /* The columns (see the Columns section at the end of the file). */
 #define COL_LINE_MAX 4096  /* bytes: longer lines are not rows */
@@ -1338,6 +1353,11 @@ static int finish_cand(Scan *st) {
         if (r < 0) return -1;
         if (r) { st->c_bol = -1; return 0; }
     }
+    if (st->errs) {  /* an error-like line of a registered key: counted (see Errs) */
+        int r = err_take(st);
+        if (r < 0) return -1;
+        if (r) { st->c_bol = -1; return 0; }
+    }
     if (st->cols) {  /* a line of a registered shape becomes a row of its columns; any other line, the rows first */
         int r = cols_take(st);
         if (r < 0) return -1;
@@ -1666,7 +1686,7 @@ TARGET_AVX512 static int run_avx512(Scan *st) {
 #endif
 
 /* scan(matcher, buffer, next_sample, step, origins=False, gap=0, evidence=0, keep=0, bar_s=-1, bar_r=-1,
- *      family=None, bars=None, shapes=None)
+ *      family=None, bars=None, shapes=None, errs=None)
  *   -> (lines, flags, quiet_stats, next_sample, [(kind, line_index, start, end, ids), ...], per_origin)
  * per_origin: None, or with origins=True {origin bytes: quiet stats rows} (see Origins).
  * kind 0: candidate line, ids = tuple of the needle indices found in it; kind 1: sampled stats line;
@@ -1676,6 +1696,8 @@ TARGET_AVX512 static int run_avx512(Scan *st) {
  * rows)}, the bar of each origin it names, (bar_s, bar_r) that of the others (see Batch). family: None or (text
  * without digit runs, needle indices, last line index, gap, count run): see Family; kind 5. shapes: None or
  * what shapes() made: lines of those shapes become rows of columns (see Columns); kind 6.
+ * errs: None or (errfold_new's state, lines before the buffer): candidate lines of its registered keys are counted
+ * there, not returned (see Errs; not with shapes).
  * line_index counts newlines before the line (0 for the buffer's first line). */
 static PyObject *scan_with(PyObject *args, int loop) {
     PyObject *cap;
@@ -1684,9 +1706,12 @@ static PyObject *scan_with(PyObject *args, int loop) {
     int origins = 0;
     Py_ssize_t gap = 0, evidence = 0, keep = 0, bar_r = -1;
     double bar_s = -1.0;
-    PyObject *family = Py_None, *bars = Py_None, *shape_set = Py_None;
-    if (!PyArg_ParseTuple(args, "Oy*nn|pnnndnOOO", &cap, &view, &next_sample, &step, &origins, &gap, &evidence, &keep,
-                          &bar_s, &bar_r, &family, &bars, &shape_set)) return NULL;
+    PyObject *family = Py_None, *bars = Py_None, *shape_set = Py_None, *errs = Py_None;
+    if (!PyArg_ParseTuple(args, "Oy*nn|pnnndnOOOO", &cap, &view, &next_sample, &step, &origins, &gap, &evidence,
+                          &keep, &bar_s, &bar_r, &family, &bars, &shape_set, &errs)) return NULL;
+    PyObject *errs_cap = NULL;
+    long long errs_base = 0;
+    if (errs != Py_None && !PyArg_ParseTuple(errs, "OL", &errs_cap, &errs_base)) { PyBuffer_Release(&view); return NULL; }
     if (bars != Py_None && !PyDict_Check(bars)) {
         PyBuffer_Release(&view);
         PyErr_SetString(PyExc_TypeError, "bars must be None or a dict");
@@ -1706,6 +1731,10 @@ static PyObject *scan_with(PyObject *args, int loop) {
     }
     st->origins = origins;
     if (shape_set != Py_None && !(st->cols = cols_new(shape_set))) goto fail;
+    if (errs_cap && shape_set == Py_None) {  /* (columns take lines out of order around the lines they return) */
+        if (!(st->errs = errs_of(errs_cap))) goto fail;
+        err_begin(st->errs, errs_base);
+    }
     if (fam_ids && PyTuple_GET_SIZE(fam_ids) <= 32) {
         Family *fm = &st->fam;
         fm->on = 1;
@@ -1761,6 +1790,11 @@ static PyObject *scan_with(PyObject *args, int loop) {
     if (!err) {
         if (st->n > 0) st->flags |= m->single[st->b[st->n - 1]];  /* the last byte of an odd-length buffer */
         err = finish_cand(st) < 0 || fold_flush(st) < 0 || fam_flush(st) < 0 || cols_flush(st) < 0;
+    }
+    if (!err && st->errs) {
+        Py_ssize_t n_lines = st->em.nl_cnt + (st->em.fused ? st->em.nl_w - st->em.n_pos
+                                                          : st->em.count(st->b + st->em.nl_pos, st->b + st->n));
+        err = err_end(st, n_lines) < 0;
     }
     cols_free(st->cols);
     if (fam_ids) PyBuffer_Release(&fam_text);
@@ -1844,6 +1878,13 @@ static PyMethodDef methods[] = {
     {"scan_scalar", scan_scalar, METH_VARARGS, "scan() on the scalar loop, whatever the CPU (the reference)"},
     {"set_simd", set_simd, METH_VARARGS, "set_simd(name) -> previous: the loop scan() takes (one of PATHS, or \"\")"},
     {"pair_counts", pair_counts, METH_VARARGS, "pair_counts(buffer) -> 65536 uint32 counts (native order)"},
+    {"errfold_new", errfold_new, METH_VARARGS, "errfold_new(classes, reach) -> state (see Errs)"},
+    {"errfold_key", errfold_key, METH_VARARGS, "errfold_key(line) -> its key's text, or None"},
+    {"errfold_add", errfold_add, METH_VARARGS, "errfold_add(state, line, ids) -> slot or -1"},
+    {"errfold_find", errfold_find, METH_VARARGS, "errfold_find(state, buffer, start, end, ids) -> slot or -1"},
+    {"errfold_commit", errfold_commit, METH_VARARGS, "errfold_commit(state): the last call's counts are kept"},
+    {"errfold_mark", errfold_mark, METH_VARARGS, "errfold_mark(state, lineno): a line there reads its neighbours"},
+    {"errfold_take", errfold_take, METH_VARARGS, "errfold_take(state) -> the counts per key, reset"},
     {"shapes", shapes, METH_VARARGS, "shapes([(segments, allowed, columns, ids, record, ctx), ...]) -> shapes"},
     {NULL, NULL, 0, NULL},
 };
@@ -1890,6 +1931,589 @@ PyMODINIT_FUNC PyInit__linescan(void) {
         return NULL;
     }
     return mod;
+}
+
+/* ---- Errs: error-like lines no rule can claim, counted per shape (scan/errfold.py) ----
+ *
+ * A log may hold millions of error-like lines of a few hundred messages whose numbers, ids and hex change. Python
+ * registers a line's key (errfold_add) once it has judged a line of it: an error-like line no rule can claim
+ * (its needles are error words only: none is a rule's, a parser's, a signal's or a traceback's), kept foldable
+ * (scan/unexplained.py). The key is the line's shape (template.shape: digits, hex tokens, UUIDs and numbers standing
+ * alone folded; err_key below does the same, tests/test_errfold.py compares the two) followed by its needle indices.
+ * A later candidate line with a registered key is counted here instead of returned: per key, how many, the first,
+ * the last and the one before it (line numbers and text), handed over once per file (errfold_take).
+ * A line is only counted when no line that may read it as context is near: no candidate line holding another needle,
+ * or a needle of a rule (ERR_RULED) and no registered key (a rule's claim reads `near` windows and the side lookup, a traceback reads the lines before it, a family its gap)
+ * within `reach` lines before or after it, in this buffer or (before) the ones before; the last `reach` lines of a
+ * buffer are returned (the next buffer may start with such a line). A line that turns out to be near one is
+ * returned in its place. From the first line holding a signal's needle on, nothing is counted (lines after an
+ * orderly shutdown are kept whole). A call's counts become the file's only when Python commits them
+ * (errfold_commit): a buffer scanned again (colour codes, origins) counts once. */
+#define ERR_LINE_MAX 4000  /* bytes (template.FAMILY_TEXT characters: these lines are ASCII) */
+#define ERR_KEYS 4096      /* keys a file registers at most */
+enum { ERR_ALLOWED = 0, ERR_SPECIAL = 1, ERR_STOP = 2, ERR_RULED = 3 };
+
+typedef struct { Py_ssize_t ln, bol, eol; } ErrAt;
+typedef struct { long long no; char *text; Py_ssize_t len; } ErrLine;
+typedef struct {
+    uint64_t hash;
+    unsigned char *key;
+    Py_ssize_t klen;
+    Py_ssize_t *ids, nids;
+    long long count;
+    ErrLine first, prev, last;     /* committed */
+    long long c_count;             /* this call */
+    ErrLine c_first, c_prev, c_last;
+    ErrAt a_first, a_prev, a_last; /* this call's, in its buffer (copied at its end) */
+    int touched;
+} ErrSlot;
+typedef struct { Py_ssize_t ln, bol, eol, slot, pos; int out; } ErrQ;
+struct Errs {
+    unsigned char *cls;            /* per needle index: ERR_ALLOWED, ERR_SPECIAL, ERR_STOP */
+    Py_ssize_t ncls, reach;
+    long long last_special, c_last_special;  /* line numbers (1-based) */
+    int stop, c_stop;
+    ErrSlot *slots;
+    Py_ssize_t nslots;
+    Py_ssize_t *table, tcap;       /* slot index + 1, open addressing */
+    Py_ssize_t *touched, ntouched;
+    long long base;                /* lines before this call's buffer */
+    ErrQ *q;
+    Py_ssize_t nq, qcap;
+    unsigned char kbuf[ERR_LINE_MAX + 2 * 256 + 8];
+};
+
+/* Character classes of the key (err_key): one lookup a byte. */
+enum { EC_WORD = 1, EC_HEXL = 2, EC_DIGIT = 4, EC_BAD = 8 };
+static uint8_t ERR_CLS[256];
+static void err_cls_init(void) {
+    for (int c = 0; c < 256; c++) {
+        uint8_t k = 0;
+        if (c < 0x20 || c > 0x7e || c == '"' || c == '\'') k |= EC_BAD;
+        if (c == '_' || (c >= '0' && c <= '9') || ((c | 0x20) >= 'a' && (c | 0x20) <= 'z')) k |= EC_WORD;
+        if ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f')) k |= EC_HEXL;
+        if (c >= '0' && c <= '9') k |= EC_DIGIT;
+        ERR_CLS[c] = k;
+    }
+}
+
+static ALWAYS_INLINE int err_hexl(unsigned char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); }
+static ALWAYS_INLINE int err_hex(unsigned char c) { return err_hexl(c) || (c >= 'A' && c <= 'F'); }
+static ALWAYS_INLINE int err_digit(unsigned char c) { return c >= '0' && c <= '9'; }
+static ALWAYS_INLINE int err_wordc(unsigned char c) {
+    return c == '_' || err_digit(c) || ((c | 0x20) >= 'a' && (c | 0x20) <= 'z');
+}
+/* template._APART: what may stand beside a number standing alone (ASCII: \s is only the blank here) */
+static ALWAYS_INLINE int err_apart(unsigned char c) {
+    switch (c) {
+    case ' ': case '(': case ')': case '[': case ']': case '{': case '}': case '=': case ',': case ';': case '/':
+    case '#': case '<': case '>': case '!': case '?': case '|': case '*': case '&': case '%': return 1;
+    default: return 0;
+    }
+}
+static int err_ci(const unsigned char *s, Py_ssize_t n, Py_ssize_t i, const char *lit) {
+    for (Py_ssize_t k = 0; lit[k]; k++) {
+        if (i + k >= n) return 0;
+        unsigned char c = s[i + k];
+        if (c >= 'A' && c <= 'Z') c |= 0x20;
+        if (c != (unsigned char)lit[k]) return 0;
+    }
+    return 1;
+}
+
+/* Whether the gate `1//0` (redact.PATTERNS) touches a span of digits [p, q) a mark replaces. */
+static ALWAYS_INLINE int err_slash_gate(const unsigned char *s, Py_ssize_t n, Py_ssize_t p, Py_ssize_t q) {
+    return (s[q - 1] == '1' && q + 2 < n && s[q] == '/' && s[q + 1] == '/' && s[q + 2] == '0')
+           || (s[p] == '0' && p >= 3 && s[p - 1] == '/' && s[p - 2] == '/' && s[p - 3] == '1');
+}
+
+/* A hex token's mask (template._whole), `t` holding only [0-9a-f] and dashes. */
+static Py_ssize_t err_whole(const unsigned char *t, Py_ssize_t len, unsigned char *o) {
+    int dig = 0, let = 0;
+    for (Py_ssize_t k = 0; k < len; k++) { if (err_digit(t[k])) dig = 1; else if (t[k] != '-') let = 1; }
+    for (Py_ssize_t k = 0; k < len; k++) o[k] = t[k] == '-' ? '-' : (let ? 'a' : '1');
+    if (let) o[0] = dig ? '1' : 'a';
+    if (let && t[0] == '-') o[0] = '-';  /* never: a token starts with a hex digit */
+    return len;
+}
+
+/* The key of a line of printable ASCII, no quote, no secret pattern's gate: its text with hex tokens masked, numbers
+ * standing alone as `1` (`1.1` with a fraction), every other digit `1`: template.shape without its `~`, but for a
+ * fraction and the case of a `0x` handle's letters, which it keeps apart (lines of one key are lines of one shape;
+ * the rules' regexes may read those: scan/masked.py); -1 when the line is not such a line (it is returned).
+ * An address (four parts of 1-3 digits, a port) is one mark: coarser than the shape there, as the template is, so a
+ * key's lines are lines of one template, not always of one shape (Python folds a key's lines into the fold of the
+ * shape it registered: unclassified findings group by template). `gated`: the key of a line that holds a gate
+ * (template.shape leaves its numbers alone: every digit is `1`, an address's too). The gates that hold a digit (`1//0`, `ya29`,
+ * `r8_`, `gr1348941`) are looked for here: masking digits would hide them. The others hold a letter no mask
+ * writes, so two lines of one key hold them alike, and Python registers only lines without them. */
+static Py_ssize_t err_key(const unsigned char *s, Py_ssize_t n, unsigned char *o, int gated) {
+    if (n > ERR_LINE_MAX) return -1;
+    Py_ssize_t j = 0;
+    if (!ERR_CLS['a']) err_cls_init();
+    for (Py_ssize_t p = 0; p < n;) {
+        unsigned char c = s[p], k0 = ERR_CLS[c];
+        if (k0 & EC_BAD) return -1;
+        if (!(k0 & EC_WORD)) { o[j++] = c; p++; continue; }
+        Py_ssize_t q = p;  /* a word: [A-Za-z0-9_]+ */
+        unsigned all = EC_HEXL | EC_DIGIT, any = 0;
+        while (q < n && (ERR_CLS[s[q]] & EC_WORD)) {
+            all &= ERR_CLS[s[q]];
+            any |= ERR_CLS[s[q]];
+            q++;
+        }
+        int allhex = (all & EC_HEXL) != 0, alldig = (all & EC_DIGIT) != 0;
+        if (!(any & EC_DIGIT) && !(allhex && q - p >= 8)) {  /* no digit, no token: as it is */
+            memcpy(o + j, s + p, (size_t)(q - p));
+            j += q - p;
+            p = q;
+            continue;
+        }
+        Py_ssize_t L = q - p;
+        if (L >= 3 && c == '0' && s[p + 1] == 'x') {  /* 0x + hex digits */
+            Py_ssize_t k = p + 2;
+            while (k < q && err_hex(s[k])) k++;
+            if (k == q) {
+                o[j++] = 0;
+                o[j++] = 'x';
+                for (k = p + 2; k < q; k++) o[j++] = s[k] >= 'A' && s[k] <= 'F' ? 'A' : 'a';  /* (finer: see masked.py) */
+                p = q;
+                continue;
+            }
+        }
+        if (allhex && L == 8 && p + 36 <= n && (p + 36 == n || !err_wordc(s[p + 36]))) {  /* a UUID */
+            static const int dash[4] = {8, 13, 18, 23};
+            int ok = 1;
+            for (Py_ssize_t k = 0; k < 36 && ok; k++) {
+                int d = k == dash[0] || k == dash[1] || k == dash[2] || k == dash[3];
+                ok = d ? s[p + k] == '-' : err_hexl(s[p + k]);
+            }
+            if (ok) {
+                j += err_whole(s + p, 36, o + j);
+                p += 36;
+                continue;
+            }
+        }
+        if (allhex && (L >= 12 || (L >= 8 && !alldig))) {  /* [0-9a-f]{12,}, or 8-11 with a letter and a digit */
+            int dig = 0;
+            for (Py_ssize_t k = p; k < q; k++) dig |= err_digit(s[k]);
+            if (L >= 12 || dig) {
+                j += err_whole(s + p, L, o + j);
+                p = q;
+                continue;
+            }
+        }
+        if (!gated && alldig && L <= 3 && (p == 0 || (!err_wordc(s[p - 1]) && s[p - 1] != '.'))) {
+            /* an address (template.MASKS: `\b\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?\b`, all of it `<ip>`): one mark,
+             * whatever its digits; where the address ends otherwise (`.`, a word), the digits are kept */
+            Py_ssize_t k = q, parts = 1;
+            while (parts < 4 && k + 1 < n && s[k] == '.' && err_digit(s[k + 1])) {
+                Py_ssize_t d = k + 1;
+                while (d < n && err_digit(s[d])) d++;
+                if (d - k - 1 > 3) break;
+                k = d;
+                parts++;
+            }
+            if (parts == 4) {
+                if (k + 1 < n && s[k] == ':' && err_digit(s[k + 1])) {
+                    k++;
+                    while (k < n && err_digit(s[k])) k++;
+                }
+                if (k == n || (!err_wordc(s[k]) && s[k] != '.' && s[k] != ':')) {
+                    if (err_slash_gate(s, n, p, k)) return -1;
+                    o[j++] = 1;
+                    p = k;
+                    continue;
+                }
+            }
+        }
+        if (!gated && alldig && L <= 11 && (p == 0 || err_apart(s[p - 1]))) {  /* a number standing alone */
+            if (q == n || err_apart(s[q])) {
+                if (err_slash_gate(s, n, p, q)) return -1;
+                o[j++] = '1';
+                p = q;
+                continue;
+            }
+            if (s[q] == '.' && q + 1 < n && err_digit(s[q + 1])) {
+                Py_ssize_t f = q + 1;
+                while (f < n && err_digit(s[f])) f++;
+                if (f - q - 1 <= 11 && (f == n || err_apart(s[f]))) {  /* `1.1`: finer than the shape (masked.py) */
+                    if (err_slash_gate(s, n, p, f)) return -1;
+                    o[j++] = '1';
+                    o[j++] = '.';
+                    o[j++] = '1';
+                    p = f;
+                    continue;
+                }
+            }
+        }
+        for (Py_ssize_t k = p; k < q; k++) {
+            unsigned char d = s[k];
+            if (err_digit(d)) {  /* the gates that hold a digit */
+                if ((d == '1' && k + 3 < n && s[k + 1] == '/' && s[k + 2] == '/' && s[k + 3] == '0')
+                    || (d == '2' && k >= 2 && err_ci(s, n, k - 2, "ya29"))
+                    || (d == '8' && k >= 1 && err_ci(s, n, k - 1, "r8_"))
+                    || (d == '1' && k >= 2 && err_ci(s, n, k - 2, "gr1348941"))) return -1;
+                d = '1';
+            }
+            o[j++] = d;
+        }
+        p = q;
+    }
+    return j;
+}
+
+static uint64_t err_hash(const unsigned char *k, Py_ssize_t n) {  /* eight bytes a step (a key is ~100 bytes) */
+    uint64_t h = 1469598103934665603ULL ^ (uint64_t)n, w;
+    Py_ssize_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        memcpy(&w, k + i, 8);
+        h = (h ^ w) * 0x9E3779B97F4A7C15ULL;
+        h ^= h >> 29;
+    }
+    for (; i < n; i++) h = (h ^ k[i]) * 1099511628211ULL;
+    return h | 1;
+}
+
+/* The key of line [bol, eol) with these needles into E->kbuf (of the `gated` kind): its length, or -1. */
+static Py_ssize_t err_line_key(struct Errs *E, const unsigned char *b, Py_ssize_t bol, Py_ssize_t eol,
+                               const Py_ssize_t *ids, Py_ssize_t nids, int gated) {
+    if (nids > 256) return -1;
+    Py_ssize_t j = err_key(b + bol, eol - bol, E->kbuf, gated);
+    if (j < 0) return -1;
+    if (gated) E->kbuf[j++] = 0xfe;  /* the two kinds of key apart */
+    E->kbuf[j++] = 0xff;  /* never in a key's text */
+    for (Py_ssize_t k = 0; k < nids; k++) {
+        E->kbuf[j++] = (unsigned char)(ids[k] & 0xff);
+        E->kbuf[j++] = (unsigned char)((ids[k] >> 8) & 0xff);
+    }
+    return j;
+}
+
+static Py_ssize_t err_find(struct Errs *E, Py_ssize_t klen, uint64_t h) {
+    if (!E->tcap) return -1;
+    for (Py_ssize_t i = (Py_ssize_t)(h & (uint64_t)(E->tcap - 1));; i = (i + 1) & (E->tcap - 1)) {
+        Py_ssize_t v = E->table[i];
+        if (!v) return -1;
+        ErrSlot *sl = &E->slots[v - 1];
+        if (sl->hash == h && sl->klen == klen && !memcmp(sl->key, E->kbuf, (size_t)klen)) return v - 1;
+    }
+}
+
+static void err_line_free(ErrLine *l) { PyMem_Free(l->text); l->text = NULL; l->len = 0; }
+static int err_line_set(ErrLine *l, long long no, const unsigned char *t, Py_ssize_t len) {
+    char *c = PyMem_Realloc(l->text, (size_t)(len ? len : 1));
+    if (!c) { PyErr_NoMemory(); return -1; }
+    memcpy(c, t, (size_t)len);
+    l->text = c;
+    l->len = len;
+    l->no = no;
+    return 0;
+}
+static int err_line_copy(ErrLine *to, const ErrLine *from) {
+    return err_line_set(to, from->no, (const unsigned char *)from->text, from->len);
+}
+
+static void errs_free(PyObject *cap) {
+    struct Errs *E = PyCapsule_GetPointer(cap, "triage.scan._linescan.Errs");
+    if (!E) return;
+    for (Py_ssize_t i = 0; i < E->nslots; i++) {
+        ErrSlot *sl = &E->slots[i];
+        PyMem_Free(sl->key);
+        PyMem_Free(sl->ids);
+        err_line_free(&sl->first); err_line_free(&sl->prev); err_line_free(&sl->last);
+        err_line_free(&sl->c_first); err_line_free(&sl->c_prev); err_line_free(&sl->c_last);
+    }
+    PyMem_Free(E->slots);
+    PyMem_Free(E->table);
+    PyMem_Free(E->touched);
+    PyMem_Free(E->q);
+    PyMem_Free(E->cls);
+    PyMem_Free(E);
+}
+
+/* errfold_new(classes: bytes, one per needle index (0 an error word, 1 other, 2 a signal's, 3 an error word some
+ * rule is anchored on), reach) -> state */
+static PyObject *errfold_new(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer cls;
+    Py_ssize_t reach;
+    if (!PyArg_ParseTuple(args, "y*n", &cls, &reach)) return NULL;
+    struct Errs *E = PyMem_Calloc(1, sizeof(struct Errs));
+    if (E) E->cls = PyMem_Malloc((size_t)(cls.len ? cls.len : 1));
+    if (!E || !E->cls) { PyBuffer_Release(&cls); if (E) PyMem_Free(E); return PyErr_NoMemory(); }
+    memcpy(E->cls, cls.buf, (size_t)cls.len);
+    E->ncls = cls.len;
+    E->reach = reach;
+    E->last_special = E->c_last_special = -(1LL << 40);
+    PyBuffer_Release(&cls);
+    PyObject *cap = PyCapsule_New(E, "triage.scan._linescan.Errs", errs_free);
+    if (!cap) { PyMem_Free(E->cls); PyMem_Free(E); }
+    return cap;
+}
+
+static struct Errs *errs_of(PyObject *cap) { return PyCapsule_GetPointer(cap, "triage.scan._linescan.Errs"); }
+
+/* errfold_key(line bytes, gated=False) -> the key's text (template.shape without its `~`), or None */
+static PyObject *errfold_key(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer v;
+    int gated = 0;
+    if (!PyArg_ParseTuple(args, "y*|p", &v, &gated)) return NULL;
+    unsigned char *o = PyMem_Malloc((size_t)v.len * 2 + 8);
+    if (!o) { PyBuffer_Release(&v); return PyErr_NoMemory(); }
+    Py_ssize_t j = err_key(v.buf, v.len, o, gated);
+    PyBuffer_Release(&v);
+    PyObject *out = j < 0 ? (Py_INCREF(Py_None), Py_None) : PyBytes_FromStringAndSize((const char *)o, j);
+    PyMem_Free(o);
+    return out;
+}
+
+/* errfold_add(state, line bytes, needle indices, gated) -> the key's slot (the same for a key registered before), or
+ * -1 when the line has no key or the file has ERR_KEYS keys. `gated`: the line holds a secret pattern's gate. */
+static PyObject *errfold_add(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *cap, *ids;
+    Py_buffer v;
+    int gated = 0;
+    if (!PyArg_ParseTuple(args, "Oy*O!p", &cap, &v, &PyTuple_Type, &ids, &gated)) return NULL;
+    struct Errs *E = errs_of(cap);
+    if (!E) { PyBuffer_Release(&v); return NULL; }
+    Py_ssize_t nids = PyTuple_GET_SIZE(ids), local[256];
+    Py_ssize_t klen = -1;
+    if (nids <= 256) {
+        for (Py_ssize_t k = 0; k < nids; k++) local[k] = PyLong_AsSsize_t(PyTuple_GET_ITEM(ids, k));
+        if (PyErr_Occurred()) { PyBuffer_Release(&v); return NULL; }
+        klen = err_line_key(E, v.buf, 0, v.len, local, nids, gated);
+    }
+    PyBuffer_Release(&v);
+    if (klen < 0) return PyLong_FromLong(-1);
+    uint64_t h = err_hash(E->kbuf, klen);
+    Py_ssize_t at = err_find(E, klen, h);
+    if (at >= 0) return PyLong_FromSsize_t(at);
+    if (E->nslots >= ERR_KEYS) return PyLong_FromLong(-1);
+    if (2 * (E->nslots + 1) > E->tcap) {  /* grow the table (and the slots) */
+        Py_ssize_t cap2 = E->tcap ? 2 * E->tcap : 64;
+        Py_ssize_t *t = PyMem_Calloc((size_t)cap2, sizeof(Py_ssize_t));
+        ErrSlot *s = PyMem_Realloc(E->slots, (size_t)(cap2 / 2) * sizeof(ErrSlot));
+        Py_ssize_t *tc = PyMem_Realloc(E->touched, (size_t)(cap2 / 2) * sizeof(Py_ssize_t));
+        if (s) E->slots = s;
+        if (tc) E->touched = tc;
+        if (!t || !s || !tc) { PyMem_Free(t); return PyErr_NoMemory(); }
+        for (Py_ssize_t i = 0; i < E->nslots; i++) {
+            Py_ssize_t k = (Py_ssize_t)(E->slots[i].hash & (uint64_t)(cap2 - 1));
+            while (t[k]) k = (k + 1) & (cap2 - 1);
+            t[k] = i + 1;
+        }
+        PyMem_Free(E->table);
+        E->table = t;
+        E->tcap = cap2;
+    }
+    ErrSlot *sl = &E->slots[E->nslots];
+    memset(sl, 0, sizeof(*sl));
+    sl->key = PyMem_Malloc((size_t)klen);
+    sl->ids = PyMem_Malloc((size_t)(nids ? nids : 1) * sizeof(Py_ssize_t));
+    if (!sl->key || !sl->ids) { PyMem_Free(sl->key); PyMem_Free(sl->ids); return PyErr_NoMemory(); }
+    memcpy(sl->key, E->kbuf, (size_t)klen);
+    memcpy(sl->ids, local, (size_t)nids * sizeof(Py_ssize_t));
+    sl->nids = nids;
+    sl->klen = klen;
+    sl->hash = h;
+    Py_ssize_t k = (Py_ssize_t)(h & (uint64_t)(E->tcap - 1));
+    while (E->table[k]) k = (k + 1) & (E->tcap - 1);
+    E->table[k] = E->nslots + 1;
+    return PyLong_FromSsize_t(E->nslots++);
+}
+
+/* errfold_find(state, buffer, start, end, needle indices) -> the slot of the line's key (either kind), or -1 */
+static PyObject *errfold_find(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *cap, *ids;
+    Py_buffer v;
+    Py_ssize_t start, end;
+    if (!PyArg_ParseTuple(args, "Oy*nnO!", &cap, &v, &start, &end, &PyTuple_Type, &ids)) return NULL;
+    struct Errs *E = errs_of(cap);
+    Py_ssize_t nids = PyTuple_GET_SIZE(ids), local[256], slot = -1;
+    if (!E || start < 0 || end > v.len || start > end || nids > 256) {
+        PyBuffer_Release(&v);
+        if (E && !PyErr_Occurred()) return PyLong_FromLong(-1);
+        return NULL;
+    }
+    for (Py_ssize_t k = 0; k < nids; k++) local[k] = PyLong_AsSsize_t(PyTuple_GET_ITEM(ids, k));
+    if (PyErr_Occurred()) { PyBuffer_Release(&v); return NULL; }
+    for (int gated = 0; gated < 2 && slot < 0 && E->nslots; gated++) {
+        Py_ssize_t klen = err_line_key(E, v.buf, start, end, local, nids, gated);
+        if (klen < 0) break;
+        slot = err_find(E, klen, err_hash(E->kbuf, klen));
+    }
+    PyBuffer_Release(&v);
+    return PyLong_FromSsize_t(slot);
+}
+
+/* A call begins: what an earlier call that was not committed counted is forgotten. */
+static void err_begin(struct Errs *E, long long base) {
+    for (Py_ssize_t i = 0; i < E->ntouched; i++) {
+        ErrSlot *sl = &E->slots[E->touched[i]];
+        sl->touched = 0;
+        sl->c_count = 0;
+    }
+    E->ntouched = 0;
+    E->nq = 0;
+    E->base = base;
+    E->c_last_special = E->last_special;
+    E->c_stop = E->stop;
+}
+
+/* The pending candidate line: 1 when it is held back to be counted (a registered key, nothing near it). */
+static int err_take(Scan *st) {
+    struct Errs *E = st->errs;
+    Py_ssize_t ln = em_line(&st->em, st->c_bol);
+    long long no = E->base + ln + 1;
+    int cls = ERR_ALLOWED, ruled = 0;
+    for (Py_ssize_t k = 0; k < st->nids; k++) {
+        Py_ssize_t id = st->ids[k];
+        int c = id < E->ncls ? E->cls[id] : ERR_SPECIAL;
+        if (c == ERR_RULED) ruled = 1;
+        else if (c > cls) cls = c;
+    }
+    Py_ssize_t slot = -1;
+    if (cls == ERR_ALLOWED && !E->c_stop && E->nslots) {
+        for (int gated = 0; gated < 2 && slot < 0; gated++) {  /* (a line of either kind has a key of the other) */
+            Py_ssize_t klen = err_line_key(E, st->b, st->c_bol, st->c_eol, st->ids, st->nids, gated);
+            if (klen < 0) break;
+            slot = err_find(E, klen, err_hash(E->kbuf, klen));
+        }
+    }
+    if (cls != ERR_ALLOWED || (ruled && slot < 0)) {  /* a line that may read its neighbours (a rule may claim it) */
+        E->c_last_special = no;
+        if (cls == ERR_STOP) E->c_stop = 1;
+        for (Py_ssize_t i = E->nq - 1; i >= 0 && E->base + E->q[i].ln + 1 >= no - E->reach; i--) E->q[i].out = 1;
+        return 0;
+    }
+    if (slot < 0 || no - E->c_last_special <= E->reach) return 0;
+    if (E->nq == E->qcap) {
+        Py_ssize_t cap = E->qcap ? 2 * E->qcap : 1024;
+        ErrQ *q = PyMem_Realloc(E->q, (size_t)cap * sizeof(ErrQ));
+        if (!q) { PyErr_NoMemory(); return -1; }
+        E->q = q;
+        E->qcap = cap;
+    }
+    ErrQ *it = &E->q[E->nq++];
+    it->ln = ln;
+    it->bol = st->c_bol;
+    it->eol = st->c_eol;
+    it->slot = slot;
+    it->pos = PyList_GET_SIZE(st->em.out);
+    it->out = 0;
+    return 1;
+}
+
+/* The call's end (`lines` in its buffer): lines held back near its end or near another line go back into the
+ * output in their places; the others are counted, their text copied (the buffer is not kept). */
+static int err_end(Scan *st, Py_ssize_t lines) {
+    struct Errs *E = st->errs;
+    const unsigned char *b = st->b;
+    Py_ssize_t shift = 0;
+    for (Py_ssize_t i = 0; i < E->nq; i++) {
+        ErrQ *it = &E->q[i];
+        ErrSlot *sl = &E->slots[it->slot];
+        if (it->out || it->ln >= lines - E->reach) {
+            PyObject *tup = PyTuple_New(sl->nids);
+            if (!tup) return -1;
+            for (Py_ssize_t k = 0; k < sl->nids; k++) {
+                PyObject *v = PyLong_FromSsize_t(sl->ids[k]);
+                if (!v) { Py_DECREF(tup); return -1; }
+                PyTuple_SET_ITEM(tup, k, v);
+            }
+            PyObject *t = Py_BuildValue("(innnN)", 0, it->ln, it->bol, it->eol, tup);
+            if (!t) return -1;
+            Py_ssize_t at = it->pos + shift, size = PyList_GET_SIZE(st->em.out);
+            int r = PyList_Insert(st->em.out, at < size ? at : size, t);
+            Py_DECREF(t);
+            if (r < 0) return -1;
+            shift++;
+            continue;
+        }
+        if (!sl->touched) {
+            sl->touched = 1;
+            E->touched[E->ntouched++] = it->slot;
+        }
+        ErrAt at = {it->ln, it->bol, it->eol};
+        if (sl->c_count == 0) sl->a_first = at;
+        sl->a_prev = sl->a_last;
+        sl->a_last = at;
+        sl->c_count++;
+    }
+    E->nq = 0;
+    for (Py_ssize_t i = 0; i < E->ntouched; i++) {  /* the texts, once a key */
+        ErrSlot *sl = &E->slots[E->touched[i]];
+        const ErrAt *f = &sl->a_first, *p = &sl->a_prev, *l = &sl->a_last;
+        if (err_line_set(&sl->c_first, E->base + f->ln + 1, b + f->bol, f->eol - f->bol) < 0
+            || (sl->c_count >= 2 && err_line_set(&sl->c_prev, E->base + p->ln + 1, b + p->bol, p->eol - p->bol) < 0)
+            || err_line_set(&sl->c_last, E->base + l->ln + 1, b + l->bol, l->eol - l->bol) < 0) return -1;
+    }
+    return 0;
+}
+
+/* errfold_commit(state): the last call's counts are the file's (its buffer was not scanned again). */
+static PyObject *errfold_commit(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *cap;
+    if (!PyArg_ParseTuple(args, "O", &cap)) return NULL;
+    struct Errs *E = errs_of(cap);
+    if (!E) return NULL;
+    for (Py_ssize_t i = 0; i < E->ntouched; i++) {
+        ErrSlot *sl = &E->slots[E->touched[i]];
+        sl->touched = 0;
+        if (!sl->c_count) continue;
+        if (!sl->count && err_line_copy(&sl->first, &sl->c_first) < 0) return NULL;
+        if (sl->c_count >= 2) { if (err_line_copy(&sl->prev, &sl->c_prev) < 0) return NULL; }
+        else if (sl->count && err_line_copy(&sl->prev, &sl->last) < 0) return NULL;
+        if (err_line_copy(&sl->last, &sl->c_last) < 0) return NULL;
+        sl->count += sl->c_count;
+        sl->c_count = 0;
+    }
+    E->ntouched = 0;
+    if (E->c_last_special > E->last_special) E->last_special = E->c_last_special;
+    E->stop = E->c_stop;
+    Py_RETURN_NONE;
+}
+
+/* errfold_mark(state, line number): a line there may read its neighbours, and it may be an orderly shutdown (the end
+ * of a chunk Python read line for line): nothing more is counted. */
+static PyObject *errfold_mark(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *cap;
+    long long no;
+    if (!PyArg_ParseTuple(args, "OL", &cap, &no)) return NULL;
+    struct Errs *E = errs_of(cap);
+    if (!E) return NULL;
+    if (no > E->last_special) E->last_special = no;
+    E->stop = 1;  /* (it may hold a signal's needle) */
+    Py_RETURN_NONE;
+}
+
+/* errfold_take(state) -> [(slot, count, (first no, text), (prev no, text) or None, (last no, text)), ...] of the
+ * keys that counted lines, in slot order; their counts start again from zero. */
+static PyObject *errfold_take(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *cap;
+    if (!PyArg_ParseTuple(args, "O", &cap)) return NULL;
+    struct Errs *E = errs_of(cap);
+    if (!E) return NULL;
+    PyObject *out = PyList_New(0);
+    for (Py_ssize_t i = 0; out && i < E->nslots; i++) {
+        ErrSlot *sl = &E->slots[i];
+        if (!sl->count) continue;
+        PyObject *prev = sl->count >= 2 ? Py_BuildValue("(Ly#)", sl->prev.no, sl->prev.text, sl->prev.len)
+                                        : (Py_INCREF(Py_None), Py_None);
+        PyObject *t = prev ? Py_BuildValue("(nL(Ly#)N(Ly#))", i, sl->count, sl->first.no, sl->first.text,
+                                           sl->first.len, prev, sl->last.no, sl->last.text, sl->last.len) : NULL;
+        if (!t || PyList_Append(out, t) < 0) Py_CLEAR(out);
+        Py_XDECREF(t);
+        sl->count = 0;
+    }
+    return out;
 }
 
 /* ---- Columns: candidate lines of a numeric shape Python registered, handed over as columns ----

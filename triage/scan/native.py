@@ -18,8 +18,12 @@ K_CAND, K_STATS, K_USAGE = 0, 1, 2  # needle kinds; the kinds of scan()'s lines:
 K_FOLD, K_SAMPLED, K_BATCH, K_FAMILY = 2, 3, 4, 5  # a record of folded rows, a folded row sampled for the
 # timeline, a batch of closed pressure episodes (_linescan.c, Batch), lines counted into Python's last line (Family)
 K_COLS = 6  # rows of registered numeric line shapes, as columns (_linescan.c, Columns; scan/columns.py)
+K_ERRS = 7  # error-like lines counted per key (_linescan.c, Errs; scan/errfold.py): one record of a file's counts
+K_KNOWN = 8  # a candidate line of a key errfold registered, returned for its neighbours' sake: Python knows what it is
 F_CR, F_ESC, F_NUL, F_RAY, F_MANY = 1, 2, 4, 8, 16
 STATS_MARKERS = ("Decode batch", "Prefill batch")
+EXTRA = ("RayTaskError",)  # needles that are no anchor: a line holding one reads its neighbours (signals.chains: a
+# chain's header), so the C side counts no error-like line near it (errfold); it holds `Error` anyway
 PAIR_SAMPLE = 1 << 20  # bytes of a file's head used to pick each needle's rarest byte pair
 SMALL_HEAD = 64 << 10  # bytes: a head this small says little about pair counts, and its file takes no time to scan
 # whichever pairs are picked: such files share one matcher (the pairs only set the speed, never the result)
@@ -44,9 +48,13 @@ class Needles:
         self.items: list[tuple[bytes, int]] = []
         self.anchor_of: list[str | None] = []  # needle index -> the anchor it stands for
         self._shared: Any = None  # the matcher of small files
+        self.errs: Any = None  # what the C side needs to count error-like lines (errfold.ErrRules), set by the scanner
         for a in sorted(anchors):
             kind = K_STATS if a in STATS_MARKERS and a not in rule_anchors else K_CAND  # a rule must see every row
             self._add(a.encode(), kind, a)
+        for a in EXTRA:  # after the anchors: an anchor's index does not depend on them
+            if a not in anchors:
+                self._add(a.encode(), K_CAND, a)
         self._add(b"usage: ", K_USAGE, None)
         for byte, flag in ((b"\r", F_CR), (b"\x1b", F_ESC), (b"\x00", F_NUL)):
             self._add(byte, flag, None)

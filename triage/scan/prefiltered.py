@@ -19,6 +19,9 @@ compiler is available) reads each 4 MiB chunk of bytes once and returns only:
   `Retract requests` lines costs a count, not a Python call per line;
 - a sample of the other stats rows for the timelines: all of them in files up to SAMPLE_ALL_BELOW,
   otherwise about TIMELINE_ROWS rows per file, evenly spaced, and the count of those not sampled;
+- error-like lines no rule can claim, counted per key (K_ERRS: scan/errfold.py): the reading stage registers a key
+  once it has judged a line of it, and the C side counts the later lines of that key, handed over as one record
+  per key at the file's end (a chunk of no bytes before the line count);
 - rows of numeric line shapes as columns (K_COLS): once Python has parsed the first line of a shape that is pure data
   (a metric dict, a Timer line: scan/columns.py), the C side appends each later line of it to columns (line index,
   bounds, numbers), written out before the next line it returns, so a trainer log's metric records reach the metric
@@ -54,6 +57,7 @@ from triage.parsers import sglang
 from triage.parsers.engine_stats import KEEP_EPISODES, KEEP_PRESSURE_LINES, ROW_GAP, RowRef, engine, engine_key
 from triage.parsers.series_store import RowLine, RowPart, Rows
 from triage.scan.columns import Shapes
+from triage.scan.errfold import ERRFOLD_FROM, KNOWN, ErrFold, enabled, lines_of
 from triage.scan.native import (
     F_CR,
     F_ESC,
@@ -63,8 +67,10 @@ from triage.scan.native import (
     K_BATCH,
     K_CAND,
     K_COLS,
+    K_ERRS,
     K_FAMILY,
     K_FOLD,
+    K_KNOWN,
     K_SAMPLED,
     K_STATS,
     ORIGIN_SAMPLE,
@@ -89,6 +95,7 @@ FIRST_PART = 64 << 10  # bytes of the first chunk scanned alone (one process): t
 COLUMNS_FROM = 256 << 10  # bytes: a smaller file's lines reach Python as lines (a shape is learnt from a line Python
 # parsed, so in a file this small most lines would come before their shape is known: learning would cost more than
 # it saves, and a run of many small trainer logs would pay it per file)
+RESCAN_HITS = 2000  # lines a chunk returned above which it is scanned again once new error keys are registered
 TIMELINE_ROWS = 1000  # stats rows sampled per larger file (plus every row with usage >= 0.9): one point each on
 # a chart (they draw up to figures.MAX_POINTS); a sample twice as large would only be folded two rows a point
 
@@ -255,6 +262,8 @@ def read_chunks(needles: Needles, lf: LogFile, stream: BinaryIO, progress: Progr
     matcher = None
     owners: RowOwners | None = None
     bars = Bars()
+    errs = (ErrFold(needles.errs, needles.anchor_of) if needles.errs is not None and lf.size >= ERRFOLD_FROM and enabled()
+            else None)
     while True:
         n = stream.readinto(mv[have:have + CHUNK]) or 0  # type: ignore[attr-defined]
         if progress is not None and not lf.compression:
@@ -263,6 +272,8 @@ def read_chunks(needles: Needles, lf: LogFile, stream: BinaryIO, progress: Progr
         final = n == 0
         cut = end if final else buf.rfind(b"\n", 0, end) + 1
         if cut == 0:  # no newline in a whole chunk: let the line-for-line reader bound this line
+            if errs is not None:
+                yield _counted(errs, lines)
             yield Rest(lines, offset, bytes(mv[:end]))
             return
         if matcher is None:
@@ -271,7 +282,7 @@ def read_chunks(needles: Needles, lf: LogFile, stream: BinaryIO, progress: Progr
             owners = RowOwners(lf.rel, head)
             del head
             first = buf.rfind(b"\n", 0, FIRST_PART) + 1
-            if (family is not None or shapes is not None) and 0 < first < cut:  # the head first: a storm in it is
+            if (family is not None or shapes is not None or errs is not None) and 0 < first < cut:  # the head first: a storm in it is
                 cut = first  # counted from its end on, the shapes of its lines registered
         assert owners is not None
         raw = mv[:cut]
@@ -280,11 +291,11 @@ def read_chunks(needles: Needles, lf: LogFile, stream: BinaryIO, progress: Progr
         fam = family(lines) if family is not None else None
         cols = shapes.armed if shapes is not None else None
         args = [matcher, chunk, at, step, owners.per_origin, ROW_GAP, KEEP_PRESSURE_LINES, KEEP_EPISODES, -1.0, -1, fam,
-                bars.of_origins(owners), cols]
+                bars.of_origins(owners), cols, errs.arg(lines) if errs is not None else None]
         nl, flags, quiet, ns, hits, per_origin = _linescan.scan(*args)
         if flags & (F_ESC | F_NUL) and not flags & F_CR:  # colour codes (Ray colours its prefixes), NULs
             chunk = args[1] = memoryview(ANSI_BYTES.sub(b"", chunk).replace(b"\x00", b""))  # what normalise removes
-            args[-1] = None  # rows are read back from the file by their offsets: not in a cleaned chunk
+            args[12] = None  # rows are read back from the file by their offsets: not in a cleaned chunk
             nl, flags, quiet, ns, hits, per_origin = _linescan.scan(*args)
             flags &= ~(F_ESC | F_NUL)  # an ESC left over is text as the line-for-line reader sees it too
         if flags & F_MANY and not flags & F_CR and not owners.per_origin:  # rows of a second engine: per origin now
@@ -292,8 +303,17 @@ def read_chunks(needles: Needles, lf: LogFile, stream: BinaryIO, progress: Progr
             nl, flags, quiet, ns, hits, per_origin = _linescan.scan(*args)
             flags &= ~(F_ESC | F_NUL)
         if flags & ~F_RAY:  # `\r` redraws, or more engines than the C side keeps apart
+            if errs is not None:
+                errs.mark(lines + nl)  # its lines reach Python, counted nothing (may hold a shutdown): no more counting
             yield Chunk(lines, chunk, [], True, {})
         else:
+            if errs is not None and errs.learn(chunk, hits, line_text) and len(hits) > RESCAN_HITS:  # new keys: the
+                # lines the chunk returned for them (or for their neighbours) are counted instead
+                nl, flags, quiet, ns, hits, per_origin = _linescan.scan(*args)
+                flags &= ~(F_ESC | F_NUL)
+            if errs is not None:
+                errs.commit()
+                errs.known(chunk, hits)
             next_sample = offset + cut + ns - len(chunk)  # ns counts in the (maybe cleaned) chunk
             for i, (kind, rel, start, stop, ids) in enumerate(hits):  # a row's timeline, for RowOwners and the fold
                 if kind in (K_FOLD, K_BATCH):
@@ -310,6 +330,8 @@ def read_chunks(needles: Needles, lf: LogFile, stream: BinaryIO, progress: Progr
             yield Chunk(lines, chunk, hits, False, owners.skips(quiet, per_origin, sampled), new)
         lines += nl
         if final:
+            if errs is not None:
+                yield _counted(errs, lines)
             yield lines + (1 if cut and buf[cut - 1:cut] != b"\n" else 0)
             return
         chunk.release()
@@ -318,6 +340,11 @@ def read_chunks(needles: Needles, lf: LogFile, stream: BinaryIO, progress: Progr
         buf[:rest] = buf[cut:end]
         have = rest
         offset += cut
+
+
+def _counted(errs: ErrFold, lines: int) -> Chunk:
+    """The file's error-like lines the C side counted (K_ERRS), as a chunk of no bytes."""
+    return Chunk(lines, b"", [(K_ERRS, 0, 0, 0, errs.records())], False, {})
 
 
 def parse_chunks(scanner: LineScanner, fs: FileScan, chunks: Iterable[Chunk | Rest | int],
@@ -356,20 +383,27 @@ def _fast_hits(scanner: LineScanner, fs: FileScan, data: Any, hits: list[Any], b
     for kind, rel, start, end, tag in hits:
         text = line_text(data[start:end]) if kind != K_COLS else ""
         lineno = base + rel + 1
-        if kind == 0:
+        if kind == 0 or kind == K_KNOWN:
             if len(text) > MAX_LINE:
                 text = text[:MAX_LINE] + TRUNCATED
             if runs.folds(lineno, text):
                 continue
-            plan = plans.get(tag)
-            if plan is None:
-                plan = plans[tag] = scanner.plan(frozenset(anchor_of[i] for i in tag))
+            if kind == K_KNOWN:
+                plan = KNOWN
+            else:
+                plan = plans.get(tag)
+                if plan is None:
+                    plan = plans[tag] = scanner.plan(frozenset(anchor_of[i] for i in tag))
             scanner.line(fs, lineno, text, plan)
             runs.after(ctx, lineno, text)
             if fs.family.line is not None and fs.family.line.lineno == lineno:
                 fs.family.ids = tag  # the C side may count the lines of its family (Families.native)
         elif kind == K_FAMILY:
             fs.family.counted(tag[0], tag[1], lineno)
+        elif kind == K_ERRS:
+            newest = fs.errorish.natives(lines_of(tag, lambda no, text: _row_line(lf, no, text)))
+            if newest is not None and (not ctx.lines or ctx.lines[-1].lineno < newest.lineno):
+                ctx.add(newest)  # a traceback the log ends in ends before it (signals.chains)
         elif kind == K_COLS:
             if _rows(fs, tag[0], tag[1], base):  # context rows (Timer lines) came between the lines around them
                 fs.family.kept(None, None, None)  # type: ignore[arg-type]

@@ -21,10 +21,13 @@ from triage.parsers import PARSERS, signals
 from triage.parsers.engine_stats import engine, engine_key
 from triage.scan import native
 from triage.scan import prefiltered as fastscan
+from triage.scan.errfold import ALLOWED, KNOWN, NOT_FOLDED, RULED, SPECIAL, STOP, ErrRules
 from triage.scan.filescan import FileResult, FileScan
-from triage.scan.origins import RAY_PREFIX, Context, Runs, SideFinder, split_ray
+from triage.scan.masked import blind, impossible
+from triage.scan.origins import FAMILY_GAP, RAY_PREFIX, Context, Runs, SideFinder, split_ray
 from triage.scan.progress import Progress
 from triage.scan.series import JoinedRecords, RunSeries
+from triage.template import FAMILY_TEXT
 
 # Error-like text: candidates for the unclassified report and context for tracebacks.
 ERROR_ANCHORS = ("Error", "Exception", "Traceback", "FATAL", "Fatal", "Killed", "exit code", "ERROR", "failed",
@@ -161,10 +164,56 @@ class Scanner:
         self._claims: dict[str, tuple[Rule, None]] = {}  # rule id -> what a pending claim of it holds
         # how far before and after a claim its windows read: the rules' `within`, the side lookup's (SideFinder.side)
         self.reach = (max([60] + [r.within[0] for r in self.line_rules]), max([25] + [r.within[1] for r in self.line_rules]))
+        if self.needles is not None:
+            self.needles.errs = self._err_rules(parser_anchors)
         self.progress: Progress | None = None  # told the bytes scanned, when a bar shows them
         self.shape_cache: dict[Any, Any] = {}  # numeric line shapes worked out in this run (columns.Shapes._known)
         # the run's stores of metric records and timer readings (analyze sets them; None: a store per file)
         self.series: RunSeries | None = None
+
+    def _err_rules(self, parser_anchors: set[str]) -> ErrRules:
+        """What the C prefilter needs to count error-like lines no rule can claim (scan/errfold.py): each needle's
+        class (an error word no rule, parser or signal reads; a signal's; any other), the judge of a line, and how
+        far lines read their neighbours (the widest window, a family's gap, a traceback's header and chain)."""
+        assert self.needles is not None
+        words = ((set(ERROR_ANCHORS) | set(ERRORISH_WORDS)) - set(NOT_FOLDED) - parser_anchors
+                 - set(signals.SIGNAL_ANCHORS) - set(signals.LEVEL_ANCHORS) - set(signals.BENIGN_ANCHORS))
+        # a rule of the user's may be switched off mid-file (its budget): its anchor's lines stay Python's
+        ruled = {a for a in words & set(self.by_anchor) if not any(r.id in self.spent for r in self.by_anchor[a])}
+        classes = bytes(STOP if a in signals.SIGNAL_ANCHORS else RULED if a in ruled
+                        else ALLOWED if a in words - set(self.by_anchor) else SPECIAL for a in self.needles.anchor_of)
+        reach = max(*self.reach, FAMILY_GAP, signals.CHAIN, Context.HEADER) + 1
+        return ErrRules(classes, self._err_judge, reach)
+
+    def _err_judge(self, text: str, found: tuple[str | None, ...]) -> bool:
+        """Whether `line` would add this line (of a file read from disk) to the file's unexplained lines as a
+        foldable line, whatever its neighbours (errfold.py)."""
+        plan = self.plan(frozenset(found))
+        if plan.parsers or plan.signal or not plan.errorish:
+            return False
+        if len(text) > FAMILY_TEXT or not text.isascii() or not text.isprintable():
+            return False
+        msg, actor, pid, repeat = split_ray(text)
+        if actor or repeat != 1 or text.startswith("(") or not msg or msg[:1].isspace() or 'File "' in msg:
+            return False
+        if exception_line(msg):
+            return False
+        if not (ERRORISH.search(msg) is not None or error_level_only(Line("", 0, text, msg, actor, pid, repeat))):
+            return False
+        return all(self._never_claims(rule, msg) for a in plan.anchors for rule in self.by_anchor[a])
+
+    def _never_claims(self, rule: Rule, msg: str) -> bool:
+        """The rule claims no line of this message's key (masked.py): it does not match this one, and each regex
+        either needs a literal the key rules out or reads nothing the key masks."""
+        for p in rule.match:
+            if impossible(p.pattern, msg):
+                continue
+            try:
+                if not blind(p.pattern) or p.search(msg, timeout=MATCH_TIMEOUT) is not None:
+                    return False
+            except TimeoutError:
+                return False
+        return True
 
     def _timed_out(self, rule: Rule, where: str, what: str, res: FileResult) -> None:
         """A rule regex that backtracks catastrophically once will again: report it and switch it off."""
@@ -285,6 +334,11 @@ class Scanner:
         lf, res, ctx = fs.lf, fs.res, fs.ctx
         msg, actor, pid, repeat = split_ray(text)
         line = Line(lf.rel, lineno, text, msg, actor, pid, repeat)
+        if plan is KNOWN:  # a line of a key errfold registered: what the rest of this method does with it
+            ctx.add(line)
+            fs.family.kept(line, None, None)
+            fs.errorish.add(line)
+            return
         frame = 'File "' in msg and FRAME.match(msg) is not None
         echo = False  # a `raise X("...")` source line under its frame: it ran, and names what a cut paste lost
         if frame:
@@ -313,11 +367,13 @@ class Scanner:
                 break
         matched: list[tuple[Rule, Any]] = []
         error_line: bool | None = None  # asked only when an errors_only rule's anchor is in the line
+        tried: set[str] = set()  # a rule under two of the line's anchors is tried once
         for a in plan.anchors:
             if a in msg:
                 for rule in self.by_anchor[a]:
-                    if rule.id in self.broken or rule.id in self.exhausted or any(r is rule for r, _ in matched):
+                    if rule.id in tried or rule.id in self.broken or rule.id in self.exhausted:
                         continue
+                    tried.add(rule.id)
                     if rule.errors_only:  # a metric record or stats row is data, never an error line
                         if error_line is None:
                             error_line = not is_stats and is_error_line(line)

@@ -13,6 +13,7 @@ A line some later step may single out is kept whole instead, so those steps see 
   orderly-shutdown marker (judge drops them as teardown noise, counting them);
 - the newest line, until the next one comes: a log that ends inside a traceback names its last line as the
   exception (signals.chains, `cut`).
+Lines the C prefilter counted per key (scan/errfold.py) come as records (`natives`) and fold the same way.
 """
 
 from __future__ import annotations
@@ -65,6 +66,37 @@ class Unexplained:
             held, self.held = self.held, line
             if held is not None:
                 self._fold(held)
+
+    def natives(self, records: list[tuple[bytes, int, Line, Line | None, Line]]) -> Line | None:
+        """The lines the C prefilter counted per shape (scan/errfold.py), (shape, count, first, the one before the last
+        or None, last) each: folded as if each line had come in turn, so the file's newest foldable line is held as
+        ever. Returns the newest of them (the context's, when newer than its lines)."""
+        if not records:
+            return None
+        newest = max(records, key=lambda r: r[4].lineno)
+        held = self.held is None or newest[4].lineno > self.held.lineno
+        for rec in records:
+            key, count, first, prev, last = rec
+            if rec is newest and held:
+                if count >= 2:
+                    assert prev is not None
+                    self._merge(key, count - 1, first, prev)
+                self.add(last)
+            else:
+                self._merge(key, count, first, last)
+        return newest[4]
+
+    def _merge(self, key: bytes, count: int, first: Line, last: Line) -> None:
+        f = self.folds.get(key)
+        if f is None:
+            f = self.folds[key] = Fold(first)
+            f.last, f.count = last, count
+            return
+        if first.lineno < f.first.lineno:
+            f.first = first
+        if last.lineno > f.last.lineno:
+            f.last = last
+        f.count += count
 
     def _fold(self, line: Line) -> None:
         key = shape(line.msg)

@@ -1,0 +1,226 @@
+"""Error-like lines no rule can claim are counted per key by the C prefilter (scan/errfold.py, _linescan.c Errs): the
+report must be the one each line reaching Python gives (TRIAGE_NO_ERRFOLD=1), and Python must get a bounded number of
+lines however many such lines a log holds."""
+
+from __future__ import annotations
+
+import json
+import random
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+from conftest import FIXTURES
+
+from bench.gen import EngineWriter
+from triage.analyze import Settings, analyze
+from triage.input.discover import discover
+from triage.library.rules import load_library
+from triage.redact import redact
+from triage.report import RenderOptions, render
+from triage.scan import errfold, native
+from triage.scan import prefiltered as fastscan
+from triage.scan.masked import blind, impossible
+from triage.scan.native import K_CAND, K_ERRS, K_KNOWN, _linescan
+from triage.scan.origins import split_ray
+from triage.scan.scanner import Scanner
+from triage.template import shape, template
+
+pytestmark = pytest.mark.skipif(not native.available(), reason="the C prefilter is not built")
+
+LIB = load_library()
+
+
+def error_lines(n: int, seed: int) -> list[str]:
+    """n error-like lines of the bench's `errors` profile (300 messages, values drawn afresh)."""
+    w = EngineWriter(random.Random(seed), " DP0 TP0", "errors")
+    out: list[str] = []
+    while len(out) < n:
+        w.clock.advance(300)
+        out.append(w._error())
+    return out
+
+
+def report(run: Path, monkeypatch: pytest.MonkeyPatch, fold: bool) -> dict:
+    monkeypatch.setattr(errfold, "ERRFOLD_FROM", 0)
+    monkeypatch.setattr(fastscan, "ERRFOLD_FROM", 0)
+    monkeypatch.setenv("TRIAGE_JOBS", "1")
+    if fold:
+        monkeypatch.delenv("TRIAGE_NO_ERRFOLD", raising=False)
+    else:
+        monkeypatch.setenv("TRIAGE_NO_ERRFOLD", "1")
+    return json.loads(render("json", analyze(Settings(paths=[str(run)]), LIB), RenderOptions()))
+
+
+def hits_of(path: Path, monkeypatch: pytest.MonkeyPatch) -> list:
+    monkeypatch.setattr(fastscan, "ERRFOLD_FROM", 0)
+    monkeypatch.delenv("TRIAGE_NO_ERRFOLD", raising=False)
+    scanner = Scanner(LIB)
+    files, _ = discover([str(path)])
+    with open(files[0].path, "rb") as stream:
+        return [h for item in fastscan.read_chunks(scanner.needles, files[0], stream)
+                if isinstance(item, fastscan.Chunk) for h in item.hits]
+
+
+# -- the key ------------------------------------------------------------------------------------------------------
+
+ODD = ["ERROR x: peer 10.0.0.1:8080 refused", "ERROR x: value 0.5 of 12 failed", "ERROR x: 0xDEADbeef12 failed",
+       "ERROR x: ids 123456789012 abcdefabcdef 1a2b3c4d5e6f failed", "ERROR x: part-abcdef12.bin failed (7)",
+       "ERROR job_7: request_id=abc123 failed at step=12, 3/4", "Error in worker: 1.2.3.4.5 and 99999.1 failed",
+       "ERROR tokenizer: token 12 and 123 failed", "ERROR x: ya29 failed", "ERROR y: 1//0 failed", "ERROR z: r8_q"]
+
+
+@pytest.mark.parametrize("gated", [False, True])
+def test_lines_of_one_key_are_lines_of_one_template(gated: bool) -> None:
+    lines = error_lines(3000, 7) + ODD + [o.replace("12", "98765") for o in ODD]
+    keys: dict[bytes, set[str]] = defaultdict(set)
+    for text in lines:
+        key = _linescan.errfold_key(text.encode(), gated)
+        if key is not None and (errfold.shape_kind(text) is gated or not gated):
+            msg = split_ray(text)[0]
+            keys[key].add(template(redact(msg)))
+            if "." not in text and "0x" not in text and errfold.shape_kind(text) is gated:  # no fraction, address,
+                assert key == shape(text)[1:]  # upper-case handle: the shape itself
+    assert len(keys) > (100 if gated else 300) and all(len(t) == 1 for t in keys.values())
+
+
+def test_lines_the_c_side_may_not_key() -> None:
+    for text in ('ERROR x: "quoted" failed', "ERROR x: it's failed", "ERROR ya29.abc failed", "ERROR 1//0 failed",
+                 "ERROR R8_abc failed", "ERROR gr1348941xyz failed", "ERROR caf\u00e9 failed", "ERROR\tfailed"):
+        assert _linescan.errfold_key(text.encode()) is None, text
+
+
+def test_an_address_is_one_mark_and_a_fraction_stays_apart() -> None:
+    a, b = (_linescan.errfold_key(t.encode()) for t in ("ERROR peer 10.0.0.1:80 down", "ERROR peer 192.168.10.200 down"))
+    assert a == b
+    assert _linescan.errfold_key(b"ERROR took 1.5 s") != _linescan.errfold_key(b"ERROR took 15 s")
+    assert _linescan.errfold_key(b"ERROR took 1 s") == _linescan.errfold_key(b"ERROR took 12345 s")
+
+
+def test_which_regexes_answer_alike_on_a_whole_key() -> None:
+    reward = r"^(?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception)\b(?:\([^)]*\))?:"
+    assert blind(reward)
+    for rx in (r"exit code [1-9]\d*", r"\d+ attempts", r"took \w{3} s", r"[a-f]+ failed", r"dead failed", r"x\w?y"):
+        assert not blind(rx), rx
+    assert impossible("Job '(?P<job>[^']+)' failed", "ERROR job failed")
+    assert impossible("(?:exited with (?:code|status)|exit status) (?P<code>[1-9]\\d*)", "ERROR failed")
+    assert not impossible("(?:exited with (?:code|status)|exit status) (?P<code>[1-9]\\d*)", "it exit status 3")
+    assert not impossible("dead(beef)", "ERROR deadbeef")  # a hex word: another line of its key may hold it
+
+
+# -- both ways give one report ------------------------------------------------------------------------------------
+
+INJECTED = {
+    900: ["[2026-05-24 01:00:00 TP0] Scheduler hit an exception: Traceback (most recent call last):",
+          '  File "/sgl-workspace/sglang/python/sglang/srt/managers/scheduler.py", line 2620, in run',
+          "    scheduler.event_loop_overlap()",
+          "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of "
+          "79.11 GiB of which 1.50 GiB is free."],
+    2400: ["[2026-05-24 01:10:00] KV cache pool is full. Retract requests. #retracted_reqs: 3, #new_token_ratio: "
+           "0.2100 -> 0.4433"],
+    2405: ["[2026-05-24 01:10:01] Job 'rollout-7' failed"],
+    3000: ["[2026-05-24 01:20:00] ERROR scheduler: \"quoted\" failed", "ValueError: bad value 7"],
+    5200: ["[2026-05-24 01:30:00] Received sigterm, shutting down (SIGTERM)"],
+}
+
+
+def errors_log(n: int, seed: int, tail: list[str] | None = None) -> list[str]:
+    lines = error_lines(n, seed)
+    out: list[str] = []
+    for i, ln in enumerate(lines):
+        out += INJECTED.get(i, [])
+        out.append(ln)
+    return out + (tail or [])
+
+
+@pytest.mark.parametrize("tail", [None, ['  File "/x/y.py", line 3, in f', "    f()"]])
+def test_an_error_storm_with_claims_tracebacks_and_a_shutdown_gives_one_report(tmp_path: Path,
+                                                                               monkeypatch: pytest.MonkeyPatch,
+                                                                               tail: list[str] | None) -> None:
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "sglang-engine-0.log").write_text("\n".join(errors_log(7000, 3, tail)) + "\n")
+    (run / "sglang-engine-1.log").write_text("\n".join(error_lines(4000, 4)) + "\n")
+    folded = report(run, monkeypatch, True)
+    assert folded == report(run, monkeypatch, False)
+    counted = sum(r[1] for h in hits_of(run / "sglang-engine-0.log", monkeypatch) if h[0] == K_ERRS for r in h[4])
+    assert counted > 3500  # most of the storm before the shutdown (line 5200) was counted in C, not handed over
+    first, second = folded["findings"][:2]  # the OOM's exception line; the exception line no rule explains
+    assert (first["rule"], first["evidence"][0]["line"]) == ("serving.engine-oom-graph-capture", 904)
+    assert (second["rule"], second["evidence"][0]["line"], second["count"]) == ("unclassified", 3008, 1)
+    assert sum(f["count"] for f in folded["findings"] if f["rule"] == "unclassified") > 600
+
+
+def fixture_runs() -> list[Path]:
+    return sorted(p for p in (FIXTURES / "real").glob("*/input")) + sorted((FIXTURES / "real-extra").glob("*/input"))
+
+
+@pytest.mark.parametrize("run", fixture_runs(), ids=lambda p: p.parent.name)
+def test_the_fixtures_give_one_report_both_ways(run: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert report(run, monkeypatch, True) == report(run, monkeypatch, False)
+
+
+def test_fixture_lines_among_an_error_storm_give_one_report(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each fixture log's lines, spread through a storm of error lines: claims, windows and tracebacks among lines
+    the C side counts."""
+    storm = error_lines(20000, 9)
+    for i, log in enumerate(sorted((FIXTURES / "real").glob("*/input/*.log"))[:12]):
+        own = log.read_text(errors="replace").splitlines()[:400]
+        mixed: list[str] = []
+        step = max(1, len(storm) // max(1, len(own)))
+        for k, ln in enumerate(own):
+            mixed += storm[k * step % len(storm):k * step % len(storm) + step // 3]
+            mixed.append(ln)
+        run = tmp_path / f"r{i}"
+        run.mkdir()
+        (run / log.name).write_text("\n".join(mixed) + "\n")
+        assert report(run, monkeypatch, True) == report(run, monkeypatch, False), log
+
+
+# -- cost --------------------------------------------------------------------------------------------------------
+
+def test_a_storm_of_error_lines_reaches_python_as_a_bounded_number_of_lines(tmp_path: Path,
+                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    log = tmp_path / "sglang-engine-0.log"
+    log.write_text("\n".join(error_lines(100_000, 5)) + "\n")
+    hits = hits_of(log, monkeypatch)
+    lines = sum(1 for h in hits if h[0] in (K_CAND, K_KNOWN))
+    records = [r for h in hits if h[0] == K_ERRS for r in h[4]]
+    counted = sum(r[1] for r in records)
+    assert lines + counted == 100_000
+    assert lines < 12_000  # the first of each key, the lines near a chunk's end: not a line each
+    assert sum(1 for h in hits if h[0] == K_CAND) < 2_000  # and most of those of a known key: no rule tried on them
+    assert len(records) < 2_000  # a record per key, per file
+
+
+def test_the_counts_survive_the_trip_from_a_reading_worker(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two stages (parallel.Staged: a worker reads, this process parses): the record of counts is a chunk of no
+    bytes, packed and sent as the others are."""
+    log = tmp_path / "sglang-engine-0.log"
+    log.write_text("\n".join(errors_log(6000, 11)) + "\n")
+    monkeypatch.setattr(fastscan, "ERRFOLD_FROM", 0)
+    monkeypatch.delenv("TRIAGE_NO_ERRFOLD", raising=False)
+    scanner = Scanner(LIB)
+    lf = discover([str(log)])[0][0]
+    with open(lf.path, "rb") as stream:
+        items = [i.packed() if isinstance(i, fastscan.Chunk) else i
+                 for i in fastscan.read_chunks(scanner.needles, lf, stream)]
+    assert any(h[0] == K_ERRS and h[4] for i in items if isinstance(i, fastscan.Chunk) for h in i.hits)
+
+    class Staged:
+        def items(self, note):  # type: ignore[no-untyped-def]
+            return iter(items)
+
+        def reopen(self, rest):  # type: ignore[no-untyped-def]
+            raise AssertionError("no line longer than a chunk here")
+
+    staged = scanner.scan(lf, staged=Staged())
+    assert not staged.errors
+    one = Scanner(LIB).scan(discover([str(log)])[0][0])
+
+    def view(res):  # type: ignore[no-untyped-def]
+        return ([(ln.lineno, ln.text) for ln in res.unclaimed],
+                sorted((f.first.lineno, f.last.lineno, f.count) for f in res.folded), [h.line.lineno for h in res.hits])
+
+    assert view(staged) == view(one)
+    assert sum(f.count for f in one.folded) > 3000

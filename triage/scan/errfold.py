@@ -1,0 +1,177 @@
+"""Error-like lines no rule can claim, counted per shape by the C prefilter (_linescan.c, Errs) instead of handed to
+Python one by one.
+
+A log can hold millions of them (a retry loop, a driver printing every failed request) of a few hundred messages whose
+numbers, ids and hex change; each cost a Python call (Scanner.line) and a shape (template.shape) before its lines were
+folded per shape anyway (scan/unexplained.py). Now the stage that reads a file (prefiltered.read_chunks) judges the
+first line of each key as Scanner.line would (`ErrRules.judge`): a line whose needles are error words only (none a
+rule's anchor, a parser's, a signal's, a traceback's or an exit code's), of one process (no Ray prefix, no repeat
+count), that Scanner.line would add to the file's unexplained lines as foldable (error-like, not an exception line,
+not a traceback frame or the source line under one). Its key (the line's shape, template.shape, taken over the whole
+line by the C side, and its needles) is registered, and the C side counts later lines of that key: per key, how
+many, the first, the last and the one before it, handed over once per file (ErrFold.records) and applied to the
+file's unexplained lines as if each line had come (Unexplained.natives).
+
+What makes that exact (tests/test_errfold.py compares both ways on the fixtures and generated runs):
+- the key implies the decision: lines of one key differ only in digits, in hex tokens (ids, digests, handles) and in
+  the length of numbers standing alone, which no test of the decision reads (they test character classes, and the
+  literals with digits are excluded: `exit code 1` is an exit code's needle, and the gates that hold a digit are
+  looked for by the C side); the line is registered only when its shape is the plain kind (no quote, no secret
+  pattern's gate), which the C side computes (a test compares the two);
+- no line that reads its neighbours is near a counted line: the C side counts a line only when no candidate line
+  holding another needle is within `reach` lines (the widest `near`/`not_near` window and side lookup, a traceback's
+  header and chain, a family's gap), and stops at the first line holding a signal's needle (lines after an orderly
+  shutdown are kept whole); what is counted then only ever mattered to the unexplained lines;
+- the file's newest counted line goes to the context and to the unexplained lines as the line it was (a log that
+  ends in such a line ends there).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Any
+
+from triage.model import Line
+from triage.redact import PATTERNS
+from triage.scan.masked import impossible
+from triage.scan.native import K_KNOWN, _linescan
+from triage.scan.origins import split_ray
+from triage.template import _GATES, SHAPE_EXACT, shape
+
+ERRFOLD_FROM = 256 << 10  # bytes: smaller files hand every line to Python (judging keys would cost more than it saves)
+NOT_FOLDED = ("Traceback", 'File "', "exit code", "exit status", "exited with", "exitcode", "ray::", "RayTaskError")
+ALLOWED, SPECIAL, STOP, RULED = 0, 1, 2, 3  # the classes of needles (_linescan.c ERR_ALLOWED, ...): an error word,
+# another needle, a signal's, an error word some rule is anchored on (a line of it folds once no rule can claim its key)
+MAX_DECIDED = 1 << 14  # keys a file remembers the decision of
+
+
+KNOWN = "known"  # the plan Scanner.line is given for a K_KNOWN line: an error-like line of a registered key
+
+
+def enabled() -> bool:
+    """Error-like lines are counted by the C side (TRIAGE_NO_ERRFOLD=1: each reaches Python, for comparison)."""
+    return not os.environ.get("TRIAGE_NO_ERRFOLD")
+
+
+class ErrRules:
+    """What a scanner tells the reading stage: each needle's class, the judge of a line, how far lines read."""
+
+    def __init__(self, classes: bytes, judge: Callable[[str, tuple[str | None, ...]], bool], reach: int):
+        self.classes = classes
+        self.judge = judge
+        self.reach = reach
+
+
+class ErrFold:
+    """One file's keys and counts, in the stage that reads it."""
+
+    def __init__(self, rules: ErrRules, anchor_of: list[str | None]) -> None:
+        self.rules = rules
+        self.anchor_of = anchor_of
+        self.state = _linescan.errfold_new(rules.classes, rules.reach)
+        self.shapes: dict[int, bytes] = {}  # slot -> the shape of its lines' messages
+        self.decided: dict[tuple[bytes, Any], bool] = {}
+        self.allowed: dict[Any, bool] = {}  # needle indices -> all of them error words
+
+    def arg(self, base: int) -> tuple[Any, int]:
+        """The scan() argument for a buffer after `base` lines."""
+        return self.state, base
+
+    def commit(self) -> None:
+        _linescan.errfold_commit(self.state)
+
+    def mark(self, lineno: int) -> None:
+        """A line there may read its neighbours (a chunk read line for line)."""
+        _linescan.errfold_mark(self.state, lineno)
+
+    def learn(self, data: Any, hits: list[Any], text_of: Callable[[Any], str]) -> int:
+        """Judge the candidate lines of a chunk whose keys are not known yet; register those that fold. Returns how
+        many keys it registered."""
+        classes = self.rules.classes
+        new = 0
+        for kind, _, start, end, ids in hits:
+            if kind != 0:
+                continue
+            ok = self.allowed.get(ids)
+            if ok is None:
+                ok = self.allowed[ids] = all(i < len(classes) and classes[i] in (ALLOWED, RULED) for i in ids)
+            if not ok:
+                continue
+            if _linescan.errfold_find(self.state, data, start, end, ids) >= 0:  # returned for a neighbour
+                continue
+            raw = bytes(data[start:end])
+            key = _linescan.errfold_key(raw)  # (lines of one key of the gated kind share this one)
+            if key is None or self.decided.get((key, ids)) is False:
+                continue
+            text = text_of(raw)
+            gated = shape_kind(text)
+            if gated and not redacts(text):  # a gate whose pattern cannot match here: the line is plain
+                gated = False
+            fold = self.decided.get((key, ids))
+            if fold is None:
+                if len(self.decided) >= MAX_DECIDED:
+                    self.decided.clear()
+                fold = self.decided[(key, ids)] = gated is not None and self.rules.judge(
+                    text, tuple(self.anchor_of[i] for i in ids))
+            if fold and gated is not None:
+                before = len(self.shapes)
+                slot = _linescan.errfold_add(self.state, raw, ids, gated)
+                if slot >= 0 and slot not in self.shapes:
+                    self.shapes[slot] = message_shape(text)
+                new += len(self.shapes) - before
+        return new
+
+    def known(self, data: Any, hits: list[Any]) -> None:
+        """Mark the candidate lines of registered keys (returned for a neighbour, or near a chunk's end) as K_KNOWN:
+        Scanner.line need not try the rules on them (errfold.py: none claims a line of the key)."""
+        classes = self.rules.classes
+        for i, (kind, rel, start, end, ids) in enumerate(hits):
+            if kind == 0 and (self.allowed.get(ids) or self.allowed.setdefault(
+                    ids, all(j < len(classes) and classes[j] in (ALLOWED, RULED) for j in ids))) \
+                    and _linescan.errfold_find(self.state, data, start, end, ids) >= 0:
+                hits[i] = (K_KNOWN, rel, start, end, ids)
+
+    def records(self) -> list[tuple[bytes, int, Any, Any, Any]]:
+        """(shape, count, (first lineno, text), (the one before the last) or None, (last)) per key that counted."""
+        return [(self.shapes[slot], count, first, prev, last)
+                for slot, count, first, prev, last in _linescan.errfold_take(self.state)]
+
+
+def message_shape(text: str) -> bytes:
+    return shape(split_ray(text)[0])
+
+
+def shape_kind(text: str) -> bool | None:
+    """Which kind of key the C side takes of the line, as template.shape takes its shape: False the plain kind
+    (numbers standing alone folded), True a line holding a secret pattern's gate (every digit kept apart); None
+    neither (a quote, or one of SHAPE_EXACT: not counted)."""
+    low = text.lower()
+    if "'" in text or '"' in text or any(g in low for g in SHAPE_EXACT):
+        return None
+    return _GATES.search(low) is not None
+
+
+def redacts(text: str) -> bool:
+    """Whether a secret pattern whose gate the line holds may match a line of its key (masked.impossible): if not,
+    redaction leaves the line's key alone and numbers may fold as in a line without gates."""
+    low = text.lower()
+    if "akia" in low or "asia" in low:
+        return True
+    return any(not impossible(rx.pattern, text) for gate, rx, _ in PATTERNS if any(g in low for g in gate.split("|")))
+
+
+def lines_of(records: list[Any], make: Callable[[int, str], Line]) -> list[tuple[bytes, int, Line, Line | None, Line]]:
+    """The records with their lines made (one Line a line number)."""
+    out = []
+    for key, count, first, prev, last in records:
+        made: dict[int, Line] = {}
+
+        def line(at: Any, made: dict[int, Line] = made) -> Line:
+            got = made.get(at[0])
+            if got is None:
+                got = made[at[0]] = make(at[0], at[1].decode("ascii"))
+            return got
+
+        out.append((key, count, line(first), line(prev) if prev is not None else None, line(last)))
+    return out
