@@ -12,42 +12,29 @@ for the whole shape from one line:
   class, no range but `A-Z` (the C side's key keeps a `0x` handle's upper-case letters apart, and a number's fraction:
   it is finer than the shape there), no literal word a hex token could hold (all its letters a-f, x), no back
   reference. Then the line's own answer is every line's of its key.
-The sources are the stdlib's regex parser (re._parser, Python 3.11+; sre_parse before); a regex it cannot parse
+The sources are the stdlib's regex parser (re._parser, Python 3.11+); a regex it cannot parse
 (syntax of the `regex` module only) is neither.
 """
 
 from __future__ import annotations
 
 import re
-from functools import lru_cache
-from typing import Any
 
-try:
-    import re._parser as sre  # type: ignore[import-not-found]
-    from re._constants import (  # type: ignore[import-not-found]
-        ASSERT,
-        ASSERT_NOT,
-        AT,
-        BRANCH,
-        IN,
-        LITERAL,
-        MAX_REPEAT,
-        MIN_REPEAT,
-        SUBPATTERN,
-    )
-except ImportError:  # Python < 3.11
-    import sre_parse as sre  # type: ignore[no-redef]
-    from sre_constants import (  # type: ignore[no-redef]
-        ASSERT,
-        ASSERT_NOT,
-        AT,
-        BRANCH,
-        IN,
-        LITERAL,
-        MAX_REPEAT,
-        MIN_REPEAT,
-        SUBPATTERN,
-    )
+# Python 3.11+ (pyproject requires it) names the stdlib regex parser re._parser.
+import re._parser as sre  # type: ignore[import-not-found]
+from functools import lru_cache
+from re._constants import (  # type: ignore[import-not-found]
+    ASSERT,
+    ASSERT_NOT,
+    AT,
+    BRANCH,
+    IN,
+    LITERAL,
+    MAX_REPEAT,
+    MIN_REPEAT,
+    SUBPATTERN,
+)
+from typing import Any
 
 SAFE_LETTERS = set("ghijklmnopqrstuvwyzGHIJKLMNOPQRSTUVWYZ_")  # never in a hex token (nor `x`, which `0x` holds)
 UNSAFE_CHARS = set("0123456789.-")

@@ -388,6 +388,7 @@ def _fast_hits(scanner: LineScanner, fs: FileScan, data: Any, hits: list[Any], b
                 text = text[:MAX_LINE] + TRUNCATED
             if runs.folds(lineno, text):
                 continue
+            plan: Any
             if kind == K_KNOWN:
                 plan = KNOWN
             else:
