@@ -7,7 +7,7 @@ the files come in (the store samples records by their position in the run; a tim
 that printed it), so a batch's scan does not give them to the stores: it writes them on a Tape, which travels
 with the batch's results, and this process plays the tapes into the run's stores in batch order once every batch
 before is in. The stores so get the records in file order whichever process scanned which batch: the report is
-the report of one process (tests/test_batches.py). A batch that never comes back (its worker died) is skipped,
+the report of one process (tests/test_small_files.py). A batch that never comes back (its worker died) is skipped,
 and its files are reported as not scanned.
 
 Only files too small for registered line shapes (prefiltered.COLUMNS_FROM) go in batches: their records reach the
