@@ -124,9 +124,11 @@ def _publications(run: Run) -> tuple[int, int]:
 
 
 def publication_missing(params: dict[str, Any], run: Run) -> list[CheckResult]:
-    """Several training steps logged and no sign that weights ever reached the rollout engines."""
+    """Several training steps logged and no sign that weights ever reached the rollout engines. Only the records
+    of `frameworks` (trainers that log every publication) count: where publishing leaves no line (TRL generating
+    with the trained model, verl's hybrid engine resharding in place), its absence shows nothing."""
     min_steps = int(params.get("min_steps", 2))
-    n, first, last = run.tag_records(TRAIN_TAGS)
+    n, first, last = run.tag_records(TRAIN_TAGS, params.get("frameworks") or None)
     ok, failed = publications(run)
     if n < min_steps or first is None or last is None or ok or failed:
         return []
