@@ -115,3 +115,28 @@ def test_trl_steps_without_a_publication_line_are_no_evidence_of_a_missing_one(t
            "0.09798035061685369, 'completion_length': 117.809375, 'kl': 0.08682649958900583, 'epoch': 0.04}\n")
     report = triage_files(tmp_path, {"train.log": rec * 5})
     assert "health.publication-missing" not in [f.rule for f in report.findings]
+
+
+def test_the_response_cap_is_named_in_the_trainers_own_terms() -> None:
+    # verl step lines (755): a Hydra override; TRL GRPOTrainer dicts (710): TrlParser's flag; slime keeps its own
+    (verl,) = EXTRA.glob("755-*")
+    (trl,) = EXTRA.glob("710-*")
+    for case, alias in ((verl, "data.max_response_length="), (trl, "--max_completion_length")):
+        f = triage_dir(case / "input").findings[0]
+        k = next(k for k in f.knobs if k.name == "inference.max_response_length")
+        assert k.aliases[0] == alias
+        assert "--rollout-max-response-len" in k.aliases  # the other programs' names stay, after it
+
+
+def test_a_slime_run_keeps_the_slime_flag(tmp_path: Path) -> None:
+    # slime's RolloutManager perf dict with 46% truncated (THUDM/slime#1837, 2026-04)
+    text = ("(RolloutManager pid=1805485) [2026-04-15 07:57:53] rollout.py:1193 - perf 0: {'rollout/response_len/mean': "
+            "2773.71484375, 'rollout/response_len/median': 2837.5, 'rollout/response_len/max': 4096, "
+            "'rollout/response_len/min': 593, 'rollout/zero_std/count_0': 12, 'rollout/zero_std/count_1': 14, "
+            "'rollout/repetition_frac': 0.0, 'rollout/truncated_ratio': 0.46484375, 'perf/rollout_time': 371.1796889305115, "
+            "'perf/tokens_per_gpu_per_sec': 239.12643295688667, 'perf/longest_sample_tokens_per_sec': 11.035086568992766, "
+            "'perf/effective_tokens_per_gpu_per_sec': 239.12643295688667, "
+            "'perf/longest_effective_sample_tokens_per_sec': 11.035086568992766}\n")
+    f = next(f for f in triage_files(tmp_path, {"rollout.log": text}).findings if f.rule == "gen.cap-hit-rate")
+    k = next(k for k in f.knobs if k.name == "inference.max_response_length")
+    assert k.aliases[0] == "--rollout-max-response-len"
