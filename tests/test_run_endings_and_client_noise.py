@@ -140,3 +140,20 @@ def test_a_slime_run_keeps_the_slime_flag(tmp_path: Path) -> None:
     f = next(f for f in triage_files(tmp_path, {"rollout.log": text}).findings if f.rule == "gen.cap-hit-rate")
     k = next(k for k in f.knobs if k.name == "inference.max_response_length")
     assert k.aliases[0] == "--rollout-max-response-len"
+
+
+def test_cap_hits_that_stopped_are_info_and_say_so() -> None:
+    # verl PPO, Qwen3-0.6B at a 512 cap (756): 79% clipped at step 1, under 20% from step ~40, 4-12% at the end
+    (case,) = EXTRA.glob("756-*")
+    f = next(f for f in triage_dir(case / "input").findings if f.rule == "gen.cap-hit-rate")
+    assert (f.severity, f.category) == ("info", "generation-tail")
+    assert f.title.startswith("Responses hit the response-length cap early, then stopped")
+    assert f.numbers["max"] == 0.79296875 and f.numbers["recent_max"] < 0.2
+    assert (f.first.line, f.last.line) == (844, 1049)  # steps 1 and 46: the first and the last over 0.2
+
+
+def test_cap_hits_still_going_at_the_end_stay_a_warning() -> None:
+    # verl OPD (755): 0.14-0.25 over the last 20 steps
+    (case,) = EXTRA.glob("755-*")
+    f = next(f for f in triage_dir(case / "input").findings if f.rule == "gen.cap-hit-rate")
+    assert f.severity == "warning" and "recent_max" not in f.numbers

@@ -246,5 +246,17 @@ def cap_hits(params: dict[str, Any], run: Run) -> list[CheckResult]:
         text += f" of {numbers['response_cap']:g} tokens"
     if mean:
         text += f", mean length {mean[1]:g}"
+    # Cap hits that stopped: the run's last `resolved_after` records of the key all below the threshold (the
+    # policy learned to finish inside the cap, or the cap was raised on resume). What it was is worth knowing;
+    # it is not the run's problem now.
+    after = int(params.get("resolved_after") or 0)
+    recent = run.series(key)[-after:] if after else []
+    if len(recent) == after > 0 and all(v < result.numbers["threshold"] for _, v in recent):
+        numbers["recent_max"] = max(v for _, v in recent)
+        numbers["arithmetic"] = (f"{text} at worst; at most {100 * numbers['recent_max']:.1f}% over the last "
+                                 f"{after} records")
+        result.severity = "info"
+        result.title = "Responses hit the response-length cap early, then stopped ({arithmetic})"
+        return [result]
     numbers["arithmetic"] = text
     return [result]
