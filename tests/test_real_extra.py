@@ -15,6 +15,9 @@ EXTRA = FIXTURES / "real-extra"
 CASES = sorted(p.name for p in EXTRA.iterdir() if (p / "expect.yaml").is_file())
 # Known misses, kept visible: the label depends on when in the run the lines appeared.
 KNOWN_MISSES = {
+    "756-verl-ppo-qwen3-06b-gsm8k-early-cap-hits-resolve-200-steps":
+        "cold.first-step-slow warns on the ~256 s first step (7.7 x the ~33 s warm median) of a run that then trained "
+        "200 steps normally; the early cap hits are info now (resolved), the cold-start warning is not this round's",
     "482-verifiers-swe-rubric-sandbox-exceeded-maximum-runtime": "one sandbox TIMEOUT is info (verifier.timeout info_below: 3) and the unexplained 'Read file timed out' warning outranks it",
     "021-slime-rollout-503-no-available-workers-before-engine-ready":
         "router 503 'No available workers' before the engines are ready: reported as other.router-no-healthy-engine; "
@@ -38,7 +41,7 @@ KNOWN_MISSES = {
 
 
 def test_the_extra_corpus_is_there() -> None:
-    assert len(CASES) == 190
+    assert len(CASES) == 196
 
 
 @pytest.mark.parametrize("case", CASES)

@@ -140,7 +140,7 @@ def test_thinned_store_answers_as_the_full_series(rows: list[dict[str, float]]) 
 def test_long_verl_log_end_to_end(tmp_path) -> None:  # type: ignore[no-untyped-def]
     """fixtures/real/040's verl step line printed for 6 000 steps (more than the store samples), the clip ratio
     healthy except at steps 4 000 and 4 001 and grad_norm NaN at step 5 000: the cap-hit finding counts those two
-    steps and cites the first, the NaN error cites its line, and the run summary counts every record."""
+    steps and cites the first and the last, the NaN error cites its line, and the run summary counts every record."""
     from triage.analyze import Settings, analyze
 
     real = Path(__file__).parent.parent / "fixtures/real/040-verl-step-response-clip-ratio-0p52/input/train.log"
@@ -159,7 +159,9 @@ def test_long_verl_log_end_to_end(tmp_path) -> None:  # type: ignore[no-untyped-
     nan = by_rule["health.grads-non-finite"]
     assert [(e.file, e.line) for e in nan.evidence] == [("train.log", 5000)] and nan.numbers["records"] == 6000
     cap = by_rule["gen.cap-hit-rate"]
-    assert cap.count == 2 and [e.line for e in cap.evidence] == [4000]  # the worst (first of two equal) = the first
+    # the worst (first of two equal) = the first, then the last step over the threshold
+    assert cap.count == 2 and [e.line for e in cap.evidence] == [4000, 4001]
+    assert (cap.first.line, cap.last.line) == (4000, 4001)
     assert cap.numbers["max"] == 0.521
     assert by_rule["health.summary"].numbers["records"] == 6000
 

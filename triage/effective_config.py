@@ -110,6 +110,7 @@ class Config:
         self.facts: dict[str, Setting] = {}
         self.by_file: dict[tuple[str, str], Setting] = {}  # (knob, file) -> strongest value that file shows
         self.problems: list[tuple[str, str]] = []  # (file, one-line message) of values that could not be used
+        self.framework = ""  # the trainer whose metric lines the run holds most of (verl, trl, ...), or ""
         self.index: dict[str, str] = {}
         for spec in lib.knobs.values():
             self.index[spec.name] = spec.name
@@ -213,6 +214,11 @@ class Config:
 
 
 CONFIG_EVENTS = frozenset(("settings", "capacity", "kv_pool", "swa_pool", "mamba_pool", "config"))
+# metric shapes any program prints (parsers/metrics.py): they do not say which trainer ran
+GENERIC_METRICS = frozenset(("tqdm", "kv", "dataset", "jsonl", "wandb"))
+# How a trainer's own setting is written where its users set it: TRL's TrlParser/HfArgumentParser flags, verl's
+# Hydra overrides (`data.max_response_length=8192`).
+CLI_FORM = {"trl": "--{}", "verl": "{}="}
 
 
 def build_config(lib: Library, events: list[Event], hits: list[Hit]) -> Config:
@@ -222,6 +228,7 @@ def build_config(lib: Library, events: list[Event], hits: list[Hit]) -> Config:
     # pool. A whole sequence must fit the full-attention layers' pool (F); the window layers only hold the window.
     # So in a file that announced the split, the pool size is F, and the per-pool lines do not set it.
     split = {ev.line.file for ev in events if ev.kind == "swa_pool"}
+    cfg.framework = _trainer(events)
     for ev in events:
         if ev.kind not in CONFIG_EVENTS:  # most events are metric records and timers
             continue
@@ -264,8 +271,33 @@ def knob(lib: Library, name: str, cfg: Config | None, file: str | None = None) -
         # name that first, as a flag, so the finding reads in the engine's terms
         flag = current.via if current.via.startswith("--") else "--" + current.via.replace("_", "-")
         aliases = [flag] + [a for a in aliases if a not in (flag, current.via)] + [current.via]
+    elif cfg is not None and cfg.framework:
+        aliases = in_terms_of(aliases, cfg.framework)
     return Knob(name=name, aliases=aliases, current=current.value if current else None,
                 source=current.source if current else "", meaning=spec.meaning)
+
+
+def _trainer(events: list[Event]) -> str:
+    """The trainer most of the run's metric records came from (each file's store counts its records by framework
+    and tag), or "" when only generic shapes (tqdm bars, `key: value` lines) were seen."""
+    counts: dict[str, int] = {}
+    for ev in events:
+        if ev.kind == "metric_series":
+            for (fw, _tag), t in ev.fields["store"].tags.items():
+                if fw and fw not in GENERIC_METRICS:
+                    counts[fw] = counts.get(fw, 0) + t[0]
+    return max(counts, key=counts.__getitem__) if counts else ""
+
+
+def in_terms_of(aliases: list[str], framework: str) -> list[str]:
+    """The aliases with the trainer's own names first, written as its users set them: knobs.yaml marks them
+    `name (verl)`, `name (TRL)`, and the run's metric lines came from that trainer."""
+    own = [a.split(" (", 1)[0] for a in aliases
+           if a.endswith(")") and " (" in a and a.rsplit(" (", 1)[1][:-1].split(",")[0].strip().lower() == framework]
+    if not own:
+        return aliases
+    form = CLI_FORM.get(framework, "{}")
+    return [form.format(a) for a in own] + [a for a in aliases if a.split(" (", 1)[0] not in own]
 
 
 # vLLM's own names for canonical knobs (EngineArgs fields; the flags are the same with dashes).

@@ -145,7 +145,12 @@ def from_checks(lib: Library, run: Run, cfg: Config, redact_on: bool) -> list[Fi
         if len(results) > 1:
             numbers["sources"] = len(results)
         title = fill(results[0].title or rule.title, numbers)
-        out.append(_finding(lib, rule, lines, count, numbers, cfg, redact_on, lines[0], lines[-1], severity, title))
+        # a check lists its most telling line first (the worst step); first and last are by place in the file
+        same = [ln for ln in lines if ln.file == lines[0].file]
+        first, last = min(same, key=lambda ln: ln.lineno), max(same, key=lambda ln: ln.until or ln.lineno)
+        if lines[-1].file != lines[0].file:
+            last = lines[-1]
+        out.append(_finding(lib, rule, lines, count, numbers, cfg, redact_on, first, last, severity, title))
     return out
 
 

@@ -95,10 +95,11 @@ class Run:
         """Metric records holding any of `keys`, over the whole run."""
         return self.store().count_holding(keys)
 
-    def tag_records(self, tags: Any) -> tuple[int, Event | None, Event | None]:
-        """(records, first, last) of the metric records whose tag is one of `tags`, over the whole run."""
+    def tag_records(self, tags: Any, frameworks: Any = None) -> tuple[int, Event | None, Event | None]:
+        """(records, first, last) of the metric records whose tag is one of `tags` (and, given `frameworks`, whose
+        framework is one of them), over the whole run."""
         store = self.store()
-        found = [t for (_, tag), t in store.tags.items() if tag in tags]
+        found = [t for (fw, tag), t in store.tags.items() if tag in tags and (not frameworks or fw in frameworks)]
         if not found:
             return 0, None, None
         first, last = min(t[1] for t in found), max(t[2] for t in found)

@@ -124,9 +124,11 @@ def _publications(run: Run) -> tuple[int, int]:
 
 
 def publication_missing(params: dict[str, Any], run: Run) -> list[CheckResult]:
-    """Several training steps logged and no sign that weights ever reached the rollout engines."""
+    """Several training steps logged and no sign that weights ever reached the rollout engines. Only the records
+    of `frameworks` (trainers that log every publication) count: where publishing leaves no line (TRL generating
+    with the trained model, verl's hybrid engine resharding in place), its absence shows nothing."""
     min_steps = int(params.get("min_steps", 2))
-    n, first, last = run.tag_records(TRAIN_TAGS)
+    n, first, last = run.tag_records(TRAIN_TAGS, params.get("frameworks") or None)
     ok, failed = publications(run)
     if n < min_steps or first is None or last is None or ok or failed:
         return []
@@ -244,5 +246,17 @@ def cap_hits(params: dict[str, Any], run: Run) -> list[CheckResult]:
         text += f" of {numbers['response_cap']:g} tokens"
     if mean:
         text += f", mean length {mean[1]:g}"
+    # Cap hits that stopped: the run's last `resolved_after` records of the key all below the threshold (the
+    # policy learned to finish inside the cap, or the cap was raised on resume). What it was is worth knowing;
+    # it is not the run's problem now.
+    after = int(params.get("resolved_after") or 0)
+    recent = run.series(key)[-after:] if after else []
+    if len(recent) == after > 0 and all(v < result.numbers["threshold"] for _, v in recent):
+        numbers["recent_max"] = max(v for _, v in recent)
+        numbers["arithmetic"] = (f"{text} at worst; at most {100 * numbers['recent_max']:.1f}% over the last "
+                                 f"{after} records")
+        result.severity = "info"
+        result.title = "Responses hit the response-length cap early, then stopped ({arithmetic})"
+        return [result]
     numbers["arithmetic"] = text
     return [result]

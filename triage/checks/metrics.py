@@ -42,8 +42,9 @@ def threshold_result(params: dict[str, Any], key: str, over: list[tuple[Event, f
     """`count`: records over the threshold in the whole run (`over` are those in view: series_store keeps the
     highest values of every series, so the worst record and, unless more than TOP are over, all are in it)."""
     worst_ev, worst = max(over, key=lambda ev_v: ev_v[1])
-    first_ev = over[0][0]
-    evidence = [_line(worst_ev, key)] + ([_line(first_ev, key)] if first_ev is not worst_ev else [])
+    first_ev, last_ev = over[0][0], over[-1][0]
+    evidence = [_line(ev, key) for i, ev in enumerate((worst_ev, first_ev, last_ev))
+                if ev not in (worst_ev, first_ev, last_ev)[:i]]
     return CheckResult(evidence=evidence, count=count,
                        numbers={"metric": key, "max": worst, "threshold": float(params.get("min", 0.0)),
                                 "steps_over": count})

@@ -87,6 +87,8 @@ VERL_MARKERS = re.compile(r"\((?:TaskRunner|WorkerDict|AgentLoopWorker|RewardLoo
 # debug-internal.log are the wandb client's own logs (uploads, retries), not the run's.
 WANDB_RUN = re.compile(r"(?:^|/)(?:wandb/)?(?:offline-)?run-[\w.-]+/(?:files|logs)/(?P<name>[^/]+)$")
 WANDB_OWN = {"debug.log", "debug-internal.log", "debug-core.log", "debug-cli.log"}
+# Names only the wandb client writes: its own log wherever the run directory was copied or pointed at.
+WANDB_ONLY = {"debug-internal.log", "debug-core.log"}
 
 # Bytes a text log may hold besides printable text: tab, newline, CR (progress redraws), form feed, vertical
 # tab, backspace, ESC (colour codes). Anything else below 0x20, or DEL, marks binary data.
@@ -211,7 +213,8 @@ def wandb_kind(name: str) -> str:
     """The kind of a file in a wandb run directory by its name alone, or "" (output.log: from its content)."""
     m = WANDB_RUN.search(name.replace("\\", "/"))
     if not m:
-        return "" if os.path.basename(name) != "wandb-summary.json" else "metrics"
+        base = os.path.basename(name)
+        return "wandb-internal" if base in WANDB_ONLY else "metrics" if base == "wandb-summary.json" else ""
     base = m["name"]
     if base in WANDB_OWN:
         return "wandb-internal"

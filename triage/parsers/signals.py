@@ -92,8 +92,8 @@ SHUTDOWN = re.compile(
     r"(?P<sig>SIGTERM|SIGINT) received\b"  # SGLang SignalHandler (2024-2026)
     r"|Received (?:signal )?(?P<sig2>SIGTERM|SIGINT|SIGHUP)\b"
     r"|received signal[= ](?:SIG)?(?P<sig3>TERM|INT|15|2)\b"  # vLLM 2026 `[shutdown] ... received signal=SIGINT`
-    r"|got signal: (?P<num>15|2)\b"  # torch elastic SignalException
-    r"|Received Signals\.(?P<sig4>SIGTERM|SIGINT|SIGHUP) death signal"  # torch elastic agent
+    r"|got signal: (?P<num>15|2|1)\b"  # torch elastic SignalException (1 = SIGHUP: the launching session hung up)
+    r"|Received (?:Signals\.)?(?P<sig4>SIGTERM|SIGINT|SIGHUP|15|2|1) death signal"  # torch elastic agent, name or number
     r"|\[shutdown\] \w+: (?:terminated by shutdown signal|shutdown triggered)"  # vLLM 2026
     r"|Caught (?:signal )?(?P<sig5>SIGTERM|SIGINT|15|2)\b"
     r"|^(?:[a-z_]\w*\.)*KeyboardInterrupt\b"  # Ctrl-C
@@ -347,7 +347,7 @@ def shutdown_event(ex: Exits) -> Event | None:
     sig = ""
     if m:
         sig = next((g for g in m.groups() if g), "") or ("SIGINT" if "KeyboardInterrupt" in m.group(0) else "")
-        sig = {"15": "SIGTERM", "2": "SIGINT", "TERM": "SIGTERM", "INT": "SIGINT"}.get(sig, sig)
+        sig = {"15": "SIGTERM", "2": "SIGINT", "1": "SIGHUP", "TERM": "SIGTERM", "INT": "SIGINT"}.get(sig, sig)
     return Event("shutdown", ex.shutdown, {"signal": sig or "signal", "quiet": ex.quiet})
 
 

@@ -212,7 +212,7 @@ def knob_text(k: Knob, options: RenderOptions, code: Callable[[str], str] = _sam
               plain: Callable[[str], str] = _same) -> str:
     """`name = value (--flag; from source)`: the value the logs show and where they show it. Markdown passes its
     inline-code and escaping functions; plain text takes the words as they are."""
-    alias = next((a for a in k.aliases if a.startswith("--")), "")
+    alias = next((a for a in k.aliases if a.startswith("--") or a.endswith("=")), "")  # a flag or an override
     cur = f" = {code(clean(k.current, options))}" if k.current is not None else ""
     notes = [code(alias)] if alias else []
     if k.source:

@@ -81,7 +81,7 @@ def _finding(out: Writer, i: int, f: Finding, options: RenderOptions) -> None:
         for k in f.knobs:
             cur = (f" = {clean(k.current, options)}" + (f" [{clean(k.source, options)}]" if k.source else "")
                    if k.current is not None else "")
-            alias = next((a for a in k.aliases if a.startswith("--")), "")
+            alias = next((a for a in k.aliases if a.startswith("--") or a.endswith("=")), "")  # flag or override
             parts.append(f"{k.name}{cur}" + (f" ({alias})" if alias else ""))
         out.line(Text.assemble(("inspect: ", "green"), _s("; ".join(parts))), INDENT)
     if f.not_knobs:
