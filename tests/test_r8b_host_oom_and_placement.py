@@ -105,3 +105,22 @@ def test_every_wording_of_a_placement_wait_is_a_cold_start_warning(tmp_path: Pat
 def test_the_vllm_wait_carries_its_seconds(tmp_path: Path) -> None:
     report = triage_files(tmp_path, {"engine.log": PLACEMENT_WAITS[0] + "\n"})
     assert by_rule(report)["cold.ray-placement-wait"].numbers.get("seconds") in (150, 150.0, "150")
+
+
+# Ray worker processes that never register (SkyRL issue 224, real-extra 781, Ray 2.4x with the paste's Markdown
+# escapes; ray issue 8890, the older raylet wording).
+WORKER_START_HANGS = [
+    "(AsyncVLLMInferenceEngine pid=2727011) (raylet) \\[2025-08-29 23:29:23,731 E 2711113 2711113] (raylet) "
+    "worker\\_pool.cc:586: Some workers of the worker process(2768694) have not registered within the timeout. The "
+    "process is still alive, probably it's hanging during start. \\[repeated 4x across cluster]",
+    "(pid=raylet) I0807 17:00:41.816340 71814 71814 worker_pool.cc:265] Some workers of the worker process(76770) "
+    "have not registered to raylet within timeout.",
+]
+
+
+def test_worker_processes_that_never_register_are_a_hung_start(tmp_path: Path) -> None:
+    for i, line in enumerate(WORKER_START_HANGS):
+        report = triage_files(tmp_path / str(i), {"driver.log": line + "\n"})
+        f = report.findings[0]
+        assert (f.rule, f.category, f.severity) == ("cold.ray-worker-start-hang", "cold-start", "warning")
+        assert f.evidence[0].line == 1
