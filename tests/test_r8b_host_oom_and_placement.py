@@ -123,4 +123,5 @@ def test_worker_processes_that_never_register_are_a_hung_start(tmp_path: Path) -
         report = triage_files(tmp_path / str(i), {"driver.log": line + "\n"})
         f = report.findings[0]
         assert (f.rule, f.category, f.severity) == ("cold.ray-worker-start-hang", "cold-start", "warning")
+        assert knob_names(f) == ["ray.worker_startup"]
         assert f.evidence[0].line == 1
