@@ -21,7 +21,9 @@ What makes that exact (tests/test_errfold.py compares both ways on the fixtures 
 - no line that reads its neighbours is near a counted line: the C side counts a line only when no candidate line
   holding another needle is within `reach` lines (the widest `near`/`not_near` window and side lookup, a traceback's
   header and chain, a family's gap), and stops at the first line holding a signal's needle (lines after an orderly
-  shutdown are kept whole); what is counted then only ever mattered to the unexplained lines;
+  shutdown are kept whole); what is counted then only ever mattered to the unexplained lines; a line of a rule's
+  anchor whose key is not known yet is taken for one that reads nothing until learn has judged it, and when it does
+  read around (ErrFold.settle) the chunk is scanned again before its counts are committed;
 - the file's newest counted line goes to the context and to the unexplained lines as the line it was (a log that
   ends in such a line ends there).
 """
@@ -121,6 +123,12 @@ class ErrFold:
                     self.shapes[slot] = message_shape(text)
                 new += len(self.shapes) - before
         return new
+
+    def settle(self, data: Any, rescan: bool) -> bool:
+        """Whether the chunk must be scanned again: `rescan` asked, or a line of a rule's anchor whose key was not
+        known when it was scanned has no key learn registered (a rule may claim it: its neighbours are Python's,
+        its key now registered as such). Once a chunk has been scanned again, learn has nothing left to judge."""
+        return _linescan.errfold_settle(self.state, data) > 0 or rescan
 
     def known(self, data: Any, hits: list[Any]) -> None:
         """Mark the candidate lines of registered keys (returned for a neighbour, or near a chunk's end) as K_KNOWN:
