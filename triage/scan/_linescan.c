@@ -2162,9 +2162,10 @@ static Py_ssize_t err_key(const unsigned char *s, Py_ssize_t n, unsigned char *o
             unsigned char d = s[k];
             if (err_digit(d)) {  /* the gates that hold a digit */
                 if ((d == '1' && k + 3 < n && s[k + 1] == '/' && s[k + 2] == '/' && s[k + 3] == '0')
-                    || (d == '2' && k >= 2 && err_ci(s, n, k - 2, "ya29"))
-                    || (d == '8' && k >= 1 && err_ci(s, n, k - 1, "r8_"))
-                    || (d == '1' && k >= 2 && err_ci(s, n, k - 2, "gr1348941"))) return -1;
+                    || (d == '2' && k >= 2 && s[k + 1 < n ? k + 1 : k] == '9' && err_ci(s, n, k - 2, "ya29"))
+                    || (d == '8' && k >= 1 && (s[k - 1] | 0x20) == 'r' && err_ci(s, n, k - 1, "r8_"))
+                    || (d == '1' && k >= 2 && (s[k - 1] | 0x20) == 'r' && err_ci(s, n, k - 2, "gr1348941")))
+                    return -1;
                 d = '1';
             }
             o[j++] = d;
