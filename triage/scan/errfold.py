@@ -131,14 +131,16 @@ class ErrFold:
         return _linescan.errfold_settle(self.state, data) > 0 or rescan
 
     def known(self, data: Any, hits: list[Any]) -> None:
-        """Mark the candidate lines of registered keys (returned for a neighbour, or near a chunk's end) as K_KNOWN:
-        Scanner.line need not try the rules on them (errfold.py: none claims a line of the key)."""
+        """Mark the candidate lines of registered keys (returned for a neighbour, or near a chunk's end) as K_KNOWN,
+        with their key's shape: Scanner.line need not try the rules on them (errfold.py: none claims a line of the
+        key), nor take their shape again. Their tag: (needle ids, shape)."""
         classes = self.rules.classes
         for i, (kind, rel, start, end, ids) in enumerate(hits):
             if kind == 0 and (self.allowed.get(ids) or self.allowed.setdefault(
-                    ids, all(j < len(classes) and classes[j] in (ALLOWED, RULED) for j in ids))) \
-                    and _linescan.errfold_find(self.state, data, start, end, ids) >= 0:
-                hits[i] = (K_KNOWN, rel, start, end, ids)
+                    ids, all(j < len(classes) and classes[j] in (ALLOWED, RULED) for j in ids))):
+                slot = _linescan.errfold_find(self.state, data, start, end, ids)
+                if slot >= 0:
+                    hits[i] = (K_KNOWN, rel, start, end, (ids, self.shapes[slot]))
 
     def records(self) -> list[tuple[bytes, int, Any, Any, Any]]:
         """(shape, count, (first lineno, text), (the one before the last) or None, (last)) per key that counted."""
