@@ -255,3 +255,27 @@ def test_a_new_key_after_the_first_chunk_costs_one_line_unless_a_rule_may_claim_
     assert folded == report(log.parent, monkeypatch, False)
     segv = [f for f in folded["findings"] if f["rule"] == "other.segfault"]
     assert [e["line"] for e in segv[0]["evidence"]][:1] == [70_001]
+
+
+def test_a_kept_header_keys_lines_as_the_whole_line_does() -> None:
+    """_linescan.c err_head: the key of a line's `[...] ` header is kept and reused for the next lines whose header
+    differs only in its digits; the slots lines get (errfold_add, through it) group them as their whole keys do
+    (errfold_key, without it), for headers it may keep and headers it may not (`0x`, a gate's letters, a slash)."""
+    lines = error_lines(3000, 17)
+    heads = ["[2026-05-24 00:50:01 DP0 TP0] ", "[2026-05-24 00:50:01 DP0 TP0 0x1f] ", "[ya29 12] ", "[r8_1] ",
+             "[1//0] ", "[1/2] ", "[7] ", "[2026-05-24 00:50:01] ", ""]
+    rng = random.Random(5)
+    state = _linescan.errfold_new(b"\x00", 61)
+    slot_of: dict[bytes, int] = {}
+    for ln in lines:
+        msg = split_ray(ln)[0].split("] ", 1)[-1]
+        head = rng.choice(heads)
+        head = "".join(str(rng.randrange(10)) if c.isdigit() else c for c in head)
+        raw = (head + msg).encode()
+        key = _linescan.errfold_key(raw)
+        slot = _linescan.errfold_add(state, raw, (0,), False)
+        if key is None:
+            assert slot == -1, raw
+            continue
+        assert slot_of.setdefault(key, slot) == slot, raw
+    assert len(set(slot_of.values())) == len(slot_of) > 100

@@ -1956,6 +1956,7 @@ PyMODINIT_FUNC PyInit__linescan(void) {
  * (errfold_commit): a buffer scanned again (colour codes, origins) counts once. */
 #define ERR_LINE_MAX 4000  /* bytes (template.FAMILY_TEXT characters: these lines are ASCII) */
 #define ERR_KEYS 4096      /* keys a file registers at most */
+#define ERR_HEAD_MAX 64    /* bytes of a line's `[...] ` header whose key err_head keeps */
 enum { ERR_ALLOWED = 0, ERR_SPECIAL = 1, ERR_STOP = 2, ERR_RULED = 3 };
 
 typedef struct { Py_ssize_t ln, bol, eol; } ErrAt;
@@ -1991,6 +1992,8 @@ struct Errs {
     Py_ssize_t nopt, optcap;
     Py_ssize_t *optids;            /* their needle indices, one after another */
     Py_ssize_t noptids, optidscap;
+    Py_ssize_t head_len, head_olen;  /* the last header keyed (err_head): its bytes (a digit as 0), its key */
+    unsigned char head_raw[ERR_HEAD_MAX], head_out[ERR_HEAD_MAX];
     unsigned char kbuf[ERR_LINE_MAX + 2 * 256 + 8];
 };
 
@@ -2187,11 +2190,51 @@ static uint64_t err_hash(const unsigned char *k, Py_ssize_t n) {  /* eight bytes
     return h | 1;
 }
 
+/* A line's header (`[2026-05-24 00:50:01 DP0 TP0] `: up to the first `] `) is most of the digits err_key reads, and
+ * a log's lines repeat it but for its digits. Its key is the key of the header alone (what follows `] ` is not read
+ * to key it, nor is it read from there on: a space and a bracket end every word and mark), and it is the same for
+ * two headers whose bytes differ only in digit values, provided the header holds none of the bytes a
+ * value-dependent mark or gate reads beside a digit (`0x`, `1//0`, `ya29`, `r8_`, `gr1348941`): every other
+ * decision reads the characters' classes. Returns the header's length when line s starts with the header whose key
+ * E keeps (keeping this line's header first when it is another one), else 0. Plain keys only. */
+static Py_ssize_t err_head(struct Errs *E, const unsigned char *s, Py_ssize_t n) {
+    if (n < 4 || s[0] != '[') return 0;
+    Py_ssize_t P = E->head_len;
+    if (P && P < n) {
+        Py_ssize_t i = 0;
+        for (; i < P; i++) {
+            unsigned char c = s[i], h = E->head_raw[i];
+            if (h ? c != h : !err_digit(c)) break;
+        }
+        if (i == P) return P;
+    }
+    Py_ssize_t e = n < ERR_HEAD_MAX ? n : ERR_HEAD_MAX;
+    for (P = 1; P + 1 < e && !(s[P] == ']' && s[P + 1] == ' '); P++) {}
+    if (P + 1 >= e) return 0;
+    P += 2;
+    if (P >= n) return 0;
+    for (Py_ssize_t i = 0; i < P; i++)
+        if (!s[i] || strchr("/xXyYaArRgG", s[i])) return 0;
+    Py_ssize_t olen = err_key(s, P, E->head_out, 0);
+    if (olen < 0) { E->head_len = 0; return 0; }
+    for (Py_ssize_t i = 0; i < P; i++) E->head_raw[i] = err_digit(s[i]) ? 0 : s[i];
+    E->head_len = P;
+    E->head_olen = olen;
+    return P;
+}
+
 /* The key of line [bol, eol) with these needles into E->kbuf (of the `gated` kind): its length, or -1. */
 static Py_ssize_t err_line_key(struct Errs *E, const unsigned char *b, Py_ssize_t bol, Py_ssize_t eol,
                                const Py_ssize_t *ids, Py_ssize_t nids, int gated) {
     if (nids > 256) return -1;
-    Py_ssize_t j = err_key(b + bol, eol - bol, E->kbuf, gated);
+    const unsigned char *s = b + bol;
+    Py_ssize_t n = eol - bol, j;
+    Py_ssize_t P = gated || n > ERR_LINE_MAX ? 0 : err_head(E, s, n);
+    if (P) {  /* the kept header's key, then the rest's */
+        memcpy(E->kbuf, E->head_out, (size_t)E->head_olen);
+        j = err_key(s + P, n - P, E->kbuf + E->head_olen, 0);
+        if (j >= 0) j += E->head_olen;
+    } else j = err_key(s, n, E->kbuf, gated);
     if (j < 0) return -1;
     if (gated) E->kbuf[j++] = 0xfe;  /* the two kinds of key apart */
     E->kbuf[j++] = 0xff;  /* never in a key's text */
