@@ -224,3 +224,58 @@ def test_the_counts_survive_the_trip_from_a_reading_worker(tmp_path: Path, monke
 
     assert view(staged) == view(one)
     assert sum(f.count for f in one.folded) > 3000
+
+
+def test_a_new_key_after_the_first_chunk_costs_one_line_unless_a_rule_may_claim_it(tmp_path: Path,
+                                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """A line of a rule's anchor (`failed`, `Segmentation fault`) whose key is new in a later chunk is taken for one
+    that reads nothing while the chunk is scanned: when it folds, its neighbours stay counted (one line reaches Python,
+    not the 2 * reach around it); when a rule may claim it, the chunk is scanned again and its neighbours are
+    Python's, as they would be had each line come (the report is the same both ways)."""
+    storm = error_lines(120_000, 21)  # chunks of 4 MiB: ~33 k lines
+    rare = "[2026-05-24 09:00:00 DP0 TP0] ERROR router: write to /mnt/ckpt/part-abcdefab.bin failed, 7 retries left"
+    claimed = "[2026-05-24 09:00:01 DP0 TP0] ERROR worker 3: Segmentation fault (core dumped) at step 12"
+    lines = storm[:70_000] + [claimed] + storm[70_000:105_000] + [rare] + storm[105_000:]
+    log = tmp_path / "run" / "sglang-engine-0.log"
+    log.parent.mkdir()
+    log.write_text("\n".join(lines) + "\n")
+    monkeypatch.setattr(fastscan, "ERRFOLD_FROM", 0)
+    monkeypatch.delenv("TRIAGE_NO_ERRFOLD", raising=False)
+    scanner = Scanner(LIB)
+    files, _ = discover([str(log)])
+    with open(files[0].path, "rb") as stream:
+        returned = sorted(item.base + h[1] + 1 for item in fastscan.read_chunks(scanner.needles, files[0], stream)
+                          if isinstance(item, fastscan.Chunk) for h in item.hits if h[0] in (K_CAND, K_KNOWN))
+    assert 70_001 in returned and 105_002 in returned
+    near_rare = [n for n in returned if 0 < abs(n - 105_002) <= 61]
+    near_claimed = [n for n in returned if 0 < abs(n - 70_001) <= 61]
+    assert len(near_claimed) == 122  # every line within reach of the claimed line: Python's
+    assert near_rare == []
+    folded = report(log.parent, monkeypatch, True)
+    assert folded == report(log.parent, monkeypatch, False)
+    segv = [f for f in folded["findings"] if f["rule"] == "other.segfault"]
+    assert [e["line"] for e in segv[0]["evidence"]][:1] == [70_001]
+
+
+def test_a_kept_header_keys_lines_as_the_whole_line_does() -> None:
+    """_linescan.c err_head: the key of a line's `[...] ` header is kept and reused for the next lines whose header
+    differs only in its digits; the slots lines get (errfold_add, through it) group them as their whole keys do
+    (errfold_key, without it), for headers it may keep and headers it may not (`0x`, a gate's letters, a slash)."""
+    lines = error_lines(3000, 17)
+    heads = ["[2026-05-24 00:50:01 DP0 TP0] ", "[2026-05-24 00:50:01 DP0 TP0 0x1f] ", "[ya29 12] ", "[r8_1] ",
+             "[1//0] ", "[1/2] ", "[7] ", "[2026-05-24 00:50:01] ", ""]
+    rng = random.Random(5)
+    state = _linescan.errfold_new(b"\x00", 61)
+    slot_of: dict[bytes, int] = {}
+    for ln in lines:
+        msg = split_ray(ln)[0].split("] ", 1)[-1]
+        head = rng.choice(heads)
+        head = "".join(str(rng.randrange(10)) if c.isdigit() else c for c in head)
+        raw = (head + msg).encode()
+        key = _linescan.errfold_key(raw)
+        slot = _linescan.errfold_add(state, raw, (0,), False)
+        if key is None:
+            assert slot == -1, raw
+            continue
+        assert slot_of.setdefault(key, slot) == slot, raw
+    assert len(set(slot_of.values())) == len(slot_of) > 100

@@ -599,6 +599,7 @@ static PyObject *errfold_add(PyObject *self, PyObject *args);
 static PyObject *errfold_find(PyObject *self, PyObject *args);
 static PyObject *errfold_commit(PyObject *self, PyObject *args);
 static PyObject *errfold_mark(PyObject *self, PyObject *args);
+static PyObject *errfold_settle(PyObject *self, PyObject *args);
 static PyObject *errfold_take(PyObject *self, PyObject *args);
 
 /* The columns (see the Columns section at the end of the file). */
@@ -1883,6 +1884,7 @@ static PyMethodDef methods[] = {
     {"errfold_add", errfold_add, METH_VARARGS, "errfold_add(state, line, ids) -> slot or -1"},
     {"errfold_find", errfold_find, METH_VARARGS, "errfold_find(state, buffer, start, end, ids) -> slot or -1"},
     {"errfold_commit", errfold_commit, METH_VARARGS, "errfold_commit(state): the last call's counts are kept"},
+    {"errfold_settle", errfold_settle, METH_VARARGS, "errfold_settle(state, buffer) -> lines to scan again for"},
     {"errfold_mark", errfold_mark, METH_VARARGS, "errfold_mark(state, lineno): a line there reads its neighbours"},
     {"errfold_take", errfold_take, METH_VARARGS, "errfold_take(state) -> the counts per key, reset"},
     {"shapes", shapes, METH_VARARGS, "shapes([(segments, allowed, columns, ids, record, ctx), ...]) -> shapes"},
@@ -1943,14 +1945,18 @@ PyMODINIT_FUNC PyInit__linescan(void) {
  * A later candidate line with a registered key is counted here instead of returned: per key, how many, the first,
  * the last and the one before it (line numbers and text), handed over once per file (errfold_take).
  * A line is only counted when no line that may read it as context is near: no candidate line holding another needle,
- * or a needle of a rule (ERR_RULED) and no registered key (a rule's claim reads `near` windows and the side lookup, a traceback reads the lines before it, a family its gap)
+ * or a needle of a rule (ERR_RULED) and no key Python registered as foldable (a rule's claim reads `near` windows and the side lookup, a traceback reads the lines before it, a family its gap)
  * within `reach` lines before or after it, in this buffer or (before) the ones before; the last `reach` lines of a
  * buffer are returned (the next buffer may start with such a line). A line that turns out to be near one is
- * returned in its place. From the first line holding a signal's needle on, nothing is counted (lines after an
+ * returned in its place. A ruled line whose key is not registered yet (a rare variant: a digest of digits only, a
+ * hex name of letters only) is taken for one that reads nothing while the buffer is scanned; once Python has judged
+ * the buffer's new keys, errfold_settle registers those it did not fold as keys whose lines read around (`nofold`)
+ * and Python scans the buffer again before committing, so a new key costs one line, not the 2 * reach around it. From the first line holding a signal's needle on, nothing is counted (lines after an
  * orderly shutdown are kept whole). A call's counts become the file's only when Python commits them
  * (errfold_commit): a buffer scanned again (colour codes, origins) counts once. */
 #define ERR_LINE_MAX 4000  /* bytes (template.FAMILY_TEXT characters: these lines are ASCII) */
 #define ERR_KEYS 4096      /* keys a file registers at most */
+#define ERR_HEAD_MAX 64    /* bytes of a line's `[...] ` header whose key err_head keeps */
 enum { ERR_ALLOWED = 0, ERR_SPECIAL = 1, ERR_STOP = 2, ERR_RULED = 3 };
 
 typedef struct { Py_ssize_t ln, bol, eol; } ErrAt;
@@ -1966,7 +1972,9 @@ typedef struct {
     ErrLine c_first, c_prev, c_last;
     ErrAt a_first, a_prev, a_last; /* this call's, in its buffer (copied at its end) */
     int touched;
+    int nofold;                    /* a key Python judged a rule may claim (errfold_settle): its lines read around */
 } ErrSlot;
+typedef struct { Py_ssize_t bol, eol, ids, nids; } ErrOpt;  /* a ruled line of a key not known yet (err_take) */
 typedef struct { Py_ssize_t ln, bol, eol, slot, pos; int out; } ErrQ;
 struct Errs {
     unsigned char *cls;            /* per needle index: ERR_ALLOWED, ERR_SPECIAL, ERR_STOP */
@@ -1980,6 +1988,12 @@ struct Errs {
     long long base;                /* lines before this call's buffer */
     ErrQ *q;
     Py_ssize_t nq, qcap;
+    ErrOpt *opt;                   /* this call's ruled lines of unknown keys, taken for lines that read nothing */
+    Py_ssize_t nopt, optcap;
+    Py_ssize_t *optids;            /* their needle indices, one after another */
+    Py_ssize_t noptids, optidscap;
+    Py_ssize_t head_len, head_olen;  /* the last header keyed (err_head): its bytes (a digit as 0), its key */
+    unsigned char head_raw[ERR_HEAD_MAX], head_out[ERR_HEAD_MAX];
     unsigned char kbuf[ERR_LINE_MAX + 2 * 256 + 8];
 };
 
@@ -2151,9 +2165,10 @@ static Py_ssize_t err_key(const unsigned char *s, Py_ssize_t n, unsigned char *o
             unsigned char d = s[k];
             if (err_digit(d)) {  /* the gates that hold a digit */
                 if ((d == '1' && k + 3 < n && s[k + 1] == '/' && s[k + 2] == '/' && s[k + 3] == '0')
-                    || (d == '2' && k >= 2 && err_ci(s, n, k - 2, "ya29"))
-                    || (d == '8' && k >= 1 && err_ci(s, n, k - 1, "r8_"))
-                    || (d == '1' && k >= 2 && err_ci(s, n, k - 2, "gr1348941"))) return -1;
+                    || (d == '2' && k >= 2 && s[k + 1 < n ? k + 1 : k] == '9' && err_ci(s, n, k - 2, "ya29"))
+                    || (d == '8' && k >= 1 && (s[k - 1] | 0x20) == 'r' && err_ci(s, n, k - 1, "r8_"))
+                    || (d == '1' && k >= 2 && (s[k - 1] | 0x20) == 'r' && err_ci(s, n, k - 2, "gr1348941")))
+                    return -1;
                 d = '1';
             }
             o[j++] = d;
@@ -2175,11 +2190,51 @@ static uint64_t err_hash(const unsigned char *k, Py_ssize_t n) {  /* eight bytes
     return h | 1;
 }
 
+/* A line's header (`[2026-05-24 00:50:01 DP0 TP0] `: up to the first `] `) is most of the digits err_key reads, and
+ * a log's lines repeat it but for its digits. Its key is the key of the header alone (what follows `] ` is not read
+ * to key it, nor is it read from there on: a space and a bracket end every word and mark), and it is the same for
+ * two headers whose bytes differ only in digit values, provided the header holds none of the bytes a
+ * value-dependent mark or gate reads beside a digit (`0x`, `1//0`, `ya29`, `r8_`, `gr1348941`): every other
+ * decision reads the characters' classes. Returns the header's length when line s starts with the header whose key
+ * E keeps (keeping this line's header first when it is another one), else 0. Plain keys only. */
+static Py_ssize_t err_head(struct Errs *E, const unsigned char *s, Py_ssize_t n) {
+    if (n < 4 || s[0] != '[') return 0;
+    Py_ssize_t P = E->head_len;
+    if (P && P < n) {
+        Py_ssize_t i = 0;
+        for (; i < P; i++) {
+            unsigned char c = s[i], h = E->head_raw[i];
+            if (h ? c != h : !err_digit(c)) break;
+        }
+        if (i == P) return P;
+    }
+    Py_ssize_t e = n < ERR_HEAD_MAX ? n : ERR_HEAD_MAX;
+    for (P = 1; P + 1 < e && !(s[P] == ']' && s[P + 1] == ' '); P++) {}
+    if (P + 1 >= e) return 0;
+    P += 2;
+    if (P >= n) return 0;
+    for (Py_ssize_t i = 0; i < P; i++)
+        if (!s[i] || strchr("/xXyYaArRgG", s[i])) return 0;
+    Py_ssize_t olen = err_key(s, P, E->head_out, 0);
+    if (olen < 0) { E->head_len = 0; return 0; }
+    for (Py_ssize_t i = 0; i < P; i++) E->head_raw[i] = err_digit(s[i]) ? 0 : s[i];
+    E->head_len = P;
+    E->head_olen = olen;
+    return P;
+}
+
 /* The key of line [bol, eol) with these needles into E->kbuf (of the `gated` kind): its length, or -1. */
 static Py_ssize_t err_line_key(struct Errs *E, const unsigned char *b, Py_ssize_t bol, Py_ssize_t eol,
                                const Py_ssize_t *ids, Py_ssize_t nids, int gated) {
     if (nids > 256) return -1;
-    Py_ssize_t j = err_key(b + bol, eol - bol, E->kbuf, gated);
+    const unsigned char *s = b + bol;
+    Py_ssize_t n = eol - bol, j;
+    Py_ssize_t P = gated || n > ERR_LINE_MAX ? 0 : err_head(E, s, n);
+    if (P) {  /* the kept header's key, then the rest's */
+        memcpy(E->kbuf, E->head_out, (size_t)E->head_olen);
+        j = err_key(s + P, n - P, E->kbuf + E->head_olen, 0);
+        if (j >= 0) j += E->head_olen;
+    } else j = err_key(s, n, E->kbuf, gated);
     if (j < 0) return -1;
     if (gated) E->kbuf[j++] = 0xfe;  /* the two kinds of key apart */
     E->kbuf[j++] = 0xff;  /* never in a key's text */
@@ -2228,6 +2283,8 @@ static void errs_free(PyObject *cap) {
     PyMem_Free(E->table);
     PyMem_Free(E->touched);
     PyMem_Free(E->q);
+    PyMem_Free(E->opt);
+    PyMem_Free(E->optids);
     PyMem_Free(E->cls);
     PyMem_Free(E);
 }
@@ -2269,6 +2326,44 @@ static PyObject *errfold_key(PyObject *self, PyObject *args) {
     return out;
 }
 
+/* A new slot for the key in E->kbuf[:klen] (hash h): its index, or -1 with an error set. The caller has checked
+ * that the file has fewer than ERR_KEYS keys. */
+static Py_ssize_t err_new_slot(struct Errs *E, Py_ssize_t klen, uint64_t h, const Py_ssize_t *ids, Py_ssize_t nids,
+                               int nofold) {
+    if (2 * (E->nslots + 1) > E->tcap) {  /* grow the table (and the slots) */
+        Py_ssize_t cap2 = E->tcap ? 2 * E->tcap : 64;
+        Py_ssize_t *t = PyMem_Calloc((size_t)cap2, sizeof(Py_ssize_t));
+        ErrSlot *s = PyMem_Realloc(E->slots, (size_t)(cap2 / 2) * sizeof(ErrSlot));
+        Py_ssize_t *tc = PyMem_Realloc(E->touched, (size_t)(cap2 / 2) * sizeof(Py_ssize_t));
+        if (s) E->slots = s;
+        if (tc) E->touched = tc;
+        if (!t || !s || !tc) { PyMem_Free(t); PyErr_NoMemory(); return -1; }
+        for (Py_ssize_t i = 0; i < E->nslots; i++) {
+            Py_ssize_t k = (Py_ssize_t)(E->slots[i].hash & (uint64_t)(cap2 - 1));
+            while (t[k]) k = (k + 1) & (cap2 - 1);
+            t[k] = i + 1;
+        }
+        PyMem_Free(E->table);
+        E->table = t;
+        E->tcap = cap2;
+    }
+    ErrSlot *sl = &E->slots[E->nslots];
+    memset(sl, 0, sizeof(*sl));
+    sl->key = PyMem_Malloc((size_t)klen);
+    sl->ids = PyMem_Malloc((size_t)(nids ? nids : 1) * sizeof(Py_ssize_t));
+    if (!sl->key || !sl->ids) { PyMem_Free(sl->key); PyMem_Free(sl->ids); PyErr_NoMemory(); return -1; }
+    memcpy(sl->key, E->kbuf, (size_t)klen);
+    memcpy(sl->ids, ids, (size_t)nids * sizeof(Py_ssize_t));
+    sl->nids = nids;
+    sl->klen = klen;
+    sl->hash = h;
+    sl->nofold = nofold;
+    Py_ssize_t k = (Py_ssize_t)(h & (uint64_t)(E->tcap - 1));
+    while (E->table[k]) k = (k + 1) & (E->tcap - 1);
+    E->table[k] = E->nslots + 1;
+    return E->nslots++;
+}
+
 /* errfold_add(state, line bytes, needle indices, gated) -> the key's slot (the same for a key registered before), or
  * -1 when the line has no key or the file has ERR_KEYS keys. `gated`: the line holds a secret pattern's gate. */
 static PyObject *errfold_add(PyObject *self, PyObject *args) {
@@ -2290,39 +2385,10 @@ static PyObject *errfold_add(PyObject *self, PyObject *args) {
     if (klen < 0) return PyLong_FromLong(-1);
     uint64_t h = err_hash(E->kbuf, klen);
     Py_ssize_t at = err_find(E, klen, h);
-    if (at >= 0) return PyLong_FromSsize_t(at);
+    if (at >= 0) return PyLong_FromSsize_t(E->slots[at].nofold ? -1 : at);
     if (E->nslots >= ERR_KEYS) return PyLong_FromLong(-1);
-    if (2 * (E->nslots + 1) > E->tcap) {  /* grow the table (and the slots) */
-        Py_ssize_t cap2 = E->tcap ? 2 * E->tcap : 64;
-        Py_ssize_t *t = PyMem_Calloc((size_t)cap2, sizeof(Py_ssize_t));
-        ErrSlot *s = PyMem_Realloc(E->slots, (size_t)(cap2 / 2) * sizeof(ErrSlot));
-        Py_ssize_t *tc = PyMem_Realloc(E->touched, (size_t)(cap2 / 2) * sizeof(Py_ssize_t));
-        if (s) E->slots = s;
-        if (tc) E->touched = tc;
-        if (!t || !s || !tc) { PyMem_Free(t); return PyErr_NoMemory(); }
-        for (Py_ssize_t i = 0; i < E->nslots; i++) {
-            Py_ssize_t k = (Py_ssize_t)(E->slots[i].hash & (uint64_t)(cap2 - 1));
-            while (t[k]) k = (k + 1) & (cap2 - 1);
-            t[k] = i + 1;
-        }
-        PyMem_Free(E->table);
-        E->table = t;
-        E->tcap = cap2;
-    }
-    ErrSlot *sl = &E->slots[E->nslots];
-    memset(sl, 0, sizeof(*sl));
-    sl->key = PyMem_Malloc((size_t)klen);
-    sl->ids = PyMem_Malloc((size_t)(nids ? nids : 1) * sizeof(Py_ssize_t));
-    if (!sl->key || !sl->ids) { PyMem_Free(sl->key); PyMem_Free(sl->ids); return PyErr_NoMemory(); }
-    memcpy(sl->key, E->kbuf, (size_t)klen);
-    memcpy(sl->ids, local, (size_t)nids * sizeof(Py_ssize_t));
-    sl->nids = nids;
-    sl->klen = klen;
-    sl->hash = h;
-    Py_ssize_t k = (Py_ssize_t)(h & (uint64_t)(E->tcap - 1));
-    while (E->table[k]) k = (k + 1) & (E->tcap - 1);
-    E->table[k] = E->nslots + 1;
-    return PyLong_FromSsize_t(E->nslots++);
+    at = err_new_slot(E, klen, h, local, nids, 0);
+    return at < 0 ? NULL : PyLong_FromSsize_t(at);
 }
 
 /* errfold_find(state, buffer, start, end, needle indices) -> the slot of the line's key (either kind), or -1 */
@@ -2347,7 +2413,7 @@ static PyObject *errfold_find(PyObject *self, PyObject *args) {
         slot = err_find(E, klen, err_hash(E->kbuf, klen));
     }
     PyBuffer_Release(&v);
-    return PyLong_FromSsize_t(slot);
+    return PyLong_FromSsize_t(slot >= 0 && E->slots[slot].nofold ? -1 : slot);
 }
 
 /* A call begins: what an earlier call that was not committed counted is forgotten. */
@@ -2359,6 +2425,7 @@ static void err_begin(struct Errs *E, long long base) {
     }
     E->ntouched = 0;
     E->nq = 0;
+    E->nopt = E->noptids = 0;
     E->base = base;
     E->c_last_special = E->last_special;
     E->c_stop = E->stop;
@@ -2377,12 +2444,37 @@ static int err_take(Scan *st) {
         else if (c > cls) cls = c;
     }
     Py_ssize_t slot = -1;
-    if (cls == ERR_ALLOWED && !E->c_stop && E->nslots) {
+    int keyed = 0;  /* the line has a key (of the plain kind, the one errfold_settle registers) */
+    if (cls == ERR_ALLOWED && !E->c_stop) {
         for (int gated = 0; gated < 2 && slot < 0; gated++) {  /* (a line of either kind has a key of the other) */
             Py_ssize_t klen = err_line_key(E, st->b, st->c_bol, st->c_eol, st->ids, st->nids, gated);
             if (klen < 0) break;
+            keyed |= !gated;
+            if (!E->nslots) break;
             slot = err_find(E, klen, err_hash(E->kbuf, klen));
         }
+    }
+    int nofold = slot >= 0 && E->slots[slot].nofold;
+    if (nofold) slot = -1;
+    if (ruled && slot < 0 && !nofold && keyed && E->nslots < ERR_KEYS) {
+        /* a key Python has not judged yet: the lines near it are taken as if it read nothing, and errfold_settle
+         * says whether it does (its key then registered as one that reads around: the buffer is scanned again) */
+        if (E->nopt == E->optcap || E->noptids + st->nids > E->optidscap) {
+            Py_ssize_t cap = E->optcap ? 2 * E->optcap : 64, icap = 2 * (E->optidscap + st->nids) + 64;
+            ErrOpt *o = PyMem_Realloc(E->opt, (size_t)cap * sizeof(ErrOpt));
+            if (o) { E->opt = o; E->optcap = cap; }
+            Py_ssize_t *ids = PyMem_Realloc(E->optids, (size_t)icap * sizeof(Py_ssize_t));
+            if (ids) { E->optids = ids; E->optidscap = icap; }
+            if (!o || !ids) { PyErr_NoMemory(); return -1; }
+        }
+        ErrOpt *o = &E->opt[E->nopt++];
+        o->bol = st->c_bol;
+        o->eol = st->c_eol;
+        o->ids = E->noptids;
+        o->nids = st->nids;
+        memcpy(E->optids + E->noptids, st->ids, (size_t)st->nids * sizeof(Py_ssize_t));
+        E->noptids += st->nids;
+        return 0;
     }
     if (cls != ERR_ALLOWED || (ruled && slot < 0)) {  /* a line that may read its neighbours (a rule may claim it) */
         E->c_last_special = no;
@@ -2477,6 +2569,41 @@ static PyObject *errfold_commit(PyObject *self, PyObject *args) {
     if (E->c_last_special > E->last_special) E->last_special = E->c_last_special;
     E->stop = E->c_stop;
     Py_RETURN_NONE;
+}
+
+/* errfold_settle(state, buffer) -> how many ruled lines of keys unknown when the buffer was scanned (err_take) have
+ * no key Python registered since (learn): their keys are registered as keys whose lines read around (their lines
+ * are returned and may be claimed), and the buffer must be scanned again before its counts are committed. */
+static PyObject *errfold_settle(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *cap;
+    Py_buffer v;
+    if (!PyArg_ParseTuple(args, "Oy*", &cap, &v)) return NULL;
+    struct Errs *E = errs_of(cap);
+    if (!E) { PyBuffer_Release(&v); return NULL; }
+    Py_ssize_t unsure = 0;
+    for (Py_ssize_t i = 0; i < E->nopt; i++) {
+        const ErrOpt *o = &E->opt[i];
+        const Py_ssize_t *ids = E->optids + o->ids;
+        if (o->eol > v.len) { unsure++; continue; }  /* (not this call's buffer) */
+        Py_ssize_t slot = -1;
+        for (int gated = 0; gated < 2 && slot < 0; gated++) {  /* as err_take looks it up */
+            Py_ssize_t klen = err_line_key(E, v.buf, o->bol, o->eol, ids, o->nids, gated);
+            if (klen < 0) break;
+            slot = err_find(E, klen, err_hash(E->kbuf, klen));
+        }
+        if (slot >= 0 && !E->slots[slot].nofold) continue;
+        unsure++;
+        if (slot >= 0 || E->nslots >= ERR_KEYS) continue;  /* (a full table: such lines read around, as before) */
+        Py_ssize_t klen = err_line_key(E, v.buf, o->bol, o->eol, ids, o->nids, 0);
+        if (klen >= 0 && err_new_slot(E, klen, err_hash(E->kbuf, klen), ids, o->nids, 1) < 0) {
+            PyBuffer_Release(&v);
+            return NULL;
+        }
+    }
+    E->nopt = E->noptids = 0;
+    PyBuffer_Release(&v);
+    return PyLong_FromSsize_t(unsure);
 }
 
 /* errfold_mark(state, line number): a line there may read its neighbours, and it may be an orderly shutdown (the end

@@ -21,7 +21,9 @@ What makes that exact (tests/test_errfold.py compares both ways on the fixtures 
 - no line that reads its neighbours is near a counted line: the C side counts a line only when no candidate line
   holding another needle is within `reach` lines (the widest `near`/`not_near` window and side lookup, a traceback's
   header and chain, a family's gap), and stops at the first line holding a signal's needle (lines after an orderly
-  shutdown are kept whole); what is counted then only ever mattered to the unexplained lines;
+  shutdown are kept whole); what is counted then only ever mattered to the unexplained lines; a line of a rule's
+  anchor whose key is not known yet is taken for one that reads nothing until learn has judged it, and when it does
+  read around (ErrFold.settle) the chunk is scanned again before its counts are committed;
 - the file's newest counted line goes to the context and to the unexplained lines as the line it was (a log that
   ends in such a line ends there).
 """
@@ -122,15 +124,23 @@ class ErrFold:
                 new += len(self.shapes) - before
         return new
 
+    def settle(self, data: Any, rescan: bool) -> bool:
+        """Whether the chunk must be scanned again: `rescan` asked, or a line of a rule's anchor whose key was not
+        known when it was scanned has no key learn registered (a rule may claim it: its neighbours are Python's,
+        its key now registered as such). Once a chunk has been scanned again, learn has nothing left to judge."""
+        return _linescan.errfold_settle(self.state, data) > 0 or rescan
+
     def known(self, data: Any, hits: list[Any]) -> None:
-        """Mark the candidate lines of registered keys (returned for a neighbour, or near a chunk's end) as K_KNOWN:
-        Scanner.line need not try the rules on them (errfold.py: none claims a line of the key)."""
+        """Mark the candidate lines of registered keys (returned for a neighbour, or near a chunk's end) as K_KNOWN,
+        with their key's shape: Scanner.line need not try the rules on them (errfold.py: none claims a line of the
+        key), nor take their shape again. Their tag: (needle ids, shape)."""
         classes = self.rules.classes
         for i, (kind, rel, start, end, ids) in enumerate(hits):
             if kind == 0 and (self.allowed.get(ids) or self.allowed.setdefault(
-                    ids, all(j < len(classes) and classes[j] in (ALLOWED, RULED) for j in ids))) \
-                    and _linescan.errfold_find(self.state, data, start, end, ids) >= 0:
-                hits[i] = (K_KNOWN, rel, start, end, ids)
+                    ids, all(j < len(classes) and classes[j] in (ALLOWED, RULED) for j in ids))):
+                slot = _linescan.errfold_find(self.state, data, start, end, ids)
+                if slot >= 0:
+                    hits[i] = (K_KNOWN, rel, start, end, (ids, self.shapes[slot]))
 
     def records(self) -> list[tuple[bytes, int, Any, Any, Any]]:
         """(shape, count, (first lineno, text), (the one before the last) or None, (last)) per key that counted."""

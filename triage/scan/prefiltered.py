@@ -307,8 +307,9 @@ def read_chunks(needles: Needles, lf: LogFile, stream: BinaryIO, progress: Progr
                 errs.mark(lines + nl)  # its lines reach Python, counted nothing (may hold a shutdown): no more counting
             yield Chunk(lines, chunk, [], True, {})
         else:
-            if errs is not None and errs.learn(chunk, hits, line_text) and len(hits) > RESCAN_HITS:  # new keys: the
-                # lines the chunk returned for them (or for their neighbours) are counted instead
+            # new keys: the lines the chunk returned for them (or for their neighbours) are counted instead; a
+            # line of a key judged now to be claimable makes its neighbours Python's (errfold.ErrFold.settle)
+            while errs is not None and errs.settle(chunk, errs.learn(chunk, hits, line_text) and len(hits) > RESCAN_HITS):
                 nl, flags, quiet, ns, hits, per_origin = _linescan.scan(*args)
                 flags &= ~(F_ESC | F_NUL)
             if errs is not None:
@@ -323,7 +324,7 @@ def read_chunks(needles: Needles, lf: LogFile, stream: BinaryIO, progress: Progr
                         bars.saw(key, ids[1][6])
                 elif kind == K_COLS:
                     hits[i] = (kind, rel, start, stop, (offset, ids))  # where the chunk starts in the file
-                elif kind not in (K_CAND, K_FAMILY):
+                elif kind not in (K_CAND, K_FAMILY, K_KNOWN):  # (a K_KNOWN line: errfold.ErrFold.known)
                     hits[i] = (kind, rel, start, stop, row_key(lf.rel, chunk[start:stop]))
             sampled = Counter(tag for kind, _, _, _, tag in hits if kind in (K_STATS, K_SAMPLED))
             new = tuple(shapes.learn(chunk, hits)) if shapes is not None else ()
@@ -389,13 +390,15 @@ def _fast_hits(scanner: LineScanner, fs: FileScan, data: Any, hits: list[Any], b
             if runs.folds(lineno, text):
                 continue
             plan: Any
+            known = None
             if kind == K_KNOWN:
                 plan = KNOWN
+                tag, known = tag  # (needle ids, its key's shape: errfold.ErrFold.known)
             else:
                 plan = plans.get(tag)
                 if plan is None:
                     plan = plans[tag] = scanner.plan(frozenset(anchor_of[i] for i in tag))
-            scanner.line(fs, lineno, text, plan)
+            scanner.line(fs, lineno, text, plan, known)
             runs.after(ctx, lineno, text)
             if fs.family.line is not None and fs.family.line.lineno == lineno:
                 fs.family.ids = tag  # the C side may count the lines of its family (Families.native)

@@ -329,15 +329,16 @@ class Scanner:
             self._plans[found] = plan
         return plan
 
-    def line(self, fs: FileScan, lineno: int, text: str, plan: Plan | None = None) -> None:
-        """One candidate line. `plan`: what to try on it, when the prefilter knows which anchors it holds."""
+    def line(self, fs: FileScan, lineno: int, text: str, plan: Plan | None = None, known: bytes | None = None) -> None:
+        """One candidate line. `plan`: what to try on it, when the prefilter knows which anchors it holds; `known`:
+        the shape of a KNOWN line's key (errfold)."""
         lf, res, ctx = fs.lf, fs.res, fs.ctx
         msg, actor, pid, repeat = split_ray(text)
         line = Line(lf.rel, lineno, text, msg, actor, pid, repeat)
         if plan is KNOWN:  # a line of a key errfold registered: what the rest of this method does with it
             ctx.add(line)
             fs.family.kept(line, None, None)
-            fs.errorish.add(line)
+            fs.errorish.add(line, shape=known)
             return
         frame = 'File "' in msg and FRAME.match(msg) is not None
         echo = False  # a `raise X("...")` source line under its frame: it ran, and names what a cut paste lost

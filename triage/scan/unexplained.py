@@ -42,30 +42,33 @@ class Fold:
 class Unexplained:
     """One file's unclaimed error-like lines: some kept whole, the others folded per shape (see the module note)."""
 
-    __slots__ = ("lines", "folds", "held", "shut_at")
+    __slots__ = ("lines", "folds", "held", "held_shape", "shut_at")
 
     def __init__(self) -> None:
         self.lines: list[Line] = []  # kept whole
         self.folds: dict[bytes, Fold] = {}  # shape -> its lines
         self.held: Line | None = None  # the newest foldable line, folded when the next line comes
+        self.held_shape: bytes | None = None  # its shape, when known (a line of a key errfold registered)
         self.shut_at = 1 << 62  # the line of the file's first orderly-shutdown marker
 
     def shutdown(self, lineno: int) -> None:
         """An orderly-shutdown marker (signals.judge's first one): lines from here on are kept whole."""
         self.shut_at = min(self.shut_at, lineno)
 
-    def add(self, line: Line, foldable: bool = True, newest: bool = True) -> None:
+    def add(self, line: Line, foldable: bool = True, newest: bool = True, shape: bytes | None = None) -> None:
         """An error-like line no rule claimed. `foldable`: no later step may single it out (the caller knows: not an
         exception line, not a mark, not the file's last line). `newest`: the scan's newest line (held until the next
-        one comes); else a line met after the scan (a claim whose conditions failed), folded at once."""
+        one comes); else a line met after the scan (a claim whose conditions failed), folded at once. `shape`: the
+        shape it folds under, when the caller knows it (the registered shape of an errfold key, as `natives`)."""
         if not foldable or line.lineno >= self.shut_at:
             self.lines.append(line)
         elif not newest:
-            self._fold(line)
+            self._fold(line, shape)
         else:
-            held, self.held = self.held, line
+            held, held_shape = self.held, self.held_shape
+            self.held, self.held_shape = line, shape
             if held is not None:
-                self._fold(held)
+                self._fold(held, held_shape)
 
     def natives(self, records: list[tuple[bytes, int, Line, Line | None, Line]]) -> Line | None:
         """The lines the C prefilter counted per shape (scan/errfold.py), (shape, count, first, the one before the last
@@ -98,8 +101,8 @@ class Unexplained:
             f.last = last
         f.count += count
 
-    def _fold(self, line: Line) -> None:
-        key = shape(line.msg)
+    def _fold(self, line: Line, known: bytes | None = None) -> None:
+        key = known if known is not None else shape(line.msg)
         f = self.folds.get(key)
         if f is None:
             self.folds[key] = Fold(line)
@@ -109,7 +112,7 @@ class Unexplained:
     def close(self) -> tuple[list[Line], list[Fold]]:
         """(the lines kept whole, and each fold of one line; the folds of more lines), in line order."""
         lines = self.lines + ([self.held] if self.held is not None else [])
-        self.held = None
+        self.held = self.held_shape = None
         folds = []
         for f in self.folds.values():
             if f.first is f.last:
