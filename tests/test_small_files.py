@@ -258,7 +258,7 @@ def test_a_batch_result_and_its_tape_travel_back_unchanged(tmp_path: Path) -> No
         parallel._scanner = monkey_scanner
     back_results, back_tape = pickle.loads(pickle.dumps((results, tape)))
     assert back_results == results and back_tape == tape
-    hits = [h for r in back_results if not isinstance(r, str) for h in r.hits]
+    hits = [h for r in back_results if not isinstance(r, (str, tuple)) for h in r.hits]  # a tuple: notes only
     assert {(h.rule, h.line.file, h.line.lineno, h.line.msg) for h in hits} >= {
         ("trainer.cuda-oom", "ranks/train-rank-005.log.1.gz", 12, OOM)}
     assert len(tape) == 8 * 4 * 3  # a timer reading and two records a step: 6 rank logs, the .gz, the one past NULs
