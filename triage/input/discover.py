@@ -346,9 +346,13 @@ def _look_further(logfile: LogFile, head: bytes) -> tuple[bytes, str]:
 
 def sniff(logfile: LogFile) -> None:
     """Fill in compression, kind and status from the first bytes of the file."""
+    # a file stat() found smaller than SNIFF is read for its size and one byte more (a read of SNIFF bytes would
+    # make a 64 KiB buffer for a 4 KB file, a third of a small file's discovery); one that grew since is sniffed
+    # from its first size + 1 bytes, a head all the same (a size of 0 may be a file whose size is not known)
+    want = logfile.size + 1 if 0 < logfile.size < SNIFF else SNIFF
     try:
         with safe_open(logfile.path) as fh:
-            head = fh.read(SNIFF)
+            head = fh.read(want)
     except OSError as e:
         logfile.status, logfile.reason = "unreadable", e.strerror or str(e)
         return
