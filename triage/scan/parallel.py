@@ -212,8 +212,11 @@ def _work(conn: Any) -> None:
     conn.close()
 
 
+_HELD = tuple(f.name for f in dataclasses.fields(FileResult) if f.name != "file")  # what a result may hold
+
+
 def _empty(r: FileResult) -> bool:
-    return not any(getattr(r, f.name) for f in dataclasses.fields(r) if f.name != "file")
+    return not any(getattr(r, name) for name in _HELD)
 
 
 def _notes_only(r: FileResult) -> FileResult | tuple[int, str, str]:
