@@ -410,6 +410,8 @@ _UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 def printable(name: str) -> str:
     """A path as reports print it: bytes that are not UTF-8 as \\xNN, control characters escaped, so an odd
     file name can neither break a report line nor fail to encode (the path itself is kept for opening)."""
+    if name.isascii() and name.isprintable():  # nearly every name: nothing to escape
+        return name
     text = os.fsencode(name).decode("utf-8", "backslashreplace")
     return _UNPRINTABLE.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
 
