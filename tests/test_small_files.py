@@ -258,7 +258,7 @@ def test_a_batch_result_and_its_tape_travel_back_unchanged(tmp_path: Path) -> No
         parallel._scanner = monkey_scanner
     back_results, back_tape = pickle.loads(pickle.dumps((results, tape)))
     assert back_results == results and back_tape == tape
-    hits = [h for r in back_results if not isinstance(r, str) for h in r.hits]
+    hits = [h for r in back_results if not isinstance(r, (str, tuple)) for h in r.hits]  # a tuple: notes only
     assert {(h.rule, h.line.file, h.line.lineno, h.line.msg) for h in hits} >= {
         ("trainer.cuda-oom", "ranks/train-rank-005.log.1.gz", 12, OOM)}
     assert len(tape) == 8 * 4 * 3  # a timer reading and two records a step: 6 rank logs, the .gz, the one past NULs
@@ -283,3 +283,58 @@ def test_a_result_that_holds_nothing_is_not_kept_and_its_file_notes_are(tmp_path
     assert {lf.rel: lf.lines for lf in files}["verifier/verify-sample-003.log"] == 5  # its count came home
     lines = {lf.rel: lf.lines for lf in files}
     assert (lines["ranks/train-rank-001.log"], lines["ranks/train-rank-017.log"]) == (12, 15)  # 4 steps; a traceback
+
+
+def timer_log(rank: int) -> str:
+    """Timer readings printed again and again (a start, a few end seconds), and some whose seconds rounding to 3
+    significant figures changes (1234.5 s: 1230), which a tape always writes in full."""
+    lines = []
+    for s in range(6):
+        lines.append("[2026-05-24 00:51:18] timer.py:24 - Timer actor_train start")
+        lines.append(f"[2026-05-24 00:51:18] timer.py:32 - Timer actor_train end (elapsed: {40 + s % 2}.5s)")
+        lines.append(f"[2026-05-24 00:51:18] timer.py:32 - Timer update_weights end (elapsed: {1230 + (rank + s) % 9}.5s)")
+    lines.append("[2026-05-24 00:51:18] timer.py:24 - Timer actor_train start")  # the last: a reading again
+    return "\n".join(lines) + "\n"
+
+
+def timer_state(scanner: Any) -> Any:
+    events = scanner.series.close()
+    (series,) = [ev for ev in events if ev.kind == "timer_series"]
+    return ([(ev.line.file, ev.line.lineno, dict(ev.fields), n) for ev, n in series.fields["timers"]],
+            (series.line.file, series.line.lineno))
+
+
+@needs_fork
+@pytest.mark.parametrize("bound", [4096, 5])  # 5: past the fifth reading, new readings' seconds are rounded
+def test_timer_readings_are_kept_alike_by_one_process_and_by_batches(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                     bound: int) -> None:
+    from triage.library.rules import load_library
+    from triage.parsers import metrics
+    from triage.scan.scanner import Scanner
+    from triage.scan.series import RunSeries
+
+    monkeypatch.setattr(metrics, "TIMER_READINGS", bound)
+    run = tmp_path / "run"
+    run.mkdir()
+    for r in range(24):
+        (run / f"train-rank-{r:03d}.log").write_text(timer_log(r))
+    files = [lf for lf in discover.discover([str(run)])[0] if lf.status == "read"]
+    lib = load_library()
+    states = []
+    for jobs in ("1", "2"):
+        monkeypatch.setenv("TRIAGE_JOBS", jobs)
+        if jobs == "2":
+            small_batches(monkeypatch)
+            worker_marks(tmp_path, monkeypatch)
+        scanner = Scanner(lib)
+        scanner.series = RunSeries()
+        parallel.scan_files(scanner, files)
+        states.append(timer_state(scanner))
+    assert list(tmp_path.glob("worker-batch-*")), "a worker scanned no batch"
+    assert states[1] == states[0]
+    readings, last = states[0]
+    assert last == ("train-rank-023.log", 19)
+    assert sum(n for *_, n in readings) == 24 * 19
+    assert readings[0][:2] == ("train-rank-000.log", 1)
+    if bound == 5:
+        assert any(f.get("seconds") == 1230.0 for _, _, f, _ in readings)  # rounded: 1230.5, 1231.5 ... as one

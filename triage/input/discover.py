@@ -349,9 +349,13 @@ def _look_further(logfile: LogFile, head: bytes) -> tuple[bytes, str]:
 
 def sniff(logfile: LogFile) -> None:
     """Fill in compression, kind and status from the first bytes of the file."""
+    # a file stat() found smaller than SNIFF is read for its size and one byte more (a read of SNIFF bytes would
+    # make a 64 KiB buffer for a 4 KB file, a third of a small file's discovery); one that grew since is sniffed
+    # from its first size + 1 bytes, a head all the same (a size of 0 may be a file whose size is not known)
+    want = logfile.size + 1 if 0 < logfile.size < SNIFF else SNIFF
     try:
         with safe_open(logfile.path) as fh:
-            head = fh.read(SNIFF)
+            head = fh.read(want)
     except OSError as e:
         logfile.status, logfile.reason = "unreadable", e.strerror or str(e)
         return
@@ -409,6 +413,8 @@ _UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 def printable(name: str) -> str:
     """A path as reports print it: bytes that are not UTF-8 as \\xNN, control characters escaped, so an odd
     file name can neither break a report line nor fail to encode (the path itself is kept for opening)."""
+    if name.isascii() and name.isprintable():  # nearly every name: nothing to escape
+        return name
     text = os.fsencode(name).decode("utf-8", "backslashreplace")
     return _UNPRINTABLE.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
 

@@ -28,7 +28,8 @@ MANY = 256  # ... when a run has this many of them (fewer take less time than st
 FILES = 128  # files in a batch at most: a batch's results travel back as one message
 BYTES = 4 << 20  # bytes in a batch at most
 
-RECORD, RECORD_ROWS, TIMER, TIMER_ROWS = range(4)  # what a tape entry gives (RunSeries.store / .timers method)
+RECORD, RECORD_ROWS, TIMER, TIMER_ROWS, TIMER_AGAIN = range(5)  # what a tape entry gives (RunSeries.store / .timers
+# method); TIMER_AGAIN: the timer reading of an earlier entry of the tape again (its index), printed by another line
 
 
 def split(files: list[LogFile]) -> tuple[list[LogFile], list[list[LogFile]]]:
@@ -64,6 +65,45 @@ class _Side:
         self.entries.append((self.rows, rows))
 
 
+class _Timers(_Side):
+    """The timers' side of a tape. A reading printed again (the same name, phase, seconds, ok and actor as an earlier
+    entry of the tape: 86 % of the timer lines of a run of per-rank logs) is written down as that entry's index, so
+    the line that printed it does not travel. TimerStore.add (parsers/metrics.py) does the same with either event:
+    it counts the reading's line, the event it keeps being the first one's. Not when the store, near its bound
+    (TIMER_READINGS), would round the seconds to 3 significant figures and so make a reading of its own: only
+    readings that rounding leaves as they are are written as an index. The tape's last timer entry is always
+    written in full (done()): the store's `last` is the line of the last reading it was given."""
+
+    __slots__ = ("first", "last")
+
+    def __init__(self, entries: list[tuple[int, Any]]) -> None:
+        super().__init__(entries, TIMER, TIMER_ROWS)
+        self.first: dict[tuple[Any, ...], int] = {}  # reading -> index of its first entry in the tape
+        self.last: tuple[int, Any] | None = None  # (index, event) of the last timer entry
+
+    def add(self, item: Any) -> None:
+        f = item.fields
+        seconds = f.get("seconds")
+        key = (f.get("name"), f.get("phase"), seconds, f.get("ok", True), f.get("actor"))
+        at = self.first.get(key)
+        self.last = (len(self.entries), item)
+        if at is not None:
+            self.entries.append((TIMER_AGAIN, at))
+        else:
+            if seconds is None or isinstance(seconds, float) and float(f"{seconds:.3g}") == seconds:
+                self.first[key] = len(self.entries)
+            self.entries.append((TIMER, item))
+
+    def add_rows(self, rows: Any) -> None:
+        self.last = None  # the rows' last line is the store's `last` now
+        super().add_rows(rows)
+
+    def done(self) -> None:
+        if self.last is not None:
+            at, item = self.last
+            self.entries[at] = (TIMER, item)
+
+
 class Tape:
     """Stands in for the run's stores while a batch is scanned (Scanner.scan takes it as its `series`): what the
     batch's files give them, in order, to be played into the real ones later (play)."""
@@ -71,10 +111,15 @@ class Tape:
     def __init__(self) -> None:
         self.entries: list[tuple[int, Any]] = []
         self.store = _Side(self.entries, RECORD, RECORD_ROWS)
-        self.timers = _Side(self.entries, TIMER, TIMER_ROWS)
+        self.timers = _Timers(self.entries)
 
     def here(self) -> bool:
         return True  # whichever process scans the batch, its files give their records to this tape
+
+    def done(self) -> list[tuple[int, Any]]:
+        """The tape's entries, once the batch is scanned."""
+        self.timers.done()
+        return self.entries
 
 
 def play(entries: list[tuple[int, Any]], series: RunSeries) -> None:
@@ -85,6 +130,8 @@ def play(entries: list[tuple[int, Any]], series: RunSeries) -> None:
             store.add(item)
         elif what == TIMER:
             timers.add(item)
+        elif what == TIMER_AGAIN:
+            timers.add(entries[item][1])
         elif what == RECORD_ROWS:
             store.add_rows(item)
         else:

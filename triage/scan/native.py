@@ -94,6 +94,8 @@ DP_TAGS = re.compile(rb"\n(?:\([^)\n]*\) ?)?\[[^\]\n]* (DP\d+)")  # DP-attention
 def several_origins(head: bytes) -> bool:
     """Whether a file's head shows stats rows of several engines (a Ray driver log, DP-attention groups)."""
     lines = b"\n" + head
+    if b"\n(" not in lines and b" DP" not in lines:  # what every match of either holds
+        return False
     return len(set(RAY_PREFIXES.findall(lines))) > 1 or len(set(DP_TAGS.findall(lines))) > 1
 
 

@@ -81,27 +81,36 @@ def _proxy(m: MappingProxyType[Any, Any]) -> tuple[Any, tuple[dict[Any, Any]]]:
 copyreg.pickle(MappingProxyType, _proxy)
 
 
-def _slotted(cls: type, values: tuple[Any, ...]) -> Any:
-    obj: Any = object.__new__(cls)
-    for name, value in zip(cls.__slots__, values):  # type: ignore[attr-defined]
-        setattr(obj, name, value)
-    return obj
+def _made_line(file: str, lineno: int, text: str, msg: str | None, cut: int, actor: str, pid: str, repeat: int,
+               until: int, new: Callable[[type], Any] = object.__new__) -> Line:
+    line: Any = new(Line)
+    line.file, line.lineno, line.text, line._msg, line._cut = file, lineno, text, msg, cut
+    line.actor, line.pid, line.repeat, line.until = actor, pid, repeat, until
+    return line  # type: ignore[no-any-return]
 
 
-def _line(line: Line) -> tuple[Any, tuple[type, tuple[Any, ...]]]:
-    return _slotted, (Line, tuple(getattr(line, name) for name in Line.__slots__))
+def _line(line: Any) -> tuple[Any, tuple[Any, ...]]:
+    return _made_line, (line.file, line.lineno, line.text, line._msg, line._cut, line.actor, line.pid, line.repeat,
+                        line.until)
 
 
-def _fields(obj: Any) -> tuple[type, tuple[Any, ...]]:
-    return type(obj), tuple(getattr(obj, f.name) for f in dataclasses.fields(obj))
+LINE_SLOTS = ("file", "lineno", "text", "_msg", "_cut", "actor", "pid", "repeat", "until")  # what _line sends
+
+
+def _event(ev: Event) -> tuple[type, tuple[Any, ...]]:
+    return Event, (ev.kind, ev.line, ev.fields)
+
+
+def _hit(hit: Hit) -> tuple[type, tuple[Any, ...]]:
+    return Hit, (hit.rule, hit.line, hit.numbers, hit.side, hit.extra)
 
 
 # The lines and events a batch of small files sends back (its results, its tape: tens of thousands a second) as
-# their values in a tuple: pickle's own way with a class of __slots__ asks each slot by name through copyreg, and
-# took 40 % longer both ways, the messages a quarter larger.
+# their values in a tuple, each attribute named: pickle's own way with a class of __slots__ asks each slot by name
+# through copyreg, and a loop over the slots (getattr, setattr) took three times as long both ways.
 copyreg.pickle(Line, _line)
-for _cls in (Event, Hit):
-    copyreg.pickle(_cls, _fields)
+copyreg.pickle(Event, _event)
+copyreg.pickle(Hit, _hit)
 
 
 def cores() -> int:
@@ -143,23 +152,23 @@ def _scan_one(lf: LogFile) -> FileResult:
     return _scanner.scan(lf)
 
 
-def _scan_batch(files: list[LogFile]) -> tuple[list[FileResult | str], list[tuple[int, Any]] | None]:
-    """(each file's result or why it has none, the tape of what they gave the run's stores: None when the scanner
+def _scan_batch(files: list[LogFile]) -> tuple[list[FileResult | tuple[int, str, str] | str], list[tuple[int, Any]] | None]:
+    """(each file's result (_notes_only) or why it has none, the tape of what they gave the run's stores: None when the scanner
     has no run-level stores, and each result holds its file's)."""
     assert _scanner is not None
     was = _scanner.series
     tape = batches.Tape() if was is not None else None
-    out: list[FileResult | str] = []
+    out: list[FileResult | tuple[int, str, str] | str] = []
     try:
         _scanner.series = tape  # type: ignore[assignment]  # a Tape stands in for a RunSeries
         for lf in files:
             try:
-                out.append(_scanner.scan(lf))
+                out.append(_notes_only(_scanner.scan(lf)))
             except Exception as e:  # noqa: BLE001 - one odd file must not end the run
                 out.append(f"{type(e).__name__}: {e}")
     finally:
         _scanner.series = was
-    return out, tape.entries if tape is not None else None
+    return out, tape.done() if tape is not None else None
 
 
 def _run_job(i: int) -> Any:
@@ -203,14 +212,30 @@ def _work(conn: Any) -> None:
     conn.close()
 
 
-def kept(lf: LogFile, r: FileResult) -> FileResult | None:
+_HELD = tuple(f.name for f in dataclasses.fields(FileResult) if f.name != "file")  # what a result may hold
+
+
+def _empty(r: FileResult) -> bool:
+    return not any(getattr(r, name) for name in _HELD)
+
+
+def _notes_only(r: FileResult) -> FileResult | tuple[int, str, str]:
+    """A batch's result of one file as it travels: r, or only its file's notes (lines, reason, status) when it holds
+    nothing else (most files of a run of small files: a FileResult and its LogFile cost ~10 us to send and take)."""
+    return (r.file.lines, r.file.reason, r.file.status) if _empty(r) else r
+
+
+def kept(lf: LogFile, r: FileResult | tuple[int, str, str]) -> FileResult | None:
     """r, or None when it holds nothing a later stage reads (most results of a run of small files: a FileResult of
     empty lists is ~800 bytes, 160 MB for 200 k files); either way the file's notes (lines, status, reason) are lf's
-    (a worker's result holds a copy of lf)."""
+    (a worker's result holds a copy of lf; _notes_only: only the notes)."""
+    if isinstance(r, tuple):
+        lf.lines, lf.reason, lf.status = r
+        return None
     if r.file is not lf:
         lf.lines, lf.reason, lf.status = r.file.lines, r.file.reason, r.file.status
         r.file = lf
-    return r if any(getattr(r, f.name) for f in dataclasses.fields(r) if f.name != "file") else None
+    return None if _empty(r) else r
 
 
 def scan_files(scanner: Scanner, files: list[LogFile]) -> list[FileResult | None]:

@@ -138,6 +138,9 @@ class RowOwners:
 
     def skips(self, quiet: int, per_origin: dict[bytes, int] | None, sampled: Counter[str]) -> dict[str, int]:
         """The rows of a chunk the C side counted but did not return, per engine timeline."""
+        if not quiet and per_origin is None and not sampled:  # no stats rows (most chunks of most small files)
+            self.key = self.key or self.file
+            return {}
         counts: Counter[str] = Counter()
         if per_origin is not None:
             for origin, n in per_origin.items():
@@ -237,7 +240,7 @@ def scan_file(scanner: LineScanner, fs: FileScan, stream: BinaryIO, progress: Pr
 def shapes_for(scanner: Any, lf: LogFile) -> Shapes | None:
     """The shape registry of a file read from disk (its rows' text is read back from it) of COLUMNS_FROM bytes or
     more, else None."""
-    if not columns() or lf.path == "-" or lf.compression or lf.size < COLUMNS_FROM:
+    if lf.size < COLUMNS_FROM or lf.path == "-" or lf.compression or not columns():
         return None
     return Shapes(scanner)
 
@@ -271,6 +274,11 @@ def read_chunks(needles: Needles, lf: LogFile, stream: BinaryIO, progress: Progr
         end = have + n
         final = n == 0
         cut = end if final else buf.rfind(b"\n", 0, end) + 1
+        if final and not end:  # the file ended with its last newline: nothing left (not a line without one)
+            if errs is not None:
+                yield _counted(errs, lines)
+            yield lines
+            return
         if cut == 0:  # no newline in a whole chunk: let the line-for-line reader bound this line
             if errs is not None:
                 yield _counted(errs, lines)
