@@ -75,8 +75,8 @@ class LineScanner(Protocol):
     def plan(self, found: frozenset[str | None]) -> Any:
         """What to try on a line holding these anchors."""
 
-    def line(self, fs: FileScan, lineno: int, text: str, plan: Any = None) -> None:
-        """One candidate line into fs."""
+    def line(self, fs: FileScan, lineno: int, text: str, plan: Any = None, known: bytes | None = None) -> None:
+        """One candidate line into fs (known: its error key's shape, when the C side matched a registered key)."""
 
     def candidates(self, chunks: Iterable[str], fs: FileScan, first_lineno: int = 1) -> Iterator[tuple[int, str]]:
         """(lineno, text) of each candidate line of the text chunks; then fs.lines_seen is set."""

@@ -86,7 +86,7 @@ def _made_line(file: str, lineno: int, text: str, msg: str | None, cut: int, act
     line: Any = new(Line)
     line.file, line.lineno, line.text, line._msg, line._cut = file, lineno, text, msg, cut
     line.actor, line.pid, line.repeat, line.until = actor, pid, repeat, until
-    return line  # type: ignore[no-any-return]
+    return line
 
 
 def _line(line: Any) -> tuple[Any, tuple[Any, ...]]:

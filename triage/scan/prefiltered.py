@@ -317,7 +317,7 @@ def read_chunks(needles: Needles, lf: LogFile, stream: BinaryIO, progress: Progr
         else:
             # new keys: the lines the chunk returned for them (or for their neighbours) are counted instead; a
             # line of a key judged now to be claimable makes its neighbours Python's (errfold.ErrFold.settle)
-            while errs is not None and errs.settle(chunk, errs.learn(chunk, hits, line_text) and len(hits) > RESCAN_HITS):
+            while errs is not None and errs.settle(chunk, errs.learn(chunk, hits, line_text) > 0 and len(hits) > RESCAN_HITS):
                 nl, flags, quiet, ns, hits, per_origin = _linescan.scan(*args)
                 flags &= ~(F_ESC | F_NUL)
             if errs is not None:
