@@ -247,3 +247,16 @@ def test_a_user_registry_of_the_wrong_shape_is_one_line(tmp_path: Path, name: st
     with pytest.raises(LibraryError) as e:
         load_checked_library([rules])
     assert str(e.value) == f"{rules}/{problem}"
+
+
+def test_a_checkout_reads_its_own_patterns_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Run from a source checkout (rules.py at triage/library/), the library is that checkout's top-level patterns/,
+    never the copy another install (an editable install of a second checkout) registered as triage.patterns_data."""
+    from triage.library import rules
+
+    checkout = tmp_path / "checkout"
+    (checkout / "triage" / "library").mkdir(parents=True)
+    (checkout / "patterns").mkdir()
+    (checkout / "patterns" / "knobs.yaml").write_text("knobs: []\n")
+    monkeypatch.setattr(rules, "__file__", str(checkout / "triage" / "library" / "rules.py"))
+    assert rules.builtin_dir() == checkout / "patterns"

@@ -260,6 +260,16 @@ def test_first_step_slow_with_steady_lengths_is_a_cold_start(tmp_path: Path, lib
     text = _steps([900.0, 100.0, 110.0, 105.0], [3000.0, 2900.0, 3100.0, 3050.0])
     f = by_rule(run(write_run(tmp_path / "run", None, logs={"train.log": text}), lib))["cold.first-step-slow"]
     assert (f.numbers["first"], f.numbers["warm_median"]) == (900.0, 105.0)
+    assert (f.severity, f.numbers["excess_share_of_run"]) == ("warning", 0.654)  # 795 s of 1215 s
+
+
+def test_a_slow_first_step_of_a_long_run_is_info(tmp_path: Path, lib) -> None:
+    """Its excess (900 - 104.5 s) is 3.6 % of 201 steps' time: a caveat for throughput figures, not a warning."""
+    text = _steps([900.0] + [100.0, 110.0, 105.0, 104.0] * 50, [3000.0] * 201)
+    f = by_rule(run(write_run(tmp_path / "run", None, logs={"train.log": text}), lib))["cold.first-step-slow"]
+    assert (f.severity, f.numbers["warm_median"], f.numbers["excess_share_of_run"]) == ("info", 104.5, 0.036)
+    assert f.title.startswith("First step slower than the warm steps, a small share of the run (first 900 s")
+    assert (f.evidence[0].file, f.evidence[0].line) == ("train.log", 1)
 
 
 def test_fast_steps_of_a_collapsed_policy_are_not_a_cold_start(tmp_path: Path, lib) -> None:

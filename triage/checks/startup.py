@@ -409,6 +409,15 @@ def first_step_slow(params: dict[str, Any], run: Run) -> list[CheckResult]:
                        "startup_seconds": startup, "startup_phases": phases,
                        "arithmetic": f"first {first:g} s = {first / warm:.1f} × warm median {warm:g} s"}
             title = ""
+            run_share = excess / sum(v for _, v in series)
+            numbers["excess_share_of_run"] = round(run_share, 3)
+            if run_share < float(params.get("minor_share", 0.0)):
+                # a cold first step of a run that then stepped on for far longer: a caveat for throughput figures
+                # (keep it apart from warm steps), not a cost worth a warning
+                numbers["arithmetic"] += f"; {run_share:.1%} of the run's {len(series)} steps' time"
+                return [CheckResult(evidence=[_line(first_ev, key)], count=1, numbers=numbers, severity="info",
+                                    title=f"First step slower than the warm steps, a small share of the run "
+                                          f"({numbers['arithmetic']})")]
             if phases:
                 share = min(startup / excess, 1.0) if excess > 0 else 0.0
                 numbers["startup_share_of_excess"] = round(share, 2)

@@ -251,7 +251,7 @@ def _line_loader() -> Any:
 
 def builtin_dir() -> Path:
     """The library shipped with triage: the top-level patterns/ folder of a checkout, or its copy in the wheel."""
-    source_tree = Path(__file__).resolve().parent.parent / "patterns"
+    source_tree = Path(__file__).resolve().parents[2] / "patterns"  # triage/library/rules.py -> the checkout
     if (source_tree / "knobs.yaml").is_file():
         return source_tree
     return Path(str(importlib.resources.files("triage.patterns_data")))
