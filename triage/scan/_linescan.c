@@ -289,6 +289,25 @@ TARGET_AVX2 static Py_ssize_t count_nl_avx2(const unsigned char *p, const unsign
 }
 #endif
 
+#if HAVE_AVX512_PATH
+/* Newlines in [p, q), 64 bytes per step and the last < 64 in one masked load (masked-off bytes are not read, so
+ * nothing past q is touched). Same result as count_nl. The fold counts the ~100-300 bytes between two rows this
+ * way, where count_nl_avx2 left up to 63 bytes to the 8-byte loop. */
+TARGET_AVX512 static Py_ssize_t count_nl_avx512(const unsigned char *p, const unsigned char *q) {
+    Py_ssize_t c = 0;
+    const __m512i nl = _mm512_set1_epi8('\n');
+    while (q - p >= 64) {
+        c += __builtin_popcountll(_mm512_cmpeq_epi8_mask(_mm512_loadu_si512((const void *)p), nl));
+        p += 64;
+    }
+    if (q > p) {
+        __mmask64 k = (1ULL << (q - p)) - 1;  /* q - p < 64 */
+        c += __builtin_popcountll(_mm512_mask_cmpeq_epi8_mask(k, _mm512_maskz_loadu_epi8(k, (const void *)p), nl));
+    }
+    return c;
+}
+#endif
+
 static int is_word(unsigned char c) {
     return c >= 0x80 || c == '_' || (c >= '0' && c <= '9') || ((c | 0x20) >= 'a' && (c | 0x20) <= 'z');
 }
@@ -1772,7 +1791,7 @@ static PyObject *scan_with(PyObject *args, int loop) {
     switch (loop) {
 #if HAVE_AVX512_PATH
     case P_AVX512:
-        st->em.count = count_nl_avx2;
+        st->em.count = count_nl_avx512;
         st->em.fused = 1;
         err = run_avx512(st) < 0;
         break;
