@@ -563,6 +563,23 @@ typedef struct {
     Skeleton skel[2];         /* the keys of the last decode and prefill rows parsed */
 } Fold;
 
+/* ---- The prefix of the last row read whole ----
+ * Rows of one engine start with the same prefix but for the time stamp's digits (`[2026-05-24 02:54:42 DP0 TP0] `).
+ * What the fold and the origin lookup read of a row's prefix (bytes before its marker) does not change when only
+ * those digits do: a prefix that starts with the stamp `[DDDD-DD-DD DD:DD:DD` (no byte of it a `(`, `E`, `]`, `D`,
+ * `b` or a control byte) and holds no `E` is printable ASCII with no `batch` and gives one origin slot for every
+ * line whose prefix equals it but for the stamp's digits, when the rest of the line holds no `Engine NNN:` within
+ * reach (origin_key's vLLM test, run on the rest alone). So the prefix of the last row whose origin was looked up
+ * is kept with its slot, and a row whose prefix matches it skips those reads (prefix_memo). */
+#define PREFIX_MAX 96
+#define STAMP_LEN 20
+typedef struct {
+    Py_ssize_t len;           /* 0: none */
+    Py_ssize_t slot;
+    Py_ssize_t hit;           /* the line start whose prefix matched it last */
+    unsigned char bytes[PREFIX_MAX];
+} Prefix;
+
 /* ---- A family: candidate lines that fold into the line Python kept last (origins.Families) ----
  * Python says, for the call, which line its next candidate lines may fold into: that line's text with its digit
  * runs removed, its needle indices, its last line (index relative to this buffer, may be negative), the gap
@@ -596,6 +613,7 @@ typedef struct {
     int origins;                        /* count quiet rows per origin (see Origins) */
     Py_ssize_t last_mark_origin;        /* the origin slot the newest marker was counted under */
     Origins org;                        /* the origins of rows, and their fold states */
+    Prefix memo;                        /* the last row prefix read whole (see Prefix) */
     Py_ssize_t c_bol, c_eol;            /* the pending candidate line (c_bol < 0: none) */
     Py_ssize_t *ids, nids, ids_cap;     /* its needle indices (ids_local, or a larger heap array) */
     Py_ssize_t ids_local[32];
@@ -689,6 +707,18 @@ static Py_ssize_t residue(const unsigned char *b, Py_ssize_t bol, Py_ssize_t s) 
     return t + 1 < s && b[t] == 'm' && b[t + 1] == '(' && t - bol <= 12 ? t + 1 - bol : 0;
 }
 
+/* Whether the first `Engine ` in [t, lim) is vLLM V1's `Engine NNN:` (a byte >= 0x80 may be a digit). */
+static int engine_tag(const unsigned char *b, Py_ssize_t n, Py_ssize_t t, Py_ssize_t lim) {
+    for (const unsigned char *e = memchr(b + t, 'E', (size_t)(lim - t)); e && e + 7 <= b + lim;
+         e = memchr(e + 1, 'E', (size_t)(b + lim - e - 1))) {
+        if (memcmp(e, "Engine ", 7)) continue;
+        Py_ssize_t at = e + 7 - b, digit = 0;  /* the first one only */
+        for (Py_ssize_t v = at; v < at + 3 && v < n; v++) digit += (b[v] >= '0' && b[v] <= '9') || b[v] >= 0x80;
+        return digit == 3 && at + 3 < n && (b[at + 3] == ':' || b[at + 3] >= 0x80);
+    }
+    return 0;
+}
+
 /* The origin of the line at bol whose prefixes end before s (a row's marker; a candidate line's end) into key, its
  * length into *k: 0, or ORG_ODD (see Origins). */
 static int origin_key(const unsigned char *b, Py_ssize_t n, Py_ssize_t bol, Py_ssize_t s, unsigned char *key,
@@ -709,14 +739,7 @@ static int origin_key(const unsigned char *b, Py_ssize_t n, Py_ssize_t bol, Py_s
     Py_ssize_t lim = t + 120 < n ? t + 120 : n;  /* vLLM V1's `Engine NNN:` in the first 120 characters */
     const unsigned char *nl = lim > s ? memchr(b + s, '\n', (size_t)(lim - s)) : NULL;
     if (nl) lim = nl - b;
-    for (const unsigned char *e = memchr(b + t, 'E', (size_t)(lim - t)); e && e + 7 <= b + lim;
-         e = memchr(e + 1, 'E', (size_t)(b + lim - e - 1))) {
-        if (memcmp(e, "Engine ", 7)) continue;
-        Py_ssize_t at = e + 7 - b, digit = 0;  /* the first one only: `Engine NNN:` (a byte >= 0x80 may be a digit) */
-        for (Py_ssize_t v = at; v < at + 3 && v < n; v++) digit += (b[v] >= '0' && b[v] <= '9') || b[v] >= 0x80;
-        if (digit == 3 && at + 3 < n && (b[at + 3] == ':' || b[at + 3] >= 0x80)) return ORG_ODD;
-        break;
-    }
+    if (engine_tag(b, n, t, lim)) return ORG_ODD;
     if (t < s && b[t] == '[') {  /* the first ` DP` before the bracket closes; a digit after it makes it the tag */
         const unsigned char *c = memchr(b + t, ']', (size_t)(s - t));
         if (!c) return ORG_ODD;  /* engine_key would read on past the marker */
@@ -746,13 +769,92 @@ static Py_ssize_t origin_slot(Origins *o, const unsigned char *key, Py_ssize_t k
     return -1;
 }
 
+static int printable(const unsigned char *p, Py_ssize_t len);
+
+/* Does p (len bytes) start with a time stamp `[DDDD-DD-DD DD:DD:DD`? Three 8-byte words (bytes 0-7, 8-15, 12-19),
+ * each xored with the stamp ('0' at a digit): a separator's byte must then be 0, a digit's at most 9 (its high
+ * nibble 0, and adding 6 carries nothing into bit 4; no lane carries into the next). */
+static uint64_t STAMP_X[3], STAMP_LOW[3], STAMP_SIX[3], STAMP_B4[3];
+static void stamp_init(void) {
+    static const char shape[STAMP_LEN + 1] = "[0000-00-00 00:00:00";
+    static const int at[3] = {0, 8, 12};
+    for (int w = 0; w < 3; w++)
+        for (int j = 0; j < 8; j++) {
+            char c = shape[at[w] + j];
+            int sh = 8 * j;  /* little-endian: byte j of the word */
+            STAMP_X[w] |= (uint64_t)(unsigned char)c << sh;
+            if (c == '0') {
+                STAMP_LOW[w] |= (uint64_t)0x0f << sh;
+                STAMP_SIX[w] |= (uint64_t)0x06 << sh;
+                STAMP_B4[w] |= (uint64_t)0x10 << sh;
+            }
+        }
+}
+
+static ALWAYS_INLINE int stamped(const unsigned char *p, Py_ssize_t len) {
+    static const int at[3] = {0, 8, 12};
+    if (len < STAMP_LEN) return 0;
+    for (int w = 0; w < 3; w++) {
+        uint64_t x;
+        memcpy(&x, p + at[w], 8);
+        x ^= STAMP_X[w];
+        if ((x & ~STAMP_LOW[w]) || ((x + STAMP_SIX[w]) & STAMP_B4[w])) return 0;
+    }
+    return 1;
+}
+
+/* The memo's slot when the row prefix [bol, s) matches the one kept (see Prefix), else -1. `rest`: also look for
+ * vLLM's tag in the rest of the line within origin_key's reach (the origin lookup); without it, only what the fold
+ * reads of the prefix is asked (printable, no `batch`). */
+static ALWAYS_INLINE Py_ssize_t prefix_memo(Scan *st, Py_ssize_t bol, Py_ssize_t s, int rest) {
+    Prefix *pm = &st->memo;
+    const unsigned char *b = st->b;
+    Py_ssize_t len = s - bol;
+    if (!pm->len) return -1;  /* none kept */
+    if (bol != pm->hit) {  /* not the prefix matched a moment ago (fold_parse, then the row's origin) */
+        if (len != pm->len || !stamped(b + bol, len) || memcmp(b + bol + STAMP_LEN, pm->bytes + STAMP_LEN,
+                                                              (size_t)(len - STAMP_LEN)))
+            return -1;
+        pm->hit = bol;
+    } else if (len != pm->len)
+        return -1;
+    if (rest) {
+        Py_ssize_t lim = bol + 120 < st->n ? bol + 120 : st->n;
+        const unsigned char *nl = lim > s ? memchr(b + s, '\n', (size_t)(lim - s)) : NULL;
+        if (nl) lim = nl - b;
+        if (lim > s && engine_tag(b, st->n, s, lim)) return -1;
+    }
+    return pm->slot;
+}
+
+/* Keep the prefix [bol, s) of a row whose origin is slot i, when it is of the kind Prefix describes. */
+static void prefix_keep(Scan *st, Py_ssize_t bol, Py_ssize_t s, Py_ssize_t i) {
+    const unsigned char *b = st->b;
+    Py_ssize_t len = s - bol;
+    st->memo.len = 0;
+    st->memo.hit = -1;
+    if (len > PREFIX_MAX || !stamped(b + bol, len) || memchr(b + bol, 'E', (size_t)len) || !printable(b + bol, len))
+        return;
+    for (const unsigned char *k = memchr(b + bol, 'b', (size_t)len); k && k + 5 <= b + s;
+         k = memchr(k + 1, 'b', (size_t)(b + s - k - 1)))
+        if (!memcmp(k, "batch", 5)) return;
+    memcpy(st->memo.bytes, b + bol, (size_t)len);
+    st->memo.slot = i;
+    st->memo.len = len;
+}
+
 static Py_ssize_t origin_of(Scan *st, Py_ssize_t bol, Py_ssize_t s) {
     Origins *o = &st->org;
     unsigned char key[ORIGIN_MAX];
     Py_ssize_t k;
-    if (origin_key(st->b, st->n, bol, s, key, &k) < 0) return ORG_ODD;
-    Py_ssize_t i = origin_slot(o, key, k);
+    Py_ssize_t i = prefix_memo(st, bol, s, 1);
     if (i >= 0) return i;
+    if (origin_key(st->b, st->n, bol, s, key, &k) < 0) return ORG_ODD;
+    i = origin_slot(o, key, k);
+    if (i >= 0) {
+        prefix_keep(st, bol, s, i);
+        return i;
+    }
     if (o->n == o->cap) return ORG_FULL;
     memcpy(o->buf[o->n], key, (size_t)k);
     o->len[o->n] = k;
@@ -896,10 +998,12 @@ static int fold_parse(Scan *st, Py_ssize_t s, Py_ssize_t mlen, Py_ssize_t bol, P
     const unsigned char *b = st->b;
     Fold *f = &st->fold;
     if (eol - bol > FOLD_ROW_MAX || b[bol] == ' ') return 0;
-    if (!printable(b + bol, s - bol)) return 0;  /* from the marker on, the shape and the pairs allow only such bytes */
-    for (const unsigned char *k = memchr(b + bol, 'b', (size_t)(s - bol)); k && k + 5 <= b + s;
-         k = memchr(k + 1, 'b', (size_t)(b + s - k - 1)))
-        if (!memcmp(k, "batch", 5)) return 0;
+    if (prefix_memo(st, bol, s, 0) < 0) {  /* the prefix as the last row's: printable, no `batch` (see Prefix) */
+        if (!printable(b + bol, s - bol)) return 0;  /* from the marker on, the shape and the pairs allow only such bytes */
+        for (const unsigned char *k = memchr(b + bol, 'b', (size_t)(s - bol)); k && k + 5 <= b + s;
+             k = memchr(k + 1, 'b', (size_t)(b + s - k - 1)))
+            if (!memcmp(k, "batch", 5)) return 0;
+    }
     Py_ssize_t pos = stats_shape(b, eol, s, mlen);
     if (!pos) return 0;
     double usage = -1.0, full = -1.0, queue = 0.0, extra = 0.0, running = 0.0;
@@ -1916,6 +2020,7 @@ PyMODINIT_FUNC PyInit__linescan(void) {
     PyObject *mod = PyModule_Create(&module);
     if (!mod) return NULL;
     ray_class_init();
+    stamp_init();
 #if HAVE_AVX2_PATH
     __builtin_cpu_init();
     path_ok[P_AVX2] = __builtin_cpu_supports("avx2");
