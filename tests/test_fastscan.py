@@ -722,7 +722,9 @@ def test_rows_whose_prefixes_differ_only_near_the_stamp_fold_under_their_own_ori
     rng = random.Random(5)
     prefixes = ["[2026-05-24 00:50:{s:02d} DP1 TP1] ", "[2026-05-24 00:50:{s:02d} DP2 TP2] ",
                 "[2026-05-24 00:5x:{s:02d} DP1 TP1] ", "[2026-05-24 00:50:{s:02d} DP1 TP1] ",
-                "[2026-05-24 00:50:{s:02d} DP3 TP3] "]
+                "[2026-05-24 00:50:{s:02d} DP3 TP3] ", "(SGLangEngine pid=41, ip=10.0.0.1) [2026-05-24 00:50:{s:02d}] ",
+                "(SGLangEngine pid=42, ip=10.0.0.1) [2026-05-24 00:50:{s:02d}] ",
+                "(SGLangEngine pid=42, ip=10.0.0.1) [2026-05-24 00:50:{s:02d} DP1 TP1] "]
     vllm = "batch, Engine 012: 7, "  # prefix 3: DP1's, its rows naming a vLLM engine after the marker (a key: value)
     rows = [line.split("] ", 1)[1] for line in pressure_log(6000, 21)]
     lines = []
@@ -732,7 +734,7 @@ def test_rows_whose_prefixes_differ_only_near_the_stamp_fold_under_their_own_ori
     log = tmp_path / "sglang-engine-0.log"
     log.write_text("\n".join(lines) + "\n")
     fast, _ = both_paths_agree(log)
-    assert {"sglang-engine-0.log DP1", "sglang-engine-0.log DP2", "sglang-engine-0.log DP3"} <= set(fast.engines)
+    assert len(fast.engines) >= 6, sorted(fast.engines)
     one = tmp_path / "one" / "sglang-engine-0.log"  # one engine but for a few rows: the one-origin scan first
     one.parent.mkdir()
     one.write_text("\n".join(prefixes[0].format(s=i % 60) + (row if i % 997 else row.replace("batch, ", vllm, 1))

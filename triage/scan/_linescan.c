@@ -564,12 +564,13 @@ typedef struct {
 } Fold;
 
 /* ---- The prefix of the last row read whole ----
- * Rows of one engine start with the same prefix but for the time stamp's digits (`[2026-05-24 02:54:42 DP0 TP0] `).
- * What the fold and the origin lookup read of a row's prefix (bytes before its marker) does not change when only
- * those digits do: a prefix that starts with the stamp `[DDDD-DD-DD DD:DD:DD` (no byte of it a `(`, `E`, `]`, `D`,
- * `b` or a control byte) and holds no `E` is printable ASCII with no `batch` and gives one origin slot for every
- * line whose prefix equals it but for the stamp's digits, when the rest of the line holds no `Engine NNN:` within
- * reach (origin_key's vLLM test, run on the rest alone). So the prefix of the last row whose origin was looked up
+ * Rows of one engine start with the same prefix but for the time stamp's digits (`[2026-05-24 02:54:42 DP0 TP0] `,
+ * or that behind a Ray prefix). What the fold and the origin lookup read of a row's prefix (bytes before its marker)
+ * does not change when only those digits do: a prefix with the stamp `[DDDD-DD-DD DD:DD:DD` (no byte of it a `(`,
+ * `E`, `]`, `D`, `b` or a control byte) at its start, or where origin_key reads the line from after a Ray prefix, and
+ * no `E` from there on, is printable ASCII with no `batch` and gives one origin slot for every line whose prefix
+ * equals it but for the stamp's digits, when the rest of the line holds no `Engine NNN:` within reach (origin_key's
+ * vLLM test, run on the rest alone). So the prefix of the last row whose origin was looked up
  * is kept with its slot, and a row whose prefix matches it skips those reads (prefix_memo). */
 #define PREFIX_MAX 96
 #define STAMP_LEN 20
@@ -577,6 +578,7 @@ typedef struct {
     Py_ssize_t len;           /* 0: none */
     Py_ssize_t slot;
     Py_ssize_t hit;           /* the line start whose prefix matched it last */
+    Py_ssize_t stamp, from;   /* offsets: of its time stamp; where origin_key reads the line from (after a Ray prefix) */
     unsigned char bytes[PREFIX_MAX];
 } Prefix;
 
@@ -722,7 +724,7 @@ static int engine_tag(const unsigned char *b, Py_ssize_t n, Py_ssize_t t, Py_ssi
 /* The origin of the line at bol whose prefixes end before s (a row's marker; a candidate line's end) into key, its
  * length into *k: 0, or ORG_ODD (see Origins). */
 static int origin_key(const unsigned char *b, Py_ssize_t n, Py_ssize_t bol, Py_ssize_t s, unsigned char *key,
-                      Py_ssize_t *k) {
+                      Py_ssize_t *k, Py_ssize_t *from) {
     Py_ssize_t t = bol, r = residue(b, bol, s);
     *k = 0;
     if (b[bol] == '(' || r) {  /* engine_key reads the Ray prefix's pid, and the line after the prefix and a blank */
@@ -739,6 +741,7 @@ static int origin_key(const unsigned char *b, Py_ssize_t n, Py_ssize_t bol, Py_s
     Py_ssize_t lim = t + 120 < n ? t + 120 : n;  /* vLLM V1's `Engine NNN:` in the first 120 characters */
     const unsigned char *nl = lim > s ? memchr(b + s, '\n', (size_t)(lim - s)) : NULL;
     if (nl) lim = nl - b;
+    *from = t;  /* where engine_key reads the line from */
     if (engine_tag(b, n, t, lim)) return ORG_ODD;
     if (t < s && b[t] == '[') {  /* the first ` DP` before the bracket closes; a digit after it makes it the tag */
         const unsigned char *c = memchr(b + t, ']', (size_t)(s - t));
@@ -812,14 +815,15 @@ static ALWAYS_INLINE Py_ssize_t prefix_memo(Scan *st, Py_ssize_t bol, Py_ssize_t
     Py_ssize_t len = s - bol;
     if (!pm->len) return -1;  /* none kept */
     if (bol != pm->hit) {  /* not the prefix matched a moment ago (fold_parse, then the row's origin) */
-        if (len != pm->len || !stamped(b + bol, len) || memcmp(b + bol + STAMP_LEN, pm->bytes + STAMP_LEN,
-                                                              (size_t)(len - STAMP_LEN)))
+        Py_ssize_t at = pm->stamp, after = at + STAMP_LEN;
+        if (len != pm->len || !stamped(b + bol + at, len - at) || memcmp(b + bol, pm->bytes, (size_t)at) ||
+            memcmp(b + bol + after, pm->bytes + after, (size_t)(len - after)))
             return -1;
         pm->hit = bol;
     } else if (len != pm->len)
         return -1;
     if (rest) {
-        Py_ssize_t lim = bol + 120 < st->n ? bol + 120 : st->n;
+        Py_ssize_t lim = bol + pm->from + 120 < st->n ? bol + pm->from + 120 : st->n;
         const unsigned char *nl = lim > s ? memchr(b + s, '\n', (size_t)(lim - s)) : NULL;
         if (nl) lim = nl - b;
         if (lim > s && engine_tag(b, st->n, s, lim)) return -1;
@@ -827,32 +831,36 @@ static ALWAYS_INLINE Py_ssize_t prefix_memo(Scan *st, Py_ssize_t bol, Py_ssize_t
     return pm->slot;
 }
 
-/* Keep the prefix [bol, s) of a row whose origin is slot i, when it is of the kind Prefix describes. */
-static void prefix_keep(Scan *st, Py_ssize_t bol, Py_ssize_t s, Py_ssize_t i) {
+/* Keep the prefix [bol, s) of a row whose origin is slot i (origin_key read its line from `from`), when it is of
+ * the kind Prefix describes: the stamp at its start, or right where origin_key reads from after a Ray prefix. */
+static void prefix_keep(Scan *st, Py_ssize_t bol, Py_ssize_t s, Py_ssize_t i, Py_ssize_t from) {
     const unsigned char *b = st->b;
-    Py_ssize_t len = s - bol;
+    Py_ssize_t len = s - bol, at = b[bol] == '(' ? from - bol : 0;
     st->memo.len = 0;
     st->memo.hit = -1;
-    if (len > PREFIX_MAX || !stamped(b + bol, len) || memchr(b + bol, 'E', (size_t)len) || !printable(b + bol, len))
+    if (len > PREFIX_MAX || from < bol || from > s || !stamped(b + bol + at, len - at) ||
+        memchr(b + from, 'E', (size_t)(s - from)) || !printable(b + bol, len))
         return;
     for (const unsigned char *k = memchr(b + bol, 'b', (size_t)len); k && k + 5 <= b + s;
          k = memchr(k + 1, 'b', (size_t)(b + s - k - 1)))
         if (!memcmp(k, "batch", 5)) return;
     memcpy(st->memo.bytes, b + bol, (size_t)len);
     st->memo.slot = i;
+    st->memo.stamp = at;
+    st->memo.from = from - bol;
     st->memo.len = len;
 }
 
 static Py_ssize_t origin_of(Scan *st, Py_ssize_t bol, Py_ssize_t s) {
     Origins *o = &st->org;
     unsigned char key[ORIGIN_MAX];
-    Py_ssize_t k;
+    Py_ssize_t k, from = bol;
     Py_ssize_t i = prefix_memo(st, bol, s, 1);
     if (i >= 0) return i;
-    if (origin_key(st->b, st->n, bol, s, key, &k) < 0) return ORG_ODD;
+    if (origin_key(st->b, st->n, bol, s, key, &k, &from) < 0) return ORG_ODD;
     i = origin_slot(o, key, k);
     if (i >= 0) {
-        prefix_keep(st, bol, s, i);
+        prefix_keep(st, bol, s, i, from);
         return i;
     }
     if (o->n == o->cap) return ORG_FULL;
