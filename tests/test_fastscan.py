@@ -707,3 +707,36 @@ def test_a_storm_among_several_ranks_rows_is_still_counted_in_c(tmp_path: Path, 
     storm = sum(1 for ln in lines if "Retract requests" in ln and not ln.startswith("(") and "repeated" not in ln)
     assert sum(counted) > storm * 0.8
     assert sum(fast.engines[f"sglang-engine-0.log DP{r}"].pressure_episodes.total_rows for r in range(4)) > 1000
+
+
+def test_rows_whose_prefixes_differ_only_near_the_stamp_fold_under_their_own_origin(tmp_path: Path,
+                                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """The C side keeps the prefix of the last row it looked up (`[date time` digits aside) and skips reading a row
+    of the same prefix again (_linescan.c, Prefix). Rows that share that prefix but for what decides the origin (a DP
+    tag of the same length, a stamp with a letter in a digit's place, a colour code, vLLM's `Engine NNN:` after the
+    marker) must still be read as Python reads them, on both the one-origin and the per-origin scans."""
+    import random
+
+    monkeypatch.setattr(fastscan, "SAMPLE_ALL_BELOW", 0)
+    monkeypatch.setattr(fastscan, "TIMELINE_ROWS", 50)
+    rng = random.Random(5)
+    prefixes = ["[2026-05-24 00:50:{s:02d} DP1 TP1] ", "[2026-05-24 00:50:{s:02d} DP2 TP2] ",
+                "[2026-05-24 00:5x:{s:02d} DP1 TP1] ", "[2026-05-24 00:50:{s:02d} DP1 TP1] ",
+                "[2026-05-24 00:50:{s:02d} DP3 TP3] ", "(SGLangEngine pid=41, ip=10.0.0.1) [2026-05-24 00:50:{s:02d}] ",
+                "(SGLangEngine pid=42, ip=10.0.0.1) [2026-05-24 00:50:{s:02d}] ",
+                "(SGLangEngine pid=42, ip=10.0.0.1) [2026-05-24 00:50:{s:02d} DP1 TP1] "]
+    vllm = "batch, Engine 012: 7, "  # prefix 3: DP1's, its rows naming a vLLM engine after the marker (a key: value)
+    rows = [line.split("] ", 1)[1] for line in pressure_log(6000, 21)]
+    lines = []
+    for i, row in enumerate(rows):  # long runs of one prefix (the memo holds), then a switch
+        k = (i // rng.randrange(5, 200)) % len(prefixes)
+        lines.append(prefixes[k].format(s=i % 60) + (row.replace("batch, ", vllm, 1) if k == 3 else row))
+    log = tmp_path / "sglang-engine-0.log"
+    log.write_text("\n".join(lines) + "\n")
+    fast, _ = both_paths_agree(log)
+    assert len(fast.engines) >= 6, sorted(fast.engines)
+    one = tmp_path / "one" / "sglang-engine-0.log"  # one engine but for a few rows: the one-origin scan first
+    one.parent.mkdir()
+    one.write_text("\n".join(prefixes[0].format(s=i % 60) + (row if i % 997 else row.replace("batch, ", vllm, 1))
+                             for i, row in enumerate(rows)) + "\n")
+    both_paths_agree(one)

@@ -289,6 +289,25 @@ TARGET_AVX2 static Py_ssize_t count_nl_avx2(const unsigned char *p, const unsign
 }
 #endif
 
+#if HAVE_AVX512_PATH
+/* Newlines in [p, q), 64 bytes per step and the last < 64 in one masked load (masked-off bytes are not read, so
+ * nothing past q is touched). Same result as count_nl. The fold counts the ~100-300 bytes between two rows this
+ * way, where count_nl_avx2 left up to 63 bytes to the 8-byte loop. */
+TARGET_AVX512 static Py_ssize_t count_nl_avx512(const unsigned char *p, const unsigned char *q) {
+    Py_ssize_t c = 0;
+    const __m512i nl = _mm512_set1_epi8('\n');
+    while (q - p >= 64) {
+        c += __builtin_popcountll(_mm512_cmpeq_epi8_mask(_mm512_loadu_si512((const void *)p), nl));
+        p += 64;
+    }
+    if (q > p) {
+        __mmask64 k = (1ULL << (q - p)) - 1;  /* q - p < 64 */
+        c += __builtin_popcountll(_mm512_mask_cmpeq_epi8_mask(k, _mm512_maskz_loadu_epi8(k, (const void *)p), nl));
+    }
+    return c;
+}
+#endif
+
 static int is_word(unsigned char c) {
     return c >= 0x80 || c == '_' || (c >= '0' && c <= '9') || ((c | 0x20) >= 'a' && (c | 0x20) <= 'z');
 }
@@ -544,6 +563,25 @@ typedef struct {
     Skeleton skel[2];         /* the keys of the last decode and prefill rows parsed */
 } Fold;
 
+/* ---- The prefix of the last row read whole ----
+ * Rows of one engine start with the same prefix but for the time stamp's digits (`[2026-05-24 02:54:42 DP0 TP0] `,
+ * or that behind a Ray prefix). What the fold and the origin lookup read of a row's prefix (bytes before its marker)
+ * does not change when only those digits do: a prefix with the stamp `[DDDD-DD-DD DD:DD:DD` (no byte of it a `(`,
+ * `E`, `]`, `D`, `b` or a control byte) at its start, or where origin_key reads the line from after a Ray prefix, and
+ * no `E` from there on, is printable ASCII with no `batch` and gives one origin slot for every line whose prefix
+ * equals it but for the stamp's digits, when the rest of the line holds no `Engine NNN:` within reach (origin_key's
+ * vLLM test, run on the rest alone). So the prefix of the last row whose origin was looked up
+ * is kept with its slot, and a row whose prefix matches it skips those reads (prefix_memo). */
+#define PREFIX_MAX 96
+#define STAMP_LEN 20
+typedef struct {
+    Py_ssize_t len;           /* 0: none */
+    Py_ssize_t slot;
+    Py_ssize_t hit;           /* the line start whose prefix matched it last */
+    Py_ssize_t stamp, from;   /* offsets: of its time stamp; where origin_key reads the line from (after a Ray prefix) */
+    unsigned char bytes[PREFIX_MAX];
+} Prefix;
+
 /* ---- A family: candidate lines that fold into the line Python kept last (origins.Families) ----
  * Python says, for the call, which line its next candidate lines may fold into: that line's text with its digit
  * runs removed, its needle indices, its last line (index relative to this buffer, may be negative), the gap
@@ -577,6 +615,7 @@ typedef struct {
     int origins;                        /* count quiet rows per origin (see Origins) */
     Py_ssize_t last_mark_origin;        /* the origin slot the newest marker was counted under */
     Origins org;                        /* the origins of rows, and their fold states */
+    Prefix memo;                        /* the last row prefix read whole (see Prefix) */
     Py_ssize_t c_bol, c_eol;            /* the pending candidate line (c_bol < 0: none) */
     Py_ssize_t *ids, nids, ids_cap;     /* its needle indices (ids_local, or a larger heap array) */
     Py_ssize_t ids_local[32];
@@ -671,10 +710,22 @@ static Py_ssize_t residue(const unsigned char *b, Py_ssize_t bol, Py_ssize_t s) 
     return t + 1 < s && b[t] == 'm' && b[t + 1] == '(' && t - bol <= 12 ? t + 1 - bol : 0;
 }
 
+/* Whether the first `Engine ` in [t, lim) is vLLM V1's `Engine NNN:` (a byte >= 0x80 may be a digit). */
+static int engine_tag(const unsigned char *b, Py_ssize_t n, Py_ssize_t t, Py_ssize_t lim) {
+    for (const unsigned char *e = memchr(b + t, 'E', (size_t)(lim - t)); e && e + 7 <= b + lim;
+         e = memchr(e + 1, 'E', (size_t)(b + lim - e - 1))) {
+        if (memcmp(e, "Engine ", 7)) continue;
+        Py_ssize_t at = e + 7 - b, digit = 0;  /* the first one only */
+        for (Py_ssize_t v = at; v < at + 3 && v < n; v++) digit += (b[v] >= '0' && b[v] <= '9') || b[v] >= 0x80;
+        return digit == 3 && at + 3 < n && (b[at + 3] == ':' || b[at + 3] >= 0x80);
+    }
+    return 0;
+}
+
 /* The origin of the line at bol whose prefixes end before s (a row's marker; a candidate line's end) into key, its
  * length into *k: 0, or ORG_ODD (see Origins). */
 static int origin_key(const unsigned char *b, Py_ssize_t n, Py_ssize_t bol, Py_ssize_t s, unsigned char *key,
-                      Py_ssize_t *k) {
+                      Py_ssize_t *k, Py_ssize_t *from) {
     Py_ssize_t t = bol, r = residue(b, bol, s);
     *k = 0;
     if (b[bol] == '(' || r) {  /* engine_key reads the Ray prefix's pid, and the line after the prefix and a blank */
@@ -691,14 +742,8 @@ static int origin_key(const unsigned char *b, Py_ssize_t n, Py_ssize_t bol, Py_s
     Py_ssize_t lim = t + 120 < n ? t + 120 : n;  /* vLLM V1's `Engine NNN:` in the first 120 characters */
     const unsigned char *nl = lim > s ? memchr(b + s, '\n', (size_t)(lim - s)) : NULL;
     if (nl) lim = nl - b;
-    for (const unsigned char *e = memchr(b + t, 'E', (size_t)(lim - t)); e && e + 7 <= b + lim;
-         e = memchr(e + 1, 'E', (size_t)(b + lim - e - 1))) {
-        if (memcmp(e, "Engine ", 7)) continue;
-        Py_ssize_t at = e + 7 - b, digit = 0;  /* the first one only: `Engine NNN:` (a byte >= 0x80 may be a digit) */
-        for (Py_ssize_t v = at; v < at + 3 && v < n; v++) digit += (b[v] >= '0' && b[v] <= '9') || b[v] >= 0x80;
-        if (digit == 3 && at + 3 < n && (b[at + 3] == ':' || b[at + 3] >= 0x80)) return ORG_ODD;
-        break;
-    }
+    *from = t;  /* where engine_key reads the line from */
+    if (engine_tag(b, n, t, lim)) return ORG_ODD;
     if (t < s && b[t] == '[') {  /* the first ` DP` before the bracket closes; a digit after it makes it the tag */
         const unsigned char *c = memchr(b + t, ']', (size_t)(s - t));
         if (!c) return ORG_ODD;  /* engine_key would read on past the marker */
@@ -728,13 +773,97 @@ static Py_ssize_t origin_slot(Origins *o, const unsigned char *key, Py_ssize_t k
     return -1;
 }
 
+static int printable(const unsigned char *p, Py_ssize_t len);
+
+/* Does p (len bytes) start with a time stamp `[DDDD-DD-DD DD:DD:DD`? Three 8-byte words (bytes 0-7, 8-15, 12-19),
+ * each xored with the stamp ('0' at a digit): a separator's byte must then be 0, a digit's at most 9 (its high
+ * nibble 0, and adding 6 carries nothing into bit 4; no lane carries into the next). */
+static uint64_t STAMP_X[3], STAMP_LOW[3], STAMP_SIX[3], STAMP_B4[3];
+static void stamp_init(void) {
+    static const char shape[STAMP_LEN + 1] = "[0000-00-00 00:00:00";
+    static const int at[3] = {0, 8, 12};
+    for (int w = 0; w < 3; w++)
+        for (int j = 0; j < 8; j++) {
+            char c = shape[at[w] + j];
+            int sh = 8 * j;  /* little-endian: byte j of the word */
+            STAMP_X[w] |= (uint64_t)(unsigned char)c << sh;
+            if (c == '0') {
+                STAMP_LOW[w] |= (uint64_t)0x0f << sh;
+                STAMP_SIX[w] |= (uint64_t)0x06 << sh;
+                STAMP_B4[w] |= (uint64_t)0x10 << sh;
+            }
+        }
+}
+
+static ALWAYS_INLINE int stamped(const unsigned char *p, Py_ssize_t len) {
+    static const int at[3] = {0, 8, 12};
+    if (len < STAMP_LEN) return 0;
+    for (int w = 0; w < 3; w++) {
+        uint64_t x;
+        memcpy(&x, p + at[w], 8);
+        x ^= STAMP_X[w];
+        if ((x & ~STAMP_LOW[w]) || ((x + STAMP_SIX[w]) & STAMP_B4[w])) return 0;
+    }
+    return 1;
+}
+
+/* The memo's slot when the row prefix [bol, s) matches the one kept (see Prefix), else -1. `rest`: also look for
+ * vLLM's tag in the rest of the line within origin_key's reach (the origin lookup); without it, only what the fold
+ * reads of the prefix is asked (printable, no `batch`). */
+static ALWAYS_INLINE Py_ssize_t prefix_memo(Scan *st, Py_ssize_t bol, Py_ssize_t s, int rest) {
+    Prefix *pm = &st->memo;
+    const unsigned char *b = st->b;
+    Py_ssize_t len = s - bol;
+    if (!pm->len) return -1;  /* none kept */
+    if (bol != pm->hit) {  /* not the prefix matched a moment ago (fold_parse, then the row's origin) */
+        Py_ssize_t at = pm->stamp, after = at + STAMP_LEN;
+        if (len != pm->len || !stamped(b + bol + at, len - at) || memcmp(b + bol, pm->bytes, (size_t)at) ||
+            memcmp(b + bol + after, pm->bytes + after, (size_t)(len - after)))
+            return -1;
+        pm->hit = bol;
+    } else if (len != pm->len)
+        return -1;
+    if (rest) {
+        Py_ssize_t lim = bol + pm->from + 120 < st->n ? bol + pm->from + 120 : st->n;
+        const unsigned char *nl = lim > s ? memchr(b + s, '\n', (size_t)(lim - s)) : NULL;
+        if (nl) lim = nl - b;
+        if (lim > s && engine_tag(b, st->n, s, lim)) return -1;
+    }
+    return pm->slot;
+}
+
+/* Keep the prefix [bol, s) of a row whose origin is slot i (origin_key read its line from `from`), when it is of
+ * the kind Prefix describes: the stamp at its start, or right where origin_key reads from after a Ray prefix. */
+static void prefix_keep(Scan *st, Py_ssize_t bol, Py_ssize_t s, Py_ssize_t i, Py_ssize_t from) {
+    const unsigned char *b = st->b;
+    Py_ssize_t len = s - bol, at = b[bol] == '(' ? from - bol : 0;
+    st->memo.len = 0;
+    st->memo.hit = -1;
+    if (len > PREFIX_MAX || from < bol || from > s || !stamped(b + bol + at, len - at) ||
+        memchr(b + from, 'E', (size_t)(s - from)) || !printable(b + bol, len))
+        return;
+    for (const unsigned char *k = memchr(b + bol, 'b', (size_t)len); k && k + 5 <= b + s;
+         k = memchr(k + 1, 'b', (size_t)(b + s - k - 1)))
+        if (!memcmp(k, "batch", 5)) return;
+    memcpy(st->memo.bytes, b + bol, (size_t)len);
+    st->memo.slot = i;
+    st->memo.stamp = at;
+    st->memo.from = from - bol;
+    st->memo.len = len;
+}
+
 static Py_ssize_t origin_of(Scan *st, Py_ssize_t bol, Py_ssize_t s) {
     Origins *o = &st->org;
     unsigned char key[ORIGIN_MAX];
-    Py_ssize_t k;
-    if (origin_key(st->b, st->n, bol, s, key, &k) < 0) return ORG_ODD;
-    Py_ssize_t i = origin_slot(o, key, k);
+    Py_ssize_t k, from = bol;
+    Py_ssize_t i = prefix_memo(st, bol, s, 1);
     if (i >= 0) return i;
+    if (origin_key(st->b, st->n, bol, s, key, &k, &from) < 0) return ORG_ODD;
+    i = origin_slot(o, key, k);
+    if (i >= 0) {
+        prefix_keep(st, bol, s, i, from);
+        return i;
+    }
     if (o->n == o->cap) return ORG_FULL;
     memcpy(o->buf[o->n], key, (size_t)k);
     o->len[o->n] = k;
@@ -878,10 +1007,12 @@ static int fold_parse(Scan *st, Py_ssize_t s, Py_ssize_t mlen, Py_ssize_t bol, P
     const unsigned char *b = st->b;
     Fold *f = &st->fold;
     if (eol - bol > FOLD_ROW_MAX || b[bol] == ' ') return 0;
-    if (!printable(b + bol, s - bol)) return 0;  /* from the marker on, the shape and the pairs allow only such bytes */
-    for (const unsigned char *k = memchr(b + bol, 'b', (size_t)(s - bol)); k && k + 5 <= b + s;
-         k = memchr(k + 1, 'b', (size_t)(b + s - k - 1)))
-        if (!memcmp(k, "batch", 5)) return 0;
+    if (prefix_memo(st, bol, s, 0) < 0) {  /* the prefix as the last row's: printable, no `batch` (see Prefix) */
+        if (!printable(b + bol, s - bol)) return 0;  /* from the marker on, the shape and the pairs allow only such bytes */
+        for (const unsigned char *k = memchr(b + bol, 'b', (size_t)(s - bol)); k && k + 5 <= b + s;
+             k = memchr(k + 1, 'b', (size_t)(b + s - k - 1)))
+            if (!memcmp(k, "batch", 5)) return 0;
+    }
     Py_ssize_t pos = stats_shape(b, eol, s, mlen);
     if (!pos) return 0;
     double usage = -1.0, full = -1.0, queue = 0.0, extra = 0.0, running = 0.0;
@@ -1773,7 +1904,7 @@ static PyObject *scan_with(PyObject *args, int loop) {
     switch (loop) {
 #if HAVE_AVX512_PATH
     case P_AVX512:
-        st->em.count = count_nl_avx2;
+        st->em.count = count_nl_avx512;
         st->em.fused = 1;
         err = run_avx512(st) < 0;
         break;
@@ -1899,6 +2030,7 @@ PyMODINIT_FUNC PyInit__linescan(void) {
     PyObject *mod = PyModule_Create(&module);
     if (!mod) return NULL;
     ray_class_init();
+    stamp_init();
 #if HAVE_AVX2_PATH
     __builtin_cpu_init();
     path_ok[P_AVX2] = __builtin_cpu_supports("avx2");

@@ -150,7 +150,7 @@ class Scanner:
         parser_anchors = {a for p in PARSERS for a in p.ANCHORS}
         anchors = (set(by_anchor) | parser_anchors | set(ERROR_ANCHORS) | set(ERRORISH_WORDS)
                    | set(signals.SIGNAL_ANCHORS) | set(signals.LEVEL_ANCHORS) | set(signals.BENIGN_ANCHORS))
-        self.prefilter = re.compile("|".join(re.escape(a) for a in sorted(anchors, key=len, reverse=True)))
+        self._prefilter: re.Pattern[str] | None = None  # compiled on first use: the C prefilter's runs never need it
         self.anchor_list = sorted(by_anchor)
         self.anchors = tuple(sorted(anchors))
         self.broken: set[str] = set()  # rules whose regex ran away once: off for the rest of the run
@@ -170,6 +170,13 @@ class Scanner:
         self.shape_cache: dict[Any, Any] = {}  # numeric line shapes worked out in this run (columns.Shapes._known)
         # the run's stores of metric records and timer readings (analyze sets them; None: a store per file)
         self.series: RunSeries | None = None
+
+    @property
+    def prefilter(self) -> re.Pattern[str]:
+        """Any anchor, longest first (the line-for-line path's search; ~10 ms to compile)."""
+        if self._prefilter is None:
+            self._prefilter = re.compile("|".join(re.escape(a) for a in sorted(self.anchors, key=len, reverse=True)))
+        return self._prefilter
 
     def _err_rules(self, parser_anchors: set[str]) -> ErrRules:
         """What the C prefilter needs to count error-like lines no rule can claim (scan/errfold.py): each needle's
