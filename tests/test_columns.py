@@ -511,3 +511,35 @@ def test_the_runs_store_takes_rows_in_bulk(tmp_path: Path, monkeypatch: pytest.M
     assert len(singles) < 0.05 * 3 * 3000  # the first line of each shape, the NaN record and the like
     singles.clear()
     assert fast == report_json(tmp_path, monkeypatch, False)
+
+
+def test_the_share_of_the_longest_response_is_worked_out_by_the_c_side_as_the_store_does_row_by_row(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = random.Random(17)
+    lines = []
+    for s in range(1, 4001):
+        longest = 0.0 if s % 7 == 0 else -1.0 if s % 11 == 0 else rng.uniform(1000, 4096)  # rows without a share
+        lines.append(f"(TaskRunner pid=87031) step:{s} - actor/entropy:{rng.uniform(0.2, 0.6):.3f} - "
+                     f"response_length/mean:{rng.uniform(200, 900):.3f} - response_length/max:{longest:.3f} - "
+                     f"timing_s/step:{rng.uniform(60, 90):.3f}")
+    log = write(tmp_path, lines)
+    shares: list[tuple[int, int]] = []  # (rows, shares) of each write-out the C side worked the share out in
+    real = fastscan._rows
+
+    def rows(fs: Any, offset: int, payload: Any, base: int) -> bool:
+        for k, n, *_, stats in payload:
+            if len(stats) > fs.shapes[k].rows.nout:
+                share_b, rows_b, _ = stats[-1]
+                shares.append((n, len(share_b) // 8))
+                assert (len(rows_b) if rows_b is not None else n * 8) == len(share_b)  # the rows they are of
+        return real(fs, offset, payload, base)
+
+    monkeypatch.setattr(fastscan, "_rows", rows)
+    res = scan(log)
+    assert sum(n for n, _ in shares) > 3400
+    kept = sum(m for _, m in shares)
+    assert 0 < kept < sum(n for n, _ in shares)
+    st = next(ev.fields["store"] for ev in res.events if ev.kind == "metric_series")
+    assert st.canon["response_length/share_of_max"].n == 4000 - len([s for s in range(1, 4001) if s % 7 == 0 or s % 11 == 0])
+    monkeypatch.undo()
+    same_both_ways(log, monkeypatch)

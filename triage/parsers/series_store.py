@@ -279,6 +279,8 @@ class MetricStore:
         if s is None:
             s = dest[name] = Summary()
         cands: list[Point] = []
+        heap = s.top
+        floor = heap[0][0] if len(heap) >= TOP else None  # a full heap's lowest only rises: what is not above it stays out
         for c in cols:
             nonzero, bad, bad0, bad1, lo, hi, top, _ = c.stats
             s.n += c.n
@@ -304,10 +306,13 @@ class MetricStore:
                 p = c.point(hi)
                 if s.hi is None or (-p[1], p[0]) < (-s.hi[1], s.hi[0]):
                     self._move(s, "hi", p, event_at)
-            cands.extend(c.point(i) for i in top)
+            if floor is None:
+                cands.extend(c.point(i) for i in top)
+            else:
+                value = c.value
+                cands.extend(c.point(i) for i in top if value(i) > floor)
         if len(cols) > 1:
             cands.sort()
-        heap = s.top
         added: set[int] = set()
         removed: list[int] = []
         for pos, v, key in cands:
@@ -694,6 +699,13 @@ class RowPart:
             return base + ords[i]
 
         for table, name, key, i in sh.plan():
+            if table == "share" and len(self.stats) > sh.nout:  # worked out by the C side (_linescan.c col_share)
+                share_b, rows_b, stats = self.stats[sh.nout]
+                if share_b:
+                    at = pos if rows_b is None else _at(base, ords, memoryview(rows_b).cast("q"))
+                    out.append((tables[table], name, Column(len(share_b) // 8, memoryview(share_b).cast("d").__getitem__,
+                                                            at, key, stats)))
+                continue
             if table == "share":  # mean / longest response, where the longest is > 0 and the mean finite
                 mean_i, max_i = sh.share
                 means, longs = self.key_column(mean_i), self.key_column(max_i)
