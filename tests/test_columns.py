@@ -16,8 +16,9 @@ import pytest
 from triage.analyze import Settings, analyze
 from triage.input.discover import discover
 from triage.library.rules import load_library
+from triage.model import Event
 from triage.parsers import metrics
-from triage.parsers.series_store import Rows
+from triage.parsers.series_store import Later, Rows
 from triage.report import RenderOptions, render
 from triage.scan import columns, native
 from triage.scan import prefiltered as fastscan
@@ -543,3 +544,30 @@ def test_the_share_of_the_longest_response_is_worked_out_by_the_c_side_as_the_st
     assert st.canon["response_length/share_of_max"].n == 4000 - len([s for s in range(1, 4001) if s % 7 == 0 or s % 11 == 0])
     monkeypatch.undo()
     same_both_ways(log, monkeypatch)
+
+
+def test_sampled_rows_are_made_records_only_when_read_so_those_thinned_away_never_are(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    log = write(tmp_path, slime_log(12000, seed=19))
+    counts = {"sampled": 0, "made": 0}
+    real_init, real_make = Later.__init__, Later.make
+
+    def init(self: Later, part: Any, i: int) -> None:
+        counts["sampled"] += 1
+        real_init(self, part, i)
+
+    def make(self: Later) -> Event:
+        counts["made"] += 1
+        return real_make(self)
+
+    monkeypatch.setattr(Later, "__init__", init)
+    monkeypatch.setattr(Later, "make", make)
+    store = next(ev.fields["store"] for ev in scan(log).events if ev.kind == "metric_series")
+    assert store.total == 36000 and store.thinned
+    waiting = {p for p, (_, ev) in store._sample.items() if isinstance(ev, Later)}
+    assert waiting and counts["made"] == 0
+    assert len(waiting) < counts["sampled"]  # sampled once, thinned away since: never made
+    view = dict(store.view())
+    assert counts["made"] == len(waiting) and not any(isinstance(ev, Later) for _, ev in store._sample.values())
+    assert all(type(view[p]) is Event and view[p].line.lineno > 0 and type(view[p].fields["step"]) is int
+               and view[p].fields["values"] for p in waiting)
