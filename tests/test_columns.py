@@ -571,3 +571,39 @@ def test_sampled_rows_are_made_records_only_when_read_so_those_thinned_away_neve
     assert counts["made"] == len(waiting) and not any(isinstance(ev, Later) for _, ev in store._sample.values())
     assert all(type(view[p]) is Event and view[p].line.lineno > 0 and type(view[p].fields["step"]) is int
                and view[p].fields["values"] for p in waiting)
+
+
+def test_timer_readings_are_counted_by_the_c_side_as_the_store_counts_them_line_by_line(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = random.Random(23)
+    lines = []
+    for s in range(6000):
+        t = f"[2026-05-24 {s // 3600 % 24:02d}:{s // 60 % 60:02d}:{s % 60:02d}] "
+        wait = rng.choice(["0.0", "0.1", "2.5", "10.0", "7.0", "007.0"])  # 7.0 twice: equal as numbers, written apart
+        lines += [t + "timer.py:24 - Timer train_wait start",
+                  t + f"timer.py:32 - Timer train_wait end (elapsed: {wait}s)",
+                  t + f"timer.py:32 - Timer actor_train end (elapsed: {rng.uniform(40, 41):.1f}s)",
+                  t + f"log_utils.py:542 - step {s}: {{'train/loss': {rng.uniform(-0.05, 0.05):.6f}, 'train/step': {s}}}"]
+    log = write(tmp_path, lines)
+    tallies: list[int] = []  # distinct readings of each timer part the C side counted
+    real = fastscan._rows
+
+    def rows(fs: Any, offset: int, payload: Any, base: int) -> bool:
+        for k, n, *_, stats in payload:
+            shape = fs.shapes[k]
+            if shape.ctx and len(stats) > shape.rows.nout:
+                values_b, counts_b, firsts_b = stats[-1]
+                assert len(values_b) == len(counts_b) == len(firsts_b)
+                assert sum(memoryview(counts_b).cast("q")) == n
+                tallies.append(len(values_b) // 8)
+        return real(fs, offset, payload, base)
+
+    monkeypatch.setattr(fastscan, "_rows", rows)
+    res = scan(log)
+    assert tallies and max(tallies) <= 11
+    timers = next(ev.fields["timers"] for ev in res.events if ev.kind == "timer_series")
+    waits = {ev.fields.get("seconds"): n for ev, n in timers if ev.fields.get("name") == "train_wait"
+             and ev.fields.get("seconds") is not None}
+    assert set(waits) <= {0.0, 0.1, 2.5, 10.0, 7.0} and sum(waits.values()) == 6000
+    monkeypatch.undo()
+    same_both_ways(log, monkeypatch)

@@ -376,10 +376,12 @@ class MetricStore:
         self._settle(0)
         if self._view is None:
             sample = self._sample
+            kept: dict[int, Event] = {}
             for p, (h, ev) in sample.items():
-                if type(ev) is Later:
-                    sample[p] = (h, ev.make())
-            kept = {p: he[1] for p, he in sample.items()}
+                if isinstance(ev, Later):
+                    ev = ev.make()
+                    sample[p] = (h, ev)
+                kept[p] = ev
             kept.update(self._tail)
             kept.update((p, pin[0]) for p, pin in self._pins.items())
             self._view = sorted(kept.items(), key=lambda pe: pe[0])
@@ -654,7 +656,7 @@ def const_stats(const: float, n: int) -> tuple[Any, ...]:
     return (n if const != 0 else 0, 0, -1, -1, lo, hi, top, inc and n <= 1)
 
 
-def _at(base: int, ords: Any, rows: list[int]) -> Callable[[int], int]:
+def _at(base: int, ords: Any, rows: Any) -> Callable[[int], int]:
     return lambda k: base + ords[rows[k]]
 
 
@@ -732,9 +734,9 @@ class RowPart:
             if table == "share" and len(self.stats) > sh.nout:  # worked out by the C side (_linescan.c col_share)
                 share_b, rows_b, stats = self.stats[sh.nout]
                 if share_b:
-                    at = pos if rows_b is None else _at(base, ords, memoryview(rows_b).cast("q"))
+                    where = pos if rows_b is None else _at(base, ords, memoryview(rows_b).cast("q"))
                     out.append((tables[table], name, Column(len(share_b) // 8, memoryview(share_b).cast("d").__getitem__,
-                                                            at, key, stats)))
+                                                            where, key, stats)))
                 continue
             if table == "share":  # mean / longest response, where the longest is > 0 and the mean finite
                 mean_i, max_i = sh.share
