@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 from triage.input.read import CHUNK, open_stream
 from triage.model import Event, Hit, Line
-from triage.scan import batches, head
+from triage.scan import batches
 from triage.scan import prefiltered as fastscan
 from triage.scan.filescan import FileResult
 
@@ -430,7 +430,7 @@ def _collect(live: list[Any], arrived: Callable[[int, Any], None], scanning: dic
 
 def _stageable(lf: LogFile, scanner: Scanner) -> bool:
     return (lf.size >= STAGED_ABOVE and not lf.compression and lf.path != "-" and scanner.needles is not None
-            and head.candidates_per_mib(scanner, lf) <= STAGED_MAX_CANDIDATES)
+            and fastscan.candidates_per_mib(scanner.needles, lf.path) <= STAGED_MAX_CANDIDATES)
 
 
 class Staged:

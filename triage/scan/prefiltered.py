@@ -211,6 +211,20 @@ class Rest(NamedTuple):
     head: bytes  # the bytes from offset that stage 1 already read
 
 
+def candidates_per_mib(needles: Needles, path: str) -> float:
+    """Candidate lines per MiB in the file's head (its first PAIR_SAMPLE bytes); 0 when it cannot be read."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(PAIR_SAMPLE)
+    except OSError:
+        return 0.0
+    head = head[:head.rfind(b"\n") + 1]
+    if not head:
+        return 0.0
+    hits = _linescan.scan(needles.matcher(head), head, 0, 0, False, ROW_GAP, KEEP_PRESSURE_LINES)[4]  # rows folded
+    return sum(1 for h in hits if h[0] == K_CAND) * (1 << 20) / len(head)
+
+
 def scan_file(scanner: LineScanner, fs: FileScan, stream: BinaryIO, progress: Progress | None = None) -> int:
     """Scan one file's bytes into fs (its result, pending claims, context): both stages here. `progress` is told
     the bytes read. Returns the number of lines read."""
