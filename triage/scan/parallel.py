@@ -247,9 +247,7 @@ def scan_files(scanner: Scanner, files: list[LogFile]) -> list[FileResult | None
             workers.append(started[0])
             conns.append(started[1])
         live, scanning = list(conns), dict[Any, Any]()
-        # a big trainer or driver log of its own is read by one more worker meanwhile (Staged): the engine logs are
-        # soon done, and its parsing is then this process's work while the reading is another core's
-        out = {id(lf): kept(lf, _staged_scan(scanner, lf) if _stageable(lf, scanner) else scanner.scan(lf)) for lf in here}
+        out = {id(lf): kept(lf, scanner.scan(lf)) for lf in here}
         while (i := _take()) < len(jobs):  # then take shared jobs like any worker
             arrived(i, _scan_batch(jobs[i]) if i >= len(shared) else scanner.scan(jobs[i][0]))
             _collect(live, arrived, scanning, block=False)  # the workers' results so far (their tapes' turn may come)
@@ -497,7 +495,7 @@ def _read_stage(lf: LogFile, conn: Any) -> None:
 def _staged_scan(scanner: Scanner, lf: LogFile) -> FileResult:
     """Scan one big file in two stages: a worker reads and prefilters, this process parses."""
     global _scanner
-    was, _scanner = _scanner, scanner
+    _scanner = scanner
     try:
         started = _start(_read_stage, lf)
         if started is None:  # no process to be had: this one does both stages
@@ -507,4 +505,4 @@ def _staged_scan(scanner: Scanner, lf: LogFile) -> FileResult:
         finally:
             _end(*started)
     finally:
-        _scanner = was
+        _scanner = None
