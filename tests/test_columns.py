@@ -16,8 +16,9 @@ import pytest
 from triage.analyze import Settings, analyze
 from triage.input.discover import discover
 from triage.library.rules import load_library
+from triage.model import Event
 from triage.parsers import metrics
-from triage.parsers.series_store import Rows
+from triage.parsers.series_store import Later, Rows
 from triage.report import RenderOptions, render
 from triage.scan import columns, native
 from triage.scan import prefiltered as fastscan
@@ -511,3 +512,98 @@ def test_the_runs_store_takes_rows_in_bulk(tmp_path: Path, monkeypatch: pytest.M
     assert len(singles) < 0.05 * 3 * 3000  # the first line of each shape, the NaN record and the like
     singles.clear()
     assert fast == report_json(tmp_path, monkeypatch, False)
+
+
+def test_the_share_of_the_longest_response_is_worked_out_by_the_c_side_as_the_store_does_row_by_row(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = random.Random(17)
+    lines = []
+    for s in range(1, 4001):
+        longest = 0.0 if s % 7 == 0 else -1.0 if s % 11 == 0 else rng.uniform(1000, 4096)  # rows without a share
+        lines.append(f"(TaskRunner pid=87031) step:{s} - actor/entropy:{rng.uniform(0.2, 0.6):.3f} - "
+                     f"response_length/mean:{rng.uniform(200, 900):.3f} - response_length/max:{longest:.3f} - "
+                     f"timing_s/step:{rng.uniform(60, 90):.3f}")
+    log = write(tmp_path, lines)
+    shares: list[tuple[int, int]] = []  # (rows, shares) of each write-out the C side worked the share out in
+    real = fastscan._rows
+
+    def rows(fs: Any, offset: int, payload: Any, base: int) -> bool:
+        for k, n, *_, stats in payload:
+            if len(stats) > fs.shapes[k].rows.nout:
+                share_b, rows_b, _ = stats[-1]
+                shares.append((n, len(share_b) // 8))
+                assert (len(rows_b) if rows_b is not None else n * 8) == len(share_b)  # the rows they are of
+        return real(fs, offset, payload, base)
+
+    monkeypatch.setattr(fastscan, "_rows", rows)
+    res = scan(log)
+    assert sum(n for n, _ in shares) > 3400
+    kept = sum(m for _, m in shares)
+    assert 0 < kept < sum(n for n, _ in shares)
+    st = next(ev.fields["store"] for ev in res.events if ev.kind == "metric_series")
+    assert st.canon["response_length/share_of_max"].n == 4000 - len([s for s in range(1, 4001) if s % 7 == 0 or s % 11 == 0])
+    monkeypatch.undo()
+    same_both_ways(log, monkeypatch)
+
+
+def test_sampled_rows_are_made_records_only_when_read_so_those_thinned_away_never_are(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    log = write(tmp_path, slime_log(12000, seed=19))
+    counts = {"sampled": 0, "made": 0}
+    real_init, real_make = Later.__init__, Later.make
+
+    def init(self: Later, part: Any, i: int) -> None:
+        counts["sampled"] += 1
+        real_init(self, part, i)
+
+    def make(self: Later) -> Event:
+        counts["made"] += 1
+        return real_make(self)
+
+    monkeypatch.setattr(Later, "__init__", init)
+    monkeypatch.setattr(Later, "make", make)
+    store = next(ev.fields["store"] for ev in scan(log).events if ev.kind == "metric_series")
+    assert store.total == 36000 and store.thinned
+    waiting = {p for p, (_, ev) in store._sample.items() if isinstance(ev, Later)}
+    assert waiting and counts["made"] == 0
+    assert len(waiting) < counts["sampled"]  # sampled once, thinned away since: never made
+    view = dict(store.view())
+    assert counts["made"] == len(waiting) and not any(isinstance(ev, Later) for _, ev in store._sample.values())
+    assert all(type(view[p]) is Event and view[p].line.lineno > 0 and type(view[p].fields["step"]) is int
+               and view[p].fields["values"] for p in waiting)
+
+
+def test_timer_readings_are_counted_by_the_c_side_as_the_store_counts_them_line_by_line(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = random.Random(23)
+    lines = []
+    for s in range(6000):
+        t = f"[2026-05-24 {s // 3600 % 24:02d}:{s // 60 % 60:02d}:{s % 60:02d}] "
+        wait = rng.choice(["0.0", "0.1", "2.5", "10.0", "7.0", "007.0"])  # 7.0 twice: equal as numbers, written apart
+        lines += [t + "timer.py:24 - Timer train_wait start",
+                  t + f"timer.py:32 - Timer train_wait end (elapsed: {wait}s)",
+                  t + f"timer.py:32 - Timer actor_train end (elapsed: {rng.uniform(40, 41):.1f}s)",
+                  t + f"log_utils.py:542 - step {s}: {{'train/loss': {rng.uniform(-0.05, 0.05):.6f}, 'train/step': {s}}}"]
+    log = write(tmp_path, lines)
+    tallies: list[int] = []  # distinct readings of each timer part the C side counted
+    real = fastscan._rows
+
+    def rows(fs: Any, offset: int, payload: Any, base: int) -> bool:
+        for k, n, *_, stats in payload:
+            shape = fs.shapes[k]
+            if shape.ctx and len(stats) > shape.rows.nout:
+                values_b, counts_b, firsts_b = stats[-1]
+                assert len(values_b) == len(counts_b) == len(firsts_b)
+                assert sum(memoryview(counts_b).cast("q")) == n
+                tallies.append(len(values_b) // 8)
+        return real(fs, offset, payload, base)
+
+    monkeypatch.setattr(fastscan, "_rows", rows)
+    res = scan(log)
+    assert tallies and max(tallies) <= 11
+    timers = next(ev.fields["timers"] for ev in res.events if ev.kind == "timer_series")
+    waits = {ev.fields.get("seconds"): n for ev, n in timers if ev.fields.get("name") == "train_wait"
+             and ev.fields.get("seconds") is not None}
+    assert set(waits) <= {0.0, 0.1, 2.5, 10.0, 7.0} and sum(waits.values()) == 6000
+    monkeypatch.undo()
+    same_both_ways(log, monkeypatch)

@@ -670,17 +670,23 @@ class TimerStore:
             sh = part.shape
             f = sh.fields
             name, phase, ok, actor = f.get("name"), f.get("phase"), f.get("ok", True), f.get("actor")
-            if sh.num_col >= 0:
+            values: list[Any]
+            if sh.num_col >= 0 and len(part.stats) > sh.nout:  # counted by the C side (_linescan.c col_tally)
+                values_b, counts_b, firsts_b = part.stats[sh.nout]
+                values, ns = memoryview(values_b).cast("d").tolist(), memoryview(counts_b).cast("q").tolist()
+                at: Any = memoryview(firsts_b).cast("q")
+            elif sh.num_col >= 0:
                 start = sh.num_col * part.n
                 col = part.vals[start:start + part.n].tolist()
                 tally: dict[Any, int] = Counter(col)
+                values, ns, at = list(tally), list(tally.values()), None
             else:
-                col, tally = [], {f.get(sh.num): part.n}
-            for seconds, n in tally.items():
+                values, ns, at = [f.get(sh.num)], [part.n], [0]
+            for j, (seconds, n) in enumerate(zip(values, ns)):
                 key = (name, phase, seconds, ok, actor)
                 counts.append((key, n))
                 if key not in self.kept:
-                    i = col.index(seconds) if col else 0
+                    i = at[j] if at is not None else col.index(seconds)
                     firsts.append((part.lineno(i), key, part, i))
         new = {key for _, key, _, _ in firsts}
         if len(self.kept) + len(new) >= TIMER_READINGS:  # near the bound, seconds get rounded: row by row

@@ -74,7 +74,8 @@ class MetricStore:
         self.cap = cap
         self.total = 0  # records added
         self.threshold = FULL  # a record is sampled while hash(position) < threshold
-        self._sample: dict[int, tuple[int, Event]] = {}  # position -> (hash of its position in its file, record)
+        self._sample: dict[int, tuple[int, Event | Later]] = {}  # position -> (hash of its position in its file,
+        # record): a row's record is made when an answer first reads it (most are thinned away before)
         self._tail: deque[tuple[int, Event]] = deque(maxlen=tail)
         self._lazy: tuple[Rows, int, int, dict[int, Event]] | None = None  # the tail's last rows, not yet made:
         # (their write-out, its first position, how many of its last rows, the events made of it so far)
@@ -255,9 +256,14 @@ class MetricStore:
         if n >= maxlen:
             self._tail.clear()
         self._lazy = (rows, base, min(n, maxlen), made)
-        self._sample_rows(base, n, event_at)
 
-    def _sample_rows(self, base: int, n: int, event_at: Callable[[int], Event]) -> None:
+        def later(pos: int) -> Event | Later:
+            got = made.get(pos)
+            return got if got is not None else Later(*rows.locate(pos - base))
+
+        self._sample_rows(base, n, later)
+
+    def _sample_rows(self, base: int, n: int, event_at: Callable[[int], Event | Later]) -> None:
         """The sample after positions base..base+n-1 were added one by one: the threshold halves while more than `cap`
         positions would be under it (whatever the order they came in, the last halving is the same)."""
         limit = self.threshold
@@ -279,6 +285,8 @@ class MetricStore:
         if s is None:
             s = dest[name] = Summary()
         cands: list[Point] = []
+        heap = s.top
+        floor = heap[0][0] if len(heap) >= TOP else None  # a full heap's lowest only rises: what is not above it stays out
         for c in cols:
             nonzero, bad, bad0, bad1, lo, hi, top, _ = c.stats
             s.n += c.n
@@ -304,10 +312,13 @@ class MetricStore:
                 p = c.point(hi)
                 if s.hi is None or (-p[1], p[0]) < (-s.hi[1], s.hi[0]):
                     self._move(s, "hi", p, event_at)
-            cands.extend(c.point(i) for i in top)
+            if floor is None:
+                cands.extend(c.point(i) for i in top)
+            else:
+                value = c.value
+                cands.extend(c.point(i) for i in top if value(i) > floor)
         if len(cols) > 1:
             cands.sort()
-        heap = s.top
         added: set[int] = set()
         removed: list[int] = []
         for pos, v, key in cands:
@@ -347,10 +358,11 @@ class MetricStore:
             if ev is None:
                 ev = made[pos] = rows.event(pos - base)
             self._tail.append((pos, ev))
+        rows._ords = None  # noqa: SLF001 - a cache of locate's, not needed once the tail is made
 
     def __getstate__(self) -> dict[str, Any]:
-        """A worker's result is pickled to go back to the parent: the tail's rows travel made."""
-        self._settle(0)
+        """A worker's result is pickled to go back to the parent: the tail's and the sample's rows travel made."""
+        self.view()
         return self.__dict__
 
     # -- answers ------------------------------------------------------------------------------------------
@@ -363,7 +375,13 @@ class MetricStore:
         """(position, record) of every record kept, in log order: every record of the run unless thinned."""
         self._settle(0)
         if self._view is None:
-            kept = {p: he[1] for p, he in self._sample.items()}
+            sample = self._sample
+            kept: dict[int, Event] = {}
+            for p, (h, ev) in sample.items():
+                if isinstance(ev, Later):
+                    ev = ev.make()
+                    sample[p] = (h, ev)
+                kept[p] = ev
             kept.update(self._tail)
             kept.update((p, pin[0]) for p, pin in self._pins.items())
             self._view = sorted(kept.items(), key=lambda pe: pe[0])
@@ -638,7 +656,7 @@ def const_stats(const: float, n: int) -> tuple[Any, ...]:
     return (n if const != 0 else 0, 0, -1, -1, lo, hi, top, inc and n <= 1)
 
 
-def _at(base: int, ords: Any, rows: list[int]) -> Callable[[int], int]:
+def _at(base: int, ords: Any, rows: Any) -> Callable[[int], int]:
     return lambda k: base + ords[rows[k]]
 
 
@@ -648,6 +666,36 @@ def _column(vals: Any, start: int) -> Callable[[int], float]:
 
 def _constant(const: float) -> Callable[[int], float]:
     return lambda r: const
+
+
+def row_event(sh: RowShape, row: list[float], line: Line) -> Event:
+    """A row of shape sh (its number in each output column) as the Event its line's parser makes."""
+    fields = sh.fields.copy()
+    if sh.kind == "metrics":
+        if -1 in sh.cols:
+            fields["values"] = {k: (row[c] if c >= 0 else const) for k, c, const in zip(sh.keys, sh.cols, sh.consts)}
+        else:
+            fields["values"] = {k: row[c] for k, c in zip(sh.keys, sh.cols)}
+        if sh.num_col >= 0:
+            fields[sh.num] = int(row[sh.num_col])
+    elif sh.num_col >= 0:
+        fields[sh.num] = row[sh.num_col]
+    return Event(sh.kind, line, MappingProxyType(fields) if sh.proxy else fields)  # type: ignore[arg-type]
+
+
+class Later:
+    """A sampled row's record, made when an answer first reads it: in a long log most sampled rows are thinned away
+    before then. It holds the row's shape, line (its text still in the file) and numbers, not its write-out."""
+
+    __slots__ = ("shape", "line", "row")
+
+    def __init__(self, part: RowPart, i: int) -> None:
+        self.shape = part.shape
+        self.line = part.line_of(part, i)
+        self.row = part.vals[i::part.n].tolist() if part.shape.nout else []
+
+    def make(self) -> Event:
+        return row_event(self.shape, self.row, self.line)
 
 
 class RowPart:
@@ -670,18 +718,7 @@ class RowPart:
     def event(self, i: int) -> Event:
         """Row i as the Event its line's parser makes."""
         sh = self.shape
-        fields = sh.fields.copy()
-        row = self.vals[i::self.n].tolist() if sh.nout else []  # its number in each output column
-        if sh.kind == "metrics":
-            if -1 in sh.cols:
-                fields["values"] = {k: (row[c] if c >= 0 else const) for k, c, const in zip(sh.keys, sh.cols, sh.consts)}
-            else:
-                fields["values"] = dict(zip(sh.keys, map(row.__getitem__, sh.cols)))
-            if sh.num_col >= 0:
-                fields[sh.num] = int(row[sh.num_col])
-        elif sh.num_col >= 0:
-            fields[sh.num] = row[sh.num_col]
-        return Event(sh.kind, self.line_of(self, i), MappingProxyType(fields) if sh.proxy else fields)  # type: ignore[arg-type]
+        return row_event(sh, self.vals[i::self.n].tolist() if sh.nout else [], self.line_of(self, i))
 
     def contributions(self, store: MetricStore, base: int) -> list[tuple[dict[str, Summary], str, Column]]:
         """(summary table, series, its column) for each series a record of this shape updates, in add()'s order."""
@@ -694,6 +731,13 @@ class RowPart:
             return base + ords[i]
 
         for table, name, key, i in sh.plan():
+            if table == "share" and len(self.stats) > sh.nout:  # worked out by the C side (_linescan.c col_share)
+                share_b, rows_b, stats = self.stats[sh.nout]
+                if share_b:
+                    where = pos if rows_b is None else _at(base, ords, memoryview(rows_b).cast("q"))
+                    out.append((tables[table], name, Column(len(share_b) // 8, memoryview(share_b).cast("d").__getitem__,
+                                                            where, key, stats)))
+                continue
             if table == "share":  # mean / longest response, where the longest is > 0 and the mean finite
                 mean_i, max_i = sh.share
                 means, longs = self.key_column(mean_i), self.key_column(max_i)
@@ -731,18 +775,22 @@ class Rows:
     """The metric records of one write-out of the C prefilter, in parts by shape; `n` records in all, ordinal k being
     the k-th record in log order."""
 
-    __slots__ = ("parts", "n", "first", "passed")
+    __slots__ = ("parts", "n", "first", "passed", "_ords")
 
     def __init__(self, parts: list[RowPart]) -> None:
         self.parts = parts
+        self._ords: list[list[int]] | None = None  # each part's ordinals as a list (locate)
         self.n = sum(p.n for p in parts)
         self.first = 0  # the number of records before them (metrics.Records)
         self.passed = False  # passed on to the store (metrics.Records)
 
     def locate(self, k: int) -> tuple[RowPart, int]:
-        for p in self.parts:
-            i = bisect_left(p.ords, k)
-            if i < p.n and p.ords[i] == k:
+        ords = self._ords
+        if ords is None:  # bisect reads a list many times faster than a memoryview
+            ords = self._ords = [p.ords.tolist() for p in self.parts]
+        for p, o in zip(self.parts, ords):
+            i = bisect_left(o, k)
+            if i < p.n and o[i] == k:
                 return p, i
         raise IndexError(k)
 

@@ -2812,6 +2812,8 @@ typedef struct {
     Py_ssize_t ids[COL_IDS], nids;
     int record, ctx;
     int stable;                         /* no needle can occur across a number of a line of it (columns.stable) */
+    Py_ssize_t share_mean, share_max;   /* output columns of the mean and the longest response length (-1: none) */
+    Py_ssize_t tally;                   /* output column whose distinct values are counted (col_tally; -1: none) */
 } ColShape;
 
 typedef struct {
@@ -2861,14 +2863,16 @@ static void colset_free(PyObject *cap) {
     PyMem_Free(cs);
 }
 
-/* shapes([(literal segments, allowed classes, output columns, needle indices, record, ctx[, stable]), ...], back)
- * -> shapes
+/* shapes([(literal segments, allowed classes, output columns, needle indices, record, ctx[, stable[, mean, longest[,
+ *          tally]]]), ...], back) -> shapes
  * literal segments: tuple of nslot + 1 bytes; allowed classes: bytes of nslot bitmasks; output columns: bytes of nslot
  * (255: the number is not needed, else its column, 0..nout-1, each once). At most COL_SHAPES shapes. back: the needle
  * indices of lines before which context rows are returned (see cols_before). stable: no needle of the matcher can
  * occur across a number token of a line of the shape (columns.stable checks it), so a line of it holds exactly the
  * needles of its literal text, the shape's: once its first needle is found and the line matches, the rest of the
- * line is not visited (cols_early). */
+ * line is not visited (cols_early). mean, longest: the output columns of a record's mean and longest response length
+ * (-1: not both columns), whose share cols_flush works out (see col_share); tally: the output column of a context
+ * shape whose distinct values it counts (a timer's seconds: see col_tally; -1: none). */
 static PyObject *shapes(PyObject *self, PyObject *args) {
     (void)self;
     PyObject *spec, *back;
@@ -2886,8 +2890,12 @@ static PyObject *shapes(PyObject *self, PyObject *args) {
         PyObject *segs, *ids;
         Py_buffer allow, col;
         int record, ctx, stable = 0;
-        if (!PyArg_ParseTuple(PyList_GET_ITEM(spec, k), "O!y*y*O!pp|p", &PyTuple_Type, &segs, &allow, &col,
-                              &PyTuple_Type, &ids, &record, &ctx, &stable)) { Py_DECREF(cap); return NULL; }
+        Py_ssize_t share_mean = -1, share_max = -1, tally = -1;
+        if (!PyArg_ParseTuple(PyList_GET_ITEM(spec, k), "O!y*y*O!pp|pnnn", &PyTuple_Type, &segs, &allow, &col,
+                              &PyTuple_Type, &ids, &record, &ctx, &stable, &share_mean, &share_max, &tally)) {
+            Py_DECREF(cap);
+            return NULL;
+        }
         ColShape *sh = &cs->sh[k];
         Py_ssize_t nslot = PyTuple_GET_SIZE(segs) - 1, total = 0;
         int bad = nslot < 0 || nslot > COL_TOKENS || allow.len != nslot || col.len != nslot
@@ -2917,6 +2925,12 @@ static PyObject *shapes(PyObject *self, PyObject *args) {
         }
         for (Py_ssize_t j = 0; !bad && j < nslot; j++)  /* every output column is filled */
             if (sh->col[j] >= 0 && sh->col[j] >= nslot) bad = 1;
+        if (share_mean < 0 || share_max < 0) share_mean = share_max = -1;
+        if (share_mean >= sh->nout || share_max >= sh->nout || (share_mean == share_max && share_mean >= 0)) bad = 1;
+        if (tally >= sh->nout || (tally >= 0 && share_mean >= 0)) bad = 1;  /* one extra entry at most (cols_flush) */
+        sh->share_mean = share_mean;
+        sh->share_max = share_max;
+        sh->tally = tally < 0 ? -1 : tally;
         sh->nids = PyTuple_GET_SIZE(ids);
         for (Py_ssize_t j = 0; !bad && j < sh->nids; j++) sh->ids[j] = PyLong_AsSsize_t(PyTuple_GET_ITEM(ids, j));
         sh->record = record;
@@ -3213,7 +3227,79 @@ static PyObject *col_stats(const double *v, Py_ssize_t n) {
     return Py_BuildValue("(nnnnnnNN)", nonzero, bad, bad0, bad1, lo, hi, top, PyBool_FromLong(inc));
 }
 
-/* Write out the rows so far (kind 6), if any. */
+/* The share of each row's longest response its mean response length is (series_store.MetricStore.add: mean / longest,
+ * in the rows whose longest is > 0 and whose mean is finite): (the shares as float64 bytes, the indices of the rows
+ * they are of as int64 bytes, None when every row has one, their col_stats). */
+static PyObject *col_share(const double *mean, const double *longest, Py_ssize_t n) {
+    PyObject *vals = PyBytes_FromStringAndSize(NULL, n * (Py_ssize_t)sizeof(double));
+    if (!vals) return NULL;
+    double *v = (double *)PyBytes_AS_STRING(vals);
+    int64_t *rows = NULL;
+    Py_ssize_t m = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (longest[i] > 0 && mean[i] - mean[i] == 0) {
+            if (rows) rows[m] = i;
+            v[m++] = mean[i] / longest[i];
+        } else if (!rows) {  /* a row without a share: from here on the rows are listed */
+            rows = PyMem_Malloc((size_t)(n ? n : 1) * sizeof(int64_t));
+            if (!rows) { Py_DECREF(vals); PyErr_NoMemory(); return NULL; }
+            for (Py_ssize_t r = 0; r < m; r++) rows[r] = r;
+        }
+    }
+    PyObject *stats = col_stats(v, m);
+    PyObject *at = rows ? col_bytes(rows, m * 8) : Py_NewRef(Py_None);
+    PyMem_Free(rows);
+    if (!stats || !at || _PyBytes_Resize(&vals, m * (Py_ssize_t)sizeof(double)) < 0) {
+        Py_XDECREF(stats);
+        Py_XDECREF(at);
+        Py_XDECREF(vals);
+        return NULL;
+    }
+    return Py_BuildValue("(NNN)", vals, at, stats);
+}
+
+/* The distinct values of a column of n values, in the order each first occurs, as Python's Counter counts them (0.0
+ * and -0.0 are one value, the first one seen; a column holds no NaN: `nan` is a word, not a number token): (the values
+ * as float64 bytes, how many rows hold each and the index of the first, as int64 bytes). */
+static PyObject *col_tally(const double *v, Py_ssize_t n) {
+    Py_ssize_t size = 16;
+    while (size < 2 * n) size *= 2;
+    int64_t *slot = PyMem_Malloc((size_t)size * sizeof(int64_t));  /* index of a distinct value, -1: empty */
+    size_t room = (size_t)(n ? n : 1);
+    int64_t *count = PyMem_Malloc(room * sizeof(int64_t)), *first = PyMem_Malloc(room * sizeof(int64_t));
+    double *val = PyMem_Malloc(room * sizeof(double));
+    if (!slot || !count || !first || !val) {
+        PyMem_Free(slot); PyMem_Free(count); PyMem_Free(first); PyMem_Free(val);
+        return PyErr_NoMemory();
+    }
+    memset(slot, 0xff, (size_t)size * sizeof(int64_t));
+    Py_ssize_t m = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        double x = v[i] == 0 ? 0.0 : v[i];
+        uint64_t bits;
+        memcpy(&bits, &x, 8);
+        uint64_t h = (bits ^ (bits >> 29)) * UINT64_C(0x9E3779B97F4A7C15);
+        Py_ssize_t at = (Py_ssize_t)(h >> 20) & (size - 1);
+        for (;;) {
+            int64_t d = slot[at];
+            if (d < 0) {
+                slot[at] = m;
+                val[m] = v[i];
+                count[m] = 1;
+                first[m++] = i;
+                break;
+            }
+            if (val[d] == v[i]) { count[d]++; break; }
+            at = (at + 1) & (size - 1);
+        }
+    }
+    PyObject *out = Py_BuildValue("(NNN)", col_bytes(val, m * 8), col_bytes(count, m * 8), col_bytes(first, m * 8));
+    PyMem_Free(slot); PyMem_Free(count); PyMem_Free(first); PyMem_Free(val);
+    return out;
+}
+
+/* Write out the rows so far (kind 6), if any. The stats tuple holds one entry per output column, then, for a shape
+ * with a share (see shapes()), col_share's, or for one with a tally, col_tally's. */
 static int cols_flush(Scan *st) {
     struct Cols *c = st->cols;
     if (!c || !c->any) return 0;
@@ -3232,11 +3318,17 @@ static int cols_flush(Scan *st) {
         double *out = (double *)PyBytes_AS_STRING(vals);
         for (Py_ssize_t j = 0; j < nout; j++)  /* column after column */
             memcpy(out + j * n, r->val + j * r->cap, (size_t)n * sizeof(double));
-        PyObject *stats = PyTuple_New(nout);
+        PyObject *stats = PyTuple_New(nout + (sh->share_mean >= 0 || sh->tally >= 0));
         for (Py_ssize_t j = 0; stats && j < nout; j++) {
             PyObject *one = col_stats(out + j * n, n);
             if (!one) Py_CLEAR(stats);
             else PyTuple_SET_ITEM(stats, j, one);
+        }
+        if (stats && (sh->share_mean >= 0 || sh->tally >= 0)) {
+            PyObject *one = sh->share_mean >= 0 ? col_share(out + sh->share_mean * n, out + sh->share_max * n, n)
+                                                : col_tally(out + sh->tally * n, n);
+            if (!one) Py_CLEAR(stats);
+            else PyTuple_SET_ITEM(stats, nout, one);
         }
         if (!stats) { Py_DECREF(vals); Py_DECREF(parts); return -1; }
         PyObject *t = Py_BuildValue("(nnNNNNNN)", k, n, col_bytes(r->line, n * 8), col_bytes(r->bol, n * 8),

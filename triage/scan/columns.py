@@ -106,7 +106,17 @@ class Shape(NamedTuple):
     stable: bool = False  # no needle can occur across a number of a line of it (stable())
 
     def spec(self) -> tuple[Any, ...]:
-        return (self.segments, self.allow, self.cols, self.ids, self.record, self.ctx, self.stable)
+        """What _linescan.shapes takes: with the output columns of the mean and longest response length, whose share
+        the C side works out (-1: not two columns; then RowPart.contributions does), and of a timer's seconds, whose
+        distinct values it counts (TimerStore.add_rows)."""
+        rows = self.rows
+        rows.plan()
+        mean_i, max_i = rows.share
+        mean, longest = (rows.cols[mean_i], rows.cols[max_i]) if mean_i >= 0 else (-1, -1)
+        if mean < 0 or longest < 0 or mean == longest:
+            mean = longest = -1
+        tally = rows.num_col if self.ctx and mean < 0 else -1  # a timer's seconds, counted per distinct value
+        return (self.segments, self.allow, self.cols, self.ids, self.record, self.ctx, self.stable, mean, longest, tally)
 
 
 @lru_cache(maxsize=4)
