@@ -31,6 +31,9 @@ KNOWN_MISSES = {
     "424-sglang-decode-out-of-memory-page-size-64":
         "category right (serving-oom-retraction, Decode out of memory), but the thread's fix is an SGLang upgrade "
         "(page_size > 1 retract bug): the label names no knob, so the knob check cannot pass",
+    "804-nemo-rl-gym-comp-coding-empty-rewards-step86":
+        "one NeMo-RL step summary with Avg Reward 0.0000 (the empty-rewards stack trace is not in the stored "
+        "excerpt): one zero-reward record is not a pattern (test_metric_series), as for 204",
     "344-trl-grpo-quickstart-completions-clipped-table":
         "the metrics were pasted as a whitespace table (a header of names, rows of bare numbers): the rows hold no "
         "anchor the prefilter can select, so only the header line reaches the metric parser",
@@ -38,7 +41,7 @@ KNOWN_MISSES = {
 
 
 def test_the_extra_corpus_is_there() -> None:
-    assert len(CASES) == 207
+    assert len(CASES) == 215
 
 
 @pytest.mark.parametrize("case", CASES)
