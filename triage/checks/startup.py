@@ -3,6 +3,7 @@
 - `startup_phase_slow`: one phase (weight load, compile, graph capture, engine init) over an absolute threshold.
 - `startup_not_ready`: a launcher's readiness deadline fired; names the phase the engine was in or spent longest on.
 - `startup_abandoned`: no deadline line, but the run never got past a slow startup: the engine's log stops inside it.
+- `startup_wait_unanswered`: a launcher (or an engine's front end) kept waiting for the engine and nothing answered.
 - `startup_summary`: the startup durations per phase, as information (healthy runs included).
 - `first_step_slow`: the first step several times the warm median, with the timed startup phases set apart; not
   when the warm steps are fast because the responses collapsed (that is a run-health finding, not a cold start).
@@ -246,6 +247,60 @@ def startup_not_ready(params: dict[str, Any], run: Run) -> list[CheckResult]:
     if timeouts[-1] is not timeouts[0]:
         evidence.append(timeouts[-1].line)
     return [CheckResult(evidence=evidence, count=len(timeouts), numbers=numbers)]
+
+
+def startup_wait_unanswered(params: dict[str, Any], run: Run) -> list[CheckResult]:
+    """A launcher, or an engine's own front end, kept waiting for the engine to start and nothing answered: the wait
+    lines of one file (vLLM V1's `Waiting for 1 local, 0 remote core engine proc(s) to start.`, TGI's `Waiting for
+    shard to be ready...`, a router's pending health checks) span at least `min_seconds` of wall clock, counted from
+    the earliest start the file shows (a wait or begin line, or the start of a timed phase: its end time minus its
+    duration), and no ready line follows the last wait, in that file or any other. A readiness deadline
+    (`startup_not_ready`), a crash or shutdown (they explain the wait) or a served request (engine stats) makes it
+    someone else's finding. Names the phase the engine was in, as `startup_not_ready` does."""
+    engs = engines(run)
+    if any(e.timeouts for e in engs) or run.engines:
+        return []
+    if any(ev.kind in ("fatal", "shutdown") for ev in run.events):
+        return []
+    low = float(params.get("min_seconds", 60))
+    best: tuple[float, Engine, list[Event]] | None = None
+    for eng in engs:
+        waits = [ev for ev in eng.waits if "ts" in ev.fields]
+        if not waits:
+            continue
+        last = waits[-1]
+        answered = any(e.ready for e in engs if e is not eng) or any(
+            ev.line.lineno > last.line.lineno for ev in eng.ready)
+        if answered:
+            continue
+        starts = [ev.fields["ts"] for ev in waits + eng.begun if "ts" in ev.fields]
+        starts += [sp.line_ts - sp.seconds for sp in eng.spans.values() if sp.line_ts is not None]
+        waited = round(last.fields["ts"] - min(starts), 3)
+        if waited >= low and (best is None or waited > best[0]):
+            best = (waited, eng, waits)
+    if best is None:
+        return []
+    waited, eng, waits = best
+    count = sum(ev.line.repeat for ev in waits)
+    parts = [f"waited {waited:g} s ≥ {low:g} s ({count} wait lines), no ready line after the last"]
+    numbers: dict[str, Any] = {"waited_seconds": waited, "threshold": low, "waits": count,
+                               "startup_phases": eng.phases()}
+    evidence = [waits[0].line, waits[-1].line]
+    stuck = eng.unfinished()
+    if stuck is not None:
+        phase, what = stuck.fields["phase"], stuck.fields.get("what") or ""
+        parts.append(f"engine in {LABELS.get(phase, phase)}{' (' + what + ')' if what else ''} (begun, never ended)")
+        evidence.append(stuck.line)
+    elif eng.spans:
+        worst = max(eng.spans.values(), key=lambda sp: sp.seconds)
+        phase = worst.phase
+        parts.append(f"longest startup phase: {worst.label} {worst.seconds:g} s")
+        evidence.append(worst.line)
+    else:
+        phase = "unknown"
+    numbers[f"phase_{phase}"] = 1
+    numbers["arithmetic"] = "; ".join(parts)
+    return [CheckResult(evidence=evidence, count=count, numbers=numbers)]
 
 
 # Facts an engine logs while it starts (server arguments, the KV pools it allocates): not a sign it got further.

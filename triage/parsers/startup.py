@@ -24,7 +24,13 @@ phases, each with its duration when the line gives one:
 - `wait`          a launcher polling an engine that is not up yet: sgl-router `Worker ... health check is pending`,
                   olmOCR `Please wait for sglang server to become ready`, TRL `Server is not up yet. Retrying`,
                   TRL async GRPO `Still waiting for vLLM server`, kubelet `Readiness probe failed: ...`, Ray Serve
-                  `Deployment 'X' ... has N replicas that have taken more than 30s to initialize|be scheduled`.
+                  `Deployment 'X' ... has N replicas that have taken more than 30s to initialize|be scheduled`;
+                  the engines' own front ends waiting for their workers, every 10 s: vLLM V1's API server `Waiting
+                  for 1 local, 0 remote core engine proc(s) to start.` (`v1/engine/utils.py`, DEBUG, 0.8 -> 0.25),
+                  TGI's launcher `Waiting for shard 0 to be ready...` (0.x) / `Waiting for shard to be ready...
+                  rank=N` (1.x-3.x, also as the `message` of its JSON output).
+- `shard`         TGI's launcher `Shard ready in 189.037403751s rank=0`: one shard's whole start (load and warm-up),
+                  a timed `engine_init` phase of that shard; not the server's readiness (other shards may still wait).
 - `timeout`       the launcher gave up: `server not ready within N seconds` (Modal examples), `did not become
                   ready` (olmOCR), `Timed out [after Ns ]waiting for [the ]server|vLLM server` (TRL, generic),
                   `Timeout waiting for vLLM server healthy` (slime/vime vLLM backend), `can't be reached at ... after
@@ -72,7 +78,11 @@ READY = re.compile(r"fired up and ready to roll|Starting vLLM (?:API )?server|Ap
 WAIT = re.compile(r"health check is pending|Please wait for \w+ server to become ready|Server is not up yet\. Retrying"
                   r"|Still waiting for (?:the )?\w+ server|Readiness probe failed|Startup probe failed"
                   r"|replicas? that (?:have|has) taken more than \d+ ?s to (?:initialize|be scheduled)"
-                  r"|[Ww]aiting for (?:the )?(?:\w+ )?server to (?:be ready|start|become ready|come up|be available)")
+                  r"|[Ww]aiting for (?:the )?(?:\w+ )?server to (?:be ready|start|become ready|come up|be available)"
+                  r"|Waiting for \d+ local, \d+ remote core engine proc\(s\) to start"
+                  r"|Waiting for shard(?: \d+)? to be ready")
+# TGI launcher: one shard up, with its start time (`Shard ready in 189.037403751s rank=0`, 1.x-3.x).
+SHARD_READY = re.compile(r"Shard ready in (?P<seconds>[\d.]+) ?s")
 TIMEOUT = re.compile(
     r"(?i)(?:server|engine|worker)s? (?:is )?not (?:ready|healthy) (?:with)?in (?P<deadline>[\d.]+) ?s"
     r"|(?:server|engine|worker|vLLM|SGLang|model)s? (?:is |was )?(?:still )?not (?:ready|healthy|up) after "
@@ -98,7 +108,7 @@ ANCHORS = ("Load weight end", "Load weight begin", "graph end", "graph begin", "
            "never became ready", "failed to become ready", "imed out waiting for", "imeout waiting for",
            "aiting for vLLM server", "failed to start within", "did not start within", "can't be reached at",
            "health check failed after", "graph bs [", "not ready after", "not healthy after", "not up after",
-           "taken more than")
+           "taken more than", "core engine proc", "Waiting for shard", "Shard ready in")
 
 # Wall-clock prefixes: SGLang `[2025-09-05 20:48:29`, Python logging `2025-03-18 10:24:40,134`, vLLM `INFO 06-02 11:03:11`.
 TS = re.compile(r"(?:\d{4}-)?(?P<mo>\d\d)-(?P<d>\d\d)[ T](?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d)")
@@ -159,6 +169,10 @@ def _parse(line: Line, msg: str) -> Event | None:
         m = AUTOTUNE.search(msg)
         if m:
             return _event(line, "compile", "inductor", "autotune", float(m["a"]) + float(m["b"] or 0.0))
+    if "Shard ready in" in msg:
+        m = SHARD_READY.search(msg)
+        if m:
+            return _event(line, "engine_init", "tgi", "shard", float(m["seconds"]))
     if "DeepGEMM JIT Pre-Compile" in msg and DEEPGEMM.search(msg):
         return _event(line, "compile", "sglang", "deepgemm", None, mark="begin")
     m = TIMEOUT.search(msg)
