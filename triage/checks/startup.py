@@ -207,6 +207,24 @@ def _served_after_ready(run: Run, eng: Engine) -> bool:
     return any(es.origin.startswith(eng.file) and es.last_lineno() > ready_at for es in run.engines.values())
 
 
+def _phase_taken(engs: list[Engine]) -> tuple[str, str, Line | None]:
+    """The phase the engines were in (begun, never ended) or spent longest on: (phase, its description, its line);
+    ("unknown", ..., None) when the logs time no phase. Profiling counts as engine init."""
+    stuck = [ev for e in engs if (ev := e.unfinished()) is not None]
+    spans = [s for e in engs for s in e.spans.values()]
+    if stuck:
+        ev = stuck[-1]
+        phase, what = ev.fields["phase"], ev.fields.get("what") or ""
+        part = f"engine still in {LABELS.get(phase, phase)}{' (' + what + ')' if what else ''} (begun and never ended)"
+        line: Line | None = ev.line
+    elif spans:
+        worst = max(spans, key=lambda s: s.seconds)
+        phase, part, line = worst.phase, f"longest startup phase: {worst.label} {worst.seconds:g} s", worst.line
+    else:
+        phase, part, line = "unknown", "no engine startup phase in these logs", None
+    return ("engine_init" if phase == "profile" else phase), part, line
+
+
 def startup_not_ready(params: dict[str, Any], run: Run) -> list[CheckResult]:
     """A readiness deadline fired. The phase that took the time: the one begun and never ended (the engine was in
     it), else the longest timed phase; each named as a 0/1 number (`phase_compile`...) the rule's knobs_when reads."""
@@ -214,28 +232,13 @@ def startup_not_ready(params: dict[str, Any], run: Run) -> list[CheckResult]:
     timeouts = [ev for e in engs for ev in e.timeouts]
     if not timeouts:
         return []
-    stuck = [(e, ev) for e in engs if (ev := e.unfinished()) is not None]
-    spans = [s for e in engs for s in e.spans.values()]
     numbers: dict[str, Any] = {"timeouts": len(timeouts)}
     deadline = next((ev.fields["deadline"] for ev in timeouts if "deadline" in ev.fields), None)
     parts = [f"deadline {deadline:g} s" if deadline else "readiness deadline fired"]
     evidence = [timeouts[0].line]
-    if stuck:
-        _, ev = stuck[-1]
-        phase = ev.fields["phase"]
-        what = ev.fields.get("what") or ""
-        parts.append(f"engine still in {LABELS.get(phase, phase)}{' (' + what + ')' if what else ''} (begun and never ended)")
-        evidence.append(ev.line)
-    elif spans:
-        worst = max(spans, key=lambda s: s.seconds)
-        phase = worst.phase
-        parts.append(f"longest startup phase: {worst.label} {worst.seconds:g} s")
-        evidence.append(worst.line)
-    else:
-        phase = "unknown"
-        parts.append("no engine startup phase in these logs")
-    if phase == "profile":
-        phase = "engine_init"
+    phase, part, line = _phase_taken(engs)
+    parts.append(part)
+    evidence += [line] if line is not None else []
     numbers["phase"] = phase
     numbers[f"phase_{phase}"] = 1
     if deadline:
@@ -286,18 +289,10 @@ def startup_wait_unanswered(params: dict[str, Any], run: Run) -> list[CheckResul
     numbers: dict[str, Any] = {"waited_seconds": waited, "threshold": low, "waits": count,
                                "startup_phases": eng.phases()}
     evidence = [waits[0].line, waits[-1].line]
-    stuck = eng.unfinished()
-    if stuck is not None:
-        phase, what = stuck.fields["phase"], stuck.fields.get("what") or ""
-        parts.append(f"engine in {LABELS.get(phase, phase)}{' (' + what + ')' if what else ''} (begun, never ended)")
-        evidence.append(stuck.line)
-    elif eng.spans:
-        worst = max(eng.spans.values(), key=lambda sp: sp.seconds)
-        phase = worst.phase
-        parts.append(f"longest startup phase: {worst.label} {worst.seconds:g} s")
-        evidence.append(worst.line)
-    else:
-        phase = "unknown"
+    phase, part, line = _phase_taken([eng])
+    if line is not None:
+        parts.append(part)
+        evidence.append(line)
     numbers[f"phase_{phase}"] = 1
     numbers["arithmetic"] = "; ".join(parts)
     return [CheckResult(evidence=evidence, count=count, numbers=numbers)]
