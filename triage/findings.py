@@ -19,6 +19,7 @@ from triage.checks import CHECKS, Run
 from triage.effective_config import Config, knob
 from triage.library.rules import Library, Rule
 from triage.model import SEVERITY_RANK, Evidence, Finding, Hit, Line
+from triage.parsers import signals
 from triage.redact import redact
 from triage.scan.scanner import FINAL_EXC, FileResult, thresholds_hold
 from triage.scan.unexplained import Fold
@@ -121,6 +122,9 @@ def from_hits(lib: Library, hits: list[Hit], cfg: Config, redact_on: bool) -> li
         numbers = dict(first.numbers)
         numbers["side"] = first.side
         severity = "info" if count < rule.info_below else ""
+        if rule.if_warned and all(signals.is_warning_level(h.line) for h in hs):
+            severity = rule.if_warned  # its program printed every one as a warning: caught, and it went on
+            numbers["warned"] = "every line was printed as a warning by its own program"
         out.append(_finding(lib, rule, lines, count, numbers, cfg, redact_on, first.line, last.line, severity))
     return out
 

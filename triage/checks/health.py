@@ -219,6 +219,16 @@ def run_summary(params: dict[str, Any], run: Run) -> list[CheckResult]:
     return [CheckResult(evidence=evidence, count=total, numbers=numbers)]
 
 
+def _below_cap(ev: Event, max_keys: list[str], cap: Any) -> bool:
+    """Whether the record's longest response is shorter than the configured response cap."""
+    longest = _first_value(ev.fields["values"], max_keys)
+    try:
+        limit = float(cap.value) if cap is not None else 0.0
+    except (TypeError, ValueError):
+        return False
+    return longest is not None and limit > 0 and longest[1] < limit
+
+
 def cap_hits(params: dict[str, Any], run: Run) -> list[CheckResult]:
     """A share of responses at the response cap of at least `min` (a clip or truncation ratio), with the
     length distribution and the configured cap beside it."""
@@ -226,12 +236,22 @@ def cap_hits(params: dict[str, Any], run: Run) -> list[CheckResult]:
     if not found:
         return []
     key, over, count = found
+    cap = run.config.setting("inference.max_response_length") if run.config else None
+    max_keys = list(params.get("max_keys") or [])
+    # A record whose longest response is shorter than the configured cap has no response at that cap, whatever its
+    # ratio says: verl's V1 trainer (trainer.use_v1, the default from 2026) measures response_length/clip_ratio
+    # against the batch's padded width, i.e. its longest response, so the ratio is never 0 (verl#7817, #7821).
+    kept = [(ev, v) for ev, v in over if not _below_cap(ev, max_keys, cap)]
+    if not kept:
+        return []
+    if len(kept) < len(over):
+        count = max(len(kept), round(count * len(kept) / len(over)))
+        over = kept
     result = threshold_result(params, key, over, count)
     worst_ev, worst = max(over, key=lambda ev_v: ev_v[1])
     values = worst_ev.fields["values"]
-    longest = _first_value(values, list(params.get("max_keys") or []))
+    longest = _first_value(values, max_keys)
     mean = _first_value(values, list(params.get("mean_keys") or []))
-    cap = run.config.setting("inference.max_response_length") if run.config else None
     numbers = result.numbers
     if longest:
         numbers["response_length_max"] = longest[1]
@@ -251,7 +271,8 @@ def cap_hits(params: dict[str, Any], run: Run) -> list[CheckResult]:
     # it is not the run's problem now.
     after = int(params.get("resolved_after") or 0)
     recent = run.series(key)[-after:] if after else []
-    if len(recent) == after > 0 and all(v < result.numbers["threshold"] for _, v in recent):
+    if len(recent) == after > 0 and all(v < result.numbers["threshold"] or _below_cap(ev, max_keys, cap)
+                                        for ev, v in recent):
         numbers["recent_max"] = max(v for _, v in recent)
         numbers["arithmetic"] = (f"{text} at worst; at most {100 * numbers['recent_max']:.1f}% over the last "
                                  f"{after} records")

@@ -30,6 +30,7 @@ RULE_KEYS = {
     "id", "category", "severity", "title", "anchor", "match", "side", "not_side", "near", "not_near",
     "within", "when", "knobs", "knobs_when", "not_knobs", "explain", "examples", "priority",
     "symptom_of", "reveals", "min_count", "info_below", "check", "params", "follow", "source", "errors_only",
+    "if_warned",
 }
 REQUIRED = ("id", "category", "severity", "title", "knobs", "explain")
 MIN_ANCHOR = 3  # an anchor is a literal the C prefilter files under byte pairs; shorter ones match everything
@@ -108,6 +109,9 @@ class Rule:
     params: dict[str, Any] = field(default_factory=dict)
     follow: str = ""
     errors_only: bool = False  # claims only error lines: a traceback's final line, an ERROR-level or error-worded line
+    # the severity when every line it claimed was printed as a warning by its own program (which caught what the
+    # line reports and went on: a logger WARNING level, a Python warnings record); "" keeps `severity`
+    if_warned: str = ""
     origin: str = ""  # file:line where the rule is defined
 
     @property
@@ -448,6 +452,9 @@ def _rule(raw: dict[str, Any], path: Path, lib: Library, fragments: dict[str, st
     when = _conditions(raw, "when", where, knobs)
     if not isinstance(raw.get("errors_only", False), bool):
         raise LibraryError(f"{where}: errors_only must be true or false")
+    if_warned = raw.get("if_warned", "")
+    if if_warned and (not isinstance(if_warned, str) or if_warned not in SEVERITIES):
+        raise LibraryError(f"{where}: if_warned {_quoted(if_warned)} is not one of {', '.join(SEVERITIES)}")
     params = _mapping(raw, "params", where)
     if params and not check:
         raise LibraryError(f"{where}: params without a check")
@@ -481,6 +488,7 @@ def _rule(raw: dict[str, Any], path: Path, lib: Library, fragments: dict[str, st
         params=params,
         follow=follow,
         errors_only=bool(raw.get("errors_only", False)),
+        if_warned=if_warned,
         origin=f"{path}:{line}",
     )
 

@@ -74,6 +74,22 @@ def is_error_level(line: Line) -> bool:
     return level_of(line) in ("error", "critical", "fatal")
 
 
+# A line its program printed as a warning: the level word of a logger prefix split off the message (vLLM
+# `WARNING 06-25 16:32:09 [import_utils.py:408]`, logging `WARNING:root:`, `[WARNING]`), a glog/torch c10 `W1206`
+# level, or a Python `warnings` record (`/.../torchvision/io/image.py:13: UserWarning: ...`).
+PREFIX_WARNING = re.compile(r"(?:^|[\s\[(|:,])WARN(?:ING)?(?=[\s\]):|,]|$)|\[W\d{4} \d\d:\d\d:\d\d")
+WARNINGS_RECORD = re.compile(r"^\s?\S+\.py:\d+: (?:[A-Z]\w*)?Warning: ")
+
+
+def is_warning_level(line: Line) -> bool:
+    """Whether the line's own program printed it as a warning (and so caught whatever it reports and went on)."""
+    text, msg = line.text, line.msg
+    cut = len(text) - len(msg) if text.endswith(msg) else max(text.find(msg[:60]), 0) if msg else 0
+    if cut and PREFIX_WARNING.search(text, 0, cut):
+        return True
+    return WARNINGS_RECORD.match(msg) is not None
+
+
 # -- process ends and shutdowns -----------------------------------------------------------------------------
 TRACEBACK = "Traceback (most recent call last)"
 FRAME = re.compile(r'^\s*File "[^"]*", line \d+')
@@ -406,5 +422,5 @@ def describe_frames(frames: list[str]) -> str:
 
 
 __all__ = ["Chain", "Exits", "LEVELS", "SIGNAL_ANCHORS", "LEVEL_ANCHORS", "REWARD_FRAME", "callee_of", "chains",
-           "describe_frames", "events_of", "exception_name", "fatal_event", "is_error_level", "judge", "level_of",
-           "reward_chains", "shutdown_event"]
+           "describe_frames", "events_of", "exception_name", "fatal_event", "is_error_level", "is_warning_level",
+           "judge", "level_of", "reward_chains", "shutdown_event"]
