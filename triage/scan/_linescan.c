@@ -2883,6 +2883,31 @@ static ALWAYS_INLINE int seg_eq(const unsigned char *a, const unsigned char *b, 
     return 1;
 }
 
+/* Whether the n bytes of literal text at lit (followed by 8 readable bytes: shapes() pads it) are at a, of which room
+ * bytes are readable: one masked 8-byte compare for a short segment, else 8-byte compares and one that overlaps. */
+static ALWAYS_INLINE int lit_at(const unsigned char *a, Py_ssize_t room, const unsigned char *lit, Py_ssize_t n) {
+    uint64_t x, y;
+    if (n < 8) {
+        if (room < 8) return seg_eq(a, lit, n);
+        memcpy(&x, a, 8);
+        memcpy(&y, lit, 8);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+        uint64_t first = n ? ~UINT64_C(0) << (8 * (8 - n)) : 0;  /* the first n bytes in memory */
+#else
+        uint64_t first = (UINT64_C(1) << (8 * n)) - 1;
+#endif
+        return !((x ^ y) & first);
+    }
+    for (Py_ssize_t k = 0; k + 8 <= n; k += 8) {
+        memcpy(&x, a + k, 8);
+        memcpy(&y, lit + k, 8);
+        if (x != y) return 0;
+    }
+    memcpy(&x, a + n - 8, 8);
+    memcpy(&y, lit + n - 8, 8);
+    return x == y;
+}
+
 static void colset_free(PyObject *cap) {
     ColSet *cs = (ColSet *)PyCapsule_GetPointer(cap, "triage.scan._linescan.Shapes");
     if (!cs) return;
@@ -2932,7 +2957,7 @@ static PyObject *shapes(PyObject *self, PyObject *args) {
             if (!PyBytes_Check(seg)) bad = 1;
             else total += PyBytes_GET_SIZE(seg);
         }
-        if (!bad) sh->lit = PyMem_Malloc((size_t)total + 1);
+        if (!bad) sh->lit = PyMem_Calloc((size_t)total + 8, 1);  /* 8 bytes to spare: lit_at reads 8 at a time */
         if (!bad && !sh->lit) { PyBuffer_Release(&allow); PyBuffer_Release(&col); Py_DECREF(cap); return PyErr_NoMemory(); }
         Py_ssize_t at = 0;
         for (Py_ssize_t j = 0; !bad && j <= nslot; j++) {
@@ -3027,22 +3052,42 @@ slow:;
     return 1;
 }
 
-/* Whether the line [0, len) of b is of shape sh; the tokens' bounds into ts/te. */
-static int col_match(const ColShape *sh, const unsigned char *b, Py_ssize_t len, Py_ssize_t *ts, Py_ssize_t *te) {
+/* The end of the run of ASCII digits from b[t] on, before len: eight bytes a step where the line has them (a byte
+ * is flagged when subtracting '0' borrows or adding 0x46 reaches 0x80, which no digit does, so the lowest flagged
+ * byte is the first that is not a digit: the bytes before it neither borrow nor carry). */
+static ALWAYS_INLINE Py_ssize_t digit_end(const unsigned char *b, Py_ssize_t t, Py_ssize_t len) {
+    while (len - t >= 8) {
+        uint64_t x;
+        memcpy(&x, b + t, 8);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+        x = __builtin_bswap64(x);
+#endif
+        uint64_t odd = ((x - UINT64_C(0x3030303030303030)) | (x + UINT64_C(0x4646464646464646)))
+                       & UINT64_C(0x8080808080808080);
+        if (odd) return t + (__builtin_ctzll(odd) >> 3);
+        t += 8;
+    }
+    while (t < len && is_digit(b[t])) t++;
+    return t;
+}
+
+/* Whether the line [0, len) of b is of shape sh; the tokens' bounds into ts/te. room: bytes readable from b (>= len). */
+static int col_match(const ColShape *sh, const unsigned char *b, Py_ssize_t len, Py_ssize_t room, Py_ssize_t *ts,
+                     Py_ssize_t *te) {
     Py_ssize_t pos = 0;
     for (Py_ssize_t k = 0;; k++) {
         Py_ssize_t l = sh->seg_len[k];
-        if (len - pos < l || !seg_eq(b + pos, sh->lit + sh->seg_off[k], l)) return 0;
+        if (len - pos < l || !lit_at(b + pos, room - pos, sh->lit + sh->seg_off[k], l)) return 0;
         pos += l;
         if (k == sh->nslot) return pos == len;
         Py_ssize_t t = pos;
         int cls = 0;
         if (t < len && b[t] == '-') { cls = 1; t++; }
         if (t >= len || !is_digit(b[t])) return 0;
-        while (t < len && is_digit(b[t])) t++;
+        t = digit_end(b, t + 1, len);
         if (t + 1 < len && b[t] == '.' && is_digit(b[t + 1])) {
             cls |= 2;
-            for (t++; t < len && is_digit(b[t]); t++) {}
+            t = digit_end(b, t + 2, len);
         }
         if (t < len && (b[t] | 0x20) == 'e') {
             Py_ssize_t u = t + 1;
@@ -3078,11 +3123,12 @@ static int col_grow(ColRows *r, Py_ssize_t nout) {
 }
 
 /* Whether the pending candidate line is of shape sh (its needles aside); the tokens' bounds into ts/te. */
-static ALWAYS_INLINE int col_line(const ColShape *sh, const unsigned char *b, Py_ssize_t bol, Py_ssize_t len,
-                                  Py_ssize_t *ts, Py_ssize_t *te) {
+static ALWAYS_INLINE int col_line(const ColShape *sh, const unsigned char *b, Py_ssize_t n, Py_ssize_t bol,
+                                  Py_ssize_t len, Py_ssize_t *ts, Py_ssize_t *te) {
     Py_ssize_t tail = sh->seg_len[sh->nslot];  /* the end of the line first: where shapes of a needle differ */
-    if (len < tail || !seg_eq(b + bol + len - tail, sh->lit + sh->seg_off[sh->nslot], tail)) return 0;
-    return col_match(sh, b + bol, len, ts, te);
+    Py_ssize_t at = bol + len - tail;
+    if (len < tail || !lit_at(b + at, n - at, sh->lit + sh->seg_off[sh->nslot], tail)) return 0;
+    return col_match(sh, b + bol, len, n - bol, ts, te);
 }
 
 /* Whether the needles of a stable shape's lines are always found in one order (that of its ids) with matcher m. A
@@ -3180,7 +3226,7 @@ static int cols_run(Scan *st, Py_ssize_t p, Py_ssize_t nl, Py_ssize_t kp) {
             Py_ssize_t t = q == -2 ? first : q == -1 ? kp : q;  /* the shape that came after kp last, kp, the others */
             if (t < 0 || (q >= 0 && (t == first || t == kp))) continue;
             if (!c->whole[t]) c->whole[t] = cols_whole(c, t, st->m) ? 1 : 2;
-            if (c->whole[t] == 1 && col_line(&cs->sh[t], b, p, len, c->pre_ts, c->pre_te)) k = t;
+            if (c->whole[t] == 1 && col_line(&cs->sh[t], b, n, p, len, c->pre_ts, c->pre_te)) k = t;
         }
         if (k < 0) break;
         if (kp >= 0) c->next[kp] = k;
@@ -3247,7 +3293,7 @@ static int cols_early(Scan *st) {
         if (!sh->stable || sh->ids[0] != st->ids[0]) continue;
         if (!c->early[k]) c->early[k] = cols_order(sh, st->m) ? 1 : 2;
         if (c->early[k] != 1) continue;
-        if (!col_line(sh, st->b, bol, len, c->pre_ts, c->pre_te)) continue;
+        if (!col_line(sh, st->b, st->n, bol, len, c->pre_ts, c->pre_te)) continue;
         for (Py_ssize_t j = 1; j < sh->nids; j++)
             if (append_id(st, sh->ids[j]) < 0) return -1;
         c->pre_k = k;
@@ -3286,7 +3332,7 @@ static int cols_take(Scan *st) {
             Py_ssize_t j = 0;
             while (j < st->nids && sh->ids[j] == st->ids[j]) j++;
             if (j < st->nids) continue;
-            if (!col_line(sh, b, bol, len, ts, te)) continue;
+            if (!col_line(sh, b, st->n, bol, len, ts, te)) continue;
         }
         if (sh->ctx && bol > 0) {  /* the same text as the line before: Python folds it into that one (Runs) */
             Py_ssize_t pb = line_start(b, bol - 1);
