@@ -607,3 +607,77 @@ def test_timer_readings_are_counted_by_the_c_side_as_the_store_counts_them_line_
     assert set(waits) <= {0.0, 0.1, 2.5, 10.0, 7.0} and sum(waits.values()) == 6000
     monkeypatch.undo()
     same_both_ways(log, monkeypatch)
+
+
+def test_lines_taken_whole_after_a_matched_one_give_what_the_needle_search_gives() -> None:
+    """cols_run: once a line of a stable shape is matched, the lines after it are matched against the shapes first and
+    become rows without the needle search while they are of a shape whose needles are all candidate needles of its
+    literal text (cols_whole). The hits must be those of the search line by line (the shapes not marked stable), on
+    every loop, wherever the lines fall in the buffer: lines of no shape, of a shape whose text holds a usage value
+    (not taken whole), refused rows (NaN, a whole number too long), repeated context lines, a traceback after rows."""
+    rng = random.Random(31)
+    needles = native.Needles({"step ", "Timer ", "Traceback", "perf/", "ERROR"}, set())
+    anchor = {a: i for i, a in enumerate(needles.anchor_of) if a is not None}
+    usage = len(needles.anchor_of) - 4  # b"usage: " (K_USAGE), before the three single bytes
+    assert needles.items[usage][0] == b"usage: "
+    shapes = [  # (a first line, its needles in the order a scan finds them, ctx)
+        (b"[2026-05-24 00:53:04] x.py:5 - step 3: {'a': 0.5, 'b': -1e-06}", (anchor["step "],), False),
+        (b"[2026-05-24 00:53:04] t.py:32 - Timer w end (elapsed: 6.7s)", (anchor["Timer "],), True),
+        (b"[2026-05-24 00:53:04] m.py:8 - perf 3: {'perf/t': 4.25, 'perf/u': 7}", (anchor["perf/"],) * 2, False),
+        (b"[2026-05-24 00:53:04] s.py:1 - step 4 usage: 0.95 perf/x 2", (anchor["step "], usage, anchor["perf/"]),
+         False),
+    ]
+    lines = []
+    for s in range(4000):
+        t = b"[2026-05-24 %02d:%02d:%02d] " % (s // 3600 % 24, s // 60 % 60, s % 60)
+        v = rng.choice([b"0.5", b"-2", b"nan", b"9" * 20, b"1e5", b"12.75"])
+        pick = rng.random()
+        if pick < 0.3:
+            lines.append(t + b"x.py:5 - step %d: {'a': %s, 'b': %s}" % (s, v, rng.choice([b"-1e-06", b"3"])))
+        elif pick < 0.5:
+            line = t + b"t.py:32 - Timer w end (elapsed: %s)" % rng.choice([b"6.7s", b"6.7s", b"10.0s"])
+            lines += [line] * rng.choice([1, 1, 2])  # a context line again: Python folds it into the first
+        elif pick < 0.65:
+            lines.append(t + b"m.py:8 - perf %d: {'perf/t': %s, 'perf/u': 7}" % (s, v))
+        elif pick < 0.72:
+            lines.append(t + b"s.py:1 - step %d usage: 0.%d perf/x 2" % (s, rng.randrange(100)))
+        elif pick < 0.85:
+            lines.append(b" " + t + b"iteration %8d/ 1000 | lm loss: %s |" % (s, v))  # no needle
+        elif pick < 0.9:
+            lines.append(t + b"ERROR step %d failed" % s)  # a needle, no shape
+        elif pick < 0.92:
+            lines += [b"Traceback (most recent call last):", b'  File "x.py", line 3, in f', b"ValueError: x"]
+        else:
+            lines.append(t + b"x.py:5 - step %d: {'a': %s, 'b': 1}" % (s, v) + b" " * rng.randrange(1, 3))
+    data = b"\n".join(lines) + b"\n"
+    back = (anchor["Traceback"],)
+    ls = native._linescan
+    default = ls.SIMD
+    every: dict[tuple[bytes, int], list[Any]] = {}  # (padding, buffer size) -> the hits of each loop, either way
+    try:
+        for path in ("",) + tuple(getattr(ls, "PATHS", ())):
+            ls.set_simd(path)
+            for pad in (b"", b"\n", b"\n\n\n"):  # the lines at odd and even offsets
+                for stable in (False, True):
+                    spec = []
+                    for first, ids, ctx in shapes:
+                        segs, toks = columns.template(first)
+                        n = len(toks)
+                        spec.append((segs, bytes([columns.ALL] * n), bytes(range(n)), ids, not ctx, ctx, stable))
+                    armed = ls.shapes(spec, back)
+                    for size in (len(data), 1 << 16):  # one buffer, and buffers of whole lines (the last without its
+                        got, at = [], 0  # newline in the second case's final piece)
+                        buf = pad + data
+                        while at < len(buf):
+                            end = buf.rfind(b"\n", at, at + size) + 1 if at + size < len(buf) else len(buf)
+                            got.append(ls.scan(needles.matcher(b""), buf[at:end], 0, 0, False, 0, 0, 0, -1.0, -1,
+                                               None, None, armed)[:5])
+                            at = end
+                        every.setdefault((pad, size), []).append(got)
+    finally:
+        ls.set_simd(default)
+    for runs in every.values():
+        assert len(runs) >= 4 and all(hits == runs[0] for hits in runs)
+    one = every[(b"", len(data))][0]
+    rows = sum(p[1] for chunk in one for h in chunk[4] if h[0] == native.K_COLS for p in h[4])
+    assert rows > 1500 and sum(h[0] == 0 for chunk in one for h in chunk[4]) > 1000

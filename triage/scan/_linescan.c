@@ -623,6 +623,8 @@ typedef struct {
     Family fam;                         /* candidate lines of the family of Python's last line, counted here */
     struct Cols *cols;                  /* lines of registered numeric shapes, kept as columns (NULL: off) */
     Py_ssize_t col_skip;                /* offsets below it are not visited: a line of a stable shape (cols_early) */
+    Py_ssize_t jump, jump_nl;           /* >= 0: the loop goes on from this line start, jump_nl newlines before
+                                           it (lines taken whole by cols_run); -1: none */
     struct Errs *errs;                  /* error-like lines counted per key (NULL: off; see Errs) */
 } Scan;
 
@@ -648,6 +650,7 @@ static PyObject *errfold_take(PyObject *self, PyObject *args);
 #define COL_TOP 16         /* the highest values of a series the store keeps (series_store.TOP) */
 static int cols_take(Scan *st);
 static int cols_early(Scan *st);
+static ALWAYS_INLINE Py_ssize_t jumped(Scan *st, Py_ssize_t *nls);
 static int cols_before(Scan *st);
 static int cols_flush(Scan *st);
 static struct Cols *cols_new(PyObject *cap);
@@ -1655,6 +1658,7 @@ static int scalar_tail(Scan *st, Py_ssize_t blk, Py_ssize_t nls) {
     for (Py_ssize_t i = blk; i + 1 < n; i += 2) {
         unsigned p = PAIR(b[i], b[i + 1]);
         if ((TEST(bits, p) & 1) && visit(st, i, 1) < 0) return -1;
+        if (st->jump >= 0) i = jumped(st, NULL) - 2;  /* lines taken whole (cols_run): on from the next */
     }
     return 0;
 }
@@ -1679,6 +1683,7 @@ static int run_scalar(Scan *st) {
         unsigned p = PAIR(b[i], b[i + 1]);
         if (!(TEST(bits, p) & 1)) continue;
         if (visit(st, i, 0) < 0) return -1;
+        if (st->jump >= 0) i = jumped(st, NULL) - 2;  /* lines taken whole (cols_run): on from the next */
     }
     return 0;
 }
@@ -1709,6 +1714,7 @@ TARGET_AVX2 static ALWAYS_INLINE uint32_t pairs32(const int *words, const unsign
 }
 
 #define WIN 1024  /* bytes whose masks are computed (no branches) before their offsets are visited */
+#define JUMP_WIN 2  /* blocks of the first window after a jump (lines taken whole: cols_run), doubling up to WIN */
 
 /* The offsets base + scale * k of the set bits k of x, in order, into out; returns how many. The first
  * four are written whatever the count (past it they are junk): the usual 0-4 bits cost no loop and no
@@ -1737,16 +1743,25 @@ TARGET_AVX2 static int run_avx2(Scan *st) {
     Py_ssize_t n = st->n, blk = 0, nls = 0;  /* nls: newlines before the bytes read so far */
     uint32_t masks[WIN / 64];
     Py_ssize_t cand[WIN / 2 + 4];
+    Py_ssize_t win = WIN / 64;  /* blocks a window holds: fewer just after a jump (the next row is near) */
     while (blk + 64 <= n) {
         Py_ssize_t nb = (n - blk) / 64;
-        if (nb > WIN / 64) nb = WIN / 64;
+        if (nb > win) nb = win;
         for (Py_ssize_t k = 0; k < nb; k++) masks[k] = pairs32(words, b + blk + 64 * k, &nls);
         st->em.w = blk + 64 * nb;
         st->em.nl_w = nls;
         int nc = 0;
         for (Py_ssize_t k = 0; k < nb; k++) nc += flatten(cand + nc, blk + 64 * k, masks[k], 2);
-        for (int k = 0; k < nc; k++)
+        for (int k = 0; k < nc; k++) {
             if (visit(st, cand[k], 1) < 0) return -1;
+            if (st->jump >= 0) break;
+        }
+        if (st->jump >= 0) {  /* lines taken whole (cols_run): on from the next */
+            blk = jumped(st, &nls);
+            win = JUMP_WIN;
+            continue;
+        }
+        if (win < WIN / 64) win *= 2;
         blk += 64 * nb;
     }
     return scalar_tail(st, blk, nls);
@@ -1791,9 +1806,10 @@ TARGET_AVX512 static int run_avx512(Scan *st) {
         tbl[2 * q + 1] = _mm512_loadu_si512((const void *)(m->bloom[q] + 64));
     }
     for (int k = 0; k < 4; k++) sg[k] = _mm512_set1_epi8((char)m->singles[k < m->nsingle ? k : 0]);
+    Py_ssize_t win = WIN / 64;  /* blocks a window holds: fewer just after a jump (the next row is near) */
     while (blk + 64 <= n) {
         Py_ssize_t nb = (n - blk) / 64;
-        if (nb > WIN / 64) nb = WIN / 64;
+        if (nb > win) nb = win;
         for (Py_ssize_t k = 0; k < nb; k++) {
             __m512i v = _mm512_loadu_si512((const void *)(b + blk + 64 * k));
             masks[k] = bloom32(v, tbl);
@@ -1808,7 +1824,14 @@ TARGET_AVX512 static int run_avx512(Scan *st) {
             Py_ssize_t i = cand[k];
             unsigned p = PAIR(b[i], b[i + 1]);
             if ((TEST(bits, p) & 1) && visit(st, i, 2) < 0) return -1;
+            if (st->jump >= 0) break;
         }
+        if (st->jump >= 0) {  /* lines taken whole (cols_run): on from the next */
+            blk = jumped(st, &nls);
+            win = JUMP_WIN;
+            continue;
+        }
+        if (win < WIN / 64) win *= 2;
         blk += 64 * nb;
     }
     for (int q = 0; q < m->nsingle; q++)
@@ -1894,7 +1917,7 @@ static PyObject *scan_with(PyObject *args, int loop) {
     st->step = step;
     st->em.b = st->b;
     st->em.count = count_nl;
-    st->last_mark = st->last_sample = st->c_bol = st->c_eol = -1;
+    st->last_mark = st->last_sample = st->c_bol = st->c_eol = st->jump = -1;
     st->ids = st->ids_local;
     st->ids_cap = (Py_ssize_t)(sizeof(st->ids_local) / sizeof(st->ids_local[0]));
     st->em.out = PyList_New(0);
@@ -2839,6 +2862,10 @@ struct Cols {
                                            match its lines, 2 not (see cols_order) */
     Py_ssize_t pre_k, pre_bol;          /* the shape the candidate line at pre_bol matched in cols_early (-1: none) */
     Py_ssize_t pre_ts[COL_TOKENS], pre_te[COL_TOKENS];  /* and its tokens' bounds */
+    uint8_t whole[COL_SHAPES];          /* per shape, with this call's matcher: 0 not looked at, 1 cols_run may take
+                                           its lines whole, 2 not (see cols_whole) */
+    Py_ssize_t next[COL_SHAPES];        /* per shape, that of the line cols_run took after one of it last (-1: none) */
+    int nl_needle;                      /* 0 not looked at, 1 no needle of the matcher holds a newline, 2 one does */
 };
 
 /* Whether n bytes at a and b are equal (short segments: word compares, no call). */
@@ -2854,6 +2881,31 @@ static ALWAYS_INLINE int seg_eq(const unsigned char *a, const unsigned char *b, 
     }
     while (n--) if (*a++ != *b++) return 0;
     return 1;
+}
+
+/* Whether the n bytes of literal text at lit (followed by 8 readable bytes: shapes() pads it) are at a, of which room
+ * bytes are readable: one masked 8-byte compare for a short segment, else 8-byte compares and one that overlaps. */
+static ALWAYS_INLINE int lit_at(const unsigned char *a, Py_ssize_t room, const unsigned char *lit, Py_ssize_t n) {
+    uint64_t x, y;
+    if (n < 8) {
+        if (room < 8) return seg_eq(a, lit, n);
+        memcpy(&x, a, 8);
+        memcpy(&y, lit, 8);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+        uint64_t first = n ? ~UINT64_C(0) << (8 * (8 - n)) : 0;  /* the first n bytes in memory */
+#else
+        uint64_t first = (UINT64_C(1) << (8 * n)) - 1;
+#endif
+        return !((x ^ y) & first);
+    }
+    for (Py_ssize_t k = 0; k + 8 <= n; k += 8) {
+        memcpy(&x, a + k, 8);
+        memcpy(&y, lit + k, 8);
+        if (x != y) return 0;
+    }
+    memcpy(&x, a + n - 8, 8);
+    memcpy(&y, lit + n - 8, 8);
+    return x == y;
 }
 
 static void colset_free(PyObject *cap) {
@@ -2905,7 +2957,7 @@ static PyObject *shapes(PyObject *self, PyObject *args) {
             if (!PyBytes_Check(seg)) bad = 1;
             else total += PyBytes_GET_SIZE(seg);
         }
-        if (!bad) sh->lit = PyMem_Malloc((size_t)total + 1);
+        if (!bad) sh->lit = PyMem_Calloc((size_t)total + 8, 1);  /* 8 bytes to spare: lit_at reads 8 at a time */
         if (!bad && !sh->lit) { PyBuffer_Release(&allow); PyBuffer_Release(&col); Py_DECREF(cap); return PyErr_NoMemory(); }
         Py_ssize_t at = 0;
         for (Py_ssize_t j = 0; !bad && j <= nslot; j++) {
@@ -3000,22 +3052,42 @@ slow:;
     return 1;
 }
 
-/* Whether the line [0, len) of b is of shape sh; the tokens' bounds into ts/te. */
-static int col_match(const ColShape *sh, const unsigned char *b, Py_ssize_t len, Py_ssize_t *ts, Py_ssize_t *te) {
+/* The end of the run of ASCII digits from b[t] on, before len: eight bytes a step where the line has them (a byte
+ * is flagged when subtracting '0' borrows or adding 0x46 reaches 0x80, which no digit does, so the lowest flagged
+ * byte is the first that is not a digit: the bytes before it neither borrow nor carry). */
+static ALWAYS_INLINE Py_ssize_t digit_end(const unsigned char *b, Py_ssize_t t, Py_ssize_t len) {
+    while (len - t >= 8) {
+        uint64_t x;
+        memcpy(&x, b + t, 8);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+        x = __builtin_bswap64(x);
+#endif
+        uint64_t odd = ((x - UINT64_C(0x3030303030303030)) | (x + UINT64_C(0x4646464646464646)))
+                       & UINT64_C(0x8080808080808080);
+        if (odd) return t + (__builtin_ctzll(odd) >> 3);
+        t += 8;
+    }
+    while (t < len && is_digit(b[t])) t++;
+    return t;
+}
+
+/* Whether the line [0, len) of b is of shape sh; the tokens' bounds into ts/te. room: bytes readable from b (>= len). */
+static int col_match(const ColShape *sh, const unsigned char *b, Py_ssize_t len, Py_ssize_t room, Py_ssize_t *ts,
+                     Py_ssize_t *te) {
     Py_ssize_t pos = 0;
     for (Py_ssize_t k = 0;; k++) {
         Py_ssize_t l = sh->seg_len[k];
-        if (len - pos < l || !seg_eq(b + pos, sh->lit + sh->seg_off[k], l)) return 0;
+        if (len - pos < l || !lit_at(b + pos, room - pos, sh->lit + sh->seg_off[k], l)) return 0;
         pos += l;
         if (k == sh->nslot) return pos == len;
         Py_ssize_t t = pos;
         int cls = 0;
         if (t < len && b[t] == '-') { cls = 1; t++; }
         if (t >= len || !is_digit(b[t])) return 0;
-        while (t < len && is_digit(b[t])) t++;
+        t = digit_end(b, t + 1, len);
         if (t + 1 < len && b[t] == '.' && is_digit(b[t + 1])) {
             cls |= 2;
-            for (t++; t < len && is_digit(b[t]); t++) {}
+            t = digit_end(b, t + 2, len);
         }
         if (t < len && (b[t] | 0x20) == 'e') {
             Py_ssize_t u = t + 1;
@@ -3051,11 +3123,12 @@ static int col_grow(ColRows *r, Py_ssize_t nout) {
 }
 
 /* Whether the pending candidate line is of shape sh (its needles aside); the tokens' bounds into ts/te. */
-static ALWAYS_INLINE int col_line(const ColShape *sh, const unsigned char *b, Py_ssize_t bol, Py_ssize_t len,
-                                  Py_ssize_t *ts, Py_ssize_t *te) {
+static ALWAYS_INLINE int col_line(const ColShape *sh, const unsigned char *b, Py_ssize_t n, Py_ssize_t bol,
+                                  Py_ssize_t len, Py_ssize_t *ts, Py_ssize_t *te) {
     Py_ssize_t tail = sh->seg_len[sh->nslot];  /* the end of the line first: where shapes of a needle differ */
-    if (len < tail || !seg_eq(b + bol + len - tail, sh->lit + sh->seg_off[sh->nslot], tail)) return 0;
-    return col_match(sh, b + bol, len, ts, te);
+    Py_ssize_t at = bol + len - tail;
+    if (len < tail || !lit_at(b + at, n - at, sh->lit + sh->seg_off[sh->nslot], tail)) return 0;
+    return col_match(sh, b + bol, len, n - bol, ts, te);
 }
 
 /* Whether the needles of a stable shape's lines are always found in one order (that of its ids) with matcher m. A
@@ -3089,9 +3162,126 @@ static int cols_order(const ColShape *sh, const Matcher *m) {
     return 1;
 }
 
+/* Whether cols_run may take the lines of shape k whole with this call's matcher, not searching them for needles: the
+ * shape is stable and its needles are always found in the order of its ids (cols_order), so the needle search finds
+ * in a line of it the needles of its literal text; each of those is a candidate needle (K_CAND: not a stats marker
+ * or usage value, whose handling reads the numbers after it) named in its ids, and they are all of its ids, so the
+ * search would make the line a candidate at its first needle and note exactly the shape's ids, as cols_early does;
+ * no needle holds a newline (one could start in the line before or end in the next); no byte of its text or of a
+ * number token is a single-byte needle (a flag the search would raise). */
+static int cols_whole(struct Cols *c, Py_ssize_t k, const Matcher *m) {
+    const ColShape *sh = &c->set->sh[k];
+    if (!sh->stable || !sh->nids || !cols_order(sh, m)) return 0;
+    if (!c->nl_needle) {
+        c->nl_needle = 1;
+        for (Py_ssize_t e = 0; e < m->n; e++)
+            if (m->nd[e].len > 0 && memchr(m->nd[e].s, '\n', (size_t)m->nd[e].len)) c->nl_needle = 2;
+    }
+    if (c->nl_needle != 1) return 0;
+    static const char token_bytes[] = "0123456789.-+eE";
+    for (const char *t = token_bytes; *t; t++)
+        if (m->single[(unsigned char)*t]) return 0;
+    Py_ssize_t found = 0;
+    for (Py_ssize_t g = 0; g <= sh->nslot; g++) {
+        const unsigned char *t = sh->lit + sh->seg_off[g];
+        Py_ssize_t len = sh->seg_len[g];
+        for (Py_ssize_t i = 0; i < len; i++)
+            if (m->single[t[i]]) return 0;
+        for (Py_ssize_t i = 0; i + 1 < len; i++) {  /* each occurrence once: at its first filing's pair, i = s + off */
+            unsigned p = PAIR(t[i], t[i + 1]);
+            unsigned h = slot_of(p);
+            while (m->slot[h].pair && m->slot[h].pair != p + 1) h = (h + 1) & (HSLOTS - 1);
+            for (int32_t e = m->slot[h].pair ? m->slot[h].head : -1; e >= 0; e = m->nd[e].next) {
+                const Needle *nd = &m->nd[e];
+                Py_ssize_t s = i - nd->off;
+                if (e >= m->n || s < 0 || s + nd->len > len || memcmp(t + s, nd->s, (size_t)nd->len) != 0) continue;
+                if (nd->kind != K_CAND) return 0;
+                int named = 0;
+                for (Py_ssize_t j = 0; j < sh->nids && !named; j++) named = sh->ids[j] == e;
+                if (!named) return 0;
+                found++;
+            }
+        }
+    }
+    return found == sh->nids;
+}
+
+/* Lines taken whole (see cols_whole), from line start p on (nl newlines before it; kp the shape of the line before,
+ * or -1): while the next line is one of a shape whose lines may be taken whole, it becomes the pending candidate line
+ * with that shape's needles, as the needle search would have made it, and is finished at once (a row of its shape's
+ * columns, or a line returned, as finish_cand decides). The loop then goes on from the first line that is not (jump),
+ * none of the bytes before it visited (col_skip). The shape that came after each shape is tried first. */
+static int cols_run(Scan *st, Py_ssize_t p, Py_ssize_t nl, Py_ssize_t kp) {
+    struct Cols *c = st->cols;
+    const ColSet *cs = c->set;
+    const unsigned char *b = st->b;
+    Py_ssize_t n = st->n, p0 = p, w0 = st->em.w, nlw0 = st->em.nl_w;
+    while (p < n) {
+        Py_ssize_t room = n - p < COL_LINE_MAX + 1 ? n - p : COL_LINE_MAX + 1;
+        const unsigned char *eol = memchr(b + p, '\n', (size_t)room);
+        if (!eol) break;  /* too long to be a row, or the buffer's last line */
+        Py_ssize_t len = eol - (b + p), k = -1;
+        Py_ssize_t first = kp >= 0 ? c->next[kp] : -1;
+        for (Py_ssize_t q = -2; q < cs->n && k < 0; q++) {
+            Py_ssize_t t = q == -2 ? first : q == -1 ? kp : q;  /* the shape that came after kp last, kp, the others */
+            if (t < 0 || (q >= 0 && (t == first || t == kp))) continue;
+            if (!c->whole[t]) c->whole[t] = cols_whole(c, t, st->m) ? 1 : 2;
+            if (c->whole[t] == 1 && col_line(&cs->sh[t], b, n, p, len, c->pre_ts, c->pre_te)) k = t;
+        }
+        if (k < 0) break;
+        if (kp >= 0) c->next[kp] = k;
+        const ColShape *sh = &cs->sh[k];
+        st->c_bol = p;
+        st->c_eol = p + len;
+        st->nids = 0;
+        for (Py_ssize_t j = 0; j < sh->nids; j++)
+            if (append_id(st, sh->ids[j]) < 0) return -1;
+        c->pre_k = k;
+        c->pre_bol = p;
+        if (c->nl_pos <= p) {  /* the rows' line counter, here without counting */
+            c->nl_pos = p;
+            c->nl_cnt = nl;
+        }
+        if (st->em.fused) {  /* a line returned here is counted from p, past the bytes the loop has read maybe */
+            st->em.w = p;
+            st->em.nl_w = nl;
+        }
+        if (finish_cand(st) < 0) return -1;
+        kp = k;
+        p += len + 1;
+        nl++;
+    }
+    if (st->em.fused) {
+        if (w0 >= p) {
+            st->em.w = w0;
+            st->em.nl_w = nlw0;
+        } else {
+            st->em.w = p;
+            st->em.nl_w = nl;
+        }
+    }
+    if (p > p0) {
+        st->col_skip = p;
+        st->jump = p;
+        st->jump_nl = nl;
+    }
+    return 0;
+}
+
+/* Where the loop goes on after lines taken whole (cols_run): the even offset at or just before the next line's start
+ * (its pair holds the newline before it at most: no needle does), with the newlines before it into *nls. */
+static ALWAYS_INLINE Py_ssize_t jumped(Scan *st, Py_ssize_t *nls) {
+    Py_ssize_t at = st->jump & ~(Py_ssize_t)1;
+    if (nls) *nls = st->jump_nl - (at < st->jump);  /* b[jump - 1] is that newline */
+    st->jump = -1;
+    return at;
+}
+
 /* A candidate line has just begun with its first needle (found): when that is the first needle of a stable shape
  * and the line is of that shape, its needles are that shape's (the shape's literal text holds them, and no needle
- * can occur across a number: see shapes()), so they are noted now and the rest of the line is not visited. */
+ * can occur across a number: see shapes()), so they are noted now and the rest of the line is not visited. When its
+ * lines may be taken whole (cols_whole), the line is finished now and the lines after it are taken whole while they
+ * are lines of such shapes (cols_run). */
 static int cols_early(Scan *st) {
     struct Cols *c = st->cols;
     const ColSet *cs = c->set;
@@ -3103,13 +3293,18 @@ static int cols_early(Scan *st) {
         if (!sh->stable || sh->ids[0] != st->ids[0]) continue;
         if (!c->early[k]) c->early[k] = cols_order(sh, st->m) ? 1 : 2;
         if (c->early[k] != 1) continue;
-        if (!col_line(sh, st->b, bol, len, c->pre_ts, c->pre_te)) continue;
+        if (!col_line(sh, st->b, st->n, bol, len, c->pre_ts, c->pre_te)) continue;
         for (Py_ssize_t j = 1; j < sh->nids; j++)
             if (append_id(st, sh->ids[j]) < 0) return -1;
         c->pre_k = k;
         c->pre_bol = bol;
         st->col_skip = st->c_eol;
-        return 0;
+        if (!c->whole[k]) c->whole[k] = cols_whole(c, k, st->m) ? 1 : 2;
+        if (c->whole[k] != 1 || st->c_eol >= st->n) return 0;
+        Py_ssize_t p = st->c_eol + 1;
+        if (finish_cand(st) < 0) return -1;  /* what the next visit would do first: nothing comes between */
+        Py_ssize_t nl = c->nl_cnt + st->em.count(st->b + c->nl_pos, st->b + p);
+        return cols_run(st, p, nl, k);
     }
     return 0;
 }
@@ -3137,7 +3332,7 @@ static int cols_take(Scan *st) {
             Py_ssize_t j = 0;
             while (j < st->nids && sh->ids[j] == st->ids[j]) j++;
             if (j < st->nids) continue;
-            if (!col_line(sh, b, bol, len, ts, te)) continue;
+            if (!col_line(sh, b, st->n, bol, len, ts, te)) continue;
         }
         if (sh->ctx && bol > 0) {  /* the same text as the line before: Python folds it into that one (Runs) */
             Py_ssize_t pb = line_start(b, bol - 1);
@@ -3424,6 +3619,7 @@ static struct Cols *cols_new(PyObject *cap) {
     if (!c) { PyErr_NoMemory(); return NULL; }
     c->set = cs;
     c->pre_k = c->pre_bol = -1;
+    for (Py_ssize_t k = 0; k < COL_SHAPES; k++) c->next[k] = -1;
     return c;
 }
 

@@ -95,6 +95,9 @@ FIRST_PART = 64 << 10  # bytes of the first chunk scanned alone (one process): t
 COLUMNS_FROM = 256 << 10  # bytes: a smaller file's lines reach Python as lines (a shape is learnt from a line Python
 # parsed, so in a file this small most lines would come before their shape is known: learning would cost more than
 # it saves, and a run of many small trainer logs would pay it per file)
+ROWS_CHUNK = 8 << 20  # bytes read at a time from a file once line shapes are registered (its lines come as columns):
+# its rows reach the stores in write-outs of a chunk at most, each costing Python a fixed few milliseconds (a 750 MB
+# trainer log: ~180 write-outs -> ~90; 16 MiB halved that again but added ~30 MB of peak PSS at 1 GiB)
 RESCAN_HITS = 2000  # lines a chunk returned above which it is scanned again once new error keys are registered
 TIMELINE_ROWS = 1000  # stats rows sampled per larger file (plus every row with usage >= 0.9): one point each on
 # a chart (they draw up to figures.MAX_POINTS); a sample twice as large would only be folded two rows a point
@@ -255,8 +258,9 @@ def read_chunks(needles: Needles, lf: LogFile, stream: BinaryIO, progress: Progr
     step = 0 if lf.size <= SAMPLE_ALL_BELOW else lf.size // TIMELINE_ROWS
     # a file of known size smaller than a chunk reads into a buffer its size (zeroing 4 MiB for each of 200 k small
     # files is most of their cost); should it grow meanwhile, a line the buffer cannot hold goes to the line reader
-    known = not lf.compression and lf.path != "-" and 0 < lf.size < CHUNK
-    buf = bytearray((lf.size + 1 if known else CHUNK) + MAX_LINE + 1)
+    size = CHUNK
+    known = not lf.compression and lf.path != "-" and 0 < lf.size < size
+    buf = bytearray((lf.size + 1 if known else size) + MAX_LINE + 1)
     mv = memoryview(buf)
     have = 0  # bytes carried over from the previous read (a partial last line)
     offset = 0  # file offset of buf[0]
@@ -268,7 +272,7 @@ def read_chunks(needles: Needles, lf: LogFile, stream: BinaryIO, progress: Progr
     errs = (ErrFold(needles.errs, needles.anchor_of) if needles.errs is not None and lf.size >= ERRFOLD_FROM and enabled()
             else None)
     while True:
-        n = stream.readinto(mv[have:have + CHUNK]) or 0  # type: ignore[attr-defined]
+        n = stream.readinto(mv[have:have + size]) or 0  # type: ignore[attr-defined]
         if progress is not None and not lf.compression:
             progress.add(n)
         end = have + n
@@ -346,7 +350,15 @@ def read_chunks(needles: Needles, lf: LogFile, stream: BinaryIO, progress: Progr
         chunk.release()
         raw.release()
         rest = end - cut
-        buf[:rest] = buf[cut:end]
+        if size < ROWS_CHUNK and not known and shapes is not None and shapes.armed is not None:  # rows: bigger reads
+            size, old = ROWS_CHUNK, buf
+            buf = bytearray(size + MAX_LINE + 1)
+            mv.release()
+            mv = memoryview(buf)
+            buf[:rest] = old[cut:end]
+            del old
+        else:
+            buf[:rest] = buf[cut:end]
         have = rest
         offset += cut
 
