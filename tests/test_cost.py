@@ -258,3 +258,48 @@ def test_a_timer_store_past_its_readings_rounds_new_seconds_to_three_figures() -
     assert len(series.fields["timers"]) <= TIMER_READINGS + 10  # 104.096 .. 104.595 round to 104 and 105
     assert sum(n for _, n in series.fields["timers"]) == TIMER_READINGS + 500
     assert series.line.lineno == TIMER_READINGS + 500
+
+
+def test_built_in_regexes_search_short_lines_without_the_timeout_and_long_ones_with_it(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # a storm's claimed lines are searched twice (the scan, then the claim's numbers): the timeout's bookkeeping
+    # doubled the cost of each search, so built-in regexes go without it up to TRUSTED_LEN characters
+    sc = Scanner(LIB)
+    rule = LIB.rule("serving.kv-retraction")
+    assert rule is not None
+    short = "[2026-05-24 00:50:01 TP0] KV cache pool is full. Retract requests. #retracted_reqs: 3, #new_token_ratio: 0.21 -> 0.44"
+    long = short + " " + "x" * scanner_mod.TRUSTED_LEN
+    timeouts: list[Any] = []
+    match = rule.match[0]
+
+    class Spy:
+        def compile(self) -> Any:
+            return match.compile()
+
+        def search(self, text: str, *args: Any, **kwargs: Any) -> Any:
+            timeouts.append(kwargs.get("timeout"))
+            return match.compile().search(text, *args, **kwargs)
+
+    monkeypatch.setattr(rule, "match", [Spy()])
+    assert sc._search(rule, short).groupdict()["retracted"] == "3"
+    assert sc._search(rule, long).groupdict()["ratio_after"] == "0.44"
+    line = Line("engine.log", 7, short, short, "", "", 1)
+    assert sc._numbers(rule, line) == {"retracted": 3, "ratio_before": 0.21, "ratio_after": 0.44}
+    assert timeouts == [None, scanner_mod.MATCH_TIMEOUT, None]
+
+
+def test_each_built_in_rule_answers_its_examples_alike_with_and_without_the_timeout() -> None:
+    sc = Scanner(LIB)
+    for rule in LIB.rules:
+        for text in rule.examples.get("match", []) + rule.examples.get("no_match", []):
+            for t in (text, text + " " * (scanner_mod.TRUSTED_LEN + 1)):
+                got, want = sc._search(rule, t), rule.search(t)
+                assert (got and got.groupdict()) == (want and want.groupdict()), (rule.id, t)
+
+
+def test_a_group_reads_as_a_number_as_before_the_fast_path() -> None:
+    number = scanner_mod.number
+    assert [number(v) for v in ("3", " 24576 ", "0.2100", "1.", ".5", "007")] == [3, 24576, 0.21, 1.0, 0.5, 7]
+    assert [type(number(v)) for v in ("3", "0.5")] == [int, float]
+    assert number("1.5 GiB") == 1.5 and number("12:30") == 750 and number("-3") == -3 and number("٣") == 3
+    assert number("1.2.3") == "1.2.3" and number("") == ""

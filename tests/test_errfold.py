@@ -90,6 +90,28 @@ def test_lines_the_c_side_may_not_key() -> None:
         assert _linescan.errfold_key(text.encode()) is None, text
 
 
+@pytest.mark.parametrize("path", getattr(_linescan, "PATHS", ()))
+def test_the_key_is_the_same_whichever_loop_reads_the_classes_of_the_bytes(path: str) -> None:
+    # err_key reads its bytes' classes (word, digit, [0-9a-f], a gate's letter) as bits made 32 bytes a step on SIMD
+    # CPUs (else one by one); words across two words of bits, the last bytes of a line, gates beside digits
+    words = ["ERROR", "x:", "0xDEADbeef12", "deadbeefcafe", "abcdef12", "1a2b3c4d", "12345678-1234-1234-1234-123456789abc",
+             "10.0.0.1:8080", "1.5", "ya29", "r8_q", "gr1348941", "ar12", "Rr8", "1//0", "/0", "1/", "part-7a02420b.bin",
+             "failed", "_", "(7)", "a" * 70, "9" * 70, "b1" * 40, "'", "caf\u00e9", "\t"]
+    rng = random.Random(11)
+    lines = [" ".join(rng.choice(words) for _ in range(rng.randint(1, 30))) for _ in range(3000)]
+    lines += [("x" * k + " 12ab " + "7" * k)[:m] for k in (30, 31, 32, 33, 63, 64, 65) for m in (31, 32, 33, 64, 65, 99)]
+    default = _linescan.SIMD
+    try:
+        _linescan.set_simd("")
+        want = [(_linescan.errfold_key(t.encode(), False), _linescan.errfold_key(t.encode(), True)) for t in lines]
+        _linescan.set_simd(path)
+        got = [(_linescan.errfold_key(t.encode(), False), _linescan.errfold_key(t.encode(), True)) for t in lines]
+    finally:
+        _linescan.set_simd(default)
+    assert got == want
+    assert sum(k is not None for k, _ in want) > 200 and sum(k is None for k, _ in want) > 200
+
+
 def test_an_address_is_one_mark_and_a_fraction_stays_apart() -> None:
     a, b = (_linescan.errfold_key(t.encode()) for t in ("ERROR peer 10.0.0.1:80 down", "ERROR peer 192.168.10.200 down"))
     assert a == b

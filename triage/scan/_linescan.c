@@ -2153,7 +2153,7 @@ struct Errs {
 };
 
 /* Character classes of the key (err_key): one lookup a byte. */
-enum { EC_WORD = 1, EC_HEXL = 2, EC_DIGIT = 4, EC_BAD = 8 };
+enum { EC_WORD = 1, EC_HEXL = 2, EC_DIGIT = 4, EC_BAD = 8, EC_GATE = 16 };
 static uint8_t ERR_CLS[256];
 static void err_cls_init(void) {
     for (int c = 0; c < 256; c++) {
@@ -2162,6 +2162,7 @@ static void err_cls_init(void) {
         if (c == '_' || (c >= '0' && c <= '9') || ((c | 0x20) >= 'a' && (c | 0x20) <= 'z')) k |= EC_WORD;
         if ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f')) k |= EC_HEXL;
         if (c >= '0' && c <= '9') k |= EC_DIGIT;
+        if (c == 'a' || c == 'A' || c == 'r' || c == 'R') k |= EC_GATE;  /* beside a digit in `ya29`, `r8_`, `gr1348941` */
         ERR_CLS[c] = k;
     }
 }
@@ -2199,8 +2200,13 @@ static ALWAYS_INLINE int err_slash_gate(const unsigned char *s, Py_ssize_t n, Py
 /* A hex token's mask (template._whole), `t` holding only [0-9a-f] and dashes. */
 static Py_ssize_t err_whole(const unsigned char *t, Py_ssize_t len, unsigned char *o) {
     int dig = 0, let = 0;
-    for (Py_ssize_t k = 0; k < len; k++) { if (err_digit(t[k])) dig = 1; else if (t[k] != '-') let = 1; }
-    for (Py_ssize_t k = 0; k < len; k++) o[k] = t[k] == '-' ? '-' : (let ? 'a' : '1');
+    for (Py_ssize_t k = 0; k < len; k++) {  /* (no branch a byte: hex digits are random) */
+        int d = err_digit(t[k]);
+        dig |= d;
+        let |= !d & (t[k] != '-');
+    }
+    unsigned char fill = let ? 'a' : '1';
+    for (Py_ssize_t k = 0; k < len; k++) o[k] = t[k] == '-' ? '-' : fill;
     if (let) o[0] = dig ? '1' : 'a';
     if (let && t[0] == '-') o[0] = '-';  /* never: a token starts with a hex digit */
     return len;
@@ -2216,24 +2222,149 @@ static Py_ssize_t err_whole(const unsigned char *t, Py_ssize_t len, unsigned cha
  * (template.shape leaves its numbers alone: every digit is `1`, an address's too). The gates that hold a digit (`1//0`, `ya29`,
  * `r8_`, `gr1348941`) are looked for here: masking digits would hide them. The others hold a letter no mask
  * writes, so two lines of one key hold them alike, and Python registers only lines without them. */
+/* The classes err_key reads, as bits (one a byte, 64 a word): word bytes, digits, [0-9a-f]. Returns 1 when the line
+ * holds a byte of none of the classes a key may hold (EC_BAD). The word and digit runs are then found by the bits
+ * (a count of trailing zeros), not byte by byte: a line's word ends were a mispredicted branch each. */
+#define ERR_BLOCKS ((ERR_LINE_MAX + 63) / 64)
+static int err_masks_scalar(const unsigned char *s, Py_ssize_t n, uint64_t *W, uint64_t *D, uint64_t *H, uint64_t *G) {
+    unsigned bad = 0;
+    for (Py_ssize_t b = 0; b * 64 < n; b++) {
+        const unsigned char *t = s + b * 64;
+        Py_ssize_t e = n - b * 64 < 64 ? n - b * 64 : 64;
+        uint64_t w = 0, d = 0, h = 0, g = 0;
+        for (Py_ssize_t i = 0; i < e; i++) {
+            unsigned k = ERR_CLS[t[i]];
+            w |= (uint64_t)(k & EC_WORD) << i;
+            h |= (uint64_t)((k >> 1) & 1) << i;
+            d |= (uint64_t)((k >> 2) & 1) << i;
+            g |= (uint64_t)((k >> 4) & 1) << i;
+            bad |= k & EC_BAD;
+        }
+        W[b] = w;
+        D[b] = d;
+        H[b] = h;
+        G[b] = g;
+    }
+    return bad != 0;
+}
+
+#if HAVE_AVX2_PATH
+/* The same, 32 bytes a step (the last ones copied into a block of zeros, their bits beyond the line dropped). */
+TARGET_AVX2 static int err_masks_avx2(const unsigned char *s, Py_ssize_t n, uint64_t *W, uint64_t *D, uint64_t *H,
+                                      uint64_t *G) {
+    const __m256i c0 = _mm256_set1_epi8('0'), c9 = _mm256_set1_epi8(9), ca = _mm256_set1_epi8('a');
+    const __m256i c25 = _mm256_set1_epi8(25), c5 = _mm256_set1_epi8(5), c20 = _mm256_set1_epi8(0x20);
+    const __m256i c5e = _mm256_set1_epi8(0x5e), us = _mm256_set1_epi8('_');
+    const __m256i dq = _mm256_set1_epi8('"'), sq = _mm256_set1_epi8('\''), la = _mm256_set1_epi8('a');
+    const __m256i lr = _mm256_set1_epi8('r');
+    uint32_t bad = 0;
+    for (Py_ssize_t b = 0; b * 32 < n; b++) {
+        Py_ssize_t e = n - b * 32 < 32 ? n - b * 32 : 32;
+        unsigned char tail[32];
+        const unsigned char *t = s + b * 32;
+        if (e < 32) {
+            memset(tail, 0, sizeof tail);
+            memcpy(tail, t, (size_t)e);
+            t = tail;
+        }
+        __m256i x = _mm256_loadu_si256((const __m256i *)t);
+        __m256i d = _mm256_sub_epi8(x, c0);
+        __m256i isd = _mm256_cmpeq_epi8(_mm256_min_epu8(d, c9), d);
+        __m256i a = _mm256_sub_epi8(_mm256_or_si256(x, c20), ca);
+        __m256i alpha = _mm256_cmpeq_epi8(_mm256_min_epu8(a, c25), a);
+        __m256i l = _mm256_sub_epi8(x, ca);
+        __m256i hexl = _mm256_cmpeq_epi8(_mm256_min_epu8(l, c5), l);
+        __m256i pr = _mm256_sub_epi8(x, c20);
+        __m256i printable = _mm256_cmpeq_epi8(_mm256_min_epu8(pr, c5e), pr);
+        __m256i quote = _mm256_or_si256(_mm256_cmpeq_epi8(x, dq), _mm256_cmpeq_epi8(x, sq));
+        uint32_t wm = (uint32_t)_mm256_movemask_epi8(_mm256_or_si256(_mm256_or_si256(isd, alpha), _mm256_cmpeq_epi8(x, us)));
+        uint32_t dm = (uint32_t)_mm256_movemask_epi8(isd);
+        uint32_t hm = (uint32_t)_mm256_movemask_epi8(_mm256_or_si256(isd, hexl));
+        uint32_t bm = ~(uint32_t)_mm256_movemask_epi8(printable) | (uint32_t)_mm256_movemask_epi8(quote);
+        __m256i low = _mm256_or_si256(x, c20);  /* (only A and R fold onto a and r) */
+        uint32_t gm = (uint32_t)_mm256_movemask_epi8(_mm256_or_si256(_mm256_cmpeq_epi8(low, la), _mm256_cmpeq_epi8(low, lr)));
+        if (e < 32) bm &= (1u << e) - 1;
+        bad |= bm;
+        int sh = (int)(b & 1) * 32;
+        if (!sh) { W[b / 2] = 0; D[b / 2] = 0; H[b / 2] = 0; G[b / 2] = 0; }
+        W[b / 2] |= (uint64_t)wm << sh;
+        D[b / 2] |= (uint64_t)dm << sh;
+        H[b / 2] |= (uint64_t)hm << sh;
+        G[b / 2] |= (uint64_t)gm << sh;
+    }
+    return bad != 0;
+}
+#endif
+
+static int err_masks(const unsigned char *s, Py_ssize_t n, uint64_t *W, uint64_t *D, uint64_t *H, uint64_t *G) {
+#if HAVE_AVX2_PATH
+    if (path != P_SCALAR) return err_masks_avx2(s, n, W, D, H, G);
+#endif
+    return err_masks_scalar(s, n, W, D, H, G);
+}
+
+static ALWAYS_INLINE int err_ctz(uint64_t x) {  /* x != 0 */
+#if defined(__GNUC__) || defined(__clang__)
+    return __builtin_ctzll(x);
+#else
+    int k = 0;
+    while (!(x & 1)) { x >>= 1; k++; }
+    return k;
+#endif
+}
+
+/* The first offset in [p, n) whose bit in M (each word xor `flip`: ~0 finds a clear bit) is set, else n. */
+static ALWAYS_INLINE Py_ssize_t err_next(const uint64_t *M, Py_ssize_t p, Py_ssize_t n, uint64_t flip) {
+    if (p >= n) return n;
+    Py_ssize_t b = p >> 6;
+    uint64_t x = (M[b] ^ flip) & (~0ULL << (p & 63));
+    while (!x) {
+        if (++b << 6 >= n) return n;
+        x = M[b] ^ flip;
+    }
+    Py_ssize_t i = (b << 6) + err_ctz(x);
+    return i < n ? i : n;
+}
+
+/* len bytes from s to o; o has room for as many bytes as s has from s on (end: the end of s's bytes) */
+static ALWAYS_INLINE void err_copy(unsigned char *o, const unsigned char *s, Py_ssize_t len, const unsigned char *end) {
+    if (len <= 16 && s + 16 <= end) memcpy(o, s, 16);  /* (the bytes past len are written again after) */
+    else memcpy(o, s, (size_t)len);
+}
+
 static Py_ssize_t err_key(const unsigned char *s, Py_ssize_t n, unsigned char *o, int gated) {
     if (n > ERR_LINE_MAX) return -1;
     Py_ssize_t j = 0;
     if (!ERR_CLS['a']) err_cls_init();
+    uint64_t W[ERR_BLOCKS], D[ERR_BLOCKS], H[ERR_BLOCKS], G[ERR_BLOCKS];
+    if (err_masks(s, n, W, D, H, G)) return -1;  /* a byte no key holds */
     for (Py_ssize_t p = 0; p < n;) {
-        unsigned char c = s[p], k0 = ERR_CLS[c];
-        if (k0 & EC_BAD) return -1;
-        if (!(k0 & EC_WORD)) { o[j++] = c; p++; continue; }
-        Py_ssize_t q = p;  /* a word: [A-Za-z0-9_]+ */
-        unsigned all = EC_HEXL | EC_DIGIT, any = 0;
-        while (q < n && (ERR_CLS[s[q]] & EC_WORD)) {
-            all &= ERR_CLS[s[q]];
-            any |= ERR_CLS[s[q]];
-            q++;
+        Py_ssize_t q = err_next(W, p, n, 0);  /* bytes up to the next word: as they are (a key is never longer than
+                                                * the bytes it was made of, so o has room for what s has left) */
+        if (q > p) {
+            err_copy(o + j, s + p, q - p, s + n);
+            j += q - p;
+            p = q;
+            if (p == n) break;
         }
-        int allhex = (all & EC_HEXL) != 0, alldig = (all & EC_DIGIT) != 0;
-        if (!(any & EC_DIGIT) && !(allhex && q - p >= 8)) {  /* no digit, no token: as it is */
-            memcpy(o + j, s + p, (size_t)(q - p));
+        unsigned char c = s[p];
+        q = err_next(W, p, n, ~0ULL);  /* a word: [A-Za-z0-9_]+ */
+        int anyd, allhex, alldig, gate;
+        if ((p >> 6) == ((q - 1) >> 6)) {  /* a word within one word of bits (most): its bits at once */
+            Py_ssize_t b = p >> 6;
+            uint64_t rm = (q - p == 64 ? ~0ULL : (1ULL << (q - p)) - 1) << (p & 63);
+            anyd = (D[b] & rm) != 0;
+            allhex = (H[b] & rm) == rm;
+            alldig = (D[b] & rm) == rm;
+            gate = (G[b] & rm) != 0;
+        } else {
+            anyd = err_next(D, p, q, 0) < q;
+            allhex = err_next(H, p, q, ~0ULL) == q;
+            alldig = anyd && err_next(D, p, q, ~0ULL) == q;
+            gate = err_next(G, p, q, 0) < q;
+        }
+        if (!anyd && !(allhex && q - p >= 8)) {  /* no digit, no token: as it is */
+            err_copy(o + j, s + p, q - p, s + n);
             j += q - p;
             p = q;
             continue;
@@ -2253,9 +2384,9 @@ static Py_ssize_t err_key(const unsigned char *s, Py_ssize_t n, unsigned char *o
         if (allhex && L == 8 && p + 36 <= n && (p + 36 == n || !err_wordc(s[p + 36]))) {  /* a UUID */
             static const int dash[4] = {8, 13, 18, 23};
             int ok = 1;
-            for (Py_ssize_t k = 0; k < 36 && ok; k++) {
+            for (Py_ssize_t k = 0; k < 36; k++) {  /* (no branch a byte) */
                 int d = k == dash[0] || k == dash[1] || k == dash[2] || k == dash[3];
-                ok = d ? s[p + k] == '-' : err_hexl(s[p + k]);
+                ok &= d ? s[p + k] == '-' : err_hexl(s[p + k]);
             }
             if (ok) {
                 j += err_whole(s + p, 36, o + j);
@@ -2315,6 +2446,13 @@ static Py_ssize_t err_key(const unsigned char *s, Py_ssize_t n, unsigned char *o
                     continue;
                 }
             }
+        }
+        if (!gate && (q == n || s[q] != '/') && (p == 0 || s[p - 1] != '/')) {
+            /* no gate can hold a digit of the word (its letters beside a digit: a or A, r or R; `1//0`: a slash
+             * after or before it): every digit is `1`, no branch a byte */
+            for (Py_ssize_t k = p; k < q; k++) o[j++] = err_digit(s[k]) ? '1' : s[k];
+            p = q;
+            continue;
         }
         for (Py_ssize_t k = p; k < q; k++) {
             unsigned char d = s[k];
