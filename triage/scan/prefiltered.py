@@ -415,6 +415,7 @@ def _fast_hits(scanner: LineScanner, fs: FileScan, data: Any, hits: list[Any], b
         elif kind == K_ERRS:
             newest = fs.errorish.natives(lines_of(tag, lambda no, text: _row_line(lf, no, text)))
             if newest is not None and (not ctx.lines or ctx.lines[-1].lineno < newest.lineno):
+                fs.near.end(fs)  # the held claim lines come before it (scan/nearfold.py)
                 ctx.add(newest)  # a traceback the log ends in ends before it (signals.chains)
         elif kind == K_COLS:
             if _rows(fs, tag[0], tag[1], base):  # context rows (Timer lines) came between the lines around them
