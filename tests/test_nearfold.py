@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from conftest import FIXTURES
 
-from bench.oomgen import HEAD, TRACEBACK, WINDOWS, oom
+from bench.oomgen import HEAD, TRACEBACK, WINDOWS, lines, oom
 from triage.analyze import Settings, analyze
 from triage.input.discover import discover
 from triage.library.rules import load_library
@@ -185,10 +185,9 @@ def test_the_fixtures_give_one_report_both_ways(run: Path, monkeypatch: pytest.M
 
 def test_a_storm_of_near_identical_claims_keeps_a_windows_worth_of_claims(tmp_path: Path) -> None:
     n = 20_000
-    lines = list(HEAD) + TRACEBACK + [oom(random.Random(5)) for _ in range(1)]
     rnd = random.Random(6)
-    lines += [oom(rnd) for _ in range(n - 1)]
-    run = write(tmp_path / "run", lines)
+    log = list(HEAD) + TRACEBACK + [oom(rnd) for _ in range(n)]
+    run = write(tmp_path / "run", log)
     files, _ = discover([str(run)])
     scanner = Scanner(LIB)
     res = scanner.scan(files[0])
@@ -198,5 +197,20 @@ def test_a_storm_of_near_identical_claims_keeps_a_windows_worth_of_claims(tmp_pa
     # middle one; not 20,000
     assert len(hits) == sum(scanner.reach) + 2
     folded = max(hits, key=lambda h: h.line.repeat)
-    assert (folded.line.lineno, folded.line.text) == (len(HEAD) + len(TRACEBACK) + 1 + 60, lines[len(HEAD) + 3 + 60])
-    assert hits[-1].line.lineno == len(lines) and hits[-1].line.text == lines[-1]
+    assert (folded.line.lineno, folded.line.text) == (len(HEAD) + len(TRACEBACK) + 1 + 60, log[len(HEAD) + 3 + 60])
+    assert hits[-1].line.lineno == len(log) and hits[-1].line.text == log[-1]
+
+
+def test_a_run_of_identical_lines_after_a_held_line_folds_before_the_rule_search(tmp_path: Path,
+                                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """Stats rows break a run of identical lines: the line after one is held by its group, and the run folds into it
+    (origins.Runs) instead of each line going through the rule search."""
+    run = write(tmp_path / "run", lines(20_000, False, 1))
+    files, _ = discover([str(run)])
+    scanner = Scanner(LIB)
+    seen: list[int] = []
+    handle = Scanner.line
+    monkeypatch.setattr(Scanner, "line", lambda self, fs, lineno, *a: (seen.append(lineno), handle(self, fs, lineno, *a)))
+    res = scanner.scan(files[0])
+    assert sum(h.line.repeat for h in res.hits if h.rule == "serving.engine-cuda-oom") == 20_000
+    assert len(seen) < 100  # the first line after each stats row (and the rows themselves), not 20,000

@@ -17,7 +17,7 @@ lines of the group too, and every test a window runs answers alike on all of the
 only when that holds for its first line's message, when no rule it matched reads its numbers after the scan (`when`,
 `reveals`, a `retracted` group, `follow`'s attached line) or is a user's rule (budgeted per line), and when one of its
 rules is sure to claim a middle line (no window, no threshold, its side the middle's): a folded line is never an
-unexplained one. Runs of identical lines fold as `origins.Runs` would have folded them.
+unexplained one. A run of identical lines folds into a held line as `origins.Runs` folds it into a context line.
 """
 
 from __future__ import annotations
@@ -49,6 +49,7 @@ from triage.model import Line
 from triage.parsers import signals
 from triage.parsers.signals import TRACEBACK
 from triage.scan.masked import impossible
+from triage.scan.origins import Runs
 
 if TYPE_CHECKING:
     from triage.scan.filescan import FileScan
@@ -120,28 +121,26 @@ def answers_alike(source: str, msg: str) -> bool:
 
 
 class Group:
-    __slots__ = ("first", "actor", "pid", "key", "matched", "folded", "last", "tail", "end")
+    __slots__ = ("first", "actor", "pid", "key", "matched", "folded", "last", "tail")
 
     def __init__(self, line: Line, key: str, matched: list[Any]) -> None:
         self.first = line.lineno
         self.actor, self.pid, self.key, self.matched = line.actor, line.pid, key, matched
         self.folded: Line | None = None  # the first middle line, counting the middle ones before `last`
         self.last: Line | None = None  # the newest middle line
-        self.tail: deque[tuple[Line, str]] = deque()  # lines past the head not yet known to be middle ones (text)
-        self.end = line.lineno  # the group's newest line
+        self.tail: deque[Line] = deque()  # lines past the head not yet known to be middle ones
 
 
 class NearFold:
     """One file's open group (see the module note); the scanner hands it each claim line (`take`) and ends it before
     any other context line (`end`)."""
 
-    __slots__ = ("reach", "group", "_starts", "_own")
+    __slots__ = ("reach", "group", "_starts")
 
     def __init__(self, reach: tuple[int, int], starts: Any) -> None:
         self.reach = reach
         self.group: Group | None = None
         self._starts = starts  # (fs, line, key, matched) -> whether a group may start at this line (Scanner.may_group)
-        self._own = 1  # the newest held line's own repeat count (origins.Runs.own)
 
     def take(self, fs: FileScan, line: Line, matched: list[Any]) -> bool:
         """Whether the group took this claim line (it is counted or held); False: the scanner keeps it as usual
@@ -151,7 +150,6 @@ class NearFold:
         k = key(msg)
         if g is not None and k == g.key and line.actor == g.actor and line.pid == g.pid and len(matched) == len(
                 g.matched) and all(a is b for a, b in zip(matched, g.matched)):
-            g.end = line.lineno
             if line.lineno < g.first + self.reach[0]:
                 return False
             self._hold(fs, g, line)
@@ -163,17 +161,10 @@ class NearFold:
 
     def _hold(self, fs: FileScan, g: Group, line: Line) -> None:
         tail = g.tail
-        if tail:
-            prev, text = tail[-1]
-            if line.text == text and line.lineno == (prev.until or prev.lineno) + 1:  # as origins.Runs folds
-                prev.repeat += self._own
-                prev.until = line.lineno
-                return
-        tail.append((line, line.text))
-        self._own = line.repeat
+        tail.append(line)
         after = self.reach[1]
-        while (tail[0][0].until or tail[0][0].lineno) + after <= line.lineno:
-            ln = tail.popleft()[0]
+        while (tail[0].until or tail[0].lineno) + after <= line.lineno:
+            ln = tail.popleft()
             if g.folded is None:
                 g.folded = ln
                 _keep(fs, ln, g.matched)
@@ -184,6 +175,14 @@ class NearFold:
                 g.folded.until = g.last.until or g.last.lineno
                 g.last = ln
 
+    def runs_after(self, runs: Runs, lineno: int, text: str) -> None:
+        """The line just handled was held: a run of identical lines folds into it, as origins.Runs folds a run into
+        the context line it would have been."""
+        g = self.group
+        if runs.line is None and g is not None and g.tail and g.tail[-1].lineno == lineno:
+            ln = g.tail[-1]
+            runs.line, runs.text, runs.own = ln, text, ln.repeat
+
     def end(self, fs: FileScan) -> None:
         """The group is over (another context line comes, or the file ends): its held lines become claims."""
         g = self.group
@@ -192,7 +191,7 @@ class NearFold:
         self.group = None
         if g.last is not None:
             _keep(fs, g.last, g.matched)
-        for ln, _ in g.tail:
+        for ln in g.tail:
             _keep(fs, ln, g.matched)
 
 

@@ -408,6 +408,7 @@ def _fast_hits(scanner: LineScanner, fs: FileScan, data: Any, hits: list[Any], b
                     plan = plans[tag] = scanner.plan(frozenset(anchor_of[i] for i in tag))
             scanner.line(fs, lineno, text, plan, known)
             runs.after(ctx, lineno, text)
+            fs.near.runs_after(runs, lineno, text)  # a held claim line (scan/nearfold.py)
             if fs.family.line is not None and fs.family.line.lineno == lineno:
                 fs.family.ids = tag  # the C side may count the lines of its family (Families.native)
         elif kind == K_FAMILY:

@@ -327,6 +327,7 @@ class Scanner:
                 continue
             self.line(fs, lineno, text)
             runs.after(fs.ctx, lineno, text)
+            fs.near.runs_after(runs, lineno, text)
 
     def plan(self, found: frozenset[str | None]) -> Plan:
         """What to try on a line holding these anchors (a frozenset; fastscan maps the prefilter's needle
