@@ -145,6 +145,15 @@ def test_a_trainer_oom_storm_with_near_and_not_near_windows_gives_one_report(tmp
     assert {"trainer.oom-backward", "trainer.oom-weight-sync", "trainer.cuda-oom"} <= rules
 
 
+def test_a_storm_whose_first_chunk_goes_to_the_python_path_gives_one_report(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """A `\r` redraw sends its chunk through the line-for-line reader, which folds no run of identical lines."""
+    storm = engine_storm(6000, 7)
+    storm.insert(50, "Loading safetensors 10%\rLoading safetensors 50%\rLoading safetensors 100%")
+    run = write(tmp_path / "run", storm)
+    assert report(run, monkeypatch, True) == report(run, monkeypatch, False)
+
+
 def test_a_compressed_storm_gives_one_report(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     run = write(tmp_path / "run", engine_storm(4000, 3), "sglang-engine-0.log.gz")
     assert report(run, monkeypatch, True) == report(run, monkeypatch, False)
