@@ -201,7 +201,7 @@ def _keep(fs: FileScan, line: Line, matched: list[Any]) -> None:
     fs.ctx.add(line)
 
 
-def may_start(msg: str, sides: Any, markers: Any) -> bool:
+def may_start(msg: str, markers: Any) -> bool:
     """A group's first message is not one a traceback's reading singles out, and the side lookup answers alike on
     every message of its key (the verifier-call test, each side's markers)."""
     if TRACEBACK in msg or "RayTaskError" in msg or 'File "' in msg:

@@ -459,7 +459,7 @@ class Scanner:
         if alike is None:
             if len(self._group_msgs) > 4096:
                 self._group_msgs.clear()
-            alike = self._group_msgs[(key, ids)] = may_start(msg, self.sides, self.lib.sides.values()) and all(
+            alike = self._group_msgs[(key, ids)] = may_start(msg, self.lib.sides.values()) and all(
                 answers_alike(p.pattern, msg) for r, _ in matched for p in (r.near, r.not_near) if p is not None)
         if not alike:
             return False
