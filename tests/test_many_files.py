@@ -191,6 +191,7 @@ def test_a_storm_of_claims_keeps_one_shared_entry_per_rule_not_a_match_per_line(
         real(self, fs)
 
     monkeypatch.setattr(scanner_mod.Scanner, "_resolve", looking)
+    monkeypatch.setenv("TRIAGE_NO_NEARFOLD", "1")  # every line a claim of its own (test_nearfold.py: the lines folded)
     n = 20_000
     oom = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate {}.25 GiB. GPU {} has a total capacity of "
            "79.11 GiB of which {}.50 MiB is free.")

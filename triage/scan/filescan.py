@@ -48,6 +48,7 @@ class FileScan:
     family: Families = field(default_factory=Families)  # the line a storm of its family folds into
     lines_seen: int = 0  # lines the line-for-line reader counted
     shapes: list[Any] = field(default_factory=list)  # numeric line shapes registered (columns.Shape), by C's index
+    near: Any = None  # the open group of near-identical claim lines (nearfold.NearFold), set by the scanner
 
     def __post_init__(self) -> None:
         self.metrics = StoredRecords(self.res.events)

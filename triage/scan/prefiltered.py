@@ -420,6 +420,7 @@ def _fast_hits(scanner: LineScanner, fs: FileScan, data: Any, hits: list[Any], b
                     plan = plans[tag] = scanner.plan(frozenset(anchor_of[i] for i in tag))
             scanner.line(fs, lineno, text, plan, known)
             runs.after(ctx, lineno, text)
+            fs.near.runs_after(runs, lineno, text)  # a held claim line (scan/nearfold.py)
             if fs.family.line is not None and fs.family.line.lineno == lineno:
                 fs.family.ids = tag  # the C side may count the lines of its family (Families.native)
         elif kind == K_FAMILY:
@@ -427,6 +428,7 @@ def _fast_hits(scanner: LineScanner, fs: FileScan, data: Any, hits: list[Any], b
         elif kind == K_ERRS:
             newest = fs.errorish.natives(lines_of(tag, lambda no, text: _row_line(lf, no, text)))
             if newest is not None and (not ctx.lines or ctx.lines[-1].lineno < newest.lineno):
+                fs.near.end(fs)  # the held claim lines come before it (scan/nearfold.py)
                 ctx.add(newest)  # a traceback the log ends in ends before it (signals.chains)
         elif kind == K_COLS:
             if _rows(fs, tag[0], tag[1], base):  # context rows (Timer lines) came between the lines around them

@@ -19,11 +19,12 @@ from triage.library.rules import MATCH_TIMEOUT, Library, Pattern, Rule, builtin_
 from triage.model import Hit, Line, LogFile
 from triage.parsers import PARSERS, signals
 from triage.parsers.engine_stats import engine, engine_key
-from triage.scan import native
+from triage.scan import native, nearfold
 from triage.scan import prefiltered as fastscan
 from triage.scan.errfold import ALLOWED, KNOWN, NOT_FOLDED, RULED, SPECIAL, STOP, ErrRules
 from triage.scan.filescan import FileResult, FileScan
 from triage.scan.masked import blind, impossible
+from triage.scan.nearfold import NearFold, answers_alike, may_start
 from triage.scan.origins import FAMILY_GAP, RAY_PREFIX, Context, Runs, SideFinder, split_ray
 from triage.scan.progress import Progress
 from triage.scan.series import JoinedRecords, RunSeries
@@ -172,6 +173,9 @@ class Scanner:
         self._testers: dict[Pattern, Any] = {}  # near / not_near regex -> its test of a context line
         self._named: dict[str, bool] = {}  # rule id -> whether its match regexes have named groups
         self._claims: dict[str, tuple[Rule, None]] = {}  # rule id -> what a pending claim of it holds
+        self._groupable: dict[tuple[str, ...], bool] = {}  # matched rule ids -> none reads numbers after the scan
+        self._group_msgs: dict[tuple[str, tuple[str, ...]], bool] = {}  # (key, rule ids) -> windows answer alike
+        self.nearfold = nearfold.enabled()
         # how far before and after a claim its windows read: the rules' `within`, the side lookup's (SideFinder.side)
         self.reach = (max([60] + [r.within[0] for r in self.line_rules]), max([25] + [r.within[1] for r in self.line_rules]))
         if self.needles is not None:
@@ -287,6 +291,7 @@ class Scanner:
         res = FileResult(lf)
         fs = FileScan(lf, res)
         fs.ctx = Context(self.reach, fs.pending)
+        fs.near = NearFold(self.reach, self.may_group)
         joined = self.series is not None and self.series.here()
         if joined:
             assert self.series is not None
@@ -317,6 +322,7 @@ class Scanner:
         finally:
             if stream is not None:
                 stream.close()
+        fs.near.end(fs)
         fs.metrics.close()
         if not joined:
             fs.timers.close()
@@ -331,6 +337,7 @@ class Scanner:
                 continue
             self.line(fs, lineno, text)
             runs.after(fs.ctx, lineno, text)
+            fs.near.runs_after(runs, lineno, text)
 
     def plan(self, found: frozenset[str | None]) -> Plan:
         """What to try on a line holding these anchors (a frozenset; fastscan maps the prefilter's needle
@@ -353,6 +360,7 @@ class Scanner:
         msg, actor, pid, repeat = split_ray(text)
         line = Line(lf.rel, lineno, text, msg, actor, pid, repeat)
         if plan is KNOWN:  # a line of a key errfold registered: what the rest of this method does with it
+            fs.near.end(fs)
             ctx.add(line)
             fs.family.kept(line, None, None)
             fs.errorish.add(line, shape=known)
@@ -363,6 +371,7 @@ class Scanner:
             fs.frame_at = lineno
         elif lineno == fs.frame_at + 1 and msg[:1].isspace():
             if not msg.lstrip().startswith("raise "):
+                fs.near.end(fs)
                 ctx.add(line)  # the source line a traceback echoes under its frame: context, never a match
                 return
             echo = True
@@ -414,6 +423,13 @@ class Scanner:
             family = fs.family.fold(line, matched, event, ctx)
             if family is None:
                 return  # counted into the line before it
+            if family == () and event is None:
+                if fs.near.take(fs, line, matched):
+                    return  # a claim of its group's middle or tail (nearfold.py)
+            else:
+                fs.near.end(fs)
+        elif not is_stats:
+            fs.near.end(fs)
         if event is not None:
             if event.kind == "timer":
                 fs.timers.add(event)
@@ -434,6 +450,35 @@ class Scanner:
                 fs.errorish.add(line, not plan.signal and not exception_line(msg))
 
     # -- claims ----------------------------------------------------------------------------
+    def may_group(self, fs: FileScan, line: Line, key: str, matched: list[tuple[Rule, Any]]) -> bool:
+        """Whether a group of near-identical claim lines may start at this one (scan/nearfold.py): no rule it matched
+        reads its numbers after the scan or is a user's, every window test and the side lookup answer alike on each
+        message of its key, and a rule without window or threshold is sure to claim a middle line."""
+        if not self.nearfold:
+            return False
+        ids = tuple(r.id for r, _ in matched)
+        ok = self._groupable.get(ids)
+        if ok is None:
+            ok = self._groupable[ids] = not any(
+                r.when or r.reveals or r.follow or r.id in self.spent
+                or any("retracted" in p.compile().groupindex for p in r.match) for r, _ in matched)
+        if not ok or any(r.id in self.broken or r.id in self.exhausted for r, _ in matched):
+            return False
+        msg = line.msg
+        alike = self._group_msgs.get((key, ids))
+        if alike is None:
+            if len(self._group_msgs) > 4096:
+                self._group_msgs.clear()
+            alike = self._group_msgs[(key, ids)] = may_start(msg, self.lib.sides.values()) and all(
+                answers_alike(p.pattern, msg) for r, _ in matched for p in (r.near, r.not_near) if p is not None)
+        if not alike:
+            return False
+        # a middle line's side: its window holds only lines of the group, so no marker but its own message's
+        side = "verifier" if signals.callee_of(msg) == "verifier" else (
+            self.sides.of_actor(line.actor) or self.sides.of_text(msg) or fs.lf.side)
+        return any(r.near is None and r.not_near is None and (not r.side or side in r.side)
+                   and not (r.not_side and side in r.not_side) for r, _ in matched)
+
     def _holds(self, rule: Rule, line: Line, numbers: dict[str, Any] | None, ctx: Context, lf: LogFile,
                side_cache: dict[tuple[int, int], str]) -> str | None:
         """The line's side when the rule's conditions hold, else None (`numbers`: the match's, when rule.when)."""
