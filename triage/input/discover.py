@@ -118,10 +118,14 @@ def _last_suffix(name: str) -> str:
     return base[i:] if i > 0 else ""
 
 
+_MAGICS = tuple(BINARY_MAGIC)
+
+
 def _binary_reason(head: bytes, name: str) -> str:
-    for magic, what in BINARY_MAGIC.items():
-        if head.startswith(magic):
-            return what
+    if head.startswith(_MAGICS):  # one test for all (most heads are text), then which one
+        for magic, what in BINARY_MAGIC.items():
+            if head.startswith(magic):
+                return what
     if len(head) >= 9 and head[8:9] == b"{" and name.endswith(".safetensors"):
         return "safetensors checkpoint"
     suffix = _suffix(name)
