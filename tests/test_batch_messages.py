@@ -4,6 +4,7 @@ each giving what it gave before."""
 
 from __future__ import annotations
 
+import os
 import pickle
 from pathlib import Path
 from typing import Any
@@ -104,23 +105,15 @@ def test_a_file_that_ends_with_its_newline_is_not_handed_to_the_line_reader(tmp_
 def test_the_sniff_reads_a_small_file_for_its_size_and_a_file_of_no_size_for_a_head(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     asked: list[int] = []
-    real_open = discover.safe_open
+    real_read = discover._read_head
 
-    class Spy:
-        def __init__(self, path: str) -> None:
-            self.fh = real_open(path)
+    def spy(path: str, want: int) -> bytes:
+        asked.append(want)
+        got = real_read(path, want)
+        assert len(got) == min(want, os.path.getsize(path))  # read to the size asked or the file's end
+        return got
 
-        def __enter__(self) -> Spy:
-            return self
-
-        def __exit__(self, *exc: object) -> None:
-            self.fh.close()
-
-        def read(self, n: int) -> bytes:
-            asked.append(n)
-            return self.fh.read(n)
-
-    monkeypatch.setattr(discover, "safe_open", Spy)
+    monkeypatch.setattr(discover, "_read_head", spy)
     engine = tmp_path / "server.out"
     engine.write_text("".join(f"[2026-05-24 00:5{i}:00] Decode batch. #running-req: 3, #token: 100, token usage: 0.10\n"
                               for i in range(4)))

@@ -338,3 +338,18 @@ def test_timer_readings_are_kept_alike_by_one_process_and_by_batches(tmp_path: P
     assert readings[0][:2] == ("train-rank-000.log", 1)
     if bound == 5:
         assert any(f.get("seconds") == 1230.0 for _, _, f, _ in readings)  # rounded: 1230.5, 1231.5 ... as one
+
+
+def test_the_matcher_small_files_share_is_picked_from_their_text_and_changes_no_report(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    run = mixed_tree(tmp_path)
+    monkeypatch.setattr(batches, "MANY", 8)
+    monkeypatch.setattr(batches, "SAMPLE_FILES", 4)
+    files, _ = discover.discover([str(run)])
+    text = batches.sample(files)
+    # spread over the run: trainer logs and verifier logs both, never a compressed file's bytes
+    assert b"Timer actor_train end" in text and b"parsed answer" in text and b"\x1f\x8b" not in text
+    assert batches.sample(files[:7]) == b""  # fewer than MANY small files: the matcher of no text stays
+    taught = report(run, monkeypatch, "1")
+    monkeypatch.setattr(batches, "teach", lambda needles, files: None)  # every needle under its first pair
+    assert report(run, monkeypatch, "1") == taught

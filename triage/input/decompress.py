@@ -60,6 +60,11 @@ def _quiet(_: str) -> None:
 
 def safe_open(path: str) -> BinaryIO:
     """The file opened read-only; OSError when it is not a regular file (never blocks on a FIFO)."""
+    return os.fdopen(safe_fd(path), "rb", buffering=0)
+
+
+def safe_fd(path: str) -> int:
+    """safe_open's file descriptor, without a file object around it (the caller closes it)."""
     try:
         fd = os.open(path, _FLAGS | _NOATIME)
     except PermissionError:  # O_NOATIME needs ownership; retry without it
@@ -77,7 +82,7 @@ def safe_open(path: str) -> BinaryIO:
     except BaseException:
         os.close(fd)
         raise
-    return os.fdopen(fd, "rb", buffering=0)
+    return fd
 
 
 class UpTo(io.RawIOBase):

@@ -14,7 +14,7 @@ import stat
 from collections.abc import Callable
 from typing import Any
 
-from triage.input.decompress import compression_of, safe_open
+from triage.input.decompress import compression_of, safe_fd, safe_open
 from triage.input.read import open_stream
 from triage.model import ENGINE_KINDS, LogFile
 from triage.parsers import results as results_file
@@ -118,10 +118,14 @@ def _last_suffix(name: str) -> str:
     return base[i:] if i > 0 else ""
 
 
+_MAGICS = tuple(BINARY_MAGIC)
+
+
 def _binary_reason(head: bytes, name: str) -> str:
-    for magic, what in BINARY_MAGIC.items():
-        if head.startswith(magic):
-            return what
+    if head.startswith(_MAGICS):  # one test for all (most heads are text), then which one
+        for magic, what in BINARY_MAGIC.items():
+            if head.startswith(magic):
+                return what
     if len(head) >= 9 and head[8:9] == b"{" and name.endswith(".safetensors"):
         return "safetensors checkpoint"
     suffix = _suffix(name)
@@ -347,6 +351,20 @@ def _look_further(logfile: LogFile, head: bytes) -> tuple[bytes, str]:
     return b"", f"only {what} in the first {start >> 20} MiB: read whole"
 
 
+def _read_head(path: str, want: int) -> bytes:
+    """The first `want` bytes of a file (fewer at its end), read with the descriptor alone: a file object around it
+    cost as much as the read (19 us a small file against 8)."""
+    fd = safe_fd(path)
+    try:
+        parts = []
+        while want > 0 and (got := os.read(fd, want)):
+            parts.append(got)
+            want -= len(got)
+        return b"".join(parts) if len(parts) != 1 else parts[0]
+    finally:
+        os.close(fd)
+
+
 def sniff(logfile: LogFile) -> None:
     """Fill in compression, kind and status from the first bytes of the file."""
     # a file stat() found smaller than SNIFF is read for its size and one byte more (a read of SNIFF bytes would
@@ -354,8 +372,7 @@ def sniff(logfile: LogFile) -> None:
     # from its first size + 1 bytes, a head all the same (a size of 0 may be a file whose size is not known)
     want = logfile.size + 1 if 0 < logfile.size < SNIFF else SNIFF
     try:
-        with safe_open(logfile.path) as fh:
-            head = fh.read(want)
+        head = _read_head(logfile.path, want)
     except OSError as e:
         logfile.status, logfile.reason = "unreadable", e.strerror or str(e)
         return

@@ -17,16 +17,22 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from triage.input.decompress import safe_open
+from triage.scan.native import SMALL_HEAD
 from triage.scan.prefiltered import COLUMNS_FROM
 
 if TYPE_CHECKING:
     from triage.model import LogFile
+    from triage.scan.native import Needles
     from triage.scan.series import RunSeries
 
 SMALL = COLUMNS_FROM  # bytes: files below this go in batches ...
 MANY = 256  # ... when a run has this many of them (fewer take less time than starting a worker)
 FILES = 128  # files in a batch at most: a batch's results travel back as one message
 BYTES = 4 << 20  # bytes in a batch at most
+
+SAMPLE_FILES = 32  # small files whose text picks the byte pairs of the matcher they share (Needles.share) ...
+SAMPLE_EACH = 8 << 10  # ... bytes of each at most
 
 RECORD, RECORD_ROWS, TIMER, TIMER_ROWS, TIMER_AGAIN = range(5)  # what a tape entry gives (RunSeries.store / .timers
 # method); TIMER_AGAIN: the timer reading of an earlier entry of the tape again (its index), printed by another line
@@ -48,6 +54,30 @@ def split(files: list[LogFile]) -> tuple[list[LogFile], list[list[LogFile]]]:
         size += lf.size
     ids = {id(lf) for lf in small}
     return [lf for lf in files if id(lf) not in ids], out
+
+
+def sample(files: list[LogFile]) -> bytes:
+    """Text of SAMPLE_FILES files spread evenly over a run's small files (heads under native.SMALL_HEAD share one
+    matcher), or b"" when the run has fewer than MANY. Evenly spread: a run of per-rank trainer logs then per-sample
+    verifier logs gives pairs rare in both (pairs picked from the trainer logs alone scan a verifier log 2x slower,
+    from the verifier logs alone a trainer log 4x slower)."""
+    small = [lf for lf in files if lf.size < SMALL_HEAD and lf.path != "-" and not lf.compression]
+    if len(small) < MANY:
+        return b""
+    parts = []
+    for i in range(SAMPLE_FILES):
+        try:
+            with safe_open(small[i * len(small) // SAMPLE_FILES].path) as f:
+                parts.append(f.read(SAMPLE_EACH))
+        except OSError:  # the scan reports it
+            continue
+    return b"\n".join(parts)
+
+
+def teach(needles: Needles | None, files: list[LogFile]) -> None:
+    """Give the matcher small files share pairs picked from their own text, when the run has many of them."""
+    if needles is not None and (text := sample(files)):
+        needles.share(text)
 
 
 class _Side:

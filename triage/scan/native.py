@@ -72,6 +72,12 @@ class Needles:
             return self._shared
         return self._compile(head)
 
+    def share(self, sample: bytes) -> None:
+        """Pick the pairs of the matcher small files share from a sample of their text (batches.sample). Picked from
+        no text, every needle is filed under its first pair, common in any text: a 6 KB trainer log scanned in
+        115 us instead of 30, a 2 KB verifier log in 25 instead of 4."""
+        self._shared = self._compile(sample)
+
     def _compile(self, head: bytes) -> Any:
         counts = array("I")
         counts.frombytes(_linescan.pair_counts(head))

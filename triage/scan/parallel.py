@@ -241,6 +241,7 @@ def kept(lf: LogFile, r: FileResult | tuple[int, str, str]) -> FileResult | None
 def scan_files(scanner: Scanner, files: list[LogFile]) -> list[FileResult | None]:
     """Each file's result in the order of `files`, None for a result that holds nothing (kept)."""
     n = cores()
+    batches.teach(scanner.needles, files)
     here, shared = split(files, n)
     here, small = batches.split(here) if n >= 2 and "fork" in multiprocessing.get_all_start_methods() else (here, [])
     if not shared and not small:
