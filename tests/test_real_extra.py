@@ -37,13 +37,6 @@ KNOWN_MISSES = {
     "344-trl-grpo-quickstart-completions-clipped-table":
         "the metrics were pasted as a whitespace table (a header of names, rows of bare numbers): the rows hold no "
         "anchor the prefilter can select, so only the header line reaches the metric parser",
-    # r10a: added before any fix (fresh cases, see /work/briefs/s10/r10a-before.txt); removed as each is fixed.
-    "840-rllm-deepscaler-verl-vllm063-aborted-lack-of-cpu-swap-space": "before fix: no rule for vLLM V0 swap-space abort",
-    "841-dynamo-vllm-kv-router-mqenginedead-lack-of-cpu-swap-space": "before fix: no rule for vLLM V0 swap-space abort",
-    "843-trtllm-triton-paged-kv-693-tokens-below-one-sequence": "before fix: no rule for TensorRT-LLM paged KV too small",
-    "844-tgi-09-llama2-auto-max-batch-total-tokens-prefill-oom": "before fix: TGI server OOM read as trainer OOM",
-    "845-tgi-405b-fp8-8xh100-warmup-cuda-graph-capture-oom": "before fix: TGI warmup capture OOM read as trainer OOM",
-    "849-tgi-133-codellama-34b-eetq-client-generation-error-oom": "before fix: TGI server OOM read as trainer OOM",
 }
 
 
