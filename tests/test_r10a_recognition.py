@@ -9,7 +9,8 @@
   requires N KV cache blocks to complete, which exceeds the total capacity of M blocks" (PR 16802).
 - Text Generation Inference's OOMs are the engine's, not the trainer's: the router's relayed "Request failed during
   generation: Server error: CUDA out of memory" (real-extra 844, TGI issue 653; 849, issue 1374 as the Python client
-  prints it) and a warmup CUDA-graph capture OOM (real-extra 845, issue 2572).
+  prints it) and a warmup CUDA-graph capture OOM (real-extra 845, issue 2572); its paged cache manager's "Out of
+  available cache blocks: asked N, only M free blocks" (real-extra 852, issue 1356) is KV exhaustion at run time.
 - Failures outside the six stay other: a checkpoint write failing in torch.save (real-extra 850, simpleRL-reason
   issue 19), Ray worker and actor deaths of unknown cause (846, 847).
 """
@@ -148,3 +149,17 @@ def test_trl_all_completions_clipped_is_a_generation_tail_on_the_response_cap():
     assert (f.category, f.rule) == ("generation-tail", "gen.cap-hit-rate")
     assert [(e.file, e.line) for e in f.evidence][0] == ("metrics.log", 1)
     assert "inference.max_response_length" in knob_names(f)
+
+
+def test_tgi_cache_manager_out_of_blocks_gives_the_blocks_asked_and_free():
+    f = top(triage_dir(EXTRA / "852-tgi-13-prefill-out-of-available-cache-blocks-asked-107-free-4" / "input"))
+    assert (f.category, f.rule, f.severity) == ("serving-oom-retraction", "serving.kv-blocks-exhausted", "error")
+    assert (f.numbers["blocks_asked"], f.numbers["blocks_free"]) == (107, 4)
+    assert [(e.file, e.line) for e in f.evidence][0] == ("tgi.log", 1)
+    assert "inference.sglang_max_total_tokens" in knob_names(f)
+
+
+def test_another_engines_no_free_blocks_wording_is_the_same_rule(tmp_path: Path):
+    log = "ERROR phase_continue_prefills::run_standard: Prefill chunk error: KV cache exhausted: no free blocks\n"
+    f = top(triage_files(tmp_path, {"engine.log": log}))
+    assert (f.category, f.rule) == ("serving-oom-retraction", "serving.kv-blocks-exhausted")
