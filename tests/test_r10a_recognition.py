@@ -11,6 +11,8 @@
   generation: Server error: CUDA out of memory" (real-extra 844, TGI issue 653; 849, issue 1374 as the Python client
   prints it) and a warmup CUDA-graph capture OOM (real-extra 845, issue 2572); its paged cache manager's "Out of
   available cache blocks: asked N, only M free blocks" (real-extra 852, issue 1356) is KV exhaustion at run time.
+- Text Generation Inference's input validation ("`inputs` tokens + `max_new_tokens` must be <= T", "`inputs` must have
+  less than L tokens") is the prompt budget (real-extra 853, llm-vscode issue 94; 854, llama issue 1103).
 - Failures outside the six stay other: a checkpoint write failing in torch.save (real-extra 850, simpleRL-reason
   issue 19), Ray worker and actor deaths of unknown cause (846, 847).
 """
@@ -163,3 +165,27 @@ def test_another_engines_no_free_blocks_wording_is_the_same_rule(tmp_path: Path)
     log = "ERROR phase_continue_prefills::run_standard: Prefill chunk error: KV cache exhausted: no free blocks\n"
     f = top(triage_files(tmp_path, {"engine.log": log}))
     assert (f.category, f.rule) == ("serving-oom-retraction", "serving.kv-blocks-exhausted")
+
+
+def test_tgi_input_validation_of_prompt_plus_new_tokens_reveals_the_total_limit():
+    f = top(triage_dir(EXTRA / "853-llm-vscode-tgi-input-validation-inputs-plus-max-new-tokens-over-2048" / "input"))
+    assert (f.category, f.rule, f.severity) == ("prompt-budget", "prompt.tgi-input-validation", "error")
+    assert (f.numbers["context_length"], f.numbers["input_tokens"], f.numbers["response_tokens"]) == (2048, 3474, 60)
+    assert [(e.file, e.line) for e in f.evidence] == [("llm-ls.log", 1)]
+    current = {k.name: k.current for k in f.knobs}
+    assert current["inference.max_context_length"] == 2048
+
+
+def test_tgi_input_limit_behind_an_inference_api_422_is_a_prompt_budget_not_a_request_error():
+    report = triage_dir(EXTRA / "854-llama-rag-hf-inference-tgi-inputs-must-have-less-than-4096-tokens" / "input")
+    f = top(report)
+    assert (f.category, f.rule) == ("prompt-budget", "prompt.tgi-input-validation")
+    assert (f.numbers["input_limit"], f.numbers["input_tokens"]) == (4096, 4545)
+    assert [(e.file, e.line) for e in f.evidence][0] == ("rag.log", 3)
+    assert "miles.rollout_max_prompt_len" in knob_names(f)
+
+
+def test_other_tgi_validation_errors_are_not_a_prompt_budget(tmp_path: Path):
+    log = "Input validation error: `temperature` must be strictly positive\n"
+    report = triage_files(tmp_path, {"client.log": log})
+    assert "prompt.tgi-input-validation" not in by_rule(report)
