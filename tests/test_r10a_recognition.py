@@ -10,7 +10,8 @@
 - Text Generation Inference's OOMs are the engine's, not the trainer's: the router's relayed "Request failed during
   generation: Server error: CUDA out of memory" (real-extra 844, TGI issue 653; 849, issue 1374 as the Python client
   prints it) and a warmup CUDA-graph capture OOM (real-extra 845, issue 2572); its paged cache manager's "Out of
-  available cache blocks: asked N, only M free blocks" (real-extra 852, issue 1356) is KV exhaustion at run time.
+  available cache blocks: asked N, only M free blocks" (real-extra 852, issue 1356) is KV exhaustion at run time, as
+  is TensorRT-LLM's "Can't allocate new blocks. No free blocks left." (real-extra 855, TensorRT-LLM issue 694).
 - Text Generation Inference's input validation ("`inputs` tokens + `max_new_tokens` must be <= T", "`inputs` must have
   less than L tokens") is the prompt budget (real-extra 853, llm-vscode issue 94; 854, llama issue 1103).
 - Failures outside the six stay other: a checkpoint write failing in torch.save (real-extra 850, simpleRL-reason
@@ -189,3 +190,9 @@ def test_other_tgi_validation_errors_are_not_a_prompt_budget(tmp_path: Path):
     log = "Input validation error: `temperature` must be strictly positive\n"
     report = triage_files(tmp_path, {"client.log": log})
     assert "prompt.tgi-input-validation" not in by_rule(report)
+
+
+def test_tensorrt_llm_kv_cache_manager_out_of_blocks_is_run_time_kv_exhaustion():
+    f = top(triage_dir(EXTRA / "855-trtllm-gptq-batch64-cant-allocate-new-blocks-no-free-blocks-left" / "input"))
+    assert (f.category, f.rule, f.severity) == ("serving-oom-retraction", "serving.kv-blocks-exhausted", "error")
+    assert [(e.file, e.line) for e in f.evidence][0] == ("benchmark.log", 1)
