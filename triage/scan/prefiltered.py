@@ -46,6 +46,7 @@ the file's result. Both stages see the same chunks, so the result is the same ei
 from __future__ import annotations
 
 import heapq
+import mmap
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
@@ -260,7 +261,7 @@ def read_chunks(needles: Needles, lf: LogFile, stream: BinaryIO, progress: Progr
     # files is most of their cost); should it grow meanwhile, a line the buffer cannot hold goes to the line reader
     size = CHUNK
     known = not lf.compression and lf.path != "-" and 0 < lf.size < size
-    buf = bytearray((lf.size + 1 if known else size) + MAX_LINE + 1)
+    buf = _buffer((lf.size + 1 if known else size) + MAX_LINE + 1)
     mv = memoryview(buf)
     have = 0  # bytes carried over from the previous read (a partial last line)
     offset = 0  # file offset of buf[0]
@@ -350,17 +351,28 @@ def read_chunks(needles: Needles, lf: LogFile, stream: BinaryIO, progress: Progr
         chunk.release()
         raw.release()
         rest = end - cut
+        # the partial last line moves to the front through memoryviews (memmove: no temporary copy; after the head
+        # alone, FIRST_PART, it is nearly the whole chunk, and a 4 MiB temporary left its pages to the heap)
         if size < ROWS_CHUNK and not known and shapes is not None and shapes.armed is not None:  # rows: bigger reads
-            size, old = ROWS_CHUNK, buf
-            buf = bytearray(size + MAX_LINE + 1)
-            mv.release()
+            size, old = ROWS_CHUNK, mv
+            buf = _buffer(size + MAX_LINE + 1)
             mv = memoryview(buf)
-            buf[:rest] = old[cut:end]
-            del old
+            mv[:rest] = old[cut:end]
+            old.release()
         else:
-            buf[:rest] = buf[cut:end]
+            mv[:rest] = mv[cut:end]
         have = rest
         offset += cut
+
+
+def _buffer(n: int) -> Any:
+    """A read buffer of n bytes. One of a chunk or more is anonymous mapped memory: its pages cost only once read
+    into, and they go back to the system as soon as the file is done (a freed bytearray that size raised malloc's
+    threshold, so the next file's came from the heap and stayed there: ~4 MiB more RSS in a process that reads
+    several big files, a worker's engine logs)."""
+    if n >= CHUNK and hasattr(mmap, "MAP_PRIVATE"):
+        return mmap.mmap(-1, n, mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)  # private: a worker forked meanwhile has its own
+    return bytearray(n)
 
 
 def _counted(errs: ErrFold, lines: int) -> Chunk:
