@@ -428,7 +428,7 @@ def _roomy(conn: Any) -> None:
     try:
         import fcntl
 
-        fcntl.fcntl(conn.fileno(), fcntl.F_SETPIPE_SZ, PIPE_ROOM)  # type: ignore[attr-defined]
+        fcntl.fcntl(conn.fileno(), fcntl.F_SETPIPE_SZ, PIPE_ROOM)
     except (ImportError, AttributeError, OSError):
         pass
 
