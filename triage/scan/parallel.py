@@ -521,7 +521,9 @@ def _read_stage(lf: LogFile, conn: Any) -> None:
     try:
         with open_stream(lf.path, lf.compression, lambda text: outbox.put(("note", text))) as stream:
             shapes = fastscan.shapes_for(_scanner, lf)  # learnt here, sent with the chunks (Chunk.shapes)
-            for item in fastscan.read_chunks(_scanner.needles, lf, stream, None, None, shapes):
+            # chunks of CHUNK bytes, not ROWS_CHUNK: a chunk's rows are sent as they are, and the bigger buffer cost
+            # this process 4 MiB for no CPU measured (a 1.26 GB Ray driver log: peak PSS 53 -> 49 MB, CPU alike)
+            for item in fastscan.read_chunks(_scanner.needles, lf, stream, None, None, shapes, CHUNK):
                 outbox.put(item.packed() if isinstance(item, fastscan.Chunk) else item)
                 if isinstance(item, fastscan.Rest):  # the rest goes to the line-for-line reader, as bytes
                     while data := stream.read(CHUNK):

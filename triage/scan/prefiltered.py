@@ -250,12 +250,13 @@ def shapes_for(scanner: Any, lf: LogFile) -> Shapes | None:
 
 
 def read_chunks(needles: Needles, lf: LogFile, stream: BinaryIO, progress: Progress | None = None,
-                family: Callable[[int], Any] | None = None, shapes: Shapes | None = None) -> Iterator[Chunk | Rest | int]:
+                family: Callable[[int], Any] | None = None, shapes: Shapes | None = None,
+                rows_chunk: int = ROWS_CHUNK) -> Iterator[Chunk | Rest | int]:
     """Stage 1: each chunk's candidate lines, sampled rows, fold records and skipped-row counts; then a Rest, or
     the line count of the file. Python never sees the other lines. `family(lines before the chunk)`: what the C side
     may count into the line Python kept last (origins.Families.native), asked before each chunk once stage 2 has
     parsed the one before (one process only). `shapes`: the file's line shapes, learnt from each chunk's candidate
-    lines; their later lines come as columns (K_COLS)."""
+    lines; their later lines come as columns (K_COLS), read rows_chunk bytes at a time once shapes are registered."""
     step = 0 if lf.size <= SAMPLE_ALL_BELOW else lf.size // TIMELINE_ROWS
     # a file of known size smaller than a chunk reads into a buffer its size (zeroing 4 MiB for each of 200 k small
     # files is most of their cost); should it grow meanwhile, a line the buffer cannot hold goes to the line reader
@@ -353,8 +354,8 @@ def read_chunks(needles: Needles, lf: LogFile, stream: BinaryIO, progress: Progr
         rest = end - cut
         # the partial last line moves to the front through memoryviews (memmove: no temporary copy; after the head
         # alone, FIRST_PART, it is nearly the whole chunk, and a 4 MiB temporary left its pages to the heap)
-        if size < ROWS_CHUNK and not known and shapes is not None and shapes.armed is not None:  # rows: bigger reads
-            size, old = ROWS_CHUNK, mv
+        if size < rows_chunk and not known and shapes is not None and shapes.armed is not None:  # rows: bigger reads
+            size, old = rows_chunk, mv
             buf = _buffer(size + MAX_LINE + 1)
             mv = memoryview(buf)
             mv[:rest] = old[cut:end]
