@@ -127,7 +127,7 @@ class RowOwners:
     meets a second origin among the rows it folds (it says F_MANY, and the chunk is scanned again per origin).
     Fold records name their origin (`key_of`)."""
 
-    def __init__(self, file: str, head: bytes):
+    def __init__(self, file: str, head: bytes | memoryview):
         self.file = file
         self.per_origin = several_origins(head[:ORIGIN_SAMPLE])
         self.key = ""  # the timeline of the rows so far, while there is one
@@ -291,10 +291,10 @@ def read_chunks(needles: Needles, lf: LogFile, stream: BinaryIO, progress: Progr
             yield Rest(lines, offset, bytes(mv[:end]))
             return
         if matcher is None:
-            head = bytes(mv[:min(cut, PAIR_SAMPLE)])
+            head = mv[:min(cut, PAIR_SAMPLE)]  # a view: a 1 MiB copy was part of a worker's peak, with the buffer
             matcher = needles.matcher(head)
             owners = RowOwners(lf.rel, head)
-            del head
+            head.release()
             first = buf.rfind(b"\n", 0, FIRST_PART) + 1
             if (family is not None or shapes is not None or errs is not None) and 0 < first < cut:  # the head first: a storm in it is
                 cut = first  # counted from its end on, the shapes of its lines registered
