@@ -10,7 +10,8 @@ their noise belonged to.
   Tesla T4), "no kernel image is available for execution on the device" (372, vLLM 0.7.3 docker image).
 - Noise on whole runs: the prompts a vLLM server echoes with request logging (860, vLLM 0.9.2, and 208, V1), the
   header vLLM logs before a refused request's traceback (860), vLLM's "Failed to read commit hash" warning of a
-  source install (602, 603, 604, 861: verl and Logic-RL logs of 2025) and wandb's "git root error" (861).
+  source install (602, 603, 604, 861: verl and Logic-RL logs of 2025), wandb's "git root error" (861) and vLLM 0.17's
+  SageMaker adapter probing for optional handlers (869).
 """
 
 from __future__ import annotations
@@ -95,15 +96,22 @@ def test_the_commit_hash_warning_is_a_notice_in_every_verl_version_that_prints_i
         assert by_rule(report)["other.benign-startup-notice"].severity == "info", prefix
 
 
-# -- 862-864, 867: healthy or stopped whole runs ----------------------------------------------------------------
+# -- 862-864, 867, 869: healthy or stopped whole runs ----------------------------------------------------------------
 
 def test_healthy_and_operator_stopped_complete_runs_give_no_warning_and_exit_0() -> None:
-    for prefix in ("862-", "863-", "864-", "867-"):
+    for prefix in ("862-", "863-", "864-", "867-", "869-"):
         report = triage_dir(case(prefix) / "input")
         assert not [f for f in report.findings if f.category in SIX and SEVERITY_RANK[f.severity] <= 1], prefix
         assert exit_of(report) == 0, prefix
     stopped = triage_dir(case("864-") / "input")
     assert [f.rule for f in stopped.findings] == ["other.orderly-shutdown"]
+
+
+def test_the_sagemaker_adapters_optional_handler_probe_is_a_start_up_notice() -> None:
+    report = triage_dir(case("869-") / "input")
+    assert warnings_or_worse(report) == []
+    notice = by_rule(report)["other.benign-startup-notice"]
+    assert notice.count == 2 and [e.line for e in notice.evidence] == [72, 79]
 
 
 # -- 865, 866, 372: kernels not built or not compilable for the GPU ---------------------------------------------
