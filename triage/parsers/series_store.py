@@ -67,6 +67,17 @@ class Summary:
         self.top: list[tuple[float, int, str]] = []  # the TOP highest finite values (value, position, key), a heap
 
 
+def _takes(old: Point | None, pos: int, drop: list[int]) -> int:
+    """A slot of a summary that held `old` takes a point of position pos: the references to pos it adds (none when
+    old is pos's already), old's position put in `drop`."""
+    if old is None:
+        return 1
+    if old[0] == pos:
+        return 0
+    drop.append(old[0])
+    return 1
+
+
 def _step(s: Summary, pos: int, v: float, key: str, drop: list[int]) -> int:
     """Record position pos's value v of `key` into summary s (MetricStore.add): returns the references to pos it
     takes, and appends to `drop` the positions whose references it gives up (pos itself when its heap lets go of a
@@ -77,10 +88,11 @@ def _step(s: Summary, pos: int, v: float, key: str, drop: list[int]) -> int:
     if s.first is None:
         s.first = point
         refs += 1
-    old = s.last
-    if old is None or old[0] != pos:
-        if old is not None:
-            drop.append(old[0])
+    old = s.last  # every value moves `last`: _takes written out, a call less
+    if old is None:
+        refs += 1
+    elif old[0] != pos:
+        drop.append(old[0])
         refs += 1
     s.last = point
     if v != 0:
@@ -90,26 +102,14 @@ def _step(s: Summary, pos: int, v: float, key: str, drop: list[int]) -> int:
         if s.bad_first is None:
             s.bad_first = point
             refs += 1
-        old = s.bad_last
-        if old is None or old[0] != pos:
-            if old is not None:
-                drop.append(old[0])
-            refs += 1
+        refs += _takes(s.bad_last, pos, drop)
         s.bad_last = point
         return refs
-    old = s.lo
-    if old is None or v < old[1]:
-        if old is None or old[0] != pos:
-            if old is not None:
-                drop.append(old[0])
-            refs += 1
+    if s.lo is None or v < s.lo[1]:
+        refs += _takes(s.lo, pos, drop)
         s.lo = point
-    old = s.hi
-    if old is None or v > old[1]:
-        if old is None or old[0] != pos:
-            if old is not None:
-                drop.append(old[0])
-            refs += 1
+    if s.hi is None or v > s.hi[1]:
+        refs += _takes(s.hi, pos, drop)
         s.hi = point
     top = s.top
     if len(top) < TOP:
