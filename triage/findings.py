@@ -183,7 +183,7 @@ def unclassified(lib: Library, lines: list[Line], redact_on: bool, folds: list[F
     The template is taken of the redacted text: masking digits first would break a token into pieces the
     secret patterns no longer recognise, and the template is printed as the finding's title. It is taken once per
     shape (template.shape: lines of one shape have one template)."""
-    clusters: dict[str, list[Any]] = {}  # family -> [first line, last line, count, file index of the last]
+    clusters: dict[str, list[Any]] = {}  # family -> [first line, last line, count, file index of the last, warned]
     keys: dict[bytes, str] = {}  # shape -> family
     files = dict(order or {})  # file -> its place in the run's order
     for ln in [*lines, *(f.first for f in folds or [])]:
@@ -199,11 +199,13 @@ def unclassified(lib: Library, lines: list[Line], redact_on: bool, folds: list[F
             key = keys[kind] = family(redact(msg) if redact_on else msg)
             if len(keys) > 100_000:
                 keys.clear()
+        warned = signals.is_warning_level(first)  # a folded line is of its first line's shape, prefix included
         c = clusters.get(key)
         if c is None:
-            clusters[key] = [first, end, count, i]
+            clusters[key] = [first, end, count, i, warned]
             continue
         c[2] += count
+        c[4] = c[4] and warned
         if i != c[3] or end.lineno > c[1].lineno:  # the last line of the last file holding the family
             c[1], c[3] = end, i
     cat = lib.categories.get("unclassified")
@@ -211,15 +213,18 @@ def unclassified(lib: Library, lines: list[Line], redact_on: bool, folds: list[F
     # final exception lines (`ValueError: ...`) first: they name the failure; then the most frequent
     counted.sort(key=lambda c: (not FINAL_EXC.match(c[1][0].msg), -c[1][2]))
     out = []
-    for tmpl, (first, last_line, count, _) in counted[:MAX_UNCLASSIFIED]:
+    for tmpl, (first, last_line, count, _, warned) in counted[:MAX_UNCLASSIFIED]:
         ev = _evidence([first], redact_on)
         last = _last(last_line, redact_on)
         if (last.file, last.line) != (ev[0].file, ev[0].line):
             ev.append(Evidence(last.file, last_line.lineno, last.text))
-        out.append(Finding(rule="unclassified", category="unclassified", severity="warning",
+        numbers = {"template": tmpl[:200]}
+        if warned:  # its own program printed every line as a warning (caught, and it went on): not the failure
+            numbers["warned"] = "every line was printed as a warning by its own program"
+        out.append(Finding(rule="unclassified", category="unclassified", severity="info" if warned else "warning",
                            title=f"Unexplained: {tmpl[:120]}", count=count, evidence=ev,
                            explain=cat.explain if cat else "", first=ev[0], last=last, priority=5,
-                           numbers={"template": tmpl[:200]}))
+                           numbers=numbers))
     return out
 
 

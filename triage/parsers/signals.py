@@ -78,7 +78,15 @@ def is_error_level(line: Line) -> bool:
 # `WARNING 06-25 16:32:09 [import_utils.py:408]`, logging `WARNING:root:`, `[WARNING]`), a glog/torch c10 `W1206`
 # level, or a Python `warnings` record (`/.../torchvision/io/image.py:13: UserWarning: ...`).
 PREFIX_WARNING = re.compile(r"(?:^|[\s\[(|:,])WARN(?:ING)?(?=[\s\]):|,]|$)|\[W\d{4} \d\d:\d\d:\d\d")
-WARNINGS_RECORD = re.compile(r"^\s?\S+\.py:\d+: (?:[A-Z]\w*)?Warning: ")
+# The same in the message's head, for formats whose prefix is not split off: pip's `WARNING: Retrying (...)`,
+# `[rank7]:[W1217 01:28:11.167 compiler_depend.ts:83] Warning: ...` (torch_npu / c10), `W1206 10:00:00.123 ...`.
+HEAD_WARNING = re.compile(
+    r"^(?:\([^)]{1,80}\) )?(?:\[[^\]]{0,60}\]:?)?\s?WARN(?:ING)?(?=[\s\]):|])"
+    r"|^(?:\[[^\]]{0,60}\]:?)?\[?W\d{4} \d\d:\d\d:\d\d"
+)
+# A Python `warnings` record (`/.../torchvision/io/image.py:13: UserWarning: ...`) and the source line Python echoes
+# under it (`  warnings.warn(f"Failed to create processor: {e}...`).
+WARNINGS_RECORD = re.compile(r"^\s?\S+\.py:\d+: (?:[A-Z]\w*)?Warning: |^\s*warnings\.warn\(")
 
 
 def is_warning_level(line: Line) -> bool:
@@ -87,7 +95,7 @@ def is_warning_level(line: Line) -> bool:
     cut = len(text) - len(msg) if text.endswith(msg) else max(text.find(msg[:60]), 0) if msg else 0
     if cut and PREFIX_WARNING.search(text, 0, cut):
         return True
-    return WARNINGS_RECORD.match(msg) is not None
+    return WARNINGS_RECORD.match(msg) is not None or HEAD_WARNING.match(msg) is not None
 
 
 # -- process ends and shutdowns -----------------------------------------------------------------------------
