@@ -7,6 +7,7 @@
 - Lines that wrap an exception raised elsewhere (Hydra's "Error executing job with overrides", Ray's
   `RayTaskError(X): ray::A.m()` header, Ray's and transformers' import wrappers) are `other.exception-wrapper-header`
   (info); the wrapped exception stays the finding (603, 604, 775, 776).
+- One or two aborted requests are a client that went away, not a rollout timeout cutting long generations (860).
 - SGLang's request log echoes each finished request ("Finish: obj=GenerateReqInput(...)") as it does each received
   one (607).
 """
@@ -120,3 +121,11 @@ def test_sglang_request_log_echoes_finished_requests_too() -> None:
     assert echo.last.line == 239 and echo.last.text.startswith("[2026-02-09 13:43:02] Finish: obj=GenerateReqInput(")
     assert top(report).rule == "config.pool-is-input-limit"
     assert "unclassified" not in warnings_or_worse(report)
+
+
+def test_one_client_abort_among_hundreds_of_requests_is_info_not_a_generation_tail() -> None:
+    report = triage_dir(case("860-") / "input")
+    assert top(report).rule == "prompt.context-length-exceeded"
+    f = by_rule(report)["gen.vllm-aborted-requests"]
+    assert (f.severity, f.count) == ("info", 1)
+    assert warnings_or_worse(report) == ["prompt.context-length-exceeded"]
