@@ -1,4 +1,4 @@
-"""The rule search cached per line key (Scanner._cached_search, nearfold.runs_alike): which regexes answer alike on
+"""The rule search cached per line key (Scanner._cached_search, digitkey.runs_alike): which regexes answer alike on
 every message of a key, checked against the regex module on the library's own regexes; and the same report with and
 without the cache (TRIAGE_NO_LINECACHE=1), on both scan paths, on the fixtures and on generated storms."""
 
@@ -19,8 +19,8 @@ from triage.analyze import Settings, analyze
 from triage.input.discover import discover
 from triage.library.rules import load_library
 from triage.report import RenderOptions, render
+from triage.scan.digitkey import key, runs_alike
 from triage.scan.masked import impossible
-from triage.scan.nearfold import key, runs_alike
 from triage.scan.scanner import ERRORISH, FINAL_EXC, Scanner
 
 LIB = load_library()

@@ -18,6 +18,7 @@ from triage.model import Line
 from triage.parsers.sglang import RETRACTED
 from triage.parsers.signals import CALL_ERROR, ENGINE_URL, EXC_LINE, FRAME, TRACEBACK, VERIFIER_URL, callee_of
 from triage.prefixes import RAY_ACTOR
+from triage.scan.digitkey import key, linecache_enabled, runs_alike
 
 RAY_PREFIX = re.compile("^" + RAY_ACTOR + " ?")
 RAY_REPEAT = re.compile(r"\s*\[repeated (?P<n>\d+)x across cluster\]\s*$")
@@ -107,19 +108,16 @@ PENDING, UNPROVED = object(), object()
 
 
 class KeyMemo:
-    """A function of a message that only some regexes decide, remembered per message and per key (nearfold.key: the
+    """A function of a message that only some regexes decide, remembered per message and per key (digitkey.key: the
     message but for its digit runs). A storm's messages differ in their numbers: each would miss a memo of messages.
-    A key's answer is kept once a second message of it comes and nearfold.runs_alike proves every regex answers
+    A key's answer is kept once a second message of it comes and digitkey.runs_alike proves every regex answers
     alike on all its messages; a log of distinct keys costs one key a message. TRIAGE_NO_LINECACHE=1: messages only."""
 
     MEMO = 1 << 16  # messages (and keys) remembered
 
     def __init__(self, fn: Callable[[str], str], sources: list[str]) -> None:
-        from triage.scan import nearfold  # nearfold reads origins.Runs: imported when first needed
-
         self.fn, self.sources = fn, sources
-        self._key, self._alike = nearfold.key, nearfold.runs_alike
-        self.keyed = nearfold.linecache_enabled()
+        self.keyed = linecache_enabled()
         self._memo: dict[str, str] = {}
         self._keys: dict[str, object] = {}  # key -> its answer, PENDING (one message seen) or UNPROVED
 
@@ -128,14 +126,14 @@ class KeyMemo:
         if found is not None:
             return found
         if self.keyed:
-            k = self._key(text)
+            k = key(text)
             got = self._keys.get(k)
             if isinstance(got, str):
                 return got
             if got is None:
                 self._keys[k] = PENDING
             elif got is PENDING:
-                proved = all(self._alike(src, text) for src in self.sources)
+                proved = all(runs_alike(src, text) for src in self.sources)
                 self._keys[k] = self.fn(text) if proved else UNPROVED
                 if proved:
                     return self._keys[k]  # type: ignore[return-value]

@@ -19,12 +19,12 @@ from triage.library.rules import MATCH_TIMEOUT, Library, Pattern, Rule, builtin_
 from triage.model import Hit, Line, LogFile
 from triage.parsers import PARSERS, signals
 from triage.parsers.engine_stats import engine, engine_key
-from triage.scan import native, nearfold
+from triage.scan import digitkey, native, nearfold
 from triage.scan import prefiltered as fastscan
 from triage.scan.errfold import ALLOWED, KNOWN, NOT_FOLDED, RULED, SPECIAL, STOP, ErrRules
 from triage.scan.filescan import FileResult, FileScan
 from triage.scan.masked import blind, impossible
-from triage.scan.nearfold import NearFold, answers_alike, may_start, runs_alike
+from triage.scan.nearfold import NearFold, answers_alike, may_start
 from triage.scan.origins import FAMILY_GAP, RAY_PREFIX, Context, Runs, SideFinder, split_ray
 from triage.scan.progress import Progress
 from triage.scan.series import JoinedRecords, RunSeries
@@ -149,10 +149,10 @@ class Plan(NamedTuple):
 
 
 class Steps(NamedTuple):
-    """The rule search on the messages of one key (nearfold.key: the same but for their digit runs) and plan, in the
+    """The rule search on the messages of one key (digitkey.key: the same but for their digit runs) and plan, in the
     order the rules are tried: each step adds its claims when its rules are errors_only only on an error line, and
     when its regexes (not None: each a rule's, one of them to match) match the message. A rule whose regexes
-    runs_alike proves to answer the same on every message of the key is searched once, on the first: it matched (a
+    digitkey.runs_alike proves to answer the same on every message of the key is searched once, on the first: it matched (a
     step of no regexes, merged with its neighbours) or it is left out."""
     plan: Plan
     steps: tuple[tuple[tuple[tuple[Rule, None], ...], bool, tuple[Any, ...] | None], ...]
@@ -187,7 +187,7 @@ class Scanner:
         self._groupable: dict[tuple[str, ...], bool] = {}  # matched rule ids -> none reads numbers after the scan
         self._group_msgs: dict[tuple[str, tuple[str, ...]], bool] = {}  # (key, rule ids) -> windows answer alike
         self.nearfold = nearfold.enabled()
-        self.linecache = nearfold.linecache_enabled()
+        self.linecache = digitkey.linecache_enabled()
         self._steps: dict[tuple[str, tuple[str, ...], bool], Steps] = {}  # (key, anchors, stats row) -> rule search
         # how far before and after a claim its windows read: the rules' `within`, the side lookup's (SideFinder.side)
         self.reach = (max([60] + [r.within[0] for r in self.line_rules]), max([25] + [r.within[1] for r in self.line_rules]))
@@ -408,9 +408,9 @@ class Scanner:
                 else:
                     event = ev
                 break
-        mkey = None  # the message's key (nearfold.key), when it was needed
+        mkey = None  # the message's key (digitkey.key), when it was needed
         if self.linecache and plan.steady and len(msg) <= TRUSTED_LEN:
-            mkey = nearfold.key(msg)
+            mkey = digitkey.key(msg)
             matched = self._cached_search(line, msg, mkey, plan, is_stats)
         else:
             matched = self._search_rules(fs, line, msg, plan, is_stats)
@@ -462,7 +462,7 @@ class Scanner:
                     claim = self._claims.get(rule.id)
                     claim = claim if claim is not None else self._claims.setdefault(rule.id, (rule, None))
                     patterns: tuple[Any, ...] | None = tuple(rule.match)
-                    if all(runs_alike(p.pattern, msg) for p in rule.match):
+                    if all(digitkey.runs_alike(p.pattern, msg) for p in rule.match):
                         if not any(p.search(msg) is not None for p in rule.match):
                             continue
                         patterns = None
