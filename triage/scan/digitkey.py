@@ -1,6 +1,7 @@
 """Messages of one key: the same but for their digit runs (`key`), and whether a regex finds a match on all of
 them or on none (`runs_alike`). A storm's lines differ in their numbers; what is proved of one of its messages holds
-for every other, so answers are kept per key (Scanner._cached_search, origins.KeyMemo)."""
+for every other, so answers are kept per key (Scanner._cached_search, origins.KeyMemo), and a group's window tests
+judge its folded claim as each of its lines (`answers_alike`, nearfold.py)."""
 
 from __future__ import annotations
 
@@ -28,9 +29,11 @@ from re._constants import (  # type: ignore[import-not-found]
 )
 from typing import Any
 
-from triage.scan.masked import lacks
+from triage.scan.masked import impossible, lacks
 
 DIGIT_RUN = re.compile(r"[0-9]+")
+# classes that never hold a digit (re._parser's names)
+NO_DIGIT = {sre.CATEGORY_SPACE, sre.CATEGORY_NOT_DIGIT, sre.CATEGORY_NOT_WORD, sre.CATEGORY_LINEBREAK}
 
 
 def linecache_enabled() -> bool:
@@ -192,3 +195,54 @@ def runs_alike(source: str, msg: str | None) -> bool:
     if tree and tree[0][0] is AT and tree[0][1] in (sre.AT_BEGINNING, sre.AT_BEGINNING_STRING):
         nullable = first = False  # it begins where the message does
     return not (asserts and (nullable or first or last))
+
+
+@lru_cache(maxsize=4096)
+def digit_blind(source: str) -> bool:
+    """The regex cannot read a digit: no literal digit, range or class that holds one, no `.`, `\\w`, `\\S` or negated
+    class, no back reference. Its matches lie between digit runs, and `\\b` beside a run sees a word character on
+    every line of a key, so it answers alike on every message of one key."""
+    try:
+        parsed = sre.parse(source)
+    except Exception:  # noqa: BLE001 - syntax of the regex module only: not analysed
+        return False
+    return _no_digit(parsed)
+
+
+def _no_digit(items: Any) -> bool:
+    for op, av in items:
+        if op is LITERAL:
+            if chr(av).isdigit():
+                return False
+        elif op is IN:
+            for cop, cav in av:
+                if cop is NEGATE or cop is LITERAL and chr(cav).isdigit():
+                    return False
+                if cop is RANGE and cav[0] <= ord("9") and cav[1] >= ord("0"):
+                    return False
+                if cop is CATEGORY and cav not in NO_DIGIT:
+                    return False
+        elif op is CATEGORY:
+            if av not in NO_DIGIT:
+                return False
+        elif op is SUBPATTERN:
+            if not _no_digit(av[-1]):
+                return False
+        elif op is BRANCH:
+            if not all(_no_digit(b) for b in av[1]):
+                return False
+        elif op in (MAX_REPEAT, MIN_REPEAT):
+            if not _no_digit(av[2]):
+                return False
+        elif op in (ASSERT, ASSERT_NOT):
+            if not _no_digit(av[1]):
+                return False
+        elif op is not AT:
+            return False
+    return True
+
+
+def answers_alike(source: str, msg: str) -> bool:
+    """The regex's search answers alike on every message of msg's key: it reads no digit, or a literal it needs is
+    missing from msg and holds no digit (masked.impossible: then no message of the key holds it)."""
+    return digit_blind(source) or impossible(source, msg)

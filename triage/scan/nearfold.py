@@ -23,95 +23,22 @@ unexplained one. A run of identical lines folds into a held line as `origins.Run
 from __future__ import annotations
 
 import os
-
-# Python 3.11+ (pyproject requires it) names the stdlib regex parser re._parser.
-import re._parser as sre  # type: ignore[import-not-found]
 from collections import deque
-from functools import lru_cache
-from re._constants import (  # type: ignore[import-not-found]
-    ASSERT,
-    ASSERT_NOT,
-    AT,
-    BRANCH,
-    CATEGORY,
-    IN,
-    LITERAL,
-    MAX_REPEAT,
-    MIN_REPEAT,
-    NEGATE,
-    RANGE,
-    SUBPATTERN,
-)
 from typing import TYPE_CHECKING, Any
 
 from triage.model import Line
 from triage.parsers import signals
 from triage.parsers.signals import TRACEBACK
-from triage.scan.digitkey import key
-from triage.scan.masked import impossible
+from triage.scan.digitkey import answers_alike, key
 from triage.scan.origins import Runs
 
 if TYPE_CHECKING:
     from triage.scan.filescan import FileScan
 
-# classes that never hold a digit (re._parser's names)
-NO_DIGIT = {sre.CATEGORY_SPACE, sre.CATEGORY_NOT_DIGIT, sre.CATEGORY_NOT_WORD, sre.CATEGORY_LINEBREAK}
-
 
 def enabled() -> bool:
     """Claim lines fold into their groups (TRIAGE_NO_NEARFOLD=1: each stays a claim, for comparison)."""
     return not os.environ.get("TRIAGE_NO_NEARFOLD")
-
-
-@lru_cache(maxsize=4096)
-def digit_blind(source: str) -> bool:
-    """The regex cannot read a digit: no literal digit, range or class that holds one, no `.`, `\\w`, `\\S` or negated
-    class, no back reference. Its matches lie between digit runs, and `\\b` beside a run sees a word character on
-    every line of a key, so it answers alike on every message of one key."""
-    try:
-        parsed = sre.parse(source)
-    except Exception:  # noqa: BLE001 - syntax of the regex module only: not analysed
-        return False
-    return _no_digit(parsed)
-
-
-def _no_digit(items: Any) -> bool:
-    for op, av in items:
-        if op is LITERAL:
-            if chr(av).isdigit():
-                return False
-        elif op is IN:
-            for cop, cav in av:
-                if cop is NEGATE or cop is LITERAL and chr(cav).isdigit():
-                    return False
-                if cop is RANGE and cav[0] <= ord("9") and cav[1] >= ord("0"):
-                    return False
-                if cop is CATEGORY and cav not in NO_DIGIT:
-                    return False
-        elif op is CATEGORY:
-            if av not in NO_DIGIT:
-                return False
-        elif op is SUBPATTERN:
-            if not _no_digit(av[-1]):
-                return False
-        elif op is BRANCH:
-            if not all(_no_digit(b) for b in av[1]):
-                return False
-        elif op in (MAX_REPEAT, MIN_REPEAT):
-            if not _no_digit(av[2]):
-                return False
-        elif op in (ASSERT, ASSERT_NOT):
-            if not _no_digit(av[1]):
-                return False
-        elif op is not AT:
-            return False
-    return True
-
-
-def answers_alike(source: str, msg: str) -> bool:
-    """The regex's search answers alike on every message of msg's key: it reads no digit, or a literal it needs is
-    missing from msg and holds no digit (masked.impossible: then no message of the key holds it)."""
-    return digit_blind(source) or impossible(source, msg)
 
 
 class Group:

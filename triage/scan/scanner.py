@@ -21,10 +21,11 @@ from triage.parsers import PARSERS, signals
 from triage.parsers.engine_stats import engine, engine_key
 from triage.scan import digitkey, native, nearfold
 from triage.scan import prefiltered as fastscan
+from triage.scan.digitkey import answers_alike
 from triage.scan.errfold import ALLOWED, KNOWN, NOT_FOLDED, RULED, SPECIAL, STOP, ErrRules
 from triage.scan.filescan import FileResult, FileScan
 from triage.scan.masked import blind, impossible
-from triage.scan.nearfold import NearFold, answers_alike, may_start
+from triage.scan.nearfold import NearFold, may_start
 from triage.scan.origins import FAMILY_GAP, RAY_PREFIX, Context, Runs, SideFinder, split_ray
 from triage.scan.progress import Progress
 from triage.scan.series import JoinedRecords, RunSeries
