@@ -17,7 +17,7 @@ from triage.analyze import Settings, analyze
 from triage.input.discover import discover
 from triage.library.rules import load_library
 from triage.report import RenderOptions, render
-from triage.scan.nearfold import answers_alike, digit_blind, key
+from triage.scan.digitkey import answers_alike, digit_blind, key
 from triage.scan.scanner import Scanner
 
 LIB = load_library()

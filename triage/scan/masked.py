@@ -72,6 +72,8 @@ def _need(items: Any, fold: bool) -> Any:
             lits += _safe_pieces(run.lower() if fold else run)
             run = ""
         if op is SUBPATTERN:
+            if av[1] or av[2]:  # a group's own flags (`(?i:...)`): its literals are not compared as they stand
+                continue
             subs.append(_need(av[-1], fold))
         elif op is BRANCH:
             subs.append(("any", [_need(b, fold) for b in av[1]]))
@@ -103,6 +105,19 @@ def impossible(source: str, text: str) -> bool:
     if got is None:
         return False
     need, fold = got
+    return not _possible(need, text.lower() if fold else text)
+
+
+def lacks(items: Any, fold: bool, text: str, needs: dict[tuple[int, bool], Any] | None = None) -> bool:
+    """A parsed part of a regex (one branch's alternative) needs a literal `text` lacks that the masks never make
+    (`fold`: IGNORECASE in force there): no line of text's shape can match that part. `needs`: what the parts of
+    one parsed regex need, kept while it lives (by id: the caller keeps the parsed regex)."""
+    if needs is None:
+        need = _need(items, fold)
+    else:
+        need = needs.get((id(items), fold))
+        if need is None:
+            need = needs[(id(items), fold)] = _need(items, fold)
     return not _possible(need, text.lower() if fold else text)
 
 

@@ -4,7 +4,7 @@ changing) costs a window's worth of claims, not one claim, one context line and 
 
 A group is a run of consecutive context lines (stats rows and other lines that are not context may come between)
 of one process (Ray actor and pid), whose messages are the same but for their digit runs (`key`), and that the same
-rules matched (the rule search still runs on every line: it is exact). Its lines split in three:
+rules matched (the rule search runs on every line, its answers cached per key: Scanner._cached_search). Its lines split in three:
 - the head, the lines less than `reach[0]` lines after the group's first: claims as any other line (their windows
   may reach lines before the group);
 - the tail, the lines within `reach[1]` lines of the group's last: claims as any other line (their windows may reach
@@ -23,101 +23,22 @@ unexplained one. A run of identical lines folds into a held line as `origins.Run
 from __future__ import annotations
 
 import os
-import re
-
-# Python 3.11+ (pyproject requires it) names the stdlib regex parser re._parser.
-import re._parser as sre  # type: ignore[import-not-found]
 from collections import deque
-from functools import lru_cache
-from re._constants import (  # type: ignore[import-not-found]
-    ASSERT,
-    ASSERT_NOT,
-    AT,
-    BRANCH,
-    CATEGORY,
-    IN,
-    LITERAL,
-    MAX_REPEAT,
-    MIN_REPEAT,
-    NEGATE,
-    RANGE,
-    SUBPATTERN,
-)
 from typing import TYPE_CHECKING, Any
 
 from triage.model import Line
 from triage.parsers import signals
 from triage.parsers.signals import TRACEBACK
-from triage.scan.masked import impossible
+from triage.scan.digitkey import answers_alike, key
 from triage.scan.origins import Runs
 
 if TYPE_CHECKING:
     from triage.scan.filescan import FileScan
 
-DIGIT_RUN = re.compile(r"[0-9]+")
-# classes that never hold a digit (re._parser's names)
-NO_DIGIT = {sre.CATEGORY_SPACE, sre.CATEGORY_NOT_DIGIT, sre.CATEGORY_NOT_WORD, sre.CATEGORY_LINEBREAK}
-
 
 def enabled() -> bool:
     """Claim lines fold into their groups (TRIAGE_NO_NEARFOLD=1: each stays a claim, for comparison)."""
     return not os.environ.get("TRIAGE_NO_NEARFOLD")
-
-
-def key(msg: str) -> str:
-    """Two messages of one key differ only in their digit runs (their values and lengths)."""
-    return DIGIT_RUN.sub("1", msg)
-
-
-@lru_cache(maxsize=4096)
-def digit_blind(source: str) -> bool:
-    """The regex cannot read a digit: no literal digit, range or class that holds one, no `.`, `\\w`, `\\S` or negated
-    class, no back reference. Its matches lie between digit runs, and `\\b` beside a run sees a word character on
-    every line of a key, so it answers alike on every message of one key."""
-    try:
-        parsed = sre.parse(source)
-    except Exception:  # noqa: BLE001 - syntax of the regex module only: not analysed
-        return False
-    return _no_digit(parsed)
-
-
-def _no_digit(items: Any) -> bool:
-    for op, av in items:
-        if op is LITERAL:
-            if chr(av).isdigit():
-                return False
-        elif op is IN:
-            for cop, cav in av:
-                if cop is NEGATE or cop is LITERAL and chr(cav).isdigit():
-                    return False
-                if cop is RANGE and cav[0] <= ord("9") and cav[1] >= ord("0"):
-                    return False
-                if cop is CATEGORY and cav not in NO_DIGIT:
-                    return False
-        elif op is CATEGORY:
-            if av not in NO_DIGIT:
-                return False
-        elif op is SUBPATTERN:
-            if not _no_digit(av[-1]):
-                return False
-        elif op is BRANCH:
-            if not all(_no_digit(b) for b in av[1]):
-                return False
-        elif op in (MAX_REPEAT, MIN_REPEAT):
-            if not _no_digit(av[2]):
-                return False
-        elif op in (ASSERT, ASSERT_NOT):
-            if not _no_digit(av[1]):
-                return False
-        elif op is not AT:
-            return False
-    return True
-
-
-def answers_alike(source: str, msg: str) -> bool:
-    """The regex's search answers alike on every message of msg's key: it reads no digit, or a literal it needs is
-    missing from msg and holds no digit (masked.impossible: then no message of the key holds it)."""
-    return digit_blind(source) or impossible(source, msg)
 
 
 class Group:
@@ -142,14 +63,15 @@ class NearFold:
         self.group: Group | None = None
         self._starts = starts  # (fs, line, key, matched) -> whether a group may start at this line (Scanner.may_group)
 
-    def take(self, fs: FileScan, line: Line, matched: list[Any]) -> bool:
+    def take(self, fs: FileScan, line: Line, matched: list[Any], k: str | None = None) -> bool:
         """Whether the group took this claim line (it is counted or held); False: the scanner keeps it as usual
-        (a line of the head, or of no group: a group may start at it)."""
+        (a line of the head, or of no group: a group may start at it). `k`: its message's key, when known."""
         g = self.group
         msg = line.msg
-        k = key(msg)
-        if g is not None and k == g.key and line.actor == g.actor and line.pid == g.pid and len(matched) == len(
-                g.matched) and all(a is b for a, b in zip(matched, g.matched)):
+        if k is None:
+            k = key(msg)
+        # the claims are one (rule, None) a rule (Scanner._claims): equal lists hold the same rules
+        if g is not None and k == g.key and line.actor == g.actor and line.pid == g.pid and matched == g.matched:
             if line.lineno < g.first + self.reach[0]:
                 return False
             self._hold(fs, g, line)

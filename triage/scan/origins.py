@@ -16,8 +16,9 @@ from typing import Any
 
 from triage.model import Line
 from triage.parsers.sglang import RETRACTED
-from triage.parsers.signals import EXC_LINE, FRAME, TRACEBACK, callee_of
+from triage.parsers.signals import CALL_ERROR, ENGINE_URL, EXC_LINE, FRAME, TRACEBACK, VERIFIER_URL, callee_of
 from triage.prefixes import RAY_ACTOR
+from triage.scan.digitkey import key, linecache_enabled, runs_alike
 
 RAY_PREFIX = re.compile("^" + RAY_ACTOR + " ?")
 RAY_REPEAT = re.compile(r"\s*\[repeated (?P<n>\d+)x across cluster\]\s*$")
@@ -103,32 +104,68 @@ def sglang_rank(msg: str) -> str:
     return m.group("tags").strip() if m else ""
 
 
+PENDING, UNPROVED = object(), object()
+
+
+class KeyMemo:
+    """A function of a message that only some regexes decide, remembered per message and per key (digitkey.key: the
+    message but for its digit runs). A storm's messages differ in their numbers: each would miss a memo of messages.
+    A key's answer is kept once a second message of it comes and digitkey.runs_alike proves every regex answers
+    alike on all its messages; a log of distinct keys costs one key a message. TRIAGE_NO_LINECACHE=1: messages only."""
+
+    MEMO = 1 << 16  # messages (and keys) remembered
+
+    def __init__(self, fn: Callable[[str], str], sources: list[str]) -> None:
+        self.fn, self.sources = fn, sources
+        self.keyed = linecache_enabled()
+        self._memo: dict[str, str] = {}
+        self._keys: dict[str, object] = {}  # key -> its answer, PENDING (one message seen) or UNPROVED
+
+    def __call__(self, text: str) -> str:
+        found = self._memo.get(text)
+        if found is not None:
+            return found
+        if self.keyed:
+            k = key(text)
+            got = self._keys.get(k)
+            if isinstance(got, str):
+                return got
+            if got is None:
+                self._keys[k] = PENDING
+            elif got is PENDING:
+                proved = all(runs_alike(src, text) for src in self.sources)
+                self._keys[k] = self.fn(text) if proved else UNPROVED
+                if proved:
+                    return self._keys[k]  # type: ignore[return-value]
+            if len(self._keys) >= self.MEMO:
+                self._keys.clear()
+        found = self.fn(text)
+        if len(self._memo) >= self.MEMO:
+            self._memo.clear()
+        self._memo[text] = found
+        return found
+
+
 class SideFinder:
     """Decides which process a line came from: its Ray actor, else the nearest marker line in the
     surrounding traceback (sglang/srt frames, `ray::MegatronTrainRayActor`...), else the file's kind."""
 
-    MEMO = 1 << 16  # distinct messages remembered by of_text (a traceback window is re-read for every hit)
-
     def __init__(self, markers: Mapping[str, Any], actors: dict[str, str]):
         self.markers = markers
         self.actors = actors
-        self._memo: dict[str, str] = {}
+        # a traceback window is re-read for every hit, and a storm's messages differ in their numbers only
+        self.of_text = KeyMemo(self._of_text, [rx.pattern for rx in markers.values()])
+        self.callee = KeyMemo(callee_of, [CALL_ERROR.pattern, VERIFIER_URL.pattern, ENGINE_URL.pattern])
 
     def of_actor(self, actor: str) -> str:
         return self.actors.get(actor, "")
 
-    def of_text(self, text: str) -> str:
-        found = self._memo.get(text)
-        if found is None:
-            found = next((side for side, rx in self.markers.items() if rx.search(text)), "")
-            if len(self._memo) >= self.MEMO:
-                self._memo.clear()
-            self._memo[text] = found
-        return found
+    def _of_text(self, text: str) -> str:
+        return next((side for side, rx in self.markers.items() if rx.search(text)), "")
 
     def side(self, lineno: int, actor: str, text: str, context: Context, file_side: str,
              within: tuple[int, int] = (60, 25)) -> str:
-        if callee_of(text) == "verifier":  # a failed call to a judge, reward model or sandbox is the verifier's,
+        if self.callee(text) == "verifier":  # a failed call to a judge, reward model or sandbox is the verifier's,
             return "verifier"  # whichever process (often the driver) printed it
         side = self.of_actor(actor) or self.of_text(text)
         if side:

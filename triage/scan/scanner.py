@@ -19,12 +19,13 @@ from triage.library.rules import MATCH_TIMEOUT, Library, Pattern, Rule, builtin_
 from triage.model import Hit, Line, LogFile
 from triage.parsers import PARSERS, signals
 from triage.parsers.engine_stats import engine, engine_key
-from triage.scan import native, nearfold
+from triage.scan import digitkey, native, nearfold
 from triage.scan import prefiltered as fastscan
+from triage.scan.digitkey import answers_alike
 from triage.scan.errfold import ALLOWED, KNOWN, NOT_FOLDED, RULED, SPECIAL, STOP, ErrRules
 from triage.scan.filescan import FileResult, FileScan
 from triage.scan.masked import blind, impossible
-from triage.scan.nearfold import NearFold, answers_alike, may_start
+from triage.scan.nearfold import NearFold, may_start
 from triage.scan.origins import FAMILY_GAP, RAY_PREFIX, Context, Runs, SideFinder, split_ray
 from triage.scan.progress import Progress
 from triage.scan.series import JoinedRecords, RunSeries
@@ -145,6 +146,17 @@ class Plan(NamedTuple):
     anchors: tuple[str, ...]  # rule anchors it holds, in a fixed order
     errorish: bool  # it holds an ERRORISH_WORD or a level literal: worth the ERRORISH search and the level
     signal: bool  # it holds a shutdown or signal-exit literal (signals.SIGNAL_ANCHORS)
+    steady: bool  # no anchor holds a digit and no rule under them is a user's: the rule search may be cached (Steps)
+
+
+class Steps(NamedTuple):
+    """The rule search on the messages of one key (digitkey.key: the same but for their digit runs) and plan, in the
+    order the rules are tried: each step adds its claims when its rules are errors_only only on an error line, and
+    when its regexes (not None: each a rule's, one of them to match) match the message. A rule whose regexes
+    digitkey.runs_alike proves to answer the same on every message of the key is searched once, on the first: it matched (a
+    step of no regexes, merged with its neighbours) or it is left out."""
+    plan: Plan
+    steps: tuple[tuple[tuple[tuple[Rule, None], ...], bool, tuple[Any, ...] | None], ...]
 
 
 class Scanner:
@@ -176,6 +188,8 @@ class Scanner:
         self._groupable: dict[tuple[str, ...], bool] = {}  # matched rule ids -> none reads numbers after the scan
         self._group_msgs: dict[tuple[str, tuple[str, ...]], bool] = {}  # (key, rule ids) -> windows answer alike
         self.nearfold = nearfold.enabled()
+        self.linecache = digitkey.linecache_enabled()
+        self._steps: dict[tuple[str, tuple[str, ...], bool], Steps] = {}  # (key, anchors, stats row) -> rule search
         # how far before and after a claim its windows read: the rules' `within`, the side lookup's (SideFinder.side)
         self.reach = (max([60] + [r.within[0] for r in self.line_rules]), max([25] + [r.within[1] for r in self.line_rules]))
         if self.needles is not None:
@@ -239,6 +253,7 @@ class Scanner:
     def _timed_out(self, rule: Rule, where: str, what: str, res: FileResult) -> None:
         """A rule regex that backtracks catastrophically once will again: report it and switch it off."""
         self.broken.add(rule.id)
+        self._steps.clear()  # the rules tried change
         res.errors.append(f"{rule.origin}: rule {rule.id}: {what} regex timed out ({MATCH_TIMEOUT}s) on {where}; "
                           f"rule disabled for the rest of the run (catastrophic backtracking?)")
 
@@ -344,10 +359,12 @@ class Scanner:
         indices to it, the line-for-line path tests the message). Cached: a log has few distinct sets."""
         plan = self._plans.get(found)
         if plan is None:
-            plan = Plan(tuple(p for p in PARSERS if found.intersection(p.ANCHORS)),
-                        tuple(a for a in self.anchor_list if a in found),
+            anchors = tuple(a for a in self.anchor_list if a in found)
+            plan = Plan(tuple(p for p in PARSERS if found.intersection(p.ANCHORS)), anchors,
                         not found.isdisjoint(ERRORISH_WORDS) or not found.isdisjoint(signals.LEVEL_ANCHORS),
-                        not found.isdisjoint(signals.SIGNAL_ANCHORS))
+                        not found.isdisjoint(signals.SIGNAL_ANCHORS),
+                        not any(c.isdigit() for a in anchors for c in a)
+                        and not any(r.id in self.spent for a in anchors for r in self.by_anchor[a]))
             if len(self._plans) > 4096:
                 self._plans.clear()
             self._plans[found] = plan
@@ -392,6 +409,73 @@ class Scanner:
                 else:
                     event = ev
                 break
+        mkey = None  # the message's key (digitkey.key), when it was needed
+        if self.linecache and plan.steady and len(msg) <= TRUSTED_LEN:
+            mkey = digitkey.key(msg)
+            matched = self._cached_search(line, msg, mkey, plan, is_stats)
+        else:
+            matched = self._search_rules(fs, line, msg, plan, is_stats)
+        self._claim(fs, line, msg, mkey, plan, matched, is_stats, frame, echo, event)
+
+    def _cached_search(self, line: Line, msg: str, mkey: str, plan: Plan, is_stats: bool) -> list[tuple[Rule, Any]]:
+        """The rules that match the line, as _search_rules finds them, for a steady plan and a message up to
+        TRUSTED_LEN (no user's rule, no timeout): the rules tried and the answers of the rules whose regexes answer
+        alike on every message of its key are kept per key (Steps); the others are searched, each regex once."""
+        k = (mkey, plan.anchors, is_stats)
+        steps = self._steps.get(k)
+        if steps is None or steps.plan is not plan:
+            steps = self._steps_of(msg, plan)
+            if len(self._steps) > 4096:
+                self._steps.clear()
+            self._steps[k] = steps
+        matched: list[tuple[Rule, Any]] = []
+        error_line: bool | None = None
+        seen: dict[str, bool] = {}  # regex source -> whether it matches msg (rules often share a regex)
+        for claims, errors_only, patterns in steps.steps:
+            if errors_only:
+                if error_line is None:
+                    error_line = not is_stats and is_error_line(line)
+                if not error_line:
+                    continue
+            if patterns is not None:
+                for p in patterns:
+                    src = p.pattern
+                    found = seen.get(src)
+                    if found is None:
+                        found = seen[src] = p.search(msg) is not None
+                    if found:
+                        break
+                else:
+                    continue
+            matched.extend(claims)
+        return matched
+
+    def _steps_of(self, msg: str, plan: Plan) -> Steps:
+        """The rules a message of this plan tries, in _search_rules's order, with the answers that hold for its key."""
+        steps: list[tuple[tuple[tuple[Rule, None], ...], bool, tuple[Any, ...] | None]] = []
+        tried: set[str] = set()
+        for a in plan.anchors:
+            if a in msg:  # an anchor holds no digit (a steady plan): in every message of the key or in none
+                for rule in self.by_anchor[a]:
+                    if rule.id in tried or rule.id in self.broken:
+                        continue
+                    tried.add(rule.id)
+                    claim = self._claims.get(rule.id)
+                    claim = claim if claim is not None else self._claims.setdefault(rule.id, (rule, None))
+                    patterns: tuple[Any, ...] | None = tuple(rule.match)
+                    if all(digitkey.runs_alike(p.pattern, msg) for p in rule.match):
+                        if not any(p.search(msg) is not None for p in rule.match):
+                            continue
+                        patterns = None
+                    if patterns is None and steps and steps[-1][2] is None and steps[-1][1] == rule.errors_only:
+                        steps[-1] = (steps[-1][0] + (claim,), rule.errors_only, None)
+                    else:
+                        steps.append(((claim,), rule.errors_only, patterns))
+        return Steps(plan, tuple(steps))
+
+    def _search_rules(self, fs: FileScan, line: Line, msg: str, plan: Plan, is_stats: bool) -> list[tuple[Rule, Any]]:
+        """The rules that match the line: those under the anchors it holds, each tried once."""
+        lf, res, lineno = fs.lf, fs.res, line.lineno
         matched: list[tuple[Rule, Any]] = []
         error_line: bool | None = None  # asked only when an errors_only rule's anchor is in the line
         tried: set[str] = set()  # a rule under two of the line's anchors is tried once
@@ -418,13 +502,19 @@ class Scanner:
                     if mo:  # one shared (rule, None) a rule: the match is taken again when its numbers are asked for
                         claim = self._claims.get(rule.id)
                         matched.append(claim if claim is not None else self._claims.setdefault(rule.id, (rule, None)))
+        return matched
+
+    def _claim(self, fs: FileScan, line: Line, msg: str, mkey: str | None, plan: Plan, matched: list[tuple[Rule, Any]],
+               is_stats: bool, frame: bool, echo: bool, event: Any) -> None:
+        """What the line is once its rules are known: a claim (or part of its family or group), an event, context."""
+        res, ctx, lineno = fs.res, fs.ctx, line.lineno
         family = None
         if matched and not is_stats and not frame and not echo and not plan.signal:
             family = fs.family.fold(line, matched, event, ctx)
             if family is None:
                 return  # counted into the line before it
             if family == () and event is None:
-                if fs.near.take(fs, line, matched):
+                if fs.near.take(fs, line, matched, mkey):
                     return  # a claim of its group's middle or tail (nearfold.py)
             else:
                 fs.near.end(fs)
@@ -474,7 +564,7 @@ class Scanner:
         if not alike:
             return False
         # a middle line's side: its window holds only lines of the group, so no marker but its own message's
-        side = "verifier" if signals.callee_of(msg) == "verifier" else (
+        side = "verifier" if self.sides.callee(msg) == "verifier" else (
             self.sides.of_actor(line.actor) or self.sides.of_text(msg) or fs.lf.side)
         return any(r.near is None and r.not_near is None and (not r.side or side in r.side)
                    and not (r.not_side and side in r.not_side) for r, _ in matched)
