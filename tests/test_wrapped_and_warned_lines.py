@@ -4,6 +4,8 @@
   pip's `WARNING: Retrying`, torch_npu's `[W1217 ...] Warning:`) caught what it reports and went on: an unexplained
   one is info, not a warning (real-extra 756: verl's "Failed to create processor" UserWarning on a healthy
   200-step run; 608: a healthy SGLang Ascend serve).
+- A line that says what its program fell back to ("Failed to get GPU memory capacity from nvidia-smi. Falling back
+  to torch.cuda.mem_get_info()", SGLang 0.5.16, 652/653) handled what it reports: info as well.
 - Lines that wrap an exception raised elsewhere (Hydra's "Error executing job with overrides", Ray's
   `RayTaskError(X): ray::A.m()` header, Ray's and transformers' import wrappers) are `other.exception-wrapper-header`
   (info); the wrapped exception stays the finding (603, 604, 775, 776).
@@ -46,7 +48,7 @@ def test_a_healthy_verl_run_whose_tokenizer_warns_on_every_worker_raises_no_warn
     assert seen[("slurm-6231820.out", 603)] == "info"
     f = next(f for f in report.findings if f.rule == "unclassified" and f.evidence[0].line == 603)
     assert f.count == 17
-    assert f.numbers["warned"].startswith("every line was printed as a warning")
+    assert f.numbers["warned"].startswith("every line was printed as a warning by its own program")
 
 
 def test_pip_and_torch_npu_warnings_on_a_healthy_ascend_serve_are_info() -> None:
@@ -129,3 +131,11 @@ def test_one_client_abort_among_hundreds_of_requests_is_info_not_a_generation_ta
     f = by_rule(report)["gen.vllm-aborted-requests"]
     assert (f.severity, f.count) == ("info", 1)
     assert warnings_or_worse(report) == ["prompt.context-length-exceeded"]
+
+
+def test_a_line_that_says_what_its_program_fell_back_to_is_info() -> None:
+    # SGLang 0.5.16 on a GB10 (no nvidia-smi memory figure): handled, the start goes on
+    report = triage_dir(case("653-") / "input")
+    assert unexplained(report)[("sglang.log", 10)] == "info"
+    assert "Falling back to torch.cuda.mem_get_info()" in next(
+        f for f in report.findings if f.rule == "unclassified" and f.evidence[0].line == 10).evidence[0].text

@@ -124,7 +124,7 @@ def from_hits(lib: Library, hits: list[Hit], cfg: Config, redact_on: bool) -> li
         severity = "info" if count < rule.info_below else ""
         if rule.if_warned and all(signals.is_warning_level(h.line) for h in hs):
             severity = rule.if_warned  # its program printed every one as a warning: caught, and it went on
-            numbers["warned"] = "every line was printed as a warning by its own program"
+            numbers["warned"] = "every line was printed as a warning by its own program, or says what it fell back to"
         out.append(_finding(lib, rule, lines, count, numbers, cfg, redact_on, first.line, last.line, severity))
     return out
 
@@ -173,6 +173,12 @@ def fill(title: str, numbers: dict[str, Any]) -> str:
         return title
 
 
+# A line that says what its program did instead ("Failed to get GPU memory capacity from nvidia-smi. Falling back to
+# torch.cuda.mem_get_info()", SGLang 0.5; vLLM's "FlashInfer is not available. Falling back to the PyTorch-native
+# implementation", "... is not supported by the V1 Engine. Falling back to V0"): it handled what it reports.
+FELL_BACK = re.compile(r"\b[Ff]alling back to\b")
+
+
 def unclassified(lib: Library, lines: list[Line], redact_on: bool, folds: list[Fold] | None = None,
                  order: dict[str, int] | None = None) -> list[Finding]:
     """Error-like candidate lines no rule claimed, one finding per template (numbers, hex, ids, paths masked).
@@ -199,7 +205,8 @@ def unclassified(lib: Library, lines: list[Line], redact_on: bool, folds: list[F
             key = keys[kind] = family(redact(msg) if redact_on else msg)
             if len(keys) > 100_000:
                 keys.clear()
-        warned = signals.is_warning_level(first)  # a folded line is of its first line's shape, prefix included
+        # a folded line is of its first line's shape, prefix included
+        warned = signals.is_warning_level(first) or FELL_BACK.search(first.msg) is not None
         c = clusters.get(key)
         if c is None:
             clusters[key] = [first, end, count, i, warned]
@@ -219,8 +226,8 @@ def unclassified(lib: Library, lines: list[Line], redact_on: bool, folds: list[F
         if (last.file, last.line) != (ev[0].file, ev[0].line):
             ev.append(Evidence(last.file, last_line.lineno, last.text))
         numbers = {"template": tmpl[:200]}
-        if warned:  # its own program printed every line as a warning (caught, and it went on): not the failure
-            numbers["warned"] = "every line was printed as a warning by its own program"
+        if warned:  # its own program printed every line as a warning or fell back (caught, and went on): not the failure
+            numbers["warned"] = "every line was printed as a warning by its own program, or says what it fell back to"
         out.append(Finding(rule="unclassified", category="unclassified", severity="info" if warned else "warning",
                            title=f"Unexplained: {tmpl[:120]}", count=count, evidence=ev,
                            explain=cat.explain if cat else "", first=ev[0], last=last, priority=5,
