@@ -643,6 +643,7 @@ static PyObject *errfold_commit(PyObject *self, PyObject *args);
 static PyObject *errfold_mark(PyObject *self, PyObject *args);
 static PyObject *errfold_settle(PyObject *self, PyObject *args);
 static PyObject *errfold_take(PyObject *self, PyObject *args);
+static PyObject *errfold_whole(PyObject *self, PyObject *args);
 
 /* The columns (see the Columns section at the end of the file). */
 #define COL_LINE_MAX 4096  /* bytes: longer lines are not rows */
@@ -2035,7 +2036,8 @@ static PyMethodDef methods[] = {
     {"scan_scalar", scan_scalar, METH_VARARGS, "scan() on the scalar loop, whatever the CPU (the reference)"},
     {"set_simd", set_simd, METH_VARARGS, "set_simd(name) -> previous: the loop scan() takes (one of PATHS, or \"\")"},
     {"pair_counts", pair_counts, METH_VARARGS, "pair_counts(buffer) -> 65536 uint32 counts (native order)"},
-    {"errfold_new", errfold_new, METH_VARARGS, "errfold_new(classes, reach) -> state (see Errs)"},
+    {"errfold_new", errfold_new, METH_VARARGS, "errfold_new(classes, reach, pieces=None) -> state (see Errs)"},
+    {"errfold_whole", errfold_whole, METH_VARARGS, "errfold_whole(state) -> lines scan() took whole so far"},
     {"errfold_key", errfold_key, METH_VARARGS, "errfold_key(line) -> its key's text, or None"},
     {"errfold_add", errfold_add, METH_VARARGS, "errfold_add(state, line, ids) -> slot or -1"},
     {"errfold_find", errfold_find, METH_VARARGS, "errfold_find(state, buffer, start, end, ids) -> slot or -1"},
@@ -2163,6 +2165,7 @@ struct Errs {
     const void *whole_m;
     int m_ok;                      /* the matcher lets lines be taken whole at all (err_slot_whole) */
     Py_ssize_t pre_bol, pre_slot;  /* the line at pre_bol is of whole slot pre_slot (err_early, err_run) */
+    long long taken;               /* lines taken whole (errfold_whole: for tests) */
     Py_ssize_t head_len, head_olen;  /* the last header keyed (err_head): its bytes (a digit as 0), its key */
     unsigned char head_raw[ERR_HEAD_MAX], head_out[ERR_HEAD_MAX];
     unsigned char kbuf[ERR_LINE_MAX + 2 * 256 + 8];
@@ -2676,7 +2679,7 @@ static int err_pieces(struct Errs *E, PyObject *pieces) {
 }
 
 /* errfold_new(classes: bytes, one per needle index (0 an error word, 1 other, 2 a signal's, 3 an error word some
- * rule is anchored on), reach) -> state */
+ * rule is anchored on), reach, pieces=None: errfold.pieces of each needle, or None: no line is taken whole) -> state */
 static PyObject *errfold_new(PyObject *self, PyObject *args) {
     (void)self;
     Py_buffer cls;
@@ -2973,6 +2976,7 @@ static int err_run(Scan *st, Py_ssize_t p, Py_ssize_t nl) {
             if (append_id(st, sl->ids[k]) < 0) return -1;
         E->pre_bol = p;
         E->pre_slot = slot;
+        E->taken++;
         if (st->em.fused) {  /* a line returned here is counted from p, past the bytes the loop has read maybe */
             st->em.w = p;
             st->em.nl_w = nl;
@@ -3210,6 +3214,15 @@ static PyObject *errfold_mark(PyObject *self, PyObject *args) {
     if (no > E->last_special) E->last_special = no;
     E->stop = 1;  /* (it may hold a signal's needle) */
     Py_RETURN_NONE;
+}
+
+/* errfold_whole(state) -> how many lines scan() took whole so far, scans again included (see err_run) */
+static PyObject *errfold_whole(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *cap;
+    if (!PyArg_ParseTuple(args, "O", &cap)) return NULL;
+    struct Errs *E = errs_of(cap);
+    return E ? PyLong_FromLongLong(E->taken) : NULL;
 }
 
 /* errfold_take(state) -> [(slot, count, (first no, text), (prev no, text) or None, (last no, text)), ...] of the
