@@ -2166,6 +2166,7 @@ struct Errs {
     int m_ok;                      /* the matcher lets lines be taken whole at all (err_slot_whole) */
     Py_ssize_t pre_bol, pre_slot;  /* the line at pre_bol is of whole slot pre_slot (err_early, err_run) */
     long long taken;               /* lines taken whole (errfold_whole: for tests) */
+    Py_ssize_t text_bol, text_len; /* E->kbuf holds the plain text of the key of the line at text_bol (-1: none) */
     Py_ssize_t head_len, head_olen;  /* the last header keyed (err_head): its bytes (a digit as 0), its key */
     unsigned char head_raw[ERR_HEAD_MAX], head_out[ERR_HEAD_MAX];
     unsigned char kbuf[ERR_LINE_MAX + 2 * 256 + 8];
@@ -2315,7 +2316,39 @@ TARGET_AVX2 static int err_masks_avx2(const unsigned char *s, Py_ssize_t n, uint
 }
 #endif
 
+#if HAVE_AVX512_PATH
+/* The same, 64 bytes a step into mask registers (the last ones read through a mask: zeros past the line). */
+TARGET_AVX512 static int err_masks_avx512(const unsigned char *s, Py_ssize_t n, uint64_t *W, uint64_t *D, uint64_t *H,
+                                          uint64_t *G) {
+    const __m512i c0 = _mm512_set1_epi8('0'), c10 = _mm512_set1_epi8(10), ca = _mm512_set1_epi8('a');
+    const __m512i c26 = _mm512_set1_epi8(26), c6 = _mm512_set1_epi8(6), c20 = _mm512_set1_epi8(0x20);
+    const __m512i c5f = _mm512_set1_epi8(0x5f), us = _mm512_set1_epi8('_'), dq = _mm512_set1_epi8('"');
+    const __m512i sq = _mm512_set1_epi8('\''), lr = _mm512_set1_epi8('r');
+    uint64_t bad = 0;
+    for (Py_ssize_t b = 0; b * 64 < n; b++) {
+        Py_ssize_t e = n - b * 64 < 64 ? n - b * 64 : 64;
+        __mmask64 in = e == 64 ? ~0ULL : (1ULL << e) - 1;
+        __m512i x = _mm512_maskz_loadu_epi8(in, s + b * 64);
+        __m512i low = _mm512_or_si512(x, c20);
+        __mmask64 d = _mm512_cmplt_epu8_mask(_mm512_sub_epi8(x, c0), c10);
+        __mmask64 alpha = _mm512_cmplt_epu8_mask(_mm512_sub_epi8(low, ca), c26);
+        __mmask64 hexl = _mm512_cmplt_epu8_mask(_mm512_sub_epi8(x, ca), c6);
+        __mmask64 pr = _mm512_cmplt_epu8_mask(_mm512_sub_epi8(x, c20), c5f);
+        __mmask64 quote = _mm512_cmpeq_epi8_mask(x, dq) | _mm512_cmpeq_epi8_mask(x, sq);
+        W[b] = d | alpha | _mm512_cmpeq_epi8_mask(x, us);
+        D[b] = d;
+        H[b] = d | hexl;
+        G[b] = _mm512_cmpeq_epi8_mask(low, ca) | _mm512_cmpeq_epi8_mask(low, lr);  /* (only A and R fold onto a, r) */
+        bad |= (~pr | quote) & in;
+    }
+    return bad != 0;
+}
+#endif
+
 static int err_masks(const unsigned char *s, Py_ssize_t n, uint64_t *W, uint64_t *D, uint64_t *H, uint64_t *G) {
+#if HAVE_AVX512_PATH
+    if (path == P_AVX512) return err_masks_avx512(s, n, W, D, H, G);
+#endif
 #if HAVE_AVX2_PATH
     if (path != P_SCALAR) return err_masks_avx2(s, n, W, D, H, G);
 #endif
@@ -2514,15 +2547,29 @@ static Py_ssize_t err_key(const unsigned char *s, Py_ssize_t n, unsigned char *o
     return j;
 }
 
-static uint64_t err_hash(const unsigned char *k, Py_ssize_t n) {  /* eight bytes a step (a key is ~100 bytes) */
-    uint64_t h = 1469598103934665603ULL ^ (uint64_t)n, w;
+#define ERR_MIX(h, w) ((h) = ((h) ^ (w)) * 0x9E3779B97F4A7C15ULL, (h) ^= (h) >> 29)
+static uint64_t err_hash(const unsigned char *k, Py_ssize_t n) {  /* 32 bytes a step in four lanes (a key is ~100) */
+    uint64_t h = 1469598103934665603ULL ^ (uint64_t)n, h1 = 0xC2B2AE3D27D4EB4FULL, h2 = 0x165667B19E3779F9ULL,
+             h3 = 0x27D4EB2F165667C5ULL, w;
     Py_ssize_t i = 0;
+    for (; i + 32 <= n; i += 32) {
+        uint64_t w1, w2, w3;
+        memcpy(&w, k + i, 8);
+        memcpy(&w1, k + i + 8, 8);
+        memcpy(&w2, k + i + 16, 8);
+        memcpy(&w3, k + i + 24, 8);
+        ERR_MIX(h, w);
+        ERR_MIX(h1, w1);
+        ERR_MIX(h2, w2);
+        ERR_MIX(h3, w3);
+    }
     for (; i + 8 <= n; i += 8) {
         memcpy(&w, k + i, 8);
-        h = (h ^ w) * 0x9E3779B97F4A7C15ULL;
-        h ^= h >> 29;
+        ERR_MIX(h, w);
     }
     for (; i < n; i++) h = (h ^ k[i]) * 1099511628211ULL;
+    ERR_MIX(h, h1);
+    ERR_MIX(h, h2 ^ (h3 << 1));
     return h | 1;
 }
 
@@ -2559,6 +2606,8 @@ static Py_ssize_t err_head(struct Errs *E, const unsigned char *s, Py_ssize_t n)
     return P;
 }
 
+static Py_ssize_t err_key_ids(struct Errs *E, Py_ssize_t j, const Py_ssize_t *ids, Py_ssize_t nids, int gated);
+
 /* The text of the key of line [bol, eol) (of the `gated` kind) into E->kbuf: its length, or -1. */
 static Py_ssize_t err_line_text(struct Errs *E, const unsigned char *b, Py_ssize_t bol, Py_ssize_t eol, int gated) {
     const unsigned char *s = b + bol;
@@ -2577,7 +2626,13 @@ static Py_ssize_t err_line_key(struct Errs *E, const unsigned char *b, Py_ssize_
                                const Py_ssize_t *ids, Py_ssize_t nids, int gated) {
     if (nids > 256) return -1;
     Py_ssize_t j = err_line_text(E, b, bol, eol, gated);
+    E->text_bol = -1;
     if (j < 0) return -1;
+    return err_key_ids(E, j, ids, nids, gated);
+}
+
+/* The key whose text E->kbuf holds (j bytes) completed with these needles: its length. */
+static Py_ssize_t err_key_ids(struct Errs *E, Py_ssize_t j, const Py_ssize_t *ids, Py_ssize_t nids, int gated) {
     if (gated) E->kbuf[j++] = 0xfe;  /* the two kinds of key apart */
     E->kbuf[j++] = 0xff;  /* never in a key's text */
     for (Py_ssize_t k = 0; k < nids; k++) {
@@ -2693,7 +2748,7 @@ static PyObject *errfold_new(PyObject *self, PyObject *args) {
     E->ncls = cls.len;
     E->reach = reach;
     E->last_special = E->c_last_special = -(1LL << 40);
-    E->pre_bol = -1;
+    E->pre_bol = E->text_bol = -1;
     PyBuffer_Release(&cls);
     PyObject *cap = PyCapsule_New(E, "triage.scan._linescan.Errs", errs_free);
     if (!cap) { PyMem_Free(E->cls); PyMem_Free(E); return NULL; }
@@ -2853,7 +2908,7 @@ static void err_begin(struct Errs *E, long long base) {
     E->base = base;
     E->c_last_special = E->last_special;
     E->c_stop = E->stop;
-    E->pre_bol = -1;
+    E->pre_bol = E->text_bol = -1;
 }
 
 /* ---- Lines taken whole ----
@@ -2944,7 +2999,9 @@ static int err_slot_whole(struct Errs *E, ErrSlot *sl, const Matcher *m) {
 /* The slot whose lines may be taken whole that line [bol, eol) is a line of, or -1. */
 static Py_ssize_t err_text_slot(Scan *st, Py_ssize_t bol, Py_ssize_t eol) {
     struct Errs *E = st->errs;
-    Py_ssize_t tl = err_line_text(E, st->b, bol, eol, 0);
+    Py_ssize_t tl = E->text_bol == bol ? E->text_len : err_line_text(E, st->b, bol, eol, 0);
+    E->text_bol = bol;  /* (err_take completes it when the line is not one of a whole key) */
+    E->text_len = tl;
     if (tl < 0) return -1;
     uint64_t h = err_hash(E->kbuf, tl);
     for (Py_ssize_t x = (Py_ssize_t)(h & (uint64_t)(E->ttcap - 1));; x = (x + 1) & (E->ttcap - 1)) {
@@ -3043,7 +3100,10 @@ static int err_take(Scan *st) {
         keyed = 1;
     } else if (cls == ERR_ALLOWED && !E->c_stop) {
         for (int gated = 0; gated < 2 && slot < 0; gated++) {  /* (a line of either kind has a key of the other) */
-            Py_ssize_t klen = err_line_key(E, st->b, st->c_bol, st->c_eol, st->ids, st->nids, gated);
+            Py_ssize_t klen = !gated && E->text_bol == st->c_bol && st->nids <= 256  /* its text made already */
+                ? (E->text_len < 0 ? -1 : err_key_ids(E, E->text_len, st->ids, st->nids, 0))
+                : err_line_key(E, st->b, st->c_bol, st->c_eol, st->ids, st->nids, gated);
+            E->text_bol = -1;
             if (klen < 0) break;
             keyed |= !gated;
             if (!E->nslots) break;
