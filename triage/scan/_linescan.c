@@ -61,6 +61,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <float.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define HAVE_AVX2_PATH 1
@@ -2217,20 +2220,16 @@ static ALWAYS_INLINE int err_slash_gate(const unsigned char *s, Py_ssize_t n, Py
            || (s[p] == '0' && p >= 3 && s[p - 1] == '/' && s[p - 2] == '/' && s[p - 3] == '1');
 }
 
-/* A hex token's mask (template._whole), `t` holding only [0-9a-f] and dashes. */
-static Py_ssize_t err_whole(const unsigned char *t, Py_ssize_t len, unsigned char *o) {
-    int dig = 0, let = 0;
-    for (Py_ssize_t k = 0; k < len; k++) {  /* (no branch a byte: hex digits are random) */
-        int d = err_digit(t[k]);
-        dig |= d;
-        let |= !d & (t[k] != '-');
-    }
-    unsigned char fill = let ? 'a' : '1';
-    for (Py_ssize_t k = 0; k < len; k++) o[k] = t[k] == '-' ? '-' : fill;
-    if (let) o[0] = dig ? '1' : 'a';
-    if (let && t[0] == '-') o[0] = '-';  /* never: a token starts with a hex digit */
-    return len;
+/* Bits [p, p + len) of a line's mask (len <= 64; nb: the mask's words), as the low bits of the result. */
+static ALWAYS_INLINE uint64_t err_bits(const uint64_t *M, Py_ssize_t p, Py_ssize_t len, Py_ssize_t nb) {
+    Py_ssize_t b = p >> 6;
+    int off = (int)(p & 63);
+    uint64_t x = M[b] >> off;
+    if (off && b + 1 < nb) x |= M[b + 1] << (64 - off);
+    return len == 64 ? x : x & ((1ULL << len) - 1);
 }
+#define UUID_HEX (((1ULL << 36) - 1) & ~((1ULL << 8) | (1ULL << 13) | (1ULL << 18) | (1ULL << 23)))
+
 
 /* The key of a line of printable ASCII, no quote, no secret pattern's gate: its text with hex tokens masked, numbers
  * standing alone as `1` (`1.1` with a fraction), every other digit `1`: template.shape without its `~`, but for a
@@ -2457,27 +2456,24 @@ static Py_ssize_t err_key(const unsigned char *s, Py_ssize_t n, unsigned char *o
                 continue;
             }
         }
-        if (allhex && L == 8 && p + 36 <= n && (p + 36 == n || !err_wordc(s[p + 36]))) {  /* a UUID */
-            static const int dash[4] = {8, 13, 18, 23};
-            int ok = 1;
-            for (Py_ssize_t k = 0; k < 36; k++) {  /* (no branch a byte) */
-                int d = k == dash[0] || k == dash[1] || k == dash[2] || k == dash[3];
-                ok &= d ? s[p + k] == '-' : err_hexl(s[p + k]);
-            }
-            if (ok) {
-                j += err_whole(s + p, 36, o + j);
-                p += 36;
-                continue;
-            }
+        if (allhex && L == 8 && p + 36 <= n && (p + 36 == n || !err_wordc(s[p + 36]))  /* a UUID */
+            && (err_bits(H, p, 36, nb) & UUID_HEX) == UUID_HEX
+            && s[p + 8] == '-' && s[p + 13] == '-' && s[p + 18] == '-' && s[p + 23] == '-') {
+            uint64_t db = err_bits(D, p, 36, nb);  /* its mask, as template._whole makes it */
+            int let = (UUID_HEX & ~db) != 0;
+            memset(o + j, let ? 'a' : '1', 36);
+            o[j + 8] = o[j + 13] = o[j + 18] = o[j + 23] = '-';
+            if (let) o[j] = db ? '1' : 'a';
+            j += 36;
+            p += 36;
+            continue;
         }
-        if (allhex && (L >= 12 || (L >= 8 && !alldig))) {  /* [0-9a-f]{12,}, or 8-11 with a letter and a digit */
-            int dig = 0;
-            for (Py_ssize_t k = p; k < q; k++) dig |= err_digit(s[k]);
-            if (L >= 12 || dig) {
-                j += err_whole(s + p, L, o + j);
-                p = q;
-                continue;
-            }
+        if (allhex && (L >= 12 || (L >= 8 && anyd))) {  /* [0-9a-f]{12,}, or 8-11 with a digit (and a letter) */
+            memset(o + j, alldig ? '1' : 'a', (size_t)L);  /* (template._whole) */
+            if (!alldig) o[j] = anyd ? '1' : 'a';
+            j += L;
+            p = q;
+            continue;
         }
         if (!gated && alldig && L <= 3 && (p == 0 || (!err_wordc(s[p - 1]) && s[p - 1] != '.'))) {
             /* an address (template.MASKS: `\b\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?\b`, all of it `<ip>`): one mark,
@@ -2585,6 +2581,16 @@ static Py_ssize_t err_head(struct Errs *E, const unsigned char *s, Py_ssize_t n)
     Py_ssize_t P = E->head_len;
     if (P && P < n) {
         Py_ssize_t i = 0;
+#if defined(__SSE2__)
+        const __m128i zero = _mm_setzero_si128(), c0 = _mm_set1_epi8('0'), c9 = _mm_set1_epi8(9);
+        for (; i + 16 <= P; i += 16) {  /* 16 bytes a step: each the kept byte, or a digit where it kept one */
+            __m128i c = _mm_loadu_si128((const __m128i *)(s + i)), h = _mm_loadu_si128((const __m128i *)(E->head_raw + i));
+            __m128i d = _mm_sub_epi8(c, c0);
+            __m128i ok = _mm_or_si128(_mm_cmpeq_epi8(c, h), _mm_and_si128(_mm_cmpeq_epi8(h, zero),
+                                                                       _mm_cmpeq_epi8(_mm_min_epu8(d, c9), d)));
+            if (_mm_movemask_epi8(ok) != 0xffff) break;
+        }
+#endif
         for (; i < P; i++) {
             unsigned char c = s[i], h = E->head_raw[i];
             if (h ? c != h : !err_digit(c)) break;
