@@ -1531,6 +1531,41 @@ static int append_id(Scan *st, Py_ssize_t id) {
     return 0;
 }
 
+/* A line taken whole (err_run, cols_run): [p, eol) becomes the pending candidate line with these needles, as the
+ * search would have made it at its first needle, and is finished at once, as the next visit would (nl: newlines
+ * before p). */
+static int take_whole(Scan *st, Py_ssize_t p, Py_ssize_t eol, Py_ssize_t nl, const Py_ssize_t *ids, Py_ssize_t nids) {
+    st->c_bol = p;
+    st->c_eol = eol;
+    st->nids = 0;
+    for (Py_ssize_t k = 0; k < nids; k++)
+        if (append_id(st, ids[k]) < 0) return -1;
+    if (st->em.fused) {  /* a line returned here is counted from p, past the bytes the loop has read maybe */
+        st->em.w = p;
+        st->em.nl_w = nl;
+    }
+    return finish_cand(st);
+}
+
+/* Lines taken whole from p0 up to p (nl newlines before p; w0, nlw0: the bytes the loop had read, and their newlines,
+ * before): the loop goes on from p (jump), none of the bytes before it visited (col_skip). */
+static void whole_end(Scan *st, Py_ssize_t p0, Py_ssize_t p, Py_ssize_t nl, Py_ssize_t w0, Py_ssize_t nlw0) {
+    if (st->em.fused) {
+        if (w0 >= p) {
+            st->em.w = w0;
+            st->em.nl_w = nlw0;
+        } else {
+            st->em.w = p;
+            st->em.nl_w = nl;
+        }
+    }
+    if (p > p0) {
+        st->col_skip = p;
+        st->jump = p;
+        st->jump_nl = nl;
+    }
+}
+
 /* Needle entry e (filed under the pair at offset i) occurs at s = i - off: what it means for its line.
  * Per stats line this is two calls (its marker and its usage value); only sampled and candidate lines
  * have their bounds looked up. */
@@ -3031,37 +3066,14 @@ static int err_run(Scan *st, Py_ssize_t p, Py_ssize_t nl) {
         if (!e) break;  /* too long to have a key, or the buffer's last line */
         Py_ssize_t eol = e - b, slot = err_text_slot(st, p, eol);
         if (slot < 0) break;
-        const ErrSlot *sl = &E->slots[slot];
-        st->c_bol = p;
-        st->c_eol = eol;
-        st->nids = 0;
-        for (Py_ssize_t k = 0; k < sl->nids; k++)
-            if (append_id(st, sl->ids[k]) < 0) return -1;
         E->pre_bol = p;
         E->pre_slot = slot;
         E->taken++;
-        if (st->em.fused) {  /* a line returned here is counted from p, past the bytes the loop has read maybe */
-            st->em.w = p;
-            st->em.nl_w = nl;
-        }
-        if (finish_cand(st) < 0) return -1;
+        if (take_whole(st, p, eol, nl, E->slots[slot].ids, E->slots[slot].nids) < 0) return -1;
         p = eol + 1;
         nl++;
     }
-    if (st->em.fused) {
-        if (w0 >= p) {
-            st->em.w = w0;
-            st->em.nl_w = nlw0;
-        } else {
-            st->em.w = p;
-            st->em.nl_w = nl;
-        }
-    }
-    if (p > p0) {
-        st->col_skip = p;
-        st->jump = p;
-        st->jump_nl = nl;
-    }
+    whole_end(st, p0, p, nl, w0, nlw0);
     return 0;
 }
 
@@ -3747,40 +3759,18 @@ static int cols_run(Scan *st, Py_ssize_t p, Py_ssize_t nl, Py_ssize_t kp) {
         if (k < 0) break;
         if (kp >= 0) c->next[kp] = k;
         const ColShape *sh = &cs->sh[k];
-        st->c_bol = p;
-        st->c_eol = p + len;
-        st->nids = 0;
-        for (Py_ssize_t j = 0; j < sh->nids; j++)
-            if (append_id(st, sh->ids[j]) < 0) return -1;
         c->pre_k = k;
         c->pre_bol = p;
         if (c->nl_pos <= p) {  /* the rows' line counter, here without counting */
             c->nl_pos = p;
             c->nl_cnt = nl;
         }
-        if (st->em.fused) {  /* a line returned here is counted from p, past the bytes the loop has read maybe */
-            st->em.w = p;
-            st->em.nl_w = nl;
-        }
-        if (finish_cand(st) < 0) return -1;
+        if (take_whole(st, p, p + len, nl, sh->ids, sh->nids) < 0) return -1;
         kp = k;
         p += len + 1;
         nl++;
     }
-    if (st->em.fused) {
-        if (w0 >= p) {
-            st->em.w = w0;
-            st->em.nl_w = nlw0;
-        } else {
-            st->em.w = p;
-            st->em.nl_w = nl;
-        }
-    }
-    if (p > p0) {
-        st->col_skip = p;
-        st->jump = p;
-        st->jump_nl = nl;
-    }
+    whole_end(st, p0, p, nl, w0, nlw0);
     return 0;
 }
 
