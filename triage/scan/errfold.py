@@ -26,6 +26,8 @@ What makes that exact (tests/test_errfold.py compares both ways on the fixtures 
   read around (ErrFold.settle) the chunk is scanned again before its counts are committed;
 - the file's newest counted line goes to the context and to the unexplained lines as the line it was (a log that
   ends in such a line ends there).
+Lines of a key whose needles follow from its text (`pieces`) are not searched for needles: the C side keys each line
+after one of such a key and counts it while it is (_linescan.c, err_run); TRIAGE_NO_ERRRUN=1 searches every line.
 """
 
 from __future__ import annotations
