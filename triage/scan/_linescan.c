@@ -3002,8 +3002,8 @@ static int err_slot_whole(struct Errs *E, ErrSlot *sl, const Matcher *m) {
     const unsigned char *t = sl->key;
     Py_ssize_t tl = sl->tlen, nocc = 0;
     ErrOcc occ[64];
-    for (Py_ssize_t i = 0; i < tl; i++)
-        if (m->single[t[i]]) return 0;
+    for (Py_ssize_t i = 0; i < tl; i++)  /* (a mark's byte, 0 or 1, stands for line bytes tested above) */
+        if (t[i] > 1 && m->single[t[i]]) return 0;
     for (Py_ssize_t e = 0; e < m->n; e++) {
         const Needle *nd = &m->nd[e];
         if (nd->len == 0) continue;  /* a single byte: above */
