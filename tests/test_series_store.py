@@ -174,3 +174,54 @@ def test_a_store_crosses_process_boundaries() -> None:
     back = pickle.loads(pickle.dumps(store))
     assert back.total == 50 and back.sums["reward"].hi == store.sums["reward"].hi
     assert [p for p, _ in back.view()] == [p for p, _ in store.view()]
+
+
+def _references(store: MetricStore) -> dict[int, int]:
+    """Position -> how many slots refer to it: every summary's points and highest values, every tag's first and last."""
+    refs: dict[int, int] = {}
+    for d in (store.sums, store.canon, store.fns):
+        for s in d.values():
+            points = [s.first, s.last, s.lo, s.hi, s.bad_first, s.bad_last] + [(p, v, k) for v, p, k in s.top]
+            for point in points:
+                if point is not None:
+                    refs[point[0]] = refs.get(point[0], 0) + 1
+    for _, first, last in store.tags.values():
+        refs[first] = refs.get(first, 0) + 1
+        refs[last] = refs.get(last, 0) + 1
+    return refs
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["step", "perf"]),
+                          st.dictionaries(st.sampled_from(["train/loss", "rollout/raw_reward", "rewards/acc/mean",
+                                                           "rewards/acc", "rollout/response_lengths",
+                                                           "rollout/response_lengths/max", "perf/step_time"]),
+                                          st.sampled_from([0.0, 1.0, -2.0, 3.5, 0.25, math.nan, math.inf, -math.inf]),
+                                          min_size=1)), min_size=1, max_size=120))
+def test_pins_are_exactly_the_references_of_summaries_heaps_and_tags(recs: list[tuple[str, dict[str, float]]]) -> None:
+    """add() counts a record's references to its own position and pins them once: the pinned positions, their counts
+    and their order are those of the slots that refer to them (ties, non-finite values, two keys of one reward
+    function in one record, whose heap may let go of a value the same record gave it)."""
+    store = MetricStore(cap=16, tail=4)
+    for i, (tag, values) in enumerate(recs):
+        ev = _record(i, values)
+        ev.fields["tag"] = tag
+        store.add(ev)
+        want = _references(store)
+        assert {p: pin[1] for p, pin in store._pins.items()} == want
+        assert list(store._pins) == sorted(store._pins)
+        assert all(pin[0].line.lineno == p + 1 for p, pin in store._pins.items())
+
+
+def test_a_heap_letting_go_of_a_value_of_the_same_record_unpins_it() -> None:
+    """Two keys of one reward function (`rewards/acc/mean`, `rewards/acc`) update one summary: with its heap of
+    highest values full, the record's first value enters it and its second pushes that one out again."""
+    store = MetricStore(cap=64)
+    for i in range(TOP // 2):
+        store.add(_record(i, {"rewards/acc/mean": 10.0 + 2 * i, "rewards/acc": 11.0 + 2 * i}))
+    n = TOP // 2
+    store.add(_record(n, {"rewards/acc/mean": 10.5, "rewards/acc": 30.0}))
+    acc = store.fns["acc"]
+    assert sorted(v for v, _, _ in acc.top)[:2] == [11.0, 12.0] and max(v for v, _, _ in acc.top) == 30.0
+    assert {p: pin[1] for p, pin in store._pins.items()} == _references(store)
+    assert store._pins[n][1] == _references(store)[n]

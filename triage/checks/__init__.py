@@ -97,6 +97,7 @@ _register("startup_not_ready", startup.startup_not_ready)
 _register("startup_abandoned", startup.startup_abandoned, min_seconds=number(120))
 _register("startup_wait_unanswered", startup.startup_wait_unanswered, min_seconds=number(60))
 _register("startup_summary", startup.startup_summary, min_seconds=number(10))
+_register("engine_stall_after_ready", startup.engine_stall_after_ready, min_waits=whole(2))
 _register("kv_pressure", kv_pressure, min_usage=number(0.9), min_queue=number(1), min_share=number(0.1),
           min_seconds=number(120))
 _register("lone_decode", lone_decode, min_seconds=number(300), max_running=number(2))

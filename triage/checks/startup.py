@@ -4,6 +4,7 @@
 - `startup_not_ready`: a launcher's readiness deadline fired; names the phase the engine was in or spent longest on.
 - `startup_abandoned`: no deadline line, but the run never got past a slow startup: the engine's log stops inside it.
 - `startup_wait_unanswered`: a launcher (or an engine's front end) kept waiting for the engine and nothing answered.
+- `engine_stall_after_ready`: after the engine was ready, its workers stopped taking work and nothing followed.
 - `startup_summary`: the startup durations per phase, as information (healthy runs included).
 - `first_step_slow`: the first step several times the warm median, with the timed startup phases set apart; not
   when the warm steps are fast because the responses collapsed (that is a run-health finding, not a cold start).
@@ -62,6 +63,7 @@ class Engine:
     waits: list[Event] = field(default_factory=list)
     timeouts: list[Event] = field(default_factory=list)
     ready: list[Event] = field(default_factory=list)
+    stalls: list[Event] = field(default_factory=list)  # vLLM's shm queue blocked a minute (parsers/startup.py)
     cache_hit: Line | None = None
     capture_sizes: dict[str, int] = field(default_factory=dict)  # what ('' or 'draft') -> batch sizes captured
     last_end: Event | None = None  # the last line that finished a phase (or said ready)
@@ -85,6 +87,23 @@ class Engine:
         d = self.ready[0].fields["ts"] - min(firsts)
         return round(d, 3) if d > 0 else None
 
+    def stalls_before_ready(self) -> list[Event]:
+        """The message-queue stalls before this file's first ready line (all of them when it has none) in a file that
+        shows the engine starting (a phase begun or timed): warm-up. Stalls alone say nothing of when they came."""
+        if not (self.spans or self.begun):
+            return []
+        if not self.ready:
+            return list(self.stalls)
+        at = self.ready[0].line.lineno
+        return [ev for ev in self.stalls if ev.line.lineno < at]
+
+    def stalls_after_ready(self) -> list[Event]:
+        """The message-queue stalls after this file's first ready line: the engine had been serving."""
+        if not self.ready:
+            return []
+        at = self.ready[0].line.lineno
+        return [ev for ev in self.stalls if ev.line.lineno > at]
+
     def unfinished(self) -> Event | None:
         """The last phase begun and never ended, when nothing finished after it (the engine was in it when the log
         stops). Lines of one file are in log order, so a later end or ready line means the engine moved on."""
@@ -102,6 +121,8 @@ def _add(eng: Engine, ev: Event) -> None:
     phase, seconds = f["phase"], f.get("seconds")
     if phase == "timeout":
         eng.timeouts.append(ev)
+    elif phase == "stall":
+        eng.stalls.append(ev)
     elif phase == "wait":
         eng.waits.append(ev)
     elif phase == "ready":
@@ -268,13 +289,16 @@ def startup_wait_unanswered(params: dict[str, Any], run: Run) -> list[CheckResul
     low = float(params.get("min_seconds", 60))
     best: tuple[float, Engine, list[Event]] | None = None
     for eng in engs:
-        waits = [ev for ev in eng.waits if "ts" in ev.fields]
+        waits = sorted((ev for ev in eng.waits + eng.stalls_before_ready() if "ts" in ev.fields),
+                       key=lambda ev: ev.line.lineno)
         if not waits:
             continue
         last = waits[-1]
         answered = any(e.ready for e in engs if e is not eng) or any(
             ev.line.lineno > last.line.lineno for ev in eng.ready)
-        if answered:
+        # a stalled message queue is answered by the engine's own next step (warm-up finished, a phase ended)
+        moved_on = eng.last_end is not None and eng.last_end.line.lineno > last.line.lineno
+        if answered or (last.fields["phase"] == "stall" and moved_on):
             continue
         starts = [ev.fields["ts"] for ev in waits + eng.begun if "ts" in ev.fields]
         starts += [sp.line_ts - sp.seconds for sp in eng.spans.values() if sp.line_ts is not None]
@@ -476,3 +500,32 @@ def first_step_slow(params: dict[str, Any], run: Run) -> list[CheckResult]:
                     title = f"First step dominated by startup phases ({numbers['arithmetic']})"
             return [CheckResult(evidence=[_line(first_ev, key)], count=1, numbers=numbers, title=title)]
     return []
+
+
+def engine_stall_after_ready(params: dict[str, Any], run: Run) -> list[CheckResult]:
+    """An engine that had said it was ready (an API server up, an offline `Processed prompts` bar) and whose message
+    queue to its workers then stayed blocked: at least `min_waits` of vLLM's minute-long `No available shared memory
+    broadcast block` lines after the ready line, and nothing of the engine's after the last of them in that file (no
+    phase line, no engine stats row): its workers stopped taking work (a hang in a kernel or collective, a dead
+    peer) and the file ends inside it. Before the ready line the same lines are warm-up, the startup checks' matter;
+    followed by progress, they were one long step."""
+    low = int(params.get("min_waits", 2))
+    if any(ev.kind in ("fatal", "shutdown") for ev in run.events):  # a crash or a stop explains the wait
+        return []
+    out = []
+    for eng in engines(run):
+        stalls = eng.stalls_after_ready()
+        if len(stalls) < low:
+            continue
+        last = stalls[-1].line.lineno
+        if eng.last_end is not None and eng.last_end.line.lineno > last:
+            continue
+        if any(es.origin.startswith(eng.file) and es.last_lineno() > last for es in run.engines.values()):
+            continue
+        count = sum(ev.line.repeat for ev in stalls)
+        waited = sum(float(ev.fields.get("waited") or 60.0) * ev.line.repeat for ev in stalls)
+        numbers: dict[str, Any] = {"waits": count, "blocked_seconds": waited,
+                                   "arithmetic": f"{count} one-minute stalls after the ready line, nothing after"}
+        out.append(CheckResult(evidence=[stalls[0].line, stalls[-1].line, eng.ready[0].line], count=count,
+                               numbers=numbers))
+    return out

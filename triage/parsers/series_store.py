@@ -67,6 +67,60 @@ class Summary:
         self.top: list[tuple[float, int, str]] = []  # the TOP highest finite values (value, position, key), a heap
 
 
+def _takes(old: Point | None, pos: int, drop: list[int]) -> int:
+    """A slot of a summary that held `old` takes a point of position pos: the references to pos it adds (none when
+    old is pos's already), old's position put in `drop`."""
+    if old is None:
+        return 1
+    if old[0] == pos:
+        return 0
+    drop.append(old[0])
+    return 1
+
+
+def _step(s: Summary, pos: int, v: float, key: str, drop: list[int]) -> int:
+    """Record position pos's value v of `key` into summary s (MetricStore.add): returns the references to pos it
+    takes, and appends to `drop` the positions whose references it gives up (pos itself when its heap lets go of a
+    value this record gave it before)."""
+    s.n += 1
+    point = (pos, v, key)
+    refs = 0
+    if s.first is None:
+        s.first = point
+        refs += 1
+    old = s.last  # every value moves `last`: _takes written out, a call less
+    if old is None:
+        refs += 1
+    elif old[0] != pos:
+        drop.append(old[0])
+        refs += 1
+    s.last = point
+    if v != 0:
+        s.nonzero += 1
+    if v - v != 0:  # NaN or +-inf (inf - inf is NaN)
+        s.bad += 1
+        if s.bad_first is None:
+            s.bad_first = point
+            refs += 1
+        refs += _takes(s.bad_last, pos, drop)
+        s.bad_last = point
+        return refs
+    if s.lo is None or v < s.lo[1]:
+        refs += _takes(s.lo, pos, drop)
+        s.lo = point
+    if s.hi is None or v > s.hi[1]:
+        refs += _takes(s.hi, pos, drop)
+        s.hi = point
+    top = s.top
+    if len(top) < TOP:
+        heapq.heappush(top, (v, pos, key))
+        refs += 1
+    elif v > top[0][0]:
+        drop.append(heapq.heapreplace(top, (v, pos, key))[1])
+        refs += 1
+    return refs
+
+
 class MetricStore:
     """The merged metric records of one file (or, joined, of a run) in bounded memory."""
 
@@ -112,34 +166,10 @@ class MetricStore:
         setattr(s, slot, point)
         self._pin(point[0], ev)
 
-    def _update(self, s: Summary, pos: int, v: float, key: str, ev: Event) -> None:
-        s.n += 1
-        point = (pos, v, key)
-        if s.first is None:
-            self._set(s, "first", point, ev)
-        self._set(s, "last", point, ev)
-        if v != 0:
-            s.nonzero += 1
-        if v - v != 0:  # NaN or +-inf (inf - inf is NaN)
-            s.bad += 1
-            if s.bad_first is None:
-                self._set(s, "bad_first", point, ev)
-            self._set(s, "bad_last", point, ev)
-            return
-        if s.lo is None or v < s.lo[1]:
-            self._set(s, "lo", point, ev)
-        if s.hi is None or v > s.hi[1]:
-            self._set(s, "hi", point, ev)
-        top = s.top
-        if len(top) < TOP:
-            heapq.heappush(top, (v, pos, key))
-            self._pin(pos, ev)
-        elif v > top[0][0]:
-            self._unpin(heapq.heapreplace(top, (v, pos, key))[1])
-            self._pin(pos, ev)
-
     def add(self, ev: Event) -> None:
-        """One merged record (parsers/metrics.py), in log order."""
+        """One merged record (parsers/metrics.py), in log order. Every reference this record's summaries, tag and
+        heaps take is to its own position, the newest: they are counted here and pinned once at the end, after the
+        older positions they replace are unpinned (the pins' dict ends as _pin/_unpin one by one would leave it)."""
         if self._lazy is not None:
             self._settle(1)
         pos = self.total
@@ -149,11 +179,13 @@ class MetricStore:
         values: dict[str, float] = f["values"]
         sums = self.sums
         best: dict[str, Any] = {}
+        drop: list[int] = []  # older positions a summary, heap or tag of this record no longer refers to
+        refs = 0  # references to pos
         for k, v in values.items():
             s = sums.get(k)
             if s is None:
                 s = sums[k] = Summary()
-            self._update(s, pos, v, k, ev)
+            refs += _step(s, pos, v, k, drop)
             c = canonical(k)
             if c is not None:
                 if c[0] not in best or c[1] < best[c[0]][0]:
@@ -161,15 +193,15 @@ class MetricStore:
             else:
                 fn = reward_function(k)
                 if fn is not None:
-                    self._update(self.fns.setdefault(fn, Summary()), pos, v, k, ev)
+                    refs += _step(self.fns.setdefault(fn, Summary()), pos, v, k, drop)
         for name, (_, k) in best.items():
-            self._update(self.canon.setdefault(name, Summary()), pos, values[k], k, ev)
+            refs += _step(self.canon.setdefault(name, Summary()), pos, values[k], k, drop)
         if "response_length" in best and "response_length_max" in best:
             # the mean response length as a share of the step's longest (checks/series.mean_length_at_cap): its
             # highest values keep the steps nearest the cap in view, however rare
             mean, longest = values[best["response_length"][1]], values[best["response_length_max"][1]]
             if longest > 0 and mean - mean == 0:
-                self._update(self.canon.setdefault(SHARE, Summary()), pos, mean / longest, SHARE, ev)
+                refs += _step(self.canon.setdefault(SHARE, Summary()), pos, mean / longest, SHARE, drop)
         shape = tuple(values)
         if shape in self.shapes:
             self.shapes[shape] += 1
@@ -181,13 +213,23 @@ class MetricStore:
         t = self.tags.get(tag)
         if t is None:
             self.tags[tag] = [1, pos, pos]
-            self._pin(pos, ev)
-            self._pin(pos, ev)
+            refs += 2
         else:
             t[0] += 1
-            self._unpin(t[2])
+            drop.append(t[2])
             t[2] = pos
-            self._pin(pos, ev)
+            refs += 1
+        pins = self._pins
+        for p in drop:
+            if p == pos:  # a heap of a summary this record updated twice (two keys of one reward function)
+                refs -= 1
+                continue
+            pin = pins[p]
+            pin[1] -= 1
+            if not pin[1]:
+                del pins[p]
+        if refs:
+            pins[pos] = [ev, refs]
         self._tail.append((pos, ev))
         h = (pos * HASH) % FULL
         if h < self.threshold:
@@ -278,7 +320,7 @@ class MetricStore:
             self._sample[p] = ((p * HASH) % FULL, event_at(p))
 
     def _merge(self, dest: dict[str, Summary], name: str, cols: list[Column], event_at: Callable[[int], Event]) -> None:
-        """The columns of one series in a write-out (rows of several shapes, interleaved) into its Summary, as _update
+        """The columns of one series in a write-out (rows of several shapes, interleaved) into its Summary, as add()
         of each value in log order would: every earlier point is at a lower position, so each slot takes the column
         point that wins by (value, position), and the candidates for the highest values go through the heap in order."""
         s = dest.get(name)

@@ -20,7 +20,8 @@ phases, each with its duration when the line gives one:
                   profiling/warmup run took X s` (V1 `monitor.py`, 2026).
 - `ready`         SGLang `The server is fired up and ready to roll!`; vLLM `Starting vLLM API server` (V1 to
                   2026) and `Starting vLLM server on http://...` (`entrypoints/serve/entry.py`, 0.3x); uvicorn's
-                  `Application startup complete.`, which both engines' HTTP servers print once they serve.
+                  `Application startup complete.`, which both engines' HTTP servers print once they serve; vLLM's
+                  offline `LLM.generate` progress bar `Processed prompts: ` (the engine is built and generating).
 - `wait`          a launcher polling an engine that is not up yet: sgl-router `Worker ... health check is pending`,
                   olmOCR `Please wait for sglang server to become ready`, TRL `Server is not up yet. Retrying`,
                   TRL async GRPO `Still waiting for vLLM server`, kubelet `Readiness probe failed: ...`, Ray Serve
@@ -38,6 +39,10 @@ phases, each with its duration when the line gives one:
                   (llama-swap), kubelet `failed startup probe`, launcher scripts `vLLM not ready after 30 minutes`
                   (vllm-dgx-spark; minutes and hours are converted), ollama `timed out waiting for llama runner`.
 - `graph_capture` sizes: SGLang `Capture cuda graph bs [1, 2, 4, ...]` (mark `sizes`, how many batch sizes).
+- `stall`         vLLM's message queue to its workers found no free block for a minute: `No available shared memory
+                  broadcast block found in 60 second(s)` (`distributed/device_communicators/shm_broadcast.py`, DEBUG in
+                  0.6-0.8, INFO in V1 0.9-2026, every 60 s while it lasts). Before the engine is ready it is warm-up
+                  (compile, profiling) or a start that hangs; after it, workers that stopped taking work.
 
 `ts` is the line's wall-clock time in seconds when its prefix has one (SGLang `[YYYY-MM-DD HH:MM:SS`, vLLM
 `LEVEL MM-DD HH:MM:SS`, Python logging `YYYY-MM-DD HH:MM:SS,mmm`); the year is ignored (a startup does not span
@@ -74,7 +79,10 @@ VLLM = (
 CACHE_HIT = re.compile(r"Directly load the compiled graph")
 AUTOTUNE = re.compile(r"\bAUTOTUNE (?:benchmarking )?takes (?P<a>[\d.]+) seconds(?: and (?P<b>[\d.]+) seconds precompiling)?")
 DEEPGEMM = re.compile(r"Entering DeepGEMM JIT Pre-Compile session")
-READY = re.compile(r"fired up and ready to roll|Starting vLLM (?:API )?server|Application startup complete")
+READY = re.compile(r"fired up and ready to roll|Starting vLLM (?:API )?server|Application startup complete"
+                   r"|^Processed prompts: ")
+# vLLM's shm message queue blocked for a minute (shm_broadcast.py, 0.6 -> 2026; "second." in 0.6-0.8).
+STALL = re.compile(r"No available shared memory broadcast block found in (?P<seconds>\d+) seconds?\b")
 WAIT = re.compile(r"health check is pending|Please wait for \w+ server to become ready|Server is not up yet\. Retrying"
                   r"|Still waiting for (?:the )?\w+ server|Readiness probe failed|Startup probe failed"
                   r"|replicas? that (?:have|has) taken more than \d+ ?s to (?:initialize|be scheduled)"
@@ -108,7 +116,8 @@ ANCHORS = ("Load weight end", "Load weight begin", "graph end", "graph begin", "
            "never became ready", "failed to become ready", "imed out waiting for", "imeout waiting for",
            "aiting for vLLM server", "failed to start within", "did not start within", "can't be reached at",
            "health check failed after", "graph bs [", "not ready after", "not healthy after", "not up after",
-           "taken more than", "core engine proc", "Waiting for shard", "Shard ready in")
+           "taken more than", "core engine proc", "Waiting for shard", "Shard ready in",
+           "Processed prompts: ", "shared memory broadcast block")
 
 # Wall-clock prefixes: SGLang `[2025-09-05 20:48:29`, Python logging `2025-03-18 10:24:40,134`, vLLM `INFO 06-02 11:03:11`.
 TS = re.compile(r"(?:\d{4}-)?(?P<mo>\d\d)-(?P<d>\d\d)[ T](?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d)")
@@ -183,8 +192,13 @@ def _parse(line: Line, msg: str) -> Event | None:
         return _event(line, "timeout", "launcher", "", None, **({"deadline": deadline} if deadline else {}))
     if WAIT.search(msg):
         return _event(line, "wait", "launcher")
+    if "shared memory broadcast block" in msg:
+        m = STALL.search(msg)
+        if m:
+            return _event(line, "stall", "vllm", "shm_broadcast", None, waited=float(m["seconds"]))
     if READY.search(msg):
-        return _event(line, "ready", "vllm" if "vLLM" in msg else "uvicorn" if "Application" in msg else "sglang")
+        engine = "vllm" if "vLLM" in msg or "Processed" in msg else "uvicorn" if "Application" in msg else "sglang"
+        return _event(line, "ready", engine)
     return None
 
 

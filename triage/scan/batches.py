@@ -153,15 +153,26 @@ class Tape:
 
 
 def play(entries: list[tuple[int, Any]], series: RunSeries) -> None:
-    """A tape's entries into the run's stores, as the files would have given them."""
+    """A tape's entries into the run's stores, as the files would have given them. A reading printed again
+    (TIMER_AGAIN) counts one more line of the reading its first entry put in the store, as TimerStore.add would: the
+    store keeps every reading it was given, and the first entry's seconds are ones its rounding leaves as they are
+    (_Timers), so the reading is the same one however full the store is by now."""
     store, timers = series.store, series.timers
+    again: dict[int, list[Any]] = {}  # index of a first entry -> the store's [event, lines] of its reading
     for what, item in entries:
         if what == RECORD:
             store.add(item)
         elif what == TIMER:
             timers.add(item)
         elif what == TIMER_AGAIN:
-            timers.add(entries[item][1])
+            ev = entries[item][1]
+            got = again.get(item)
+            if got is None:
+                f = ev.fields
+                key = (f.get("name"), f.get("phase"), f.get("seconds"), f.get("ok", True), f.get("actor"))
+                got = again[item] = timers.kept[key]
+            got[1] += 1
+            timers.last = ev.line
         elif what == RECORD_ROWS:
             store.add_rows(item)
         else:

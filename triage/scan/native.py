@@ -65,7 +65,7 @@ class Needles:
         self.items.append((needle, kind))
         self.anchor_of.append(anchor)
 
-    def matcher(self, head: bytes) -> Any:
+    def matcher(self, head: bytes | memoryview) -> Any:
         if len(head) < SMALL_HEAD:
             if self._shared is None:
                 self._shared = self._compile(b"")
@@ -78,7 +78,7 @@ class Needles:
         115 us instead of 30, a 2 KB verifier log in 25 instead of 4."""
         self._shared = self._compile(sample)
 
-    def _compile(self, head: bytes) -> Any:
+    def _compile(self, head: bytes | memoryview) -> Any:
         counts = array("I")
         counts.frombytes(_linescan.pair_counts(head))
         spec = []
@@ -97,7 +97,7 @@ RAY_PREFIXES = re.compile(rb"\n(\([\w.:-]+(?: pid=\d+)?(?:, ip=[0-9a-fA-F.:]+)?\
 DP_TAGS = re.compile(rb"\n(?:\([^)\n]*\) ?)?\[[^\]\n]* (DP\d+)")  # DP-attention rank tags
 
 
-def several_origins(head: bytes) -> bool:
+def several_origins(head: bytes | memoryview) -> bool:
     """Whether a file's head shows stats rows of several engines (a Ray driver log, DP-attention groups)."""
     lines = b"\n" + head
     if b"\n(" not in lines and b" DP" not in lines:  # what every match of either holds

@@ -46,6 +46,7 @@ the file's result. Both stages see the same chunks, so the result is the same ei
 from __future__ import annotations
 
 import heapq
+import mmap
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
@@ -126,7 +127,7 @@ class RowOwners:
     meets a second origin among the rows it folds (it says F_MANY, and the chunk is scanned again per origin).
     Fold records name their origin (`key_of`)."""
 
-    def __init__(self, file: str, head: bytes):
+    def __init__(self, file: str, head: bytes | memoryview):
         self.file = file
         self.per_origin = several_origins(head[:ORIGIN_SAMPLE])
         self.key = ""  # the timeline of the rows so far, while there is one
@@ -249,18 +250,19 @@ def shapes_for(scanner: Any, lf: LogFile) -> Shapes | None:
 
 
 def read_chunks(needles: Needles, lf: LogFile, stream: BinaryIO, progress: Progress | None = None,
-                family: Callable[[int], Any] | None = None, shapes: Shapes | None = None) -> Iterator[Chunk | Rest | int]:
+                family: Callable[[int], Any] | None = None, shapes: Shapes | None = None,
+                rows_chunk: int = ROWS_CHUNK) -> Iterator[Chunk | Rest | int]:
     """Stage 1: each chunk's candidate lines, sampled rows, fold records and skipped-row counts; then a Rest, or
     the line count of the file. Python never sees the other lines. `family(lines before the chunk)`: what the C side
     may count into the line Python kept last (origins.Families.native), asked before each chunk once stage 2 has
     parsed the one before (one process only). `shapes`: the file's line shapes, learnt from each chunk's candidate
-    lines; their later lines come as columns (K_COLS)."""
+    lines; their later lines come as columns (K_COLS), read rows_chunk bytes at a time once shapes are registered."""
     step = 0 if lf.size <= SAMPLE_ALL_BELOW else lf.size // TIMELINE_ROWS
     # a file of known size smaller than a chunk reads into a buffer its size (zeroing 4 MiB for each of 200 k small
     # files is most of their cost); should it grow meanwhile, a line the buffer cannot hold goes to the line reader
     size = CHUNK
     known = not lf.compression and lf.path != "-" and 0 < lf.size < size
-    buf = bytearray((lf.size + 1 if known else size) + MAX_LINE + 1)
+    buf = _buffer((lf.size + 1 if known else size) + MAX_LINE + 1)
     mv = memoryview(buf)
     have = 0  # bytes carried over from the previous read (a partial last line)
     offset = 0  # file offset of buf[0]
@@ -289,10 +291,10 @@ def read_chunks(needles: Needles, lf: LogFile, stream: BinaryIO, progress: Progr
             yield Rest(lines, offset, bytes(mv[:end]))
             return
         if matcher is None:
-            head = bytes(mv[:min(cut, PAIR_SAMPLE)])
+            head = mv[:min(cut, PAIR_SAMPLE)]  # a view: a 1 MiB copy was part of a worker's peak, with the buffer
             matcher = needles.matcher(head)
             owners = RowOwners(lf.rel, head)
-            del head
+            head.release()
             first = buf.rfind(b"\n", 0, FIRST_PART) + 1
             if (family is not None or shapes is not None or errs is not None) and 0 < first < cut:  # the head first: a storm in it is
                 cut = first  # counted from its end on, the shapes of its lines registered
@@ -350,17 +352,28 @@ def read_chunks(needles: Needles, lf: LogFile, stream: BinaryIO, progress: Progr
         chunk.release()
         raw.release()
         rest = end - cut
-        if size < ROWS_CHUNK and not known and shapes is not None and shapes.armed is not None:  # rows: bigger reads
-            size, old = ROWS_CHUNK, buf
-            buf = bytearray(size + MAX_LINE + 1)
-            mv.release()
+        # the partial last line moves to the front through memoryviews (memmove: no temporary copy; after the head
+        # alone, FIRST_PART, it is nearly the whole chunk, and a 4 MiB temporary left its pages to the heap)
+        if size < rows_chunk and not known and shapes is not None and shapes.armed is not None:  # rows: bigger reads
+            size, old = rows_chunk, mv
+            buf = _buffer(size + MAX_LINE + 1)
             mv = memoryview(buf)
-            buf[:rest] = old[cut:end]
-            del old
+            mv[:rest] = old[cut:end]
+            old.release()
         else:
-            buf[:rest] = buf[cut:end]
+            mv[:rest] = mv[cut:end]
         have = rest
         offset += cut
+
+
+def _buffer(n: int) -> Any:
+    """A read buffer of n bytes. One of a chunk or more is anonymous mapped memory: its pages cost only once read
+    into, and they go back to the system as soon as the file is done (a freed bytearray that size raised malloc's
+    threshold, so the next file's came from the heap and stayed there: ~4 MiB more RSS in a process that reads
+    several big files, a worker's engine logs)."""
+    if n >= CHUNK and hasattr(mmap, "MAP_PRIVATE"):
+        return mmap.mmap(-1, n, mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)  # private: a worker forked meanwhile has its own
+    return bytearray(n)
 
 
 def _counted(errs: ErrFold, lines: int) -> Chunk:
