@@ -301,3 +301,82 @@ def test_a_kept_header_keys_lines_as_the_whole_line_does() -> None:
             continue
         assert slot_of.setdefault(key, slot) == slot, raw
     assert len(set(slot_of.values())) == len(slot_of) > 100
+
+
+# -- lines taken whole --------------------------------------------------------------------------------------------
+
+def test_the_pieces_of_a_needle_are_what_every_line_of_a_key_holds_as_it_is() -> None:
+    assert errfold.pieces("ERROR") is None and errfold.pieces("failed") is None  # stable: no digit, no hex word
+    assert errfold.pieces("exceeded") is None and errfold.pieces("--max-tokens-per-gpu") is None
+    assert errfold.pieces("exit code 1") == (b"exit code ",)
+    assert errfold.pieces("EL0004") == (b"EL1111",)  # a word with a letter no hex token holds: its digits as `1`
+    assert errfold.pieces("Bad Gateway") == (b" Gateway",)  # `Bad` may be part of a hex token
+    assert errfold.pieces("Signal 9 (SIGKILL)") == (b"Signal ", b" (SIGKILL)")
+    assert errfold.pieces("peer 10.0.0.1:80 x") == (b"peer ", b" ")  # an address's dots and colon: one mark
+    assert errfold.pieces("0xdead") == () and errfold.pieces("x") == ()  # may be anywhere
+    assert errfold.pieces(None) is None and errfold.pieces("\u2022 Avg") is None  # no keyed line holds these
+
+
+ODD_NEEDLES = ["ERROR x: Error failed", "ERRORfailed now", "ERROR Failed: failed failed", "CRITICAL: Error code: 429 x",
+               "ERROR EL0004 failed", "ERROR: Bad Gateway failed", "ERROR: deadbeefcafe1 Bad failed", "Failed ERROR 0xbad",
+               "ERROR failed attempts: 504", "ERROR e2e_latency failed 12", "ERROR usage: 0.95 failed"]
+
+
+def mixed_log(n: int, seed: int) -> list[str]:
+    """An errors-profile log: error lines of the bench's messages, stats rows, claims, tracebacks, a shutdown, and lines
+    whose needles lie close together or hold digits and hex words."""
+    rng = random.Random(seed)
+    out: list[str] = []
+    inject = {k * n // 6000: v for k, v in INJECTED.items()}  # the shutdown (nothing counted after it) near the end
+    for i, ln in enumerate(error_lines(n, seed)):
+        out += inject.get(i, [])
+        out.append(ln)
+        if rng.random() < 0.05:
+            out.append(f"[2026-05-24 01:00:{i % 60:02d} DP0 TP0] Decode batch, #running-req: {rng.randrange(300)}, "
+                       f"#token: {rng.randrange(90000)}, token usage: 0.{rng.randrange(10, 99)}, cuda graph: True, "
+                       f"gen throughput (token/s): {rng.uniform(100, 3000):.2f}, #queue-req: 0")
+        if rng.random() < 0.01:
+            odd = rng.choice(ODD_NEEDLES)
+            out.append(f"[2026-05-24 01:00:{i % 60:02d} DP0 TP0] " + "".join(
+                str(rng.randrange(10)) if c.isdigit() else c for c in odd))
+    return out + ["[2026-05-24 02:00:00 DP0 TP0] CRITICAL: worker exited with exit code 1; ERROR failed"]
+
+
+@pytest.mark.parametrize("path", ["", *getattr(_linescan, "PATHS", ())])
+def test_lines_taken_whole_are_what_the_search_makes_of_them(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                             path: str) -> None:
+    """_linescan.c err_run: the lines of keys whose needles follow from their text are not searched for needles; what
+    the reading stage yields (every line returned, with its needles, every count) is what the search gives, on every
+    loop of the C side."""
+    log = tmp_path / "sglang-engine-0.log"
+    log.write_text("\n".join(mixed_log(40_000, 3)) + "\n")
+    states: list = []
+
+    class Kept(errfold.ErrFold):
+        def __init__(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+            super().__init__(*args, **kwargs)
+            states.append(self.state)
+
+    monkeypatch.setattr(fastscan, "ErrFold", Kept)
+    default = _linescan.SIMD
+    try:
+        _linescan.set_simd(path)
+        monkeypatch.setenv("TRIAGE_NO_ERRRUN", "1")
+        searched = hits_of(log, monkeypatch)
+        monkeypatch.delenv("TRIAGE_NO_ERRRUN")
+        whole = hits_of(log, monkeypatch)
+    finally:
+        _linescan.set_simd(default)
+    assert whole == searched
+    assert _linescan.errfold_whole(states[0]) == 0 and _linescan.errfold_whole(states[1]) > 30_000
+    assert sum(r[1] for h in whole if h[0] == K_ERRS for r in h[4]) > 20_000
+
+
+def test_an_error_storm_gives_one_report_with_lines_taken_whole_or_searched(tmp_path: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "sglang-engine-0.log").write_text("\n".join(mixed_log(8_000, 8)) + "\n")
+    whole = report(run, monkeypatch, True)
+    monkeypatch.setenv("TRIAGE_NO_ERRRUN", "1")
+    assert report(run, monkeypatch, True) == whole == report(run, monkeypatch, False)

@@ -61,6 +61,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <float.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define HAVE_AVX2_PATH 1
@@ -631,6 +634,7 @@ typedef struct {
 /* Errs (see its section before Columns). */
 struct Errs;
 static int err_take(Scan *st);
+static int err_early(Scan *st, Py_ssize_t id);
 static int err_end(Scan *st, Py_ssize_t lines);
 static void err_begin(struct Errs *E, long long base);
 static struct Errs *errs_of(PyObject *cap);
@@ -642,6 +646,7 @@ static PyObject *errfold_commit(PyObject *self, PyObject *args);
 static PyObject *errfold_mark(PyObject *self, PyObject *args);
 static PyObject *errfold_settle(PyObject *self, PyObject *args);
 static PyObject *errfold_take(PyObject *self, PyObject *args);
+static PyObject *errfold_whole(PyObject *self, PyObject *args);
 
 /* The columns (see the Columns section at the end of the file). */
 #define COL_LINE_MAX 4096  /* bytes: longer lines are not rows */
@@ -1526,6 +1531,41 @@ static int append_id(Scan *st, Py_ssize_t id) {
     return 0;
 }
 
+/* A line taken whole (err_run, cols_run): [p, eol) becomes the pending candidate line with these needles, as the
+ * search would have made it at its first needle, and is finished at once, as the next visit would (nl: newlines
+ * before p). */
+static int take_whole(Scan *st, Py_ssize_t p, Py_ssize_t eol, Py_ssize_t nl, const Py_ssize_t *ids, Py_ssize_t nids) {
+    st->c_bol = p;
+    st->c_eol = eol;
+    st->nids = 0;
+    for (Py_ssize_t k = 0; k < nids; k++)
+        if (append_id(st, ids[k]) < 0) return -1;
+    if (st->em.fused) {  /* a line returned here is counted from p, past the bytes the loop has read maybe */
+        st->em.w = p;
+        st->em.nl_w = nl;
+    }
+    return finish_cand(st);
+}
+
+/* Lines taken whole from p0 up to p (nl newlines before p; w0, nlw0: the bytes the loop had read, and their newlines,
+ * before): the loop goes on from p (jump), none of the bytes before it visited (col_skip). */
+static void whole_end(Scan *st, Py_ssize_t p0, Py_ssize_t p, Py_ssize_t nl, Py_ssize_t w0, Py_ssize_t nlw0) {
+    if (st->em.fused) {
+        if (w0 >= p) {
+            st->em.w = w0;
+            st->em.nl_w = nlw0;
+        } else {
+            st->em.w = p;
+            st->em.nl_w = nl;
+        }
+    }
+    if (p > p0) {
+        st->col_skip = p;
+        st->jump = p;
+        st->jump_nl = nl;
+    }
+}
+
 /* Needle entry e (filed under the pair at offset i) occurs at s = i - off: what it means for its line.
  * Per stats line this is two calls (its marker and its usage value); only sampled and candidate lines
  * have their bounds looked up. */
@@ -1599,6 +1639,7 @@ static ALWAYS_INLINE int found(Scan *st, int32_t e, Py_ssize_t s) {
     st->nids = 0;
     if (marker >= 0 && append_id(st, marker) < 0) return -1;  /* so the candidate's needles name it too */
     if (append_id(st, id) < 0) return -1;
+    if (st->errs) return err_early(st, id);
     return st->cols ? cols_early(st) : 0;
 }
 
@@ -2033,7 +2074,8 @@ static PyMethodDef methods[] = {
     {"scan_scalar", scan_scalar, METH_VARARGS, "scan() on the scalar loop, whatever the CPU (the reference)"},
     {"set_simd", set_simd, METH_VARARGS, "set_simd(name) -> previous: the loop scan() takes (one of PATHS, or \"\")"},
     {"pair_counts", pair_counts, METH_VARARGS, "pair_counts(buffer) -> 65536 uint32 counts (native order)"},
-    {"errfold_new", errfold_new, METH_VARARGS, "errfold_new(classes, reach) -> state (see Errs)"},
+    {"errfold_new", errfold_new, METH_VARARGS, "errfold_new(classes, reach, pieces=None) -> state (see Errs)"},
+    {"errfold_whole", errfold_whole, METH_VARARGS, "errfold_whole(state) -> lines scan() took whole so far"},
     {"errfold_key", errfold_key, METH_VARARGS, "errfold_key(line) -> its key's text, or None"},
     {"errfold_add", errfold_add, METH_VARARGS, "errfold_add(state, line, ids) -> slot or -1"},
     {"errfold_find", errfold_find, METH_VARARGS, "errfold_find(state, buffer, start, end, ids) -> slot or -1"},
@@ -2128,6 +2170,10 @@ typedef struct {
     ErrAt a_first, a_prev, a_last; /* this call's, in its buffer (copied at its end) */
     int touched;
     int nofold;                    /* a key Python judged a rule may claim (errfold_settle): its lines read around */
+    int gated;                     /* a key of the gated kind (never taken whole) */
+    int whole;                     /* its lines may be taken whole: 0 not known yet, 1 yes, 2 no (err_slot_whole) */
+    Py_ssize_t tlen;               /* the key's text: key[:tlen] (its needles' part after it) */
+    uint64_t thash;                /* err_hash of the text */
 } ErrSlot;
 typedef struct { Py_ssize_t bol, eol, ids, nids; } ErrOpt;  /* a ruled line of a key not known yet (err_take) */
 typedef struct { Py_ssize_t ln, bol, eol, slot, pos; int out; } ErrQ;
@@ -2147,6 +2193,18 @@ struct Errs {
     Py_ssize_t nopt, optcap;
     Py_ssize_t *optids;            /* their needle indices, one after another */
     Py_ssize_t noptids, optidscap;
+    /* Lines taken whole (err_run): each needle's pieces (NULL: runs off; see errfold.pieces), the slots of the plain
+     * keys by their text alone, the matcher their `whole` was worked out for, the line keyed before it was finished */
+    Py_ssize_t npc, *pc_first, *pc_count;  /* per needle index: its first piece and how many (-1: stable) */
+    Py_ssize_t *pc_off, *pc_len;
+    unsigned char *pc_bytes;
+    int runs;
+    Py_ssize_t *ttable, ttcap, ntext;  /* slot index + 1 by text hash, open addressing */
+    const void *whole_m;
+    int m_ok;                      /* the matcher lets lines be taken whole at all (err_slot_whole) */
+    Py_ssize_t pre_bol, pre_slot;  /* the line at pre_bol is of whole slot pre_slot (err_early, err_run) */
+    long long taken;               /* lines taken whole (errfold_whole: for tests) */
+    Py_ssize_t text_bol, text_len; /* E->kbuf holds the plain text of the key of the line at text_bol (-1: none) */
     Py_ssize_t head_len, head_olen;  /* the last header keyed (err_head): its bytes (a digit as 0), its key */
     unsigned char head_raw[ERR_HEAD_MAX], head_out[ERR_HEAD_MAX];
     unsigned char kbuf[ERR_LINE_MAX + 2 * 256 + 8];
@@ -2197,20 +2255,16 @@ static ALWAYS_INLINE int err_slash_gate(const unsigned char *s, Py_ssize_t n, Py
            || (s[p] == '0' && p >= 3 && s[p - 1] == '/' && s[p - 2] == '/' && s[p - 3] == '1');
 }
 
-/* A hex token's mask (template._whole), `t` holding only [0-9a-f] and dashes. */
-static Py_ssize_t err_whole(const unsigned char *t, Py_ssize_t len, unsigned char *o) {
-    int dig = 0, let = 0;
-    for (Py_ssize_t k = 0; k < len; k++) {  /* (no branch a byte: hex digits are random) */
-        int d = err_digit(t[k]);
-        dig |= d;
-        let |= !d & (t[k] != '-');
-    }
-    unsigned char fill = let ? 'a' : '1';
-    for (Py_ssize_t k = 0; k < len; k++) o[k] = t[k] == '-' ? '-' : fill;
-    if (let) o[0] = dig ? '1' : 'a';
-    if (let && t[0] == '-') o[0] = '-';  /* never: a token starts with a hex digit */
-    return len;
+/* Bits [p, p + len) of a line's mask (len <= 64; nb: the mask's words), as the low bits of the result. */
+static ALWAYS_INLINE uint64_t err_bits(const uint64_t *M, Py_ssize_t p, Py_ssize_t len, Py_ssize_t nb) {
+    Py_ssize_t b = p >> 6;
+    int off = (int)(p & 63);
+    uint64_t x = M[b] >> off;
+    if (off && b + 1 < nb) x |= M[b + 1] << (64 - off);
+    return len == 64 ? x : x & ((1ULL << len) - 1);
 }
+#define UUID_HEX (((1ULL << 36) - 1) & ~((1ULL << 8) | (1ULL << 13) | (1ULL << 18) | (1ULL << 23)))
+
 
 /* The key of a line of printable ASCII, no quote, no secret pattern's gate: its text with hex tokens masked, numbers
  * standing alone as `1` (`1.1` with a fraction), every other digit `1`: template.shape without its `~`, but for a
@@ -2296,7 +2350,39 @@ TARGET_AVX2 static int err_masks_avx2(const unsigned char *s, Py_ssize_t n, uint
 }
 #endif
 
+#if HAVE_AVX512_PATH
+/* The same, 64 bytes a step into mask registers (the last ones read through a mask: zeros past the line). */
+TARGET_AVX512 static int err_masks_avx512(const unsigned char *s, Py_ssize_t n, uint64_t *W, uint64_t *D, uint64_t *H,
+                                          uint64_t *G) {
+    const __m512i c0 = _mm512_set1_epi8('0'), c10 = _mm512_set1_epi8(10), ca = _mm512_set1_epi8('a');
+    const __m512i c26 = _mm512_set1_epi8(26), c6 = _mm512_set1_epi8(6), c20 = _mm512_set1_epi8(0x20);
+    const __m512i c5f = _mm512_set1_epi8(0x5f), us = _mm512_set1_epi8('_'), dq = _mm512_set1_epi8('"');
+    const __m512i sq = _mm512_set1_epi8('\''), lr = _mm512_set1_epi8('r');
+    uint64_t bad = 0;
+    for (Py_ssize_t b = 0; b * 64 < n; b++) {
+        Py_ssize_t e = n - b * 64 < 64 ? n - b * 64 : 64;
+        __mmask64 in = e == 64 ? ~0ULL : (1ULL << e) - 1;
+        __m512i x = _mm512_maskz_loadu_epi8(in, s + b * 64);
+        __m512i low = _mm512_or_si512(x, c20);
+        __mmask64 d = _mm512_cmplt_epu8_mask(_mm512_sub_epi8(x, c0), c10);
+        __mmask64 alpha = _mm512_cmplt_epu8_mask(_mm512_sub_epi8(low, ca), c26);
+        __mmask64 hexl = _mm512_cmplt_epu8_mask(_mm512_sub_epi8(x, ca), c6);
+        __mmask64 pr = _mm512_cmplt_epu8_mask(_mm512_sub_epi8(x, c20), c5f);
+        __mmask64 quote = _mm512_cmpeq_epi8_mask(x, dq) | _mm512_cmpeq_epi8_mask(x, sq);
+        W[b] = d | alpha | _mm512_cmpeq_epi8_mask(x, us);
+        D[b] = d;
+        H[b] = d | hexl;
+        G[b] = _mm512_cmpeq_epi8_mask(low, ca) | _mm512_cmpeq_epi8_mask(low, lr);  /* (only A and R fold onto a, r) */
+        bad |= (~pr | quote) & in;
+    }
+    return bad != 0;
+}
+#endif
+
 static int err_masks(const unsigned char *s, Py_ssize_t n, uint64_t *W, uint64_t *D, uint64_t *H, uint64_t *G) {
+#if HAVE_AVX512_PATH
+    if (path == P_AVX512) return err_masks_avx512(s, n, W, D, H, G);
+#endif
 #if HAVE_AVX2_PATH
     if (path != P_SCALAR) return err_masks_avx2(s, n, W, D, H, G);
 #endif
@@ -2309,6 +2395,16 @@ static ALWAYS_INLINE int err_ctz(uint64_t x) {  /* x != 0 */
 #else
     int k = 0;
     while (!(x & 1)) { x >>= 1; k++; }
+    return k;
+#endif
+}
+
+static ALWAYS_INLINE int err_clz(uint64_t x) {  /* x != 0 */
+#if defined(__GNUC__) || defined(__clang__)
+    return __builtin_clzll(x);
+#else
+    int k = 0;
+    while (!(x >> 63)) { x <<= 1; k++; }
     return k;
 #endif
 }
@@ -2336,11 +2432,25 @@ static Py_ssize_t err_key(const unsigned char *s, Py_ssize_t n, unsigned char *o
     if (n > ERR_LINE_MAX) return -1;
     Py_ssize_t j = 0;
     if (!ERR_CLS['a']) err_cls_init();
-    uint64_t W[ERR_BLOCKS], D[ERR_BLOCKS], H[ERR_BLOCKS], G[ERR_BLOCKS];
+    uint64_t W[ERR_BLOCKS], D[ERR_BLOCKS], H[ERR_BLOCKS], G[ERR_BLOCKS], I[ERR_BLOCKS];
     if (err_masks(s, n, W, D, H, G)) return -1;  /* a byte no key holds */
+    Py_ssize_t nb = (n + 63) >> 6;
+    for (Py_ssize_t b = 0; b < nb; b++) {  /* the bytes a word the key may mask holds: a digit, 8 hex digits in a row */
+        uint64_t h = H[b], hn = b + 1 < nb ? H[b + 1] : 0, r = h;
+        for (int k = 1; k < 8; k++) r &= (h >> k) | (hn << (64 - k));
+        I[b] = D[b] | r;
+    }
     for (Py_ssize_t p = 0; p < n;) {
-        Py_ssize_t q = err_next(W, p, n, 0);  /* bytes up to the next word: as they are (a key is never longer than
-                                                * the bytes it was made of, so o has room for what s has left) */
+        /* bytes up to the next word that may be masked, as they are: a word without a digit or 8 hex digits in a row
+         * is (a key is never longer than the bytes it was made of, so o has room for what s has left) */
+        Py_ssize_t q = err_next(I, p, n, 0);
+        if (q < n) {  /* back to the start of its word (p is never inside a word) */
+            Py_ssize_t b = q >> 6;
+            uint64_t x = ~W[b] & ((1ULL << (q & 63)) - 1);
+            while (!x && b > (p >> 6)) x = ~W[--b];
+            q = x ? (b << 6) + 64 - err_clz(x) : (b << 6);
+            if (q < p) q = p;
+        }
         if (q > p) {
             err_copy(o + j, s + p, q - p, s + n);
             j += q - p;
@@ -2381,27 +2491,24 @@ static Py_ssize_t err_key(const unsigned char *s, Py_ssize_t n, unsigned char *o
                 continue;
             }
         }
-        if (allhex && L == 8 && p + 36 <= n && (p + 36 == n || !err_wordc(s[p + 36]))) {  /* a UUID */
-            static const int dash[4] = {8, 13, 18, 23};
-            int ok = 1;
-            for (Py_ssize_t k = 0; k < 36; k++) {  /* (no branch a byte) */
-                int d = k == dash[0] || k == dash[1] || k == dash[2] || k == dash[3];
-                ok &= d ? s[p + k] == '-' : err_hexl(s[p + k]);
-            }
-            if (ok) {
-                j += err_whole(s + p, 36, o + j);
-                p += 36;
-                continue;
-            }
+        if (allhex && L == 8 && p + 36 <= n && (p + 36 == n || !err_wordc(s[p + 36]))  /* a UUID */
+            && (err_bits(H, p, 36, nb) & UUID_HEX) == UUID_HEX
+            && s[p + 8] == '-' && s[p + 13] == '-' && s[p + 18] == '-' && s[p + 23] == '-') {
+            uint64_t db = err_bits(D, p, 36, nb);  /* its mask, as template._whole makes it */
+            int let = (UUID_HEX & ~db) != 0;
+            memset(o + j, let ? 'a' : '1', 36);
+            o[j + 8] = o[j + 13] = o[j + 18] = o[j + 23] = '-';
+            if (let) o[j] = db ? '1' : 'a';
+            j += 36;
+            p += 36;
+            continue;
         }
-        if (allhex && (L >= 12 || (L >= 8 && !alldig))) {  /* [0-9a-f]{12,}, or 8-11 with a letter and a digit */
-            int dig = 0;
-            for (Py_ssize_t k = p; k < q; k++) dig |= err_digit(s[k]);
-            if (L >= 12 || dig) {
-                j += err_whole(s + p, L, o + j);
-                p = q;
-                continue;
-            }
+        if (allhex && (L >= 12 || (L >= 8 && anyd))) {  /* [0-9a-f]{12,}, or 8-11 with a digit (and a letter) */
+            memset(o + j, alldig ? '1' : 'a', (size_t)L);  /* (template._whole) */
+            if (!alldig) o[j] = anyd ? '1' : 'a';
+            j += L;
+            p = q;
+            continue;
         }
         if (!gated && alldig && L <= 3 && (p == 0 || (!err_wordc(s[p - 1]) && s[p - 1] != '.'))) {
             /* an address (template.MASKS: `\b\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?\b`, all of it `<ip>`): one mark,
@@ -2471,15 +2578,29 @@ static Py_ssize_t err_key(const unsigned char *s, Py_ssize_t n, unsigned char *o
     return j;
 }
 
-static uint64_t err_hash(const unsigned char *k, Py_ssize_t n) {  /* eight bytes a step (a key is ~100 bytes) */
-    uint64_t h = 1469598103934665603ULL ^ (uint64_t)n, w;
+#define ERR_MIX(h, w) ((h) = ((h) ^ (w)) * 0x9E3779B97F4A7C15ULL, (h) ^= (h) >> 29)
+static uint64_t err_hash(const unsigned char *k, Py_ssize_t n) {  /* 32 bytes a step in four lanes (a key is ~100) */
+    uint64_t h = 1469598103934665603ULL ^ (uint64_t)n, h1 = 0xC2B2AE3D27D4EB4FULL, h2 = 0x165667B19E3779F9ULL,
+             h3 = 0x27D4EB2F165667C5ULL, w;
     Py_ssize_t i = 0;
+    for (; i + 32 <= n; i += 32) {
+        uint64_t w1, w2, w3;
+        memcpy(&w, k + i, 8);
+        memcpy(&w1, k + i + 8, 8);
+        memcpy(&w2, k + i + 16, 8);
+        memcpy(&w3, k + i + 24, 8);
+        ERR_MIX(h, w);
+        ERR_MIX(h1, w1);
+        ERR_MIX(h2, w2);
+        ERR_MIX(h3, w3);
+    }
     for (; i + 8 <= n; i += 8) {
         memcpy(&w, k + i, 8);
-        h = (h ^ w) * 0x9E3779B97F4A7C15ULL;
-        h ^= h >> 29;
+        ERR_MIX(h, w);
     }
     for (; i < n; i++) h = (h ^ k[i]) * 1099511628211ULL;
+    ERR_MIX(h, h1);
+    ERR_MIX(h, h2 ^ (h3 << 1));
     return h | 1;
 }
 
@@ -2495,6 +2616,16 @@ static Py_ssize_t err_head(struct Errs *E, const unsigned char *s, Py_ssize_t n)
     Py_ssize_t P = E->head_len;
     if (P && P < n) {
         Py_ssize_t i = 0;
+#if defined(__SSE2__)
+        const __m128i zero = _mm_setzero_si128(), c0 = _mm_set1_epi8('0'), c9 = _mm_set1_epi8(9);
+        for (; i + 16 <= P; i += 16) {  /* 16 bytes a step: each the kept byte, or a digit where it kept one */
+            __m128i c = _mm_loadu_si128((const __m128i *)(s + i)), h = _mm_loadu_si128((const __m128i *)(E->head_raw + i));
+            __m128i d = _mm_sub_epi8(c, c0);
+            __m128i ok = _mm_or_si128(_mm_cmpeq_epi8(c, h), _mm_and_si128(_mm_cmpeq_epi8(h, zero),
+                                                                       _mm_cmpeq_epi8(_mm_min_epu8(d, c9), d)));
+            if (_mm_movemask_epi8(ok) != 0xffff) break;
+        }
+#endif
         for (; i < P; i++) {
             unsigned char c = s[i], h = E->head_raw[i];
             if (h ? c != h : !err_digit(c)) break;
@@ -2516,10 +2647,10 @@ static Py_ssize_t err_head(struct Errs *E, const unsigned char *s, Py_ssize_t n)
     return P;
 }
 
-/* The key of line [bol, eol) with these needles into E->kbuf (of the `gated` kind): its length, or -1. */
-static Py_ssize_t err_line_key(struct Errs *E, const unsigned char *b, Py_ssize_t bol, Py_ssize_t eol,
-                               const Py_ssize_t *ids, Py_ssize_t nids, int gated) {
-    if (nids > 256) return -1;
+static Py_ssize_t err_key_ids(struct Errs *E, Py_ssize_t j, const Py_ssize_t *ids, Py_ssize_t nids, int gated);
+
+/* The text of the key of line [bol, eol) (of the `gated` kind) into E->kbuf: its length, or -1. */
+static Py_ssize_t err_line_text(struct Errs *E, const unsigned char *b, Py_ssize_t bol, Py_ssize_t eol, int gated) {
     const unsigned char *s = b + bol;
     Py_ssize_t n = eol - bol, j;
     Py_ssize_t P = gated || n > ERR_LINE_MAX ? 0 : err_head(E, s, n);
@@ -2528,7 +2659,21 @@ static Py_ssize_t err_line_key(struct Errs *E, const unsigned char *b, Py_ssize_
         j = err_key(s + P, n - P, E->kbuf + E->head_olen, 0);
         if (j >= 0) j += E->head_olen;
     } else j = err_key(s, n, E->kbuf, gated);
+    return j;
+}
+
+/* The key of line [bol, eol) with these needles into E->kbuf (of the `gated` kind): its length, or -1. */
+static Py_ssize_t err_line_key(struct Errs *E, const unsigned char *b, Py_ssize_t bol, Py_ssize_t eol,
+                               const Py_ssize_t *ids, Py_ssize_t nids, int gated) {
+    if (nids > 256) return -1;
+    Py_ssize_t j = err_line_text(E, b, bol, eol, gated);
+    E->text_bol = -1;
     if (j < 0) return -1;
+    return err_key_ids(E, j, ids, nids, gated);
+}
+
+/* The key whose text E->kbuf holds (j bytes) completed with these needles: its length. */
+static Py_ssize_t err_key_ids(struct Errs *E, Py_ssize_t j, const Py_ssize_t *ids, Py_ssize_t nids, int gated) {
     if (gated) E->kbuf[j++] = 0xfe;  /* the two kinds of key apart */
     E->kbuf[j++] = 0xff;  /* never in a key's text */
     for (Py_ssize_t k = 0; k < nids; k++) {
@@ -2579,16 +2724,64 @@ static void errs_free(PyObject *cap) {
     PyMem_Free(E->opt);
     PyMem_Free(E->optids);
     PyMem_Free(E->cls);
+    PyMem_Free(E->ttable);
+    PyMem_Free(E->pc_first);
+    PyMem_Free(E->pc_count);
+    PyMem_Free(E->pc_off);
+    PyMem_Free(E->pc_len);
+    PyMem_Free(E->pc_bytes);
     PyMem_Free(E);
 }
 
+/* E's pieces from errfold.pieces: a tuple with, per needle index, None (stable) or a tuple of bytes. 0, or -1 with
+ * an error set. */
+static int err_pieces(struct Errs *E, PyObject *pieces) {
+    if (!PyTuple_Check(pieces)) { PyErr_SetString(PyExc_TypeError, "pieces must be a tuple"); return -1; }
+    Py_ssize_t n = PyTuple_GET_SIZE(pieces), np = 0, nb = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *t = PyTuple_GET_ITEM(pieces, i);
+        if (t == Py_None) continue;
+        if (!PyTuple_Check(t)) { PyErr_SetString(PyExc_TypeError, "a needle's pieces must be None or a tuple"); return -1; }
+        for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(t); k++) {
+            PyObject *b = PyTuple_GET_ITEM(t, k);
+            if (!PyBytes_Check(b)) { PyErr_SetString(PyExc_TypeError, "a piece must be bytes"); return -1; }
+            np++;
+            nb += PyBytes_GET_SIZE(b);
+        }
+    }
+    E->pc_first = PyMem_Malloc((size_t)(n + 1) * sizeof(Py_ssize_t));
+    E->pc_count = PyMem_Malloc((size_t)(n + 1) * sizeof(Py_ssize_t));
+    E->pc_off = PyMem_Malloc((size_t)(np + 1) * sizeof(Py_ssize_t));
+    E->pc_len = PyMem_Malloc((size_t)(np + 1) * sizeof(Py_ssize_t));
+    E->pc_bytes = PyMem_Malloc((size_t)(nb + 1));
+    if (!E->pc_first || !E->pc_count || !E->pc_off || !E->pc_len || !E->pc_bytes) { PyErr_NoMemory(); return -1; }
+    Py_ssize_t q = 0, at = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *t = PyTuple_GET_ITEM(pieces, i);
+        E->pc_first[i] = q;
+        E->pc_count[i] = t == Py_None ? -1 : PyTuple_GET_SIZE(t);
+        if (t == Py_None) continue;
+        for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(t); k++, q++) {
+            PyObject *b = PyTuple_GET_ITEM(t, k);
+            E->pc_off[q] = at;
+            E->pc_len[q] = PyBytes_GET_SIZE(b);
+            memcpy(E->pc_bytes + at, PyBytes_AS_STRING(b), (size_t)E->pc_len[q]);
+            at += E->pc_len[q];
+        }
+    }
+    E->npc = n;
+    E->runs = 1;
+    return 0;
+}
+
 /* errfold_new(classes: bytes, one per needle index (0 an error word, 1 other, 2 a signal's, 3 an error word some
- * rule is anchored on), reach) -> state */
+ * rule is anchored on), reach, pieces=None: errfold.pieces of each needle, or None: no line is taken whole) -> state */
 static PyObject *errfold_new(PyObject *self, PyObject *args) {
     (void)self;
     Py_buffer cls;
     Py_ssize_t reach;
-    if (!PyArg_ParseTuple(args, "y*n", &cls, &reach)) return NULL;
+    PyObject *pieces = Py_None;
+    if (!PyArg_ParseTuple(args, "y*n|O", &cls, &reach, &pieces)) return NULL;
     struct Errs *E = PyMem_Calloc(1, sizeof(struct Errs));
     if (E) E->cls = PyMem_Malloc((size_t)(cls.len ? cls.len : 1));
     if (!E || !E->cls) { PyBuffer_Release(&cls); if (E) PyMem_Free(E); return PyErr_NoMemory(); }
@@ -2596,9 +2789,11 @@ static PyObject *errfold_new(PyObject *self, PyObject *args) {
     E->ncls = cls.len;
     E->reach = reach;
     E->last_special = E->c_last_special = -(1LL << 40);
+    E->pre_bol = E->text_bol = -1;
     PyBuffer_Release(&cls);
     PyObject *cap = PyCapsule_New(E, "triage.scan._linescan.Errs", errs_free);
-    if (!cap) { PyMem_Free(E->cls); PyMem_Free(E); }
+    if (!cap) { PyMem_Free(E->cls); PyMem_Free(E); return NULL; }
+    if (pieces != Py_None && err_pieces(E, pieces) < 0) { Py_DECREF(cap); return NULL; }
     return cap;
 }
 
@@ -2619,10 +2814,38 @@ static PyObject *errfold_key(PyObject *self, PyObject *args) {
     return out;
 }
 
+/* Slot i into the table of texts, unless a slot of its text is there already: 0, or -1 with an error set. */
+static int err_text_add(struct Errs *E, Py_ssize_t i) {
+    if (2 * (E->ntext + 1) > E->ttcap) {
+        Py_ssize_t cap2 = E->ttcap ? 2 * E->ttcap : 64;
+        Py_ssize_t *t = PyMem_Calloc((size_t)cap2, sizeof(Py_ssize_t));
+        if (!t) { PyErr_NoMemory(); return -1; }
+        for (Py_ssize_t k = 0; k < E->ttcap; k++) {
+            Py_ssize_t v = E->ttable[k];
+            if (!v) continue;
+            Py_ssize_t x = (Py_ssize_t)(E->slots[v - 1].thash & (uint64_t)(cap2 - 1));
+            while (t[x]) x = (x + 1) & (cap2 - 1);
+            t[x] = v;
+        }
+        PyMem_Free(E->ttable);
+        E->ttable = t;
+        E->ttcap = cap2;
+    }
+    const ErrSlot *sl = &E->slots[i];
+    Py_ssize_t x = (Py_ssize_t)(sl->thash & (uint64_t)(E->ttcap - 1));
+    for (; E->ttable[x]; x = (x + 1) & (E->ttcap - 1)) {
+        const ErrSlot *o = &E->slots[E->ttable[x] - 1];
+        if (o->thash == sl->thash && o->tlen == sl->tlen && !memcmp(o->key, sl->key, (size_t)sl->tlen)) return 0;
+    }
+    E->ttable[x] = i + 1;
+    E->ntext++;
+    return 0;
+}
+
 /* A new slot for the key in E->kbuf[:klen] (hash h): its index, or -1 with an error set. The caller has checked
  * that the file has fewer than ERR_KEYS keys. */
 static Py_ssize_t err_new_slot(struct Errs *E, Py_ssize_t klen, uint64_t h, const Py_ssize_t *ids, Py_ssize_t nids,
-                               int nofold) {
+                               int nofold, int gated) {
     if (2 * (E->nslots + 1) > E->tcap) {  /* grow the table (and the slots) */
         Py_ssize_t cap2 = E->tcap ? 2 * E->tcap : 64;
         Py_ssize_t *t = PyMem_Calloc((size_t)cap2, sizeof(Py_ssize_t));
@@ -2651,9 +2874,13 @@ static Py_ssize_t err_new_slot(struct Errs *E, Py_ssize_t klen, uint64_t h, cons
     sl->klen = klen;
     sl->hash = h;
     sl->nofold = nofold;
+    sl->gated = gated;
+    sl->tlen = klen - (gated ? 2 : 1) - 2 * nids;
+    sl->thash = err_hash(sl->key, sl->tlen);
     Py_ssize_t k = (Py_ssize_t)(h & (uint64_t)(E->tcap - 1));
     while (E->table[k]) k = (k + 1) & (E->tcap - 1);
     E->table[k] = E->nslots + 1;
+    if (E->runs && !gated && !nofold && err_text_add(E, E->nslots) < 0) return -1;
     return E->nslots++;
 }
 
@@ -2680,7 +2907,7 @@ static PyObject *errfold_add(PyObject *self, PyObject *args) {
     Py_ssize_t at = err_find(E, klen, h);
     if (at >= 0) return PyLong_FromSsize_t(E->slots[at].nofold ? -1 : at);
     if (E->nslots >= ERR_KEYS) return PyLong_FromLong(-1);
-    at = err_new_slot(E, klen, h, local, nids, 0);
+    at = err_new_slot(E, klen, h, local, nids, 0, gated);
     return at < 0 ? NULL : PyLong_FromSsize_t(at);
 }
 
@@ -2722,6 +2949,154 @@ static void err_begin(struct Errs *E, long long base) {
     E->base = base;
     E->c_last_special = E->last_special;
     E->c_stop = E->stop;
+    E->pre_bol = E->text_bol = -1;
+}
+
+/* ---- Lines taken whole ----
+ * An error-like line's needles follow from its key's text alone when every needle either is stable (errfold.pieces:
+ * no digit and no word a hex token could hold, so it lies in the text a key keeps as it is, and a line holds it
+ * exactly where its key does) or cannot occur in any line of the key (a piece of it that the masks keep as it is is
+ * not in the key's text). err_slot_whole works out, per plain key and matcher, whether the needle search finds in each
+ * line of the key exactly the needles of the line that registered it, in the same order: the stable needles'
+ * occurrences in the key's text, ordered as the loops visit them (by the pair each is filed under; at one pair, the
+ * later needle first, as compile() chains them), are its ids, all of them candidate needles (K_CAND), and no two
+ * occurrences of different needles are filed under pairs one byte apart (which of the two the loops meet first
+ * would then depend on where the line's even offsets fall, and lines of one key differ in length before them);
+ * no needle holds a newline and no byte a key masks or keeps is a single-byte needle (a flag the search would raise:
+ * a keyed line holds none of the others). Such a line is finished as soon as its first needle is found (err_early)
+ * and the lines after it are taken whole (err_run) while they are lines of such keys: each becomes the pending
+ * candidate line with its key's ids and is finished at once, as the search would have done at its first needle and
+ * next visit; the loops go on from the first line that is not (jump), none of the bytes before it visited. */
+typedef struct { Py_ssize_t x, e; } ErrOcc;
+
+/* The first occurrence of needle [q, q + m) in [t, t + n), or NULL (memmem is not everywhere). */
+static const unsigned char *err_in(const unsigned char *t, Py_ssize_t n, const unsigned char *q, Py_ssize_t m) {
+    if (m == 0) return t;
+    for (const unsigned char *f = t; n >= m && (f = memchr(t, q[0], (size_t)(n - m + 1))) != NULL;) {
+        if (!memcmp(f, q, (size_t)m)) return f;
+        n -= f + 1 - t;
+        t = f + 1;
+    }
+    return NULL;
+}
+
+static int err_occ_cmp(const void *a, const void *b) {
+    const ErrOcc *p = a, *q = b;
+    if (p->x != q->x) return p->x < q->x ? -1 : 1;
+    return p->e > q->e ? -1 : p->e < q->e;  /* at one pair: the needle compiled later first */
+}
+
+static int err_slot_whole(struct Errs *E, ErrSlot *sl, const Matcher *m) {
+    if (E->whole_m != m) {  /* another matcher: the matcher's own test, and every slot's again */
+        E->whole_m = m;
+        E->m_ok = 1;
+        for (Py_ssize_t i = 0; i < E->nslots; i++) E->slots[i].whole = 0;
+        static const char masked[] = "0123456789abcdefABCDEFxX.:-";
+        for (const char *t = masked; *t; t++)
+            if (m->single[(unsigned char)*t]) E->m_ok = 0;
+        for (Py_ssize_t e = 0; e < m->n; e++)
+            if (m->nd[e].len > 0 && memchr(m->nd[e].s, '\n', (size_t)m->nd[e].len)) E->m_ok = 0;
+        if (m->n > E->npc) E->m_ok = 0;
+    }
+    if (!E->m_ok || sl->gated || sl->nofold || !sl->nids || sl->nids > 64) return 0;
+    const unsigned char *t = sl->key;
+    Py_ssize_t tl = sl->tlen, nocc = 0;
+    ErrOcc occ[64];
+    for (Py_ssize_t i = 0; i < tl; i++)  /* (a mark's byte, 0 or 1, stands for line bytes tested above) */
+        if (t[i] > 1 && m->single[t[i]]) return 0;
+    for (Py_ssize_t e = 0; e < m->n; e++) {
+        const Needle *nd = &m->nd[e];
+        if (nd->len == 0) continue;  /* a single byte: above */
+        if (E->pc_count[e] >= 0) {  /* unstable: may it occur in a line of this key? */
+            Py_ssize_t k = 0, c = E->pc_count[e];
+            for (; k < c; k++) {
+                Py_ssize_t q = E->pc_first[e] + k;
+                if (!E->pc_len[q]) continue;
+                if (!err_in(t, tl, E->pc_bytes + E->pc_off[q], E->pc_len[q])) break;
+            }
+            if (k == c) return 0;  /* every piece is there (or it has none) */
+            continue;
+        }
+        for (Py_ssize_t from = 0; from + nd->len <= tl;) {
+            const unsigned char *f = err_in(t + from, tl - from, nd->s, nd->len);
+            if (!f) break;
+            if (nd->kind != K_CAND || nocc == 64) return 0;
+            occ[nocc].x = (f - t) + nd->off;
+            occ[nocc].e = e;
+            nocc++;
+            from = (f - t) + 1;
+        }
+    }
+    if (nocc != sl->nids) return 0;
+    qsort(occ, (size_t)nocc, sizeof(ErrOcc), err_occ_cmp);
+    for (Py_ssize_t i = 0; i < nocc; i++) {
+        if (occ[i].e != sl->ids[i]) return 0;
+        for (Py_ssize_t j = i + 1; j < nocc && occ[j].x <= occ[i].x + 1; j++)
+            if (occ[j].x == occ[i].x + 1 && occ[j].e != occ[i].e) return 0;
+    }
+    return 1;
+}
+
+/* The slot whose lines may be taken whole that line [bol, eol) is a line of, or -1. */
+static Py_ssize_t err_text_slot(Scan *st, Py_ssize_t bol, Py_ssize_t eol) {
+    struct Errs *E = st->errs;
+    Py_ssize_t tl = E->text_bol == bol ? E->text_len : err_line_text(E, st->b, bol, eol, 0);
+    E->text_bol = bol;  /* (err_take completes it when the line is not one of a whole key) */
+    E->text_len = tl;
+    if (tl < 0) return -1;
+    uint64_t h = err_hash(E->kbuf, tl);
+    for (Py_ssize_t x = (Py_ssize_t)(h & (uint64_t)(E->ttcap - 1));; x = (x + 1) & (E->ttcap - 1)) {
+        Py_ssize_t v = E->ttable[x];
+        if (!v) return -1;
+        ErrSlot *sl = &E->slots[v - 1];
+        if (sl->thash != h || sl->tlen != tl || memcmp(sl->key, E->kbuf, (size_t)tl)) continue;
+        if (E->whole_m != st->m || !sl->whole) sl->whole = err_slot_whole(E, sl, st->m) ? 1 : 2;
+        return sl->whole == 1 ? v - 1 : -1;
+    }
+}
+
+/* Lines taken whole from line start p on (nl newlines before it): see above. */
+static int err_run(Scan *st, Py_ssize_t p, Py_ssize_t nl) {
+    struct Errs *E = st->errs;
+    const unsigned char *b = st->b;
+    Py_ssize_t n = st->n, p0 = p, w0 = st->em.w, nlw0 = st->em.nl_w;
+    while (p < n && !E->c_stop) {
+        Py_ssize_t room = n - p < ERR_LINE_MAX + 1 ? n - p : ERR_LINE_MAX + 1;
+        const unsigned char *e = memchr(b + p, '\n', (size_t)room);
+        if (!e) break;  /* too long to have a key, or the buffer's last line */
+        Py_ssize_t eol = e - b, slot = err_text_slot(st, p, eol);
+        if (slot < 0) break;
+        E->pre_bol = p;
+        E->pre_slot = slot;
+        E->taken++;
+        if (take_whole(st, p, eol, nl, E->slots[slot].ids, E->slots[slot].nids) < 0) return -1;
+        p = eol + 1;
+        nl++;
+    }
+    whole_end(st, p0, p, nl, w0, nlw0);
+    return 0;
+}
+
+/* A candidate line has just begun with its first needle (found), id: when it is a line of a key whose lines may be
+ * taken whole, its needles are that key's, so it is finished now and the lines after it are taken whole (err_run). */
+static int err_early(Scan *st, Py_ssize_t id) {
+    struct Errs *E = st->errs;
+    if (!E->ntext || E->c_stop || id >= E->ncls || (E->cls[id] != ERR_ALLOWED && E->cls[id] != ERR_RULED)) return 0;
+    Py_ssize_t bol = st->c_bol, eol = st->c_eol;
+    if (eol - bol > ERR_LINE_MAX) return 0;
+    Py_ssize_t slot = err_text_slot(st, bol, eol);
+    if (slot < 0) return 0;
+    const ErrSlot *sl = &E->slots[slot];
+    if (sl->ids[0] != id) return 0;  /* (never, by err_slot_whole) */
+    st->nids = 0;
+    for (Py_ssize_t k = 0; k < sl->nids; k++)
+        if (append_id(st, sl->ids[k]) < 0) return -1;
+    E->pre_bol = bol;
+    E->pre_slot = slot;
+    st->col_skip = eol;
+    if (eol >= st->n) return 0;  /* the buffer's last line: the loop's end finishes it */
+    if (finish_cand(st) < 0) return -1;  /* what the next visit would do first: nothing comes between */
+    return err_run(st, eol + 1, em_line(&st->em, bol) + 1);
 }
 
 /* The pending candidate line: 1 when it is held back to be counted (a registered key, nothing near it). */
@@ -2738,9 +3113,15 @@ static int err_take(Scan *st) {
     }
     Py_ssize_t slot = -1;
     int keyed = 0;  /* the line has a key (of the plain kind, the one errfold_settle registers) */
-    if (cls == ERR_ALLOWED && !E->c_stop) {
+    if (cls == ERR_ALLOWED && !E->c_stop && E->pre_bol == st->c_bol) {  /* keyed already (err_early, err_run) */
+        slot = E->pre_slot;
+        keyed = 1;
+    } else if (cls == ERR_ALLOWED && !E->c_stop) {
         for (int gated = 0; gated < 2 && slot < 0; gated++) {  /* (a line of either kind has a key of the other) */
-            Py_ssize_t klen = err_line_key(E, st->b, st->c_bol, st->c_eol, st->ids, st->nids, gated);
+            Py_ssize_t klen = !gated && E->text_bol == st->c_bol && st->nids <= 256  /* its text made already */
+                ? (E->text_len < 0 ? -1 : err_key_ids(E, E->text_len, st->ids, st->nids, 0))
+                : err_line_key(E, st->b, st->c_bol, st->c_eol, st->ids, st->nids, gated);
+            E->text_bol = -1;
             if (klen < 0) break;
             keyed |= !gated;
             if (!E->nslots) break;
@@ -2889,7 +3270,7 @@ static PyObject *errfold_settle(PyObject *self, PyObject *args) {
         unsure++;
         if (slot >= 0 || E->nslots >= ERR_KEYS) continue;  /* (a full table: such lines read around, as before) */
         Py_ssize_t klen = err_line_key(E, v.buf, o->bol, o->eol, ids, o->nids, 0);
-        if (klen >= 0 && err_new_slot(E, klen, err_hash(E->kbuf, klen), ids, o->nids, 1) < 0) {
+        if (klen >= 0 && err_new_slot(E, klen, err_hash(E->kbuf, klen), ids, o->nids, 1, 0) < 0) {
             PyBuffer_Release(&v);
             return NULL;
         }
@@ -2911,6 +3292,15 @@ static PyObject *errfold_mark(PyObject *self, PyObject *args) {
     if (no > E->last_special) E->last_special = no;
     E->stop = 1;  /* (it may hold a signal's needle) */
     Py_RETURN_NONE;
+}
+
+/* errfold_whole(state) -> how many lines scan() took whole so far, scans again included (see err_run) */
+static PyObject *errfold_whole(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *cap;
+    if (!PyArg_ParseTuple(args, "O", &cap)) return NULL;
+    struct Errs *E = errs_of(cap);
+    return E ? PyLong_FromLongLong(E->taken) : NULL;
 }
 
 /* errfold_take(state) -> [(slot, count, (first no, text), (prev no, text) or None, (last no, text)), ...] of the
@@ -3369,40 +3759,18 @@ static int cols_run(Scan *st, Py_ssize_t p, Py_ssize_t nl, Py_ssize_t kp) {
         if (k < 0) break;
         if (kp >= 0) c->next[kp] = k;
         const ColShape *sh = &cs->sh[k];
-        st->c_bol = p;
-        st->c_eol = p + len;
-        st->nids = 0;
-        for (Py_ssize_t j = 0; j < sh->nids; j++)
-            if (append_id(st, sh->ids[j]) < 0) return -1;
         c->pre_k = k;
         c->pre_bol = p;
         if (c->nl_pos <= p) {  /* the rows' line counter, here without counting */
             c->nl_pos = p;
             c->nl_cnt = nl;
         }
-        if (st->em.fused) {  /* a line returned here is counted from p, past the bytes the loop has read maybe */
-            st->em.w = p;
-            st->em.nl_w = nl;
-        }
-        if (finish_cand(st) < 0) return -1;
+        if (take_whole(st, p, p + len, nl, sh->ids, sh->nids) < 0) return -1;
         kp = k;
         p += len + 1;
         nl++;
     }
-    if (st->em.fused) {
-        if (w0 >= p) {
-            st->em.w = w0;
-            st->em.nl_w = nlw0;
-        } else {
-            st->em.w = p;
-            st->em.nl_w = nl;
-        }
-    }
-    if (p > p0) {
-        st->col_skip = p;
-        st->jump = p;
-        st->jump_nl = nl;
-    }
+    whole_end(st, p0, p, nl, w0, nlw0);
     return 0;
 }
 

@@ -26,11 +26,14 @@ What makes that exact (tests/test_errfold.py compares both ways on the fixtures 
   read around (ErrFold.settle) the chunk is scanned again before its counts are committed;
 - the file's newest counted line goes to the context and to the unexplained lines as the line it was (a log that
   ends in such a line ends there).
+Lines of a key whose needles follow from its text (`pieces`) are not searched for needles: the C side keys each line
+after one of such a key and counts it while it is (_linescan.c, err_run); TRIAGE_NO_ERRRUN=1 searches every line.
 """
 
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -56,6 +59,12 @@ def enabled() -> bool:
     return not os.environ.get("TRIAGE_NO_ERRFOLD")
 
 
+def runs() -> bool:
+    """Lines of keys whose needles follow from their text are taken whole, not searched (_linescan.c err_run;
+    TRIAGE_NO_ERRRUN=1: each is searched, for comparison)."""
+    return not os.environ.get("TRIAGE_NO_ERRRUN")
+
+
 class ErrRules:
     """What a scanner tells the reading stage: each needle's class, the judge of a line, how far lines read."""
 
@@ -63,6 +72,51 @@ class ErrRules:
         self.classes = classes
         self.judge = judge
         self.reach = reach
+        self.pieces: dict[tuple[str | None, ...], tuple[tuple[bytes, ...] | None, ...]] = {}  # anchor_of -> theirs
+
+    def pieces_of(self, anchor_of: list[str | None]) -> tuple[tuple[bytes, ...] | None, ...]:
+        """Each needle's pieces (`pieces`), worked out once."""
+        key = tuple(anchor_of)
+        got = self.pieces.get(key)
+        if got is None:
+            got = self.pieces[key] = tuple(pieces(a) for a in anchor_of)
+        return got
+
+
+TOKEN = re.compile(r"[A-Za-z0-9_]+|[^A-Za-z0-9_]")
+HEXISH = re.compile(r"(?:0?[xX])?[0-9a-fA-F]*")  # a word a key may mask some letter of: a hex token's part, a handle's
+
+
+def pieces(needle: str | None) -> tuple[bytes, ...] | None:
+    """How a needle lies in the lines of one key (_linescan.c, lines taken whole). None: it is stable, no digit and
+    no word a hex token or a `0x` handle could hold (every word holds a letter g-z or `_`, `x` after a hex digit),
+    so where it occurs in a line its key holds it as it is, and where the key holds it so does every line of the key;
+    (the needles of error words, `Error`, `failed`, are). Else the pieces of it that a key keeps as they are: its words
+    that hold such a letter (digits as the key writes them, `1`) and the characters between them, but for a `.` or
+    `:` beside a digit (an address's, which the key makes one mark); a needle can only occur in a line whose key holds
+    every one of its pieces. A needle with no piece may occur anywhere. (A needle that is not printable ASCII, or
+    the single bytes, occur in no keyed line.)"""
+    if needle is None or not needle.isascii() or not needle.isprintable():
+        return None
+    tokens = TOKEN.findall(needle)
+    digit = [any(c.isdigit() for c in t) for t in tokens]
+    if not any(digit) and not any(HEXISH.fullmatch(t) for t in tokens if t[0].isalnum() or t[0] == "_"):
+        return None
+    out, cur = [], ""
+    for i, t in enumerate(tokens):
+        if t[0].isalnum() or t[0] == "_":
+            good = not HEXISH.fullmatch(t)
+            t = re.sub(r"[0-9]", "1", t)
+        else:
+            good = t not in ".:" or not (i > 0 and digit[i - 1] or i + 1 < len(tokens) and tokens[i + 1][0].isdigit())
+        if good:
+            cur += t
+        elif cur:
+            out.append(cur.encode())
+            cur = ""
+    if cur:
+        out.append(cur.encode())
+    return tuple(out)
 
 
 class ErrFold:
@@ -71,7 +125,7 @@ class ErrFold:
     def __init__(self, rules: ErrRules, anchor_of: list[str | None]) -> None:
         self.rules = rules
         self.anchor_of = anchor_of
-        self.state = _linescan.errfold_new(rules.classes, rules.reach)
+        self.state = _linescan.errfold_new(rules.classes, rules.reach, rules.pieces_of(anchor_of) if runs() else None)
         self.shapes: dict[int, bytes] = {}  # slot -> the shape of its lines' messages
         self.decided: dict[tuple[bytes, Any], bool] = {}
         self.allowed: dict[Any, bool] = {}  # needle indices -> all of them error words
