@@ -15,7 +15,6 @@ EXTRA = FIXTURES / "real-extra"
 CASES = sorted(p.name for p in EXTRA.iterdir() if (p / "expect.yaml").is_file())
 # Known misses, kept visible: the label depends on when in the run the lines appeared.
 KNOWN_MISSES = {
-    "482-verifiers-swe-rubric-sandbox-exceeded-maximum-runtime": "one sandbox TIMEOUT is info (verifier.timeout info_below: 3) and the unexplained 'Read file timed out' warning outranks it",
     "021-slime-rollout-503-no-available-workers-before-engine-ready":
         "router 503 'No available workers' before the engines are ready: reported as other.router-no-healthy-engine; "
         "the thread says cold-start, but the same line follows a dead engine",
