@@ -99,3 +99,53 @@ def test_ray_killing_a_task_for_host_memory_is_not_a_gpu_oom() -> None:
     f = top(triage_dir(case("878-") / "input"))
     assert (f.category, f.rule) == ("other", "other.host-oom")
     assert (f.evidence[0].file, f.evidence[0].line) == ("train.log", 5)
+
+
+@pytest.mark.parametrize(("line", "numbers"), [
+    # vLLM V1, counting multimodal tokens (real-extra 886, vllm-project/vllm issue 12165)
+    ("ValueError: The prompt (total length 25938) is too long to fit into the model (context length 4096). Make sure "
+     "that `max_model_len` is no smaller than the number of text tokens plus multimodal tokens.",
+     {"input_tokens": 25938, "context_length": 4096}),
+    # Anthropic
+    ("anthropic.BadRequestError: Error code: 400 - {'type': 'error', 'error': {'type': 'invalid_request_error', "
+     "'message': 'prompt is too long: 202095 tokens > 200000 maximum'}}", {"input_tokens": 202095, "context_length": 200000}),
+    # Gemini on Vertex, and AI Studio without the prompt's count
+    ("google.api_core.exceptions.InvalidArgument: 400 The input token count (1200000) exceeds the maximum number of "
+     "tokens allowed (1048576).", {"input_tokens": 1200000, "context_length": 1048576}),
+    ('{"error":{"code":400,"message":"The input token count exceeds the maximum number of tokens allowed (1048576).",'
+     '"status":"INVALID_ARGUMENT"}}', {"context_length": 1048576}),
+    # xAI
+    ("This model's maximum prompt length is 131072 but the request contains 537812 tokens.",
+     {"input_tokens": 537812, "context_length": 131072}),
+])
+def test_provider_wordings_of_a_prompt_over_the_context(tmp_path: Path, line: str, numbers: dict[str, int]) -> None:
+    f = top(triage_files(tmp_path, {"rollout.log": line + "\n"}))
+    assert (f.category, f.rule, f.severity) == ("prompt-budget", "prompt.context-length-exceeded", "error")
+    assert {k: f.numbers[k] for k in numbers} == numbers
+
+
+def test_a_judge_calls_prompt_over_its_providers_context_is_the_verifiers(tmp_path: Path) -> None:
+    line = ("anthropic.BadRequestError: Error code: 400 - {'type': 'error', 'error': {'type': 'invalid_request_error', "
+            "'message': 'prompt is too long: 202095 tokens > 200000 maximum'}}")
+    f = top(triage_files(tmp_path, {"judge.log": line + "\n"}))
+    assert (f.category, f.rule) == ("verifier", "verifier.judge-context-length")
+    assert "judge.max_context_length" in knob_names(f)
+
+
+def test_a_host_ram_allocation_failure_is_not_a_gpu_oom() -> None:
+    f = top(triage_dir(case("885-") / "input"))
+    assert (f.category, f.rule) == ("other", "other.host-allocation-failed")
+    assert (f.evidence[0].file, f.evidence[0].line) == ("train.log", 6)
+    assert f.numbers["tried_bytes"] == 318767104000
+    assert not knob_names(f)
+
+
+@pytest.mark.parametrize("line", [
+    "RuntimeError: [enforce fail at alloc_cpu.cpp:117] err == 0. DefaultCPUAllocator: can't allocate memory: you tried "
+    "to allocate 2359296 bytes. Error code 12 (Cannot allocate memory)",
+    "numpy.core._exceptions._ArrayMemoryError: Unable to allocate 3.50 GiB for an array with shape (30000, 31327) and "
+    "data type float32",
+])
+def test_other_host_allocator_wordings(tmp_path: Path, line: str) -> None:
+    f = top(triage_files(tmp_path, {"train.log": line + "\n"}))
+    assert (f.category, f.rule) == ("other", "other.host-allocation-failed")
