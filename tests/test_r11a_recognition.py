@@ -149,3 +149,26 @@ def test_a_host_ram_allocation_failure_is_not_a_gpu_oom() -> None:
 def test_other_host_allocator_wordings(tmp_path: Path, line: str) -> None:
     f = top(triage_files(tmp_path, {"train.log": line + "\n"}))
     assert (f.category, f.rule) == ("other", "other.host-allocation-failed")
+
+
+# TRL GRPOTrainer's logged dicts (the format of real-extra 202, trl issue 3857): a reward NaN in the same record as
+# the NaN gradient norm fed it (NaN advantages, loss, gradients), so the rewards' finding leads; NaN gradients that
+# came first lead themselves.
+NAN_FED = ("{'loss': 0.0, 'grad_norm': nan, 'rewards/accuracy_reward/mean': nan, 'reward': nan, 'reward_std': nan, "
+           "'epoch': 0.1}\n")
+NAN_FIRST = ("{'loss': 0.1, 'grad_norm': nan, 'reward': 0.5, 'reward_std': 0.3, 'epoch': 0.1}\n"
+             "{'loss': 0.1, 'grad_norm': nan, 'reward': nan, 'reward_std': nan, 'epoch': 0.2}\n")
+
+
+def test_non_finite_rewards_lead_the_non_finite_gradients_they_fed(tmp_path: Path) -> None:
+    report = triage_files(tmp_path, {"train.log": NAN_FED})
+    rules = [f.rule for f in report.findings]
+    assert rules.index("verifier.rewards-degenerate") < rules.index("health.grads-non-finite")
+    grads = report.findings[rules.index("health.grads-non-finite")]
+    assert grads.numbers["after_non_finite_reward"] == "reward"  # the step total, checked first
+
+
+def test_gradients_non_finite_before_the_rewards_lead(tmp_path: Path) -> None:
+    report = triage_files(tmp_path, {"train.log": NAN_FIRST})
+    assert top(report).rule == "health.grads-non-finite"
+    assert "after_non_finite_reward" not in top(report).numbers

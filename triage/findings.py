@@ -154,7 +154,9 @@ def from_checks(lib: Library, run: Run, cfg: Config, redact_on: bool) -> list[Fi
         first, last = min(same, key=lambda ln: ln.lineno), max(same, key=lambda ln: ln.until or ln.lineno)
         if lines[-1].file != lines[0].file:
             last = lines[-1]
-        out.append(_finding(lib, rule, lines, count, numbers, cfg, redact_on, first, last, severity, title))
+        finding = _finding(lib, rule, lines, count, numbers, cfg, redact_on, first, last, severity, title)
+        finding.priority = max(r.priority for r in results) or finding.priority
+        out.append(finding)
     return out
 
 

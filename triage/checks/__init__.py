@@ -66,7 +66,7 @@ _register("generation_tail", generation_tail, min_ratio=number(1.8), min_gen_sha
 _register("first_step_slow", startup.first_step_slow, keys=words([]), min_ratio=number(3.0), min_seconds=number(120),
           min_steps=whole(3), dominated_share=number(0.5), collapse_length_ratio=number(2.0), minor_share=number(0.0),
           length_keys=words(list(startup.LENGTH_KEYS)))
-_register("metric_non_finite", health.metric_non_finite, keys=words([]))
+_register("metric_non_finite", health.metric_non_finite, keys=words([]), fed_by_rewards_priority=whole(0))
 _register("no_policy_gradient", health.no_policy_gradient, min_steps=whole(3), equal_pairs=pairs([]),
           zero_keys=words([]), one_keys=words([]))
 _register("publication_missing", health.publication_missing, min_steps=whole(2), frameworks=words([]))

@@ -193,3 +193,4 @@ class CheckResult:
     numbers: dict[str, Any] = field(default_factory=dict)
     severity: str = ""  # overrides the rule's severity when set
     title: str = ""  # overrides the rule's title when set (a check that tells two cases apart)
+    priority: int = 0  # overrides the rule's priority when set (a symptom ranked below the cause that fed it)

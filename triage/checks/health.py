@@ -22,17 +22,32 @@ TRAIN_TAGS = ("step", "continued", "log", "record")
 
 
 def metric_non_finite(params: dict[str, Any], run: Run) -> list[CheckResult]:
-    """Any of `keys` NaN or infinite in any record (e.g. gradient norms): the first and last such record."""
+    """Any of `keys` NaN or infinite in any record (e.g. gradient norms): the first and last such record. When a
+    reward went non-finite in that record or an earlier one, the rewards fed it (NaN rewards make NaN advantages, a
+    NaN loss and NaN gradients): ranked at `fed_by_rewards_priority`, below the rewards' finding."""
     for key in params.get("keys") or []:
         s = run.summary(key)
         if s is not None and s.bad_first is not None and s.bad_last is not None:
             ev, v, _ = run.point(s.bad_first)
             last = run.point(s.bad_last)[0]
+            numbers: dict[str, Any] = {"metric": key, "value": str(v), "non_finite": s.bad, "records": s.n,
+                                       "arithmetic": f"{key} = {v} in {s.bad} of {s.n} records"}
+            fed = _rewards_non_finite_by(run, s.bad_first[0])
+            if fed is not None:
+                numbers["after_non_finite_reward"] = fed
             return [CheckResult(evidence=[_line(ev, key)] + ([_line(last, key)] if s.bad > 1 else []),
-                                count=s.bad, numbers={"metric": key, "value": str(v), "non_finite": s.bad,
-                                                      "records": s.n,
-                                                      "arithmetic": f"{key} = {v} in {s.bad} of {s.n} records"})]
+                                count=s.bad, numbers=numbers,
+                                priority=int(params.get("fed_by_rewards_priority", 0)) if fed is not None else 0)]
     return []
+
+
+def _rewards_non_finite_by(run: Run, record: int) -> str | None:
+    """The raw key of a reward series (the step total or one function) non-finite in `record` or before it."""
+    total = run.canon_summary("reward")
+    for s in ([total] if total is not None else []) + list(run.fn_summaries().values()):
+        if s.bad_first is not None and s.bad_first[0] <= record:
+            return str(s.bad_first[2])
+    return None
 
 
 def _degenerate(values: dict[str, float], params: dict[str, Any]) -> str | None:
