@@ -147,6 +147,8 @@ class Plan(NamedTuple):
     errorish: bool  # it holds an ERRORISH_WORD or a level literal: worth the ERRORISH search and the level
     signal: bool  # it holds a shutdown or signal-exit literal (signals.SIGNAL_ANCHORS)
     steady: bool  # no anchor holds a digit and no rule under them is a user's: the rule search may be cached (Steps)
+    records: bool  # every rule under its anchors is errors_only (or there is none): none can claim a metric record
+    # or a stats row, which are data, never error lines (most lines of a trainer log: no rule search at all)
 
 
 class Steps(NamedTuple):
@@ -364,7 +366,8 @@ class Scanner:
                         not found.isdisjoint(ERRORISH_WORDS) or not found.isdisjoint(signals.LEVEL_ANCHORS),
                         not found.isdisjoint(signals.SIGNAL_ANCHORS),
                         not any(c.isdigit() for a in anchors for c in a)
-                        and not any(r.id in self.spent for a in anchors for r in self.by_anchor[a]))
+                        and not any(r.id in self.spent for a in anchors for r in self.by_anchor[a]),
+                        all(r.errors_only for a in anchors for r in self.by_anchor[a]))
             if len(self._plans) > 4096:
                 self._plans.clear()
             self._plans[found] = plan
@@ -410,7 +413,9 @@ class Scanner:
                     event = ev
                 break
         mkey = None  # the message's key (digitkey.key), when it was needed
-        if self.linecache and plan.steady and len(msg) <= TRUSTED_LEN:
+        if not plan.anchors or is_stats and plan.records:
+            matched = []  # no rule can claim it (_search_rules would try none, or skip each as not an error line)
+        elif self.linecache and plan.steady and len(msg) <= TRUSTED_LEN:
             mkey = digitkey.key(msg)
             matched = self._cached_search(line, msg, mkey, plan, is_stats)
         else:
