@@ -306,14 +306,14 @@ class Scanner:
         """One file's result. `chunks`: its text, when it is not read from lf.path (stdin); `staged`: its
         chunks as another process reads and prefilters them (parallel.Staged), for this one to parse."""
         res = FileResult(lf)
-        fs = FileScan(lf, res)
-        fs.ctx = Context(self.reach, fs.pending)
-        fs.near = NearFold(self.reach, self.may_group)
         joined = self.series is not None and self.series.here()
         if joined:
-            assert self.series is not None
-            fs.metrics = JoinedRecords(self.series.store)
-            fs.timers = self.series.timers  # closed once, by the run (RunSeries.close)
+            assert self.series is not None  # the timers are closed once, by the run (RunSeries.close)
+            fs = FileScan(lf, res, (JoinedRecords(self.series.store), self.series.timers))
+        else:
+            fs = FileScan(lf, res)
+        fs.ctx = Context(self.reach, fs.pending)
+        fs.near = NearFold(self.reach, self.may_group)
         stream = None
         try:
             if staged is not None:
@@ -636,6 +636,9 @@ class Scanner:
 
     def _resolve(self, fs: FileScan) -> None:
         lf, res, ctx, pending, errorish = fs.lf, fs.res, fs.ctx, fs.pending, fs.errorish
+        if not pending and not ctx.lines and not res.marks and errorish.empty():
+            return  # nothing to claim, no traceback, no shutdown or signal: _exits would find nothing (most of a run's
+            # small verifier logs)
         marks = {id(ln) for ln in res.marks}
         tail = ctx.lines[-1] if ctx.lines else None
         claimed: dict[int, str] = {}  # id(line) -> the rule that claimed it
