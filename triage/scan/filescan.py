@@ -6,7 +6,7 @@ them instead of its parts; LineScanner is what prefiltered.py asks of a scanner.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import InitVar, dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from triage.input.decompress import Cut
@@ -38,6 +38,8 @@ class FileScan:
 
     lf: LogFile
     res: FileResult
+    stores: InitVar[tuple[StoredRecords, TimerStore] | None] = None  # (metrics, timers) when they are the run's
+    # (series.JoinedRecords, the run's timers), else the file's own are made here
     ctx: Context = field(default_factory=Context)  # candidate lines (not stats rows): `near` windows, tracebacks
     pending: list[tuple[Line, list[tuple[Any, Any]]]] = field(default_factory=list)  # (line, [(rule, None)])
     errorish: Unexplained = field(default_factory=Unexplained)  # error-like lines, for the unclaimed report
@@ -50,9 +52,8 @@ class FileScan:
     shapes: list[Any] = field(default_factory=list)  # numeric line shapes registered (columns.Shape), by C's index
     near: Any = None  # the open group of near-identical claim lines (nearfold.NearFold), set by the scanner
 
-    def __post_init__(self) -> None:
-        self.metrics = StoredRecords(self.res.events)
-        self.timers = TimerStore(self.res.events)
+    def __post_init__(self, stores: tuple[StoredRecords, TimerStore] | None) -> None:
+        self.metrics, self.timers = stores or (StoredRecords(self.res.events), TimerStore(self.res.events))
 
     def note(self, note: str) -> None:
         """Something about how the file was read that the coverage section must say (cut, damaged, growing).

@@ -147,6 +147,8 @@ class Plan(NamedTuple):
     errorish: bool  # it holds an ERRORISH_WORD or a level literal: worth the ERRORISH search and the level
     signal: bool  # it holds a shutdown or signal-exit literal (signals.SIGNAL_ANCHORS)
     steady: bool  # no anchor holds a digit and no rule under them is a user's: the rule search may be cached (Steps)
+    records: bool  # every rule under its anchors is errors_only (or there is none): none can claim a metric record
+    # or a stats row, which are data, never error lines (most lines of a trainer log: no rule search at all)
 
 
 class Steps(NamedTuple):
@@ -304,14 +306,14 @@ class Scanner:
         """One file's result. `chunks`: its text, when it is not read from lf.path (stdin); `staged`: its
         chunks as another process reads and prefilters them (parallel.Staged), for this one to parse."""
         res = FileResult(lf)
-        fs = FileScan(lf, res)
-        fs.ctx = Context(self.reach, fs.pending)
-        fs.near = NearFold(self.reach, self.may_group)
         joined = self.series is not None and self.series.here()
         if joined:
-            assert self.series is not None
-            fs.metrics = JoinedRecords(self.series.store)
-            fs.timers = self.series.timers  # closed once, by the run (RunSeries.close)
+            assert self.series is not None  # the timers are closed once, by the run (RunSeries.close)
+            fs = FileScan(lf, res, (JoinedRecords(self.series.store), self.series.timers))
+        else:
+            fs = FileScan(lf, res)
+        fs.ctx = Context(self.reach, fs.pending)
+        fs.near = NearFold(self.reach, self.may_group)
         stream = None
         try:
             if staged is not None:
@@ -364,7 +366,8 @@ class Scanner:
                         not found.isdisjoint(ERRORISH_WORDS) or not found.isdisjoint(signals.LEVEL_ANCHORS),
                         not found.isdisjoint(signals.SIGNAL_ANCHORS),
                         not any(c.isdigit() for a in anchors for c in a)
-                        and not any(r.id in self.spent for a in anchors for r in self.by_anchor[a]))
+                        and not any(r.id in self.spent for a in anchors for r in self.by_anchor[a]),
+                        all(r.errors_only for a in anchors for r in self.by_anchor[a]))
             if len(self._plans) > 4096:
                 self._plans.clear()
             self._plans[found] = plan
@@ -410,7 +413,9 @@ class Scanner:
                     event = ev
                 break
         mkey = None  # the message's key (digitkey.key), when it was needed
-        if self.linecache and plan.steady and len(msg) <= TRUSTED_LEN:
+        if not plan.anchors or is_stats and plan.records:
+            matched = []  # no rule can claim it (_search_rules would try none, or skip each as not an error line)
+        elif self.linecache and plan.steady and len(msg) <= TRUSTED_LEN:
             mkey = digitkey.key(msg)
             matched = self._cached_search(line, msg, mkey, plan, is_stats)
         else:
@@ -631,6 +636,9 @@ class Scanner:
 
     def _resolve(self, fs: FileScan) -> None:
         lf, res, ctx, pending, errorish = fs.lf, fs.res, fs.ctx, fs.pending, fs.errorish
+        if not pending and not ctx.lines and not res.marks and errorish.empty():
+            return  # nothing to claim, no traceback, no shutdown or signal: _exits would find nothing (most of a run's
+            # small verifier logs)
         marks = {id(ln) for ln in res.marks}
         tail = ctx.lines[-1] if ctx.lines else None
         claimed: dict[int, str] = {}  # id(line) -> the rule that claimed it

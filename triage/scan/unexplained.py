@@ -51,6 +51,10 @@ class Unexplained:
         self.held_shape: bytes | None = None  # its shape, when known (a line of a key errfold registered)
         self.shut_at = 1 << 62  # the line of the file's first orderly-shutdown marker
 
+    def empty(self) -> bool:
+        """No line was added."""
+        return not self.lines and not self.folds and self.held is None
+
     def shutdown(self, lineno: int) -> None:
         """An orderly-shutdown marker (signals.judge's first one): lines from here on are kept whole."""
         self.shut_at = min(self.shut_at, lineno)
