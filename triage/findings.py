@@ -28,6 +28,7 @@ from triage.template import shape, template
 MAX_EVIDENCE = 4
 MAX_UNCLASSIFIED = 20
 UNEXPLAINED_END = "other.fatal-exit"  # a process end no rule explains (checks/exits.py)
+STARTUP = "cold-start"  # below error, a slow start: the root only of the symptoms whose rules name it
 MAX_TEXT = 2000  # characters of one evidence line in any report (the scanner keeps up to read.MAX_LINE)
 
 # An exception quoted inside another message (`Runner failed with exception: TimeoutError('server not ready')`,
@@ -239,7 +240,10 @@ def merge_symptoms(lib: Library, findings: list[Finding]) -> list[Finding]:
     """Fold a symptom (actor death, crash header) into the root-cause finding it belongs to.
 
     An unexplained process end (other.fatal-exit) is a symptom of any root cause there is; when there is none it
-    is the root itself, and the actor deaths and exit codes that followed it fold into it."""
+    is the root itself, and the actor deaths and exit codes that followed it fold into it. `any` is any failure, a
+    start that never finished among them, but not a start that was only slow: that explains what failed while it
+    lasted, and those symptoms' rules name cold-start; HTTP errors an engine answered after serving for half an hour
+    are not evidence of its slow load (real-extra 921)."""
     roots = [f for f in findings if not f.symptom and f.category != "unclassified"]
     out = [f for f in findings if not f.symptom]
     ends = [f for f in findings if f.symptom and f.rule == UNEXPLAINED_END]
@@ -247,7 +251,7 @@ def merge_symptoms(lib: Library, findings: list[Finding]) -> list[Finding]:
     for f in ends + rest:
         rule = lib.rule(f.rule)
         wanted = rule.symptom_of if rule else []
-        candidates = [r for r in roots if ("any" in wanted or r.category in wanted)
+        candidates = [r for r in roots if (r.category in wanted or "any" in wanted and not slow_start(r))
                       and SEVERITY_RANK[r.severity] <= SEVERITY_RANK[f.severity]]
         if not candidates:
             out.append(f)
@@ -260,6 +264,11 @@ def merge_symptoms(lib: Library, findings: list[Finding]) -> list[Finding]:
                 root.evidence.append(e)
         root.numbers.setdefault("symptoms", []).append(f.rule)
     return out
+
+
+def slow_start(f: Finding) -> bool:
+    """A cold-start finding below error: the engines started, late."""
+    return f.category == STARTUP and SEVERITY_RANK[f.severity] > SEVERITY_RANK["error"]
 
 
 def rank_key(f: Finding) -> tuple[int, int, int]:

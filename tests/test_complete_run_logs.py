@@ -1,0 +1,113 @@
+"""Whole public run logs (real-extra 910-918): ranking and noise over thousands of lines.
+
+- A traceback is its own context: a trainer's exception whose frames never touch reward code is not a reward-function
+  failure because the step rows printed above it hold a metric key `rewards/reward_fn` (911, TRL).
+- torch elastic's report of the failed children (the agent's "failed (exitcode: -6) local_rank" line, the
+  ChildFailedError table rows, the ChildFailedError line itself) and ProcessGroupNCCL's "Some NCCL operations have
+  failed or timed out" after a watchdog timeout are the watchdog's consequences, not unexplained lines (914).
+- The exceptions chained into a process's fatal one ("The above exception was the direct cause ...") are that one
+  failure, not unexplained lines of their own (918).
+- A start that was only slow is the root of the symptoms whose rules name cold-start, not of `any` failure: HTTP
+  errors an engine answered after serving for half an hour are not evidence of its slow load (921).
+- Healthy complete runs (verl on Ray over two nodes, TRL, a vLLM-backed agent, vLLM servers started, used and
+  stopped) end with information only (910, 912, 916, 919, 920).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from conftest import FIXTURES, by_rule, knob_names, top, triage_dir
+
+from triage.model import SEVERITY_RANK
+from triage.report.gate import scan_exit
+
+EXTRA = FIXTURES / "real-extra"
+
+
+def case(prefix: str) -> Path:
+    (d,) = [p for p in EXTRA.iterdir() if p.name.startswith(prefix)]
+    return d / "input"
+
+
+def warnings_or_worse(report) -> list[str]:
+    return [f.rule for f in report.findings if SEVERITY_RANK[f.severity] <= SEVERITY_RANK["warning"]]
+
+
+def test_a_trainer_exception_after_reward_metric_rows_is_the_process_end_not_a_reward_failure() -> None:
+    report = triage_dir(case("911-"))
+    f = top(report)
+    assert (f.rule, f.category, f.severity) == ("other.fatal-exit", "other", "error")
+    assert (f.evidence[-1].file, f.evidence[-1].line) == ("gate2_rho0.70_seed44.log", 255)
+    assert f.evidence[-1].text == "TypeError: Object of type bool_ is not JSON serializable"
+    assert "verifier.reward-exception" not in by_rule(report)
+    assert warnings_or_worse(report) == ["other.fatal-exit"]
+
+
+def test_a_reward_function_traceback_is_still_a_reward_failure(tmp_path: Path) -> None:
+    """The frames decide: a traceback through a reward function ends in verifier.reward-exception."""
+    log = tmp_path / "train.log"
+    log.write_text(
+        "{'loss': '0.03', 'rewards/reward_fn': '0.25', 'reward': '0.25'}\n"
+        "Traceback (most recent call last):\n"
+        '  File "/app/train.py", line 40, in <module>\n'
+        "    trainer.train()\n"
+        '  File "/app/rewards.py", line 12, in reward_fn\n'
+        "    return float(answer[\"value\"])\n"
+        "KeyError: 'value'\n"
+    )
+    assert top(triage_dir(tmp_path)).rule == "verifier.reward-exception"
+
+
+def test_torch_elastic_and_nccl_teardown_lines_fold_under_the_watchdog_timeout() -> None:
+    report = triage_dir(case("914-"))
+    f = top(report)
+    assert f.rule == "other.nccl-watchdog-timeout"
+    assert (f.evidence[0].file, f.evidence[0].line) == ("2gpu_pipeline.log", 166)
+    assert f.numbers.get("op") == "_ALLGATHER_BASE" and f.numbers.get("timeout_ms") == 600000
+    assert warnings_or_worse(report) == ["other.nccl-watchdog-timeout"]
+    assert "unclassified" not in by_rule(report)
+
+
+def test_exceptions_chained_into_the_fatal_one_are_not_unexplained() -> None:
+    report = triage_dir(case("918-"))
+    f = top(report)
+    assert f.rule == "other.fatal-exit"
+    assert f.evidence[-1].line == 73
+    assert f.evidence[-1].text.startswith("OSError: We couldn't connect to 'https://huggingface.co'")
+    assert [x.rule for x in report.findings] == ["other.fatal-exit"]
+
+
+def test_training_step_ooms_name_the_micro_batch_and_log_prob_knobs() -> None:
+    for prefix, line, size in (("913-", 75, "2.82 GiB"), ("917-", None, "12.00 MiB")):
+        f = top(triage_dir(case(prefix)))
+        assert (f.rule, f.category) == ("trainer.cuda-oom", "trainer-oom")
+        assert f"Tried to allocate {size}" in f.evidence[0].text
+        if line is not None:
+            assert f.evidence[0].line == line
+        assert {"trainer.micro_batch_size", "miles.log_probs_chunk_size"} <= set(knob_names(f))
+
+
+def test_vllm_preemptions_in_a_finished_generation_warn_and_name_the_memory_share() -> None:
+    report = triage_dir(case("915-"))
+    f = top(report)
+    assert (f.rule, f.severity, f.count) == ("serving.vllm-preemption", "warning", 2)
+    assert [e.line for e in f.evidence] == [52, 71]
+    assert "inference.sglang_mem_fraction_static" in knob_names(f)
+    assert scan_exit(report.findings, "error", complete=report.coverage_complete) == 0
+
+
+def test_healthy_complete_runs_end_with_information_only() -> None:
+    for prefix in ("910-", "912-", "916-", "919-", "920-"):
+        report = triage_dir(case(prefix))
+        assert warnings_or_worse(report) == [], prefix
+        assert scan_exit(report.findings, "error", complete=report.coverage_complete) == 0
+
+
+def test_a_slow_start_that_finished_does_not_absorb_later_http_errors() -> None:
+    report = triage_dir(case("921-"))
+    f = top(report)
+    assert (f.rule, f.severity) == ("cold.slow-weight-loading", "warning")
+    assert [(e.file, e.line) for e in f.evidence] == [("vllm.log", 55), ("vllm.log", 90)]
+    assert "symptoms" not in f.numbers
+    assert scan_exit(report.findings, "error", complete=report.coverage_complete) == 0
