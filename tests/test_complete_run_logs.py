@@ -111,3 +111,20 @@ def test_a_slow_start_that_finished_does_not_absorb_later_http_errors() -> None:
     assert [(e.file, e.line) for e in f.evidence] == [("vllm.log", 55), ("vllm.log", 90)]
     assert "symptoms" not in f.numbers
     assert scan_exit(report.findings, "error", complete=report.coverage_complete) == 0
+
+
+def test_a_failure_in_trls_reward_dispatch_is_a_reward_failure(tmp_path: Path) -> None:
+    """TRL's GRPOTrainer._calculate_rewards gathers each reward function's columns and calls it: a KeyError there
+    (a column the reward function wants that the batch lacks; the frame and message as a project's notes quote
+    them, trl 0.2x) is the reward path's, whatever the user named the function."""
+    (tmp_path / "train.log").write_text(
+        "{'loss': 0.01, 'grad_norm': 0.2, 'rewards/check_answer/mean': 0.5, 'reward': 0.5, 'epoch': 0.1}\n"
+        "Traceback (most recent call last):\n"
+        '  File "/app/train_grpo.py", line 88, in <module>\n'
+        "    trainer.train()\n"
+        '  File "/opt/venv/lib/python3.11/site-packages/trl/trainer/grpo_trainer.py", line 1186, in _calculate_rewards\n'
+        "    reward_kwargs = {key: [example[key] for example in inputs] for key in keys}\n"
+        "KeyError: 'inspect_scores'\n"
+    )
+    f = top(triage_dir(tmp_path))
+    assert (f.rule, f.evidence[-1].text) == ("verifier.reward-exception", "KeyError: 'inspect_scores'")

@@ -283,7 +283,8 @@ def judge(found: list[Chain], marks: list[Line], hits: list[Hit], unclaimed: lis
 
 # Frames of reward code: verl utils/reward_score/ and reward managers (compute_score, default_compute_score),
 # custom reward files (custom_reward_function.path, --custom-rm-path), TRL/open-r1 reward functions (reward_funcs,
-# accuracy_reward), OpenRLHF remote_rm_fn, Math-Verify's grader, sandboxes and judges.
+# accuracy_reward; TRL's GRPOTrainer/RLOOTrainer._calculate_rewards, which calls them, trl 0.16-1.x), OpenRLHF
+# remote_rm_fn, Math-Verify's grader, sandboxes and judges.
 # Not a whole `verifiers/` tree: PrimeIntellect's verifiers package runs rollout environments (its generate and
 # env code call the policy engine); only its rubrics/ score. Scoring helpers named score_* (reasoning-gym's
 # _score_output, score_answer) are reward code whatever the trainer around them.
@@ -291,6 +292,7 @@ REWARD_FRAME = re.compile(
     r'File "[^"]*(?:/reward_score/|/reward_manager/|/rewards?/|/reward_func\w*|reward\w*\.py|/rubrics?/|math_verify/'
     r'|/sandbox\w*/|/judges?/|compute_score\w*\.py)'
     r'|, in (?:compute_score|default_compute_score|reward_fn|\w+_reward|reward_func\w*|compute_reward\w*|get_reward\w*'
+    r'|_calculate_rewards'
     r'|remote_rm_fn|verify|grade\w*|_?score_\w+)\s*$'
 )
 
