@@ -8,9 +8,13 @@
 - The exceptions chained into a process's fatal one ("The above exception was the direct cause ...") are that one
   failure, not unexplained lines of their own (918).
 - A start that was only slow is the root of the symptoms whose rules name cold-start, not of `any` failure: HTTP
-  errors an engine answered after serving for half an hour are not evidence of its slow load (921).
+  errors an engine answered after serving for half an hour are not evidence of its slow load; and once its engine
+  said it was ready and served, a slow load read off the engine's own lines is information, as the startup checks
+  judge it (921).
 - Healthy complete runs (verl on Ray over two nodes, TRL, a vLLM-backed agent, vLLM servers started, used and
-  stopped) end with information only (910, 912, 916, 919, 920).
+  stopped) end with information only (910, 912, 916, 919, 920); so does a vLLM server whose only shutdown marker is
+  "[shutdown] API server: shutdown triggered" (365), and a torch_npu `[W...] Warning:` glued to the tqdm bar it
+  interrupted is still a warning its program printed (608).
 """
 
 from __future__ import annotations
@@ -19,7 +23,8 @@ from pathlib import Path
 
 from conftest import FIXTURES, by_rule, knob_names, top, triage_dir
 
-from triage.model import SEVERITY_RANK
+from triage.model import SEVERITY_RANK, Line
+from triage.parsers.signals import is_warning_level
 from triage.report.gate import scan_exit
 
 EXTRA = FIXTURES / "real-extra"
@@ -98,19 +103,25 @@ def test_vllm_preemptions_in_a_finished_generation_warn_and_name_the_memory_shar
 
 
 def test_healthy_complete_runs_end_with_information_only() -> None:
-    for prefix in ("910-", "912-", "916-", "919-", "920-"):
+    for prefix in ("910-", "912-", "916-", "919-", "920-", "922-", "365-", "608-"):
         report = triage_dir(case(prefix))
         assert warnings_or_worse(report) == [], prefix
         assert scan_exit(report.findings, "error", complete=report.coverage_complete) == 0
 
 
-def test_a_slow_start_that_finished_does_not_absorb_later_http_errors() -> None:
+def test_a_slow_start_that_served_is_information_and_absorbs_no_later_http_errors() -> None:
     report = triage_dir(case("921-"))
-    f = top(report)
-    assert (f.rule, f.severity) == ("cold.slow-weight-loading", "warning")
+    f = by_rule(report)["cold.slow-weight-loading"]
+    assert (f.severity, f.numbers.get("served_after_ready")) == ("info", True)
     assert [(e.file, e.line) for e in f.evidence] == [("vllm.log", 55), ("vllm.log", 90)]
     assert "symptoms" not in f.numbers
+    assert not [x for x in report.findings if x.category == "cold-start" and x.severity != "info"]
     assert scan_exit(report.findings, "error", complete=report.coverage_complete) == 0
+
+
+def test_a_slow_load_that_never_served_still_warns() -> None:
+    f = top(triage_dir(EXTRA / "016-sglang-deepseek-r1-bf16-32min-shard-loading" / "input"))
+    assert (f.rule, f.severity) == ("cold.slow-weight-loading", "warning")
 
 
 def test_a_failure_in_trls_reward_dispatch_is_a_reward_failure(tmp_path: Path) -> None:
@@ -128,3 +139,12 @@ def test_a_failure_in_trls_reward_dispatch_is_a_reward_failure(tmp_path: Path) -
     )
     f = top(triage_dir(tmp_path))
     assert (f.rule, f.evidence[-1].text) == ("verifier.reward-exception", "KeyError: 'inspect_scores'")
+
+
+def test_a_warning_glued_to_a_progress_bar_is_still_a_warning() -> None:
+    bar = "Capturing batches (bs=36 avail_mem=17.38 GB):   0%|          | 0/6 [00:00<?, ?it/s]"
+    warned = bar + ("[rank6]:[W1217 01:28:11.167051451 compiler_depend.ts:83] Warning: [Check][offset] Check input "
+                    "storage_offset[%ld] = 0 failed, result is untrustworthy (function operator())")
+    failed = bar + "RuntimeError: NPU out of memory. Tried to allocate 2.00 GiB"
+    assert is_warning_level(Line("sglang.log", 730, warned, warned))
+    assert not is_warning_level(Line("sglang.log", 731, failed, failed))

@@ -16,6 +16,7 @@ import re
 from typing import Any
 
 from triage.checks import CHECKS, Run
+from triage.checks.startup import served_files
 from triage.effective_config import Config, knob
 from triage.library.rules import Library, Rule
 from triage.model import SEVERITY_RANK, Evidence, Finding, Hit, Line
@@ -290,6 +291,22 @@ def rank(findings: list[Finding], domain: tuple[str, ...]) -> list[Finding]:
     return sorted(findings, key=lambda f: (level(f), -f.priority, order[id(f)]))
 
 
+def settle_served_starts(findings: list[Finding], run: Run) -> None:
+    """A slow start whose engine then said it was ready and served is information, as the startup checks judge it
+    (checks/startup.py): the cost was paid once and the run went on. Rules that read a slow phase off the engine's
+    own lines (a weight-loading bar at nine minutes) are judged the same way when every line they hold is in such an
+    engine's file (real-extra 921: a 24-minute start, then a benchmark served)."""
+    served = None
+    for f in findings:
+        if f.category != STARTUP or f.severity != "warning" or not f.evidence:
+            continue
+        if served is None:
+            served = served_files(run)
+        if all(e.file in served for e in f.evidence):
+            f.severity = "info"
+            f.numbers["served_after_ready"] = True
+
+
 def gate_fatal(findings: list[Finding], run: Run) -> None:
     """A finding whose line ended a process (a `fatal` event claimed by its rule) gates at error severity, however
     mild its rule: a verifier timeout that escaped and killed the trainer is not a warning any more."""
@@ -307,6 +324,7 @@ def build(lib: Library, results: list[FileResult], run: Run, cfg: Config, redact
     hits = [h for r in results for h in r.hits]
     findings = from_hits(lib, hits, cfg, redact_on) + from_checks(lib, run, cfg, redact_on)
     gate_fatal(findings, run)
+    settle_served_starts(findings, run)
     findings = merge_symptoms(lib, findings)
     order = {r.file.rel: i for i, r in reversed(list(enumerate(results)))}
     findings += unclassified(lib, [ln for r in results for ln in r.unclaimed], redact_on,
