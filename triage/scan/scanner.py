@@ -138,6 +138,8 @@ RULE_BUDGET = 2.0  # seconds of regex time (match, near, not_near) a user's rule
 # a slow regex under MATCH_TIMEOUT a line (0.1 s on each of 1,000 lines) is switched off past it, with a note
 clock = time.perf_counter  # what the budget is measured with (tests give a fake one)
 
+CHAINED_GAP = 4  # a chained exception's traceback starts this many lines after its cause's exception line,
+CHAINED_MESSAGE = 3  # or after the last of the lines its message continues on
 REWARD_RULE = "verifier.reward-exception"  # what a traceback through reward code ends in (signals.REWARD_FRAME)
 
 
@@ -750,11 +752,17 @@ class Scanner:
             ex.fatal_rule = ex.fatal_rule or claimed.get(id(ex.fatal), "")
             # reported as the process's end, or explained by the rule that claimed a line of its block (torch
             # elastic's ChildFailedError table): not again as an unexplained line; nor are the exceptions chained
-            # into it ("The above exception was the direct cause of the following exception:", "During handling of
-            # the above exception, another exception occurred:"): one failure, read from its last exception up
+            # into it: Python prints "The above exception was the direct cause of the following exception:" (or
+            # "During handling of the above exception, another exception occurred:") between blank lines, so the
+            # next traceback starts four lines after the cause's exception line (and its message's continuation
+            # lines). One failure, read from its last exception up; a second traceback printed right after a first
+            # one is not chained and stays.
             head = ex.chain.head.lineno if ex.chain is not None else ex.fatal.lineno
+            starts = {ln.lineno for ln in ctx.lines if head < ln.lineno < ex.fatal.lineno
+                      and signals.TRACEBACK in ln.msg[:80]}
             res.unclaimed = [ln for ln in res.unclaimed if ln is not ex.fatal and not (
-                head < ln.lineno < ex.fatal.lineno and signals.EXC_LINE.match(ln.msg))]
+                head < ln.lineno < ex.fatal.lineno and signals.EXC_LINE.match(ln.msg) and any(
+                    0 <= t - (ln.until or ln.lineno) - CHAINED_GAP <= CHAINED_MESSAGE for t in starts))]
         for ev in (signals.shutdown_event(ex), signals.fatal_event(ex)):
             if ev is not None:
                 res.events.append(ev)
