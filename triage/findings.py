@@ -16,6 +16,7 @@ import re
 from typing import Any
 
 from triage.checks import CHECKS, Run
+from triage.checks.startup import served_files
 from triage.effective_config import Config, knob
 from triage.library.rules import Library, Rule
 from triage.model import SEVERITY_RANK, Evidence, Finding, Hit, Line
@@ -28,6 +29,7 @@ from triage.template import shape, template
 MAX_EVIDENCE = 4
 MAX_UNCLASSIFIED = 20
 UNEXPLAINED_END = "other.fatal-exit"  # a process end no rule explains (checks/exits.py)
+STARTUP = "cold-start"  # below error, a slow start: the root only of the symptoms whose rules name it
 MAX_TEXT = 2000  # characters of one evidence line in any report (the scanner keeps up to read.MAX_LINE)
 
 # An exception quoted inside another message (`Runner failed with exception: TimeoutError('server not ready')`,
@@ -241,7 +243,10 @@ def merge_symptoms(lib: Library, findings: list[Finding]) -> list[Finding]:
     """Fold a symptom (actor death, crash header) into the root-cause finding it belongs to.
 
     An unexplained process end (other.fatal-exit) is a symptom of any root cause there is; when there is none it
-    is the root itself, and the actor deaths and exit codes that followed it fold into it."""
+    is the root itself, and the actor deaths and exit codes that followed it fold into it. `any` is any failure, a
+    start that never finished among them, but not a start that was only slow: that explains what failed while it
+    lasted, and those symptoms' rules name cold-start; HTTP errors an engine answered after serving for half an hour
+    are not evidence of its slow load (real-extra 921)."""
     roots = [f for f in findings if not f.symptom and f.category != "unclassified"]
     out = [f for f in findings if not f.symptom]
     ends = [f for f in findings if f.symptom and f.rule == UNEXPLAINED_END]
@@ -249,7 +254,7 @@ def merge_symptoms(lib: Library, findings: list[Finding]) -> list[Finding]:
     for f in ends + rest:
         rule = lib.rule(f.rule)
         wanted = rule.symptom_of if rule else []
-        candidates = [r for r in roots if ("any" in wanted or r.category in wanted)
+        candidates = [r for r in roots if (r.category in wanted or "any" in wanted and not slow_start(r))
                       and SEVERITY_RANK[r.severity] <= SEVERITY_RANK[f.severity]]
         if not candidates:
             out.append(f)
@@ -262,6 +267,11 @@ def merge_symptoms(lib: Library, findings: list[Finding]) -> list[Finding]:
                 root.evidence.append(e)
         root.numbers.setdefault("symptoms", []).append(f.rule)
     return out
+
+
+def slow_start(f: Finding) -> bool:
+    """A cold-start finding below error: the engines started, late."""
+    return f.category == STARTUP and SEVERITY_RANK[f.severity] > SEVERITY_RANK["error"]
 
 
 def rank_key(f: Finding) -> tuple[int, int, int]:
@@ -283,6 +293,22 @@ def rank(findings: list[Finding], domain: tuple[str, ...]) -> list[Finding]:
     return sorted(findings, key=lambda f: (level(f), -f.priority, order[id(f)]))
 
 
+def settle_served_starts(findings: list[Finding], run: Run) -> None:
+    """A slow start whose engine then said it was ready and served is information, as the startup checks judge it
+    (checks/startup.py): the cost was paid once and the run went on. Rules that read a slow phase off the engine's
+    own lines (a weight-loading bar at nine minutes) are judged the same way when every line they hold is in such an
+    engine's file (real-extra 921: a 24-minute start, then a benchmark served)."""
+    served = None
+    for f in findings:
+        if f.category != STARTUP or f.severity != "warning" or not f.evidence:
+            continue
+        if served is None:
+            served = served_files(run)
+        if all(e.file in served for e in f.evidence):
+            f.severity = "info"
+            f.numbers["served_after_ready"] = True
+
+
 def gate_fatal(findings: list[Finding], run: Run) -> None:
     """A finding whose line ended a process (a `fatal` event claimed by its rule) gates at error severity, however
     mild its rule: a verifier timeout that escaped and killed the trainer is not a warning any more."""
@@ -300,6 +326,7 @@ def build(lib: Library, results: list[FileResult], run: Run, cfg: Config, redact
     hits = [h for r in results for h in r.hits]
     findings = from_hits(lib, hits, cfg, redact_on) + from_checks(lib, run, cfg, redact_on)
     gate_fatal(findings, run)
+    settle_served_starts(findings, run)
     findings = merge_symptoms(lib, findings)
     order = {r.file.rel: i for i, r in reversed(list(enumerate(results)))}
     findings += unclassified(lib, [ln for r in results for ln in r.unclaimed], redact_on,

@@ -228,6 +228,11 @@ def _served_after_ready(run: Run, eng: Engine) -> bool:
     return any(es.origin.startswith(eng.file) and es.last_lineno() > ready_at for es in run.engines.values())
 
 
+def served_files(run: Run) -> set[str]:
+    """The files of the engines that said they were ready and then served (`_served_after_ready`)."""
+    return {eng.file for eng in engines(run) if _served_after_ready(run, eng)}
+
+
 def _phase_taken(engs: list[Engine]) -> tuple[str, str, Line | None]:
     """The phase the engines were in (begun, never ended) or spent longest on: (phase, its description, its line);
     ("unknown", ..., None) when the logs time no phase. Profiling counts as engine init."""

@@ -89,12 +89,21 @@ HEAD_WARNING = re.compile(
 WARNINGS_RECORD = re.compile(r"^\s?\S+\.py:\d+: (?:[A-Z]\w*)?Warning: |^\s*warnings\.warn\(")
 
 
+# A tqdm bar at the head of a line ("Capturing batches (bs=36 avail_mem=17.38 GB):   0%|          | 0/6 [00:00<?,
+# ?it/s]"): tqdm redraws without a newline, so the next writer's line starts after it (SGLang on Ascend, real-extra
+# 608: a torch_npu `[W1217 ...] Warning:` glued to a CUDA-graph capture bar).
+TQDM_HEAD = re.compile(r"^[^|\n]{0,160}?\d{1,3}%\|[^|]{0,80}\| *\d+/\d+ \[[^\]]{0,80}\]")
+
+
 def is_warning_level(line: Line) -> bool:
     """Whether the line's own program printed it as a warning (and so caught whatever it reports and went on)."""
     text, msg = line.text, line.msg
     cut = len(text) - len(msg) if text.endswith(msg) else max(text.find(msg[:60]), 0) if msg else 0
     if cut and PREFIX_WARNING.search(text, 0, cut):
         return True
+    bar = TQDM_HEAD.match(msg)
+    if bar:  # a progress bar tqdm left without a newline, the warning printed after it
+        msg = msg[bar.end():]
     return WARNINGS_RECORD.match(msg) is not None or HEAD_WARNING.match(msg) is not None
 
 
@@ -118,7 +127,7 @@ SHUTDOWN = re.compile(
     r"|received signal[= ](?:SIG)?(?P<sig3>TERM|INT|15|2)\b"  # vLLM 2026 `[shutdown] ... received signal=SIGINT`
     r"|got signal: (?P<num>15|2|1)\b"  # torch elastic SignalException (1 = SIGHUP: the launching session hung up)
     r"|Received (?:Signals\.)?(?P<sig4>SIGTERM|SIGINT|SIGHUP|15|2|1) death signal"  # torch elastic agent, name or number
-    r"|\[shutdown\] \w+: (?:terminated by shutdown signal|shutdown triggered)"  # vLLM 2026
+    r"|\[shutdown\] \w+(?: \w+)?: (?:terminated by shutdown signal|shutdown triggered)"  # vLLM 2026 ("API server: ")
     r"|Caught (?:signal )?(?P<sig5>SIGTERM|SIGINT|15|2)\b"
     r"|^(?:[a-z_]\w*\.)*KeyboardInterrupt\b"  # Ctrl-C
     r"|^Terminated\s*$|line \d+: +\d+ Terminated +\S"  # the shell's report of a child ended by SIGTERM
@@ -283,7 +292,8 @@ def judge(found: list[Chain], marks: list[Line], hits: list[Hit], unclaimed: lis
 
 # Frames of reward code: verl utils/reward_score/ and reward managers (compute_score, default_compute_score),
 # custom reward files (custom_reward_function.path, --custom-rm-path), TRL/open-r1 reward functions (reward_funcs,
-# accuracy_reward), OpenRLHF remote_rm_fn, Math-Verify's grader, sandboxes and judges.
+# accuracy_reward; TRL's GRPOTrainer/RLOOTrainer._calculate_rewards, which calls them, trl 0.16-1.x), OpenRLHF
+# remote_rm_fn, Math-Verify's grader, sandboxes and judges.
 # Not a whole `verifiers/` tree: PrimeIntellect's verifiers package runs rollout environments (its generate and
 # env code call the policy engine); only its rubrics/ score. Scoring helpers named score_* (reasoning-gym's
 # _score_output, score_answer) are reward code whatever the trainer around them.
@@ -291,6 +301,7 @@ REWARD_FRAME = re.compile(
     r'File "[^"]*(?:/reward_score/|/reward_manager/|/rewards?/|/reward_func\w*|reward\w*\.py|/rubrics?/|math_verify/'
     r'|/sandbox\w*/|/judges?/|compute_score\w*\.py)'
     r'|, in (?:compute_score|default_compute_score|reward_fn|\w+_reward|reward_func\w*|compute_reward\w*|get_reward\w*'
+    r'|_calculate_rewards'
     r'|remote_rm_fn|verify|grade\w*|_?score_\w+)\s*$'
 )
 

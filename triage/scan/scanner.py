@@ -138,6 +138,8 @@ RULE_BUDGET = 2.0  # seconds of regex time (match, near, not_near) a user's rule
 # a slow regex under MATCH_TIMEOUT a line (0.1 s on each of 1,000 lines) is switched off past it, with a note
 clock = time.perf_counter  # what the budget is measured with (tests give a fake one)
 
+CHAINED_GAP = 4  # a chained exception's traceback starts this many lines after its cause's exception line,
+CHAINED_MESSAGE = 3  # or after the last of the lines its message continues on
 REWARD_RULE = "verifier.reward-exception"  # what a traceback through reward code ends in (signals.REWARD_FRAME)
 
 
@@ -709,6 +711,7 @@ class Scanner:
         rule = self.lib.rule(REWARD_RULE)
         if rule is None:
             return
+        self._not_reward_frames(rule, found, res, claimed)
         for chain in signals.reward_chains(found):
             final = chain.final
             assert final is not None
@@ -723,6 +726,22 @@ class Scanner:
             res.hits.sort(key=lambda h: h.line.lineno)
             claimed[id(final)] = rule.id
             res.unclaimed = [ln for ln in res.unclaimed if ln is not final]
+
+    @staticmethod
+    def _not_reward_frames(rule: Rule, found: list[signals.Chain], res: FileResult, claimed: dict[int, str]) -> None:
+        """A whole traceback is its own context: when none of its frames runs through reward code or names it, the
+        text around it (a metric key `rewards/reward_fn` in the step rows printed before) does not make its final
+        exception a reward-function failure; the line goes back to the unexplained ones (or is the process's end)."""
+        for chain in found:
+            final = chain.final
+            if final is None or chain.cut or not chain.frames or claimed.get(id(final)) != rule.id:
+                continue
+            if rule.near is None or any(rule.near.search(f) for f in (*chain.frames, final.msg)) \
+                    or any(signals.REWARD_FRAME.search(f) for f in chain.frames):
+                continue
+            res.hits = [h for h in res.hits if not (h.rule == rule.id and h.line is final)]
+            del claimed[id(final)]
+            res.unclaimed = sorted([*res.unclaimed, final], key=lambda ln: ln.lineno)
 
     def _exits(self, lf: LogFile, res: FileResult, ctx: Context, claimed: dict[int, str], records_end: int) -> None:
         """The file's orderly shutdown and the exception that ended its process, as events (signals.judge); the
@@ -739,8 +758,19 @@ class Scanner:
         ex = signals.judge(found, res.marks, res.hits, res.unclaimed, lf.lines, progress_after, self._rule_kind)
         if ex.fatal is not None:
             ex.fatal_rule = ex.fatal_rule or claimed.get(id(ex.fatal), "")
-            if not ex.fatal_rule:  # reported as the process's end, not again as an unexplained line
-                res.unclaimed = [ln for ln in res.unclaimed if ln is not ex.fatal]
+            # reported as the process's end, or explained by the rule that claimed a line of its block (torch
+            # elastic's ChildFailedError table): not again as an unexplained line; nor are the exceptions chained
+            # into it: Python prints "The above exception was the direct cause of the following exception:" (or
+            # "During handling of the above exception, another exception occurred:") between blank lines, so the
+            # next traceback starts four lines after the cause's exception line (and its message's continuation
+            # lines). One failure, read from its last exception up; a second traceback printed right after a first
+            # one is not chained and stays.
+            head = ex.chain.head.lineno if ex.chain is not None else ex.fatal.lineno
+            starts = {ln.lineno for ln in ctx.lines if head < ln.lineno < ex.fatal.lineno
+                      and signals.TRACEBACK in ln.msg[:80]}
+            res.unclaimed = [ln for ln in res.unclaimed if ln is not ex.fatal and not (
+                head < ln.lineno < ex.fatal.lineno and signals.EXC_LINE.match(ln.msg) and any(
+                    0 <= t - (ln.until or ln.lineno) - CHAINED_GAP <= CHAINED_MESSAGE for t in starts))]
         for ev in (signals.shutdown_event(ex), signals.fatal_event(ex)):
             if ev is not None:
                 res.events.append(ev)
