@@ -18,7 +18,7 @@ from triage.input.discover import discover
 from triage.library.rules import load_library
 from triage.model import Event
 from triage.parsers import metrics
-from triage.parsers.series_store import Later, Rows
+from triage.parsers.series_store import Later, Rows, column_stats
 from triage.report import RenderOptions, render
 from triage.scan import columns, native
 from triage.scan import prefiltered as fastscan
@@ -377,6 +377,56 @@ def test_the_c_side_reads_a_shape_and_its_numbers_as_the_python_tokenizer_does()
         assert sum(e is not None for e in expect) > 100 and sum(e is None for e in expect) > 100
         assert [repr(g) for g in got] == [repr(e) for e in expect]
     assert all(hits == every[0] for hits in every)  # the same lines, rows and numbers, every loop and either way
+
+
+def test_the_c_side_works_out_each_columns_statistics_as_the_store_does_in_python() -> None:
+    """_linescan.c col_stats (values four at a time while none of them moves the lowest, the highest or a full heap
+    of the TOP highest; each fraction divided when the column is written out) against series_store.column_stats, on
+    columns of ties, constants, infinities (`1e400` overflows), signed zeros, rising steps and fewer than TOP values."""
+    rng = random.Random(16)
+    pools = [["0", "-0.0", "7", "7.0", "2.25", "-3"], ["1e400", "-1e400", "5", "0.125", "5"], ["0.5"], ["0"]]
+    lines: list[bytes] = []
+    for block in range(40):
+        pool = pools[block % len(pools)]
+        for _ in range(rng.choice([3, 15, 16, 17, 40, 300])):
+            a = rng.choice(pool) if rng.random() < 0.7 else f"{rng.random() * 10:.{rng.randrange(1, 4)}f}"
+            b = rng.choice(["1.5", "1.5", "2.5", "1e-06", "-1.5e+02", "0.0001"])
+            step = len(lines) if block % 3 else rng.randrange(5)  # rising, or not
+            lines.append(b"x step %d: {'a': %s, 'b': %s}" % (step, a.encode(), b.encode()))
+    segs, toks = columns.template(lines[0])
+    n = len(toks)
+    needles = native.Needles({"step "}, set())
+    values: dict[int, list[float]] = {}
+    for li, line in enumerate(lines):
+        got_segs, got_toks = columns.template(line)
+        assert got_segs == segs
+        values[li] = [float(t) for t in got_toks]
+    data = b"\n".join(lines) + b"\n"
+    checked = 0
+    for size, at in ((w, at) for w in (1 << 11, len(data)) for at in range(0, len(data), w)):
+        start = data.rfind(b"\n", 0, at) + 1 if at else 0
+        end = data.rfind(b"\n", 0, at + size) + 1 if at + size < len(data) else len(data)
+        if end <= start:
+            continue
+        spec = [(segs, bytes([columns.ALL] * n), bytes(range(n)), (0,), False, False, True)]
+        hits = native._linescan.scan(needles.matcher(b""), data[start:end], 0, 0, False, 0, 0, 0, -1.0, -1, None,
+                                     None, native._linescan.shapes(spec, ()))[4]
+        base = data.count(b"\n", 0, start)
+        for kind, _, _, _, payload in hits:
+            if kind != native.K_COLS:
+                continue
+            for _, k, lns, _, _, _, vals, stats in payload:
+                rows = [values[base + li] for li in memoryview(lns).cast("q")]
+                col = memoryview(vals).cast("d")
+                for j in range(n):
+                    want = [r[j] for r in rows]
+                    assert [repr(v) for v in col[j * k:(j + 1) * k]] == [repr(v) for v in want]
+                    assert stats[j][:7] == column_stats(want)[:7]
+                    rising = all(0 <= v < 2 ** 53 and v == int(v) for v in want) and all(
+                        x < y for x, y in zip(want, want[1:]))
+                    assert stats[j][7] == rising
+                    checked += 1
+    assert checked > 100  # a write-out per 2 KiB of lines, and one of them all
 
 
 def scan_shape(needles: Any, data: bytes, segs: tuple[bytes, ...], ids: tuple[int, ...], stable: bool) -> list[Any]:

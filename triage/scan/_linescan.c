@@ -3377,6 +3377,7 @@ typedef struct {
     Py_ssize_t n, cap;
     int64_t *line, *bol, *eol, *ord;
     double *val;                        /* column after column: nout x cap */
+    uint8_t *div;                       /* per value, k: val is still to be divided by 10^k (col_number; cols_flush) */
 } ColRows;
 
 struct Cols {
@@ -3531,11 +3532,14 @@ static PyObject *shapes(PyObject *self, PyObject *args) {
 static int is_digit(unsigned char c) { return c >= '0' && c <= '9'; }
 
 /* The number token [s, e) as a double, as Python's float() reads it; 0 when it is too long to copy, or a whole number
- * of more than 15 digits (a step parsed with int() must be exact). */
+ * of more than 15 digits (a step parsed with int() must be exact). The value is *out / 10^*div: the one correctly
+ * rounded division a fraction needs is left to the caller, which does a column's in one loop (cols_flush), where they
+ * overlap instead of each waiting for the one before. */
 static const double POW10[23] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14,
                                  1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
-static int col_number(const unsigned char *b, Py_ssize_t s, Py_ssize_t e, double *out) {
+static int col_number(const unsigned char *b, Py_ssize_t s, Py_ssize_t e, double *out, uint8_t *div) {
     Py_ssize_t t = s;
+    *div = 0;
     int neg = b[t] == '-';
     if (neg) t++;
     uint64_t m = 0;
@@ -3564,9 +3568,10 @@ static int col_number(const unsigned char *b, Py_ssize_t s, Py_ssize_t e, double
     ex -= frac;
     if (m == 0) { *out = neg ? -0.0 : 0.0; return 1; }
     if (m <= (UINT64_C(1) << 53) && ex >= -22 && ex <= 22) {  /* exact operands: one correctly rounded operation */
-        double v = (double)m;
-        v = ex < 0 ? v / POW10[-ex] : v * POW10[ex];
-        *out = neg ? -v : v;
+        double v = neg ? -(double)m : (double)m;  /* (-m) / d is -(m / d): rounding to nearest is symmetric */
+        if (ex < 0) *div = (uint8_t)-ex;
+        else v *= POW10[ex];
+        *out = v;
         return 1;
     }
 slow:;
@@ -3597,6 +3602,52 @@ static ALWAYS_INLINE Py_ssize_t digit_end(const unsigned char *b, Py_ssize_t t, 
     }
     while (t < len && is_digit(b[t])) t++;
     return t;
+}
+
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+static const uint64_t POW10_INT[9] = {1, 10, 100, 1000, 10000, 100000, 1000000, 10000000, 100000000};
+
+/* The n digits (1..8) at p as a number, 8 bytes readable at p: the digits moved to the top of a word (those before
+ * them, zeros: leading zeros), then pairs, fours and eights of digits combined with three multiplications. */
+static ALWAYS_INLINE uint64_t digits8(const unsigned char *p, Py_ssize_t n) {
+    uint64_t x;
+    memcpy(&x, p, 8);
+    x = (x - UINT64_C(0x3030303030303030)) << (8 * (8 - n));  /* a byte past them may borrow: only from those above */
+    x = x * 10 + (x >> 8);
+    return ((x & UINT64_C(0x000000FF000000FF)) * UINT64_C(0x000F424000000064)
+            + ((x >> 16) & UINT64_C(0x000000FF000000FF)) * UINT64_C(0x0000271000000001)) >> 32;
+}
+#endif
+
+/* col_number of the token [s, e) of b (room bytes readable from b): a token of at most 8 whole and 8 fraction digits
+ * and no exponent (nearly every value a trainer prints) is read 8 digits at a time, to the same *out and *div. */
+static ALWAYS_INLINE int col_value(const unsigned char *b, Py_ssize_t s, Py_ssize_t e, Py_ssize_t room, double *out,
+                                   uint8_t *div) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    if (e + 8 <= room) {
+        int neg = b[s] == '-';
+        Py_ssize_t t = s + neg, ie = digit_end(b, t, e), fs = ie, fe = ie;
+        if (ie < e && b[ie] == '.') {
+            fs = ie + 1;
+            fe = digit_end(b, fs, e);
+        }
+        Py_ssize_t ni = ie - t, nf = fe - fs;
+        if (fe == e && ni >= 1 && ni <= 8 && nf <= 8) {
+            uint64_t m = digits8(b + t, ni) * POW10_INT[nf] + (nf ? digits8(b + fs, nf) : 0);
+            if (m <= (UINT64_C(1) << 53)) {  /* exact: the sign set as a bit (no guess at it), -0.0 for `-0` */
+                double v = (double)m;
+                uint64_t bits;
+                memcpy(&bits, &v, 8);
+                bits ^= (uint64_t)neg << 63;
+                memcpy(out, &bits, 8);
+                *div = (uint8_t)nf;  /* (a zero divided stays the zero of its sign) */
+                return 1;
+            }
+        }
+    }
+#endif
+    (void)room;
+    return col_number(b, s, e, out, div);
 }
 
 /* Whether the line [0, len) of b is of shape sh; the tokens' bounds into ts/te. room: bytes readable from b (>= len). */
@@ -3643,9 +3694,14 @@ static int col_grow(ColRows *r, Py_ssize_t nout) {
     }
     double *v = PyMem_Realloc(r->val, (size_t)(cap * (nout ? nout : 1)) * sizeof(double));
     if (!v) { PyErr_NoMemory(); return -1; }
-    for (Py_ssize_t j = nout - 1; j > 0; j--)  /* each column to its new place, the last first */
-        memmove(v + j * cap, v + j * r->cap, (size_t)r->n * sizeof(double));
     r->val = v;
+    uint8_t *d = PyMem_Realloc(r->div, (size_t)(cap * (nout ? nout : 1)));
+    if (!d) { PyErr_NoMemory(); return -1; }
+    r->div = d;
+    for (Py_ssize_t j = nout - 1; j > 0; j--) {  /* each column to its new place, the last first */
+        memmove(v + j * cap, v + j * r->cap, (size_t)r->n * sizeof(double));
+        memmove(d + j * cap, d + j * r->cap, (size_t)r->n);
+    }
     r->cap = cap;
     return 0;
 }
@@ -3847,7 +3903,9 @@ static int cols_take(Scan *st) {
         ColRows *r = &c->rows[k];
         if (col_grow(r, sh->nout) < 0) return -1;
         for (Py_ssize_t s = 0; s < sh->nslot; s++)
-            if (sh->col[s] >= 0 && !col_number(b + bol, ts[s], te[s], &r->val[sh->col[s] * r->cap + r->n])) return 0;
+            if (sh->col[s] >= 0 && !col_value(b + bol, ts[s], te[s], st->n - bol, &r->val[sh->col[s] * r->cap + r->n],
+                                              &r->div[sh->col[s] * r->cap + r->n]))
+                return 0;
         c->nl_cnt += st->em.count(b + c->nl_pos, b + bol);  /* the bytes since the last row only */
         c->nl_pos = bol;
         r->line[r->n] = c->nl_cnt;
@@ -3863,6 +3921,11 @@ static int cols_take(Scan *st) {
 }
 
 typedef struct { int64_t line; Py_ssize_t bol, eol, shape; } ColBack;
+
+/* out[i] = val[i] / 10^div[i] (col_number's values): the divisions are independent, so they overlap. */
+static void col_divide(double *out, const double *val, const uint8_t *div, Py_ssize_t n) {
+    for (Py_ssize_t i = 0; i < n; i++) out[i] = div[i] ? val[i] / POW10[div[i]] : val[i];
+}
 
 static PyObject *col_bytes(const void *p, Py_ssize_t n) {
     return PyBytes_FromStringAndSize((const char *)p, n);
@@ -3881,47 +3944,68 @@ static PyObject *col_stats(const double *v, Py_ssize_t n) {
     int inc = 1;  /* whole numbers in [0, 2^53), each above the one before (a step column: metrics.Records' spans) */
     for (Py_ssize_t i = 0; i < n && inc; i++)
         inc = v[i] >= 0 && v[i] < 9007199254740992.0 && v[i] == (double)(int64_t)v[i] && (i == 0 || v[i] > v[i - 1]);
-    double heap[COL_TOP];  /* the COL_TOP highest finite values so far, a min-heap */
+    double heap[COL_TOP] = {0};  /* the COL_TOP highest finite values so far, a min-heap */
     Py_ssize_t nh = 0;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        double x = v[i];
-        if (x != 0) nonzero++;
-        if (x - x != 0) {  /* NaN or infinite */
-            bad++;
-            if (bad0 < 0) bad0 = i;
-            bad1 = i;
-            continue;
-        }
-        finite++;
-        if (lo < 0 || x < v[lo]) lo = i;
-        if (hi < 0 || x > v[hi]) hi = i;
-        if (nh < COL_TOP) {  /* sift up */
-            Py_ssize_t c = nh++;
-            while (c > 0 && heap[(c - 1) / 2] > x) { heap[c] = heap[(c - 1) / 2]; c = (c - 1) / 2; }
-            heap[c] = x;
-        } else if (x > heap[0]) {  /* replace the lowest, sift down */
-            Py_ssize_t c = 0;
-            for (;;) {
-                Py_ssize_t l = 2 * c + 1, m = l;
-                if (l >= COL_TOP) break;
-                if (l + 1 < COL_TOP && heap[l + 1] < heap[l]) m = l + 1;
-                if (heap[m] >= x) break;
-                heap[c] = heap[m];
-                c = m;
+    double lov = 0, hiv = 0;  /* v[lo], v[hi], kept here: reading v[lo] each step made every step wait for the last */
+    Py_ssize_t i = 0;
+    while (i < n) {
+        /* four values at a time while they are finite and none of them moves lo, hi or the full heap: one test each */
+        if (nh == COL_TOP) {
+            double least = heap[0];  /* the full heap's lowest */
+            for (; i + 4 <= n; i += 4) {
+                double a = v[i], b = v[i + 1], c = v[i + 2], d = v[i + 3];
+                if ((a - a) + (b - b) + (c - c) + (d - d) != 0) break;  /* a NaN or an infinity among them */
+                double mn = a < b ? a : b, mn2 = c < d ? c : d, mx = a > b ? a : b, mx2 = c > d ? c : d;
+                mn = mn < mn2 ? mn : mn2;
+                mx = mx > mx2 ? mx : mx2;
+                if (mn < lov || mx > hiv || mx > least) break;
+                nonzero += (a != 0) + (b != 0) + (c != 0) + (d != 0);
+                finite += 4;
             }
-            heap[c] = x;
+            if (i >= n) break;
+        }
+        Py_ssize_t stop = i + 4 < n ? i + 4 : n;  /* value by value up to the next group of four */
+        for (; i < stop; i++) {
+            double x = v[i];
+            if (x != 0) nonzero++;
+            if (x - x != 0) {  /* NaN or infinite */
+                bad++;
+                if (bad0 < 0) bad0 = i;
+                bad1 = i;
+                continue;
+            }
+            finite++;
+            if (lo < 0 || x < lov) { lo = i; lov = x; }
+            if (hi < 0 || x > hiv) { hi = i; hiv = x; }
+            if (nh < COL_TOP) {  /* sift up */
+                Py_ssize_t c = nh++;
+                while (c > 0 && heap[(c - 1) / 2] > x) { heap[c] = heap[(c - 1) / 2]; c = (c - 1) / 2; }
+                heap[c] = x;
+            } else if (x > heap[0]) {  /* replace the lowest, sift down */
+                Py_ssize_t c = 0;
+                for (;;) {
+                    Py_ssize_t l = 2 * c + 1, m = l;
+                    if (l >= COL_TOP) break;
+                    if (l + 1 < COL_TOP && heap[l + 1] < heap[l]) m = l + 1;
+                    if (heap[m] >= x) break;
+                    heap[c] = heap[m];
+                    c = m;
+                }
+                heap[c] = x;
+            }
         }
     }
     PyObject *top = PyList_New(0);
     if (!top) return NULL;
     double b = heap[0];
     Py_ssize_t ties = 0;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        double x = v[i];
+    for (Py_ssize_t j = 0; j < n; j++) {
+        double x = v[j];
+        if (finite > COL_TOP && !(x >= b)) continue;  /* below b, or NaN: out (the usual case, one test) */
         if (x - x != 0) continue;
         int take = finite <= COL_TOP || x > b || (x == b && ties++ < COL_TOP);
         if (!take) continue;
-        PyObject *k = PyLong_FromSsize_t(i);
+        PyObject *k = PyLong_FromSsize_t(j);
         if (!k || PyList_Append(top, k) < 0) { Py_XDECREF(k); Py_DECREF(top); return NULL; }
         Py_DECREF(k);
     }
@@ -4017,8 +4101,8 @@ static int cols_flush(Scan *st) {
         PyObject *vals = PyBytes_FromStringAndSize(NULL, n * nout * (Py_ssize_t)sizeof(double));
         if (!vals) { Py_DECREF(parts); return -1; }
         double *out = (double *)PyBytes_AS_STRING(vals);
-        for (Py_ssize_t j = 0; j < nout; j++)  /* column after column */
-            memcpy(out + j * n, r->val + j * r->cap, (size_t)n * sizeof(double));
+        for (Py_ssize_t j = 0; j < nout; j++)  /* column after column, each value divided as col_number left it */
+            col_divide(out + j * n, r->val + j * r->cap, r->div + j * r->cap, n);
         PyObject *stats = PyTuple_New(nout + (sh->share_mean >= 0 || sh->tally >= 0));
         for (Py_ssize_t j = 0; stats && j < nout; j++) {
             PyObject *one = col_stats(out + j * n, n);
@@ -4138,6 +4222,7 @@ static void cols_free(struct Cols *c) {
         PyMem_Free(r->eol);
         PyMem_Free(r->ord);
         PyMem_Free(r->val);
+        PyMem_Free(r->div);
     }
     PyMem_Free(c);
 }
