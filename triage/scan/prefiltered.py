@@ -302,8 +302,9 @@ def read_chunks(needles: Needles, lf: LogFile, stream: BinaryIO, progress: Progr
                 cut = first  # counted from its end on, the shapes of its lines registered
         assert owners is not None
         cols = shapes.armed if shapes is not None else None
-        ahead = 0  # lines after the chunk that read nothing (errfold.ErrFold.ahead; the C side counts no errors with cols)
-        if errs is not None and cols is None:
+        ahead = 0  # lines after the chunk that read nothing (errfold.ErrFold.ahead): once a key is registered (the C side
+        # counts lines of no other; the first part's end stays where it is) and while no shape is (nor any with them)
+        if errs is not None and errs.shapes and cols is None:
             cut, ahead = (cut, errs.rules.reach) if final else errs.ahead(matcher, buf, cut, line_text)
         raw = mv[:cut]
         chunk: Any = raw
