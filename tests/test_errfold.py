@@ -279,6 +279,48 @@ def test_a_new_key_after_the_first_chunk_costs_one_line_unless_a_rule_may_claim_
     assert [e["line"] for e in segv[0]["evidence"]][:1] == [70_001]
 
 
+def returned_lines(log: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[list[int], list[int]]:
+    """(the line numbers of the lines a file's chunks returned to Python, the line each chunk starts after)."""
+    monkeypatch.setattr(fastscan, "ERRFOLD_FROM", 0)
+    monkeypatch.delenv("TRIAGE_NO_ERRFOLD", raising=False)
+    lf = discover([str(log)])[0][0]
+    returned, bases = [], []
+    with open(lf.path, "rb") as stream:
+        for item in fastscan.read_chunks(Scanner(LIB).needles, lf, stream):
+            if isinstance(item, fastscan.Chunk) and item.data:
+                bases.append(item.base)
+                returned += [item.base + h[1] + 1 for h in item.hits if h[0] in (K_CAND, K_KNOWN)]
+    return sorted(returned), bases
+
+
+@pytest.mark.parametrize("after", [0, 1, 64, 65, 66])
+def test_a_chunk_looks_ahead_before_it_hands_over_the_lines_near_its_end(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch,
+                                                                        after: int) -> None:
+    """errfold.ErrFold.ahead: the error-like lines within reach of a chunk's end are counted when the lines that follow
+    read nothing (before, a chunk's last `reach` lines all reached Python, whatever came next); a line a rule may
+    claim just past the end (in the lines looked at, or just beyond) still has every line within reach before it
+    returned, and the report is the one each line reaching Python gives."""
+    storm = error_lines(80_000, 23)  # the first part, two chunks of 4 MiB, more
+    log = tmp_path / "run" / "sglang-engine-0.log"
+    log.parent.mkdir()
+    log.write_text("\n".join(storm) + "\n")
+    reach = Scanner(LIB).needles.errs.reach
+    returned, bases = returned_lines(log, monkeypatch)
+    end = bases[2]  # the line the first full chunk ends with
+    assert len([n for n in returned if end - reach < n <= end]) <= 3  # (a key met the first time there)
+    claimed = "[2026-05-24 09:00:01 DP0 TP0] ERROR worker 3: Segmentation fault (core dumped) at step 12"
+    at = end + after  # 0-based: the line `after` lines past the chunk's end
+    log.write_text("\n".join(storm[:at] + [claimed] + storm[at + 1:]) + "\n")
+    returned, _ = returned_lines(log, monkeypatch)
+    no = at + 1
+    assert no in returned
+    assert set(range(no - reach, no + reach + 1)) <= set(returned)
+    folded = report(log.parent, monkeypatch, True)
+    assert folded == report(log.parent, monkeypatch, False)
+    assert [f["evidence"][0]["line"] for f in folded["findings"] if f["rule"] == "other.segfault"] == [no]
+
+
 def test_a_kept_header_keys_lines_as_the_whole_line_does() -> None:
     """_linescan.c err_head: the key of a line's `[...] ` header is kept and reused for the next lines whose header
     differs only in its digits; the slots lines get (errfold_add, through it) group them as their whole keys do

@@ -636,7 +636,7 @@ struct Errs;
 static int err_take(Scan *st);
 static int err_early(Scan *st, Py_ssize_t id);
 static int err_end(Scan *st, Py_ssize_t lines);
-static void err_begin(struct Errs *E, long long base);
+static void err_begin(struct Errs *E, long long base, Py_ssize_t ahead);
 static struct Errs *errs_of(PyObject *cap);
 static PyObject *errfold_new(PyObject *self, PyObject *args);
 static PyObject *errfold_key(PyObject *self, PyObject *args);
@@ -1892,8 +1892,8 @@ TARGET_AVX512 static int run_avx512(Scan *st) {
  * rows)}, the bar of each origin it names, (bar_s, bar_r) that of the others (see Batch). family: None or (text
  * without digit runs, needle indices, last line index, gap, count run): see Family; kind 5. shapes: None or
  * what shapes() made: lines of those shapes become rows of columns (see Columns); kind 6.
- * errs: None or (errfold_new's state, lines before the buffer): candidate lines of its registered keys are counted
- * there, not returned (see Errs; not with shapes).
+ * errs: None or (errfold_new's state, lines before the buffer[, lines after it that read nothing]): candidate lines
+ * of its registered keys are counted there, not returned (see Errs; not with shapes).
  * line_index counts newlines before the line (0 for the buffer's first line). */
 static PyObject *scan_with(PyObject *args, int loop) {
     PyObject *cap;
@@ -1907,7 +1907,11 @@ static PyObject *scan_with(PyObject *args, int loop) {
                           &keep, &bar_s, &bar_r, &family, &bars, &shape_set, &errs)) return NULL;
     PyObject *errs_cap = NULL;
     long long errs_base = 0;
-    if (errs != Py_None && !PyArg_ParseTuple(errs, "OL", &errs_cap, &errs_base)) { PyBuffer_Release(&view); return NULL; }
+    Py_ssize_t errs_ahead = 0;
+    if (errs != Py_None && !PyArg_ParseTuple(errs, "OL|n", &errs_cap, &errs_base, &errs_ahead)) {
+        PyBuffer_Release(&view);
+        return NULL;
+    }
     if (bars != Py_None && !PyDict_Check(bars)) {
         PyBuffer_Release(&view);
         PyErr_SetString(PyExc_TypeError, "bars must be None or a dict");
@@ -1929,7 +1933,7 @@ static PyObject *scan_with(PyObject *args, int loop) {
     if (shape_set != Py_None && !(st->cols = cols_new(shape_set))) goto fail;
     if (errs_cap && shape_set == Py_None) {  /* (columns take lines out of order around the lines they return) */
         if (!(st->errs = errs_of(errs_cap))) goto fail;
-        err_begin(st->errs, errs_base);
+        err_begin(st->errs, errs_base, errs_ahead);
     }
     if (fam_ids && PyTuple_GET_SIZE(fam_ids) <= 32) {
         Family *fm = &st->fam;
@@ -2143,8 +2147,10 @@ PyMODINIT_FUNC PyInit__linescan(void) {
  * the last and the one before it (line numbers and text), handed over once per file (errfold_take).
  * A line is only counted when no line that may read it as context is near: no candidate line holding another needle,
  * or a needle of a rule (ERR_RULED) and no key Python registered as foldable (a rule's claim reads `near` windows and the side lookup, a traceback reads the lines before it, a family its gap)
- * within `reach` lines before or after it, in this buffer or (before) the ones before; the last `reach` lines of a
- * buffer are returned (the next buffer may start with such a line). A line that turns out to be near one is
+ * within `reach` lines before or after it, in this buffer or (before) the ones before; of the last `reach` lines of a
+ * buffer, those within `reach` of the first line after it that may read around are returned (the caller says how many
+ * lines after the buffer read nothing, `ahead`: the lines it looked at past the buffer's end, errfold.ErrFold.ahead;
+ * none, and the next buffer may start with such a line). A line that turns out to be near one is
  * returned in its place. A ruled line whose key is not registered yet (a rare variant: a digest of digits only, a
  * hex name of letters only) is taken for one that reads nothing while the buffer is scanned; once Python has judged
  * the buffer's new keys, errfold_settle registers those it did not fold as keys whose lines read around (`nofold`)
@@ -2187,6 +2193,7 @@ struct Errs {
     Py_ssize_t *table, tcap;       /* slot index + 1, open addressing */
     Py_ssize_t *touched, ntouched;
     long long base;                /* lines before this call's buffer */
+    Py_ssize_t ahead;              /* lines after it known to read nothing (errfold_ahead: its look-ahead) */
     ErrQ *q;
     Py_ssize_t nq, qcap;
     ErrOpt *opt;                   /* this call's ruled lines of unknown keys, taken for lines that read nothing */
@@ -2937,7 +2944,7 @@ static PyObject *errfold_find(PyObject *self, PyObject *args) {
 }
 
 /* A call begins: what an earlier call that was not committed counted is forgotten. */
-static void err_begin(struct Errs *E, long long base) {
+static void err_begin(struct Errs *E, long long base, Py_ssize_t ahead) {
     for (Py_ssize_t i = 0; i < E->ntouched; i++) {
         ErrSlot *sl = &E->slots[E->touched[i]];
         sl->touched = 0;
@@ -2947,6 +2954,7 @@ static void err_begin(struct Errs *E, long long base) {
     E->nq = 0;
     E->nopt = E->noptids = 0;
     E->base = base;
+    E->ahead = ahead < 0 ? 0 : ahead;
     E->c_last_special = E->last_special;
     E->c_stop = E->stop;
     E->pre_bol = E->text_bol = -1;
@@ -3183,7 +3191,7 @@ static int err_end(Scan *st, Py_ssize_t lines) {
     for (Py_ssize_t i = 0; i < E->nq; i++) {
         ErrQ *it = &E->q[i];
         ErrSlot *sl = &E->slots[it->slot];
-        if (it->out || it->ln >= lines - E->reach) {
+        if (it->out || it->ln >= lines + E->ahead - E->reach) {
             PyObject *tup = PyTuple_New(sl->nids);
             if (!tup) return -1;
             for (Py_ssize_t k = 0; k < sl->nids; k++) {

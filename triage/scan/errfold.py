@@ -40,7 +40,7 @@ from typing import Any
 from triage.model import Line
 from triage.redact import PATTERNS
 from triage.scan.masked import impossible
-from triage.scan.native import K_KNOWN, _linescan
+from triage.scan.native import F_RAY, K_KNOWN, _linescan
 from triage.scan.origins import split_ray
 from triage.template import _GATES, SHAPE_EXACT, shape
 
@@ -49,6 +49,7 @@ NOT_FOLDED = ("Traceback", 'File "', "exit code", "exit status", "exited with", 
 ALLOWED, SPECIAL, STOP, RULED = 0, 1, 2, 3  # the classes of needles (_linescan.c ERR_ALLOWED, ...): an error word,
 # another needle, a signal's, an error word some rule is anchored on (a line of it folds once no rule can claim its key)
 MAX_DECIDED = 1 << 14  # keys a file remembers the decision of
+AHEAD_BYTES = 256 << 10  # bytes of a chunk's last lines its look-ahead may hold (ErrFold.ahead)
 
 
 KNOWN = "known"  # the plan Scanner.line is given for a K_KNOWN line: an error-like line of a registered key
@@ -72,6 +73,9 @@ class ErrRules:
         self.classes = classes
         self.judge = judge
         self.reach = reach
+        # (key, needle indices) -> whether its lines fold, judged once a run: the judge reads the rules only, and the
+        # engine logs of a run print the same messages (a rule switched off later only makes fewer lines claimable)
+        self.decided: dict[tuple[bytes, Any], bool] = {}
         self.pieces: dict[tuple[str | None, ...], tuple[tuple[bytes, ...] | None, ...]] = {}  # anchor_of -> theirs
 
     def pieces_of(self, anchor_of: list[str | None]) -> tuple[tuple[bytes, ...] | None, ...]:
@@ -127,12 +131,49 @@ class ErrFold:
         self.anchor_of = anchor_of
         self.state = _linescan.errfold_new(rules.classes, rules.reach, rules.pieces_of(anchor_of) if runs() else None)
         self.shapes: dict[int, bytes] = {}  # slot -> the shape of its lines' messages
-        self.decided: dict[tuple[bytes, Any], bool] = {}
+        self.decided = rules.decided
         self.allowed: dict[Any, bool] = {}  # needle indices -> all of them error words
 
-    def arg(self, base: int) -> tuple[Any, int]:
-        """The scan() argument for a buffer after `base` lines."""
-        return self.state, base
+    def arg(self, base: int, ahead: int = 0) -> tuple[Any, int, int]:
+        """The scan() argument for a buffer after `base` lines, followed by `ahead` lines that read nothing (ahead)."""
+        return self.state, base, ahead
+
+    def ahead(self, matcher: Any, buf: Any, cut: int, text_of: Callable[[Any], str]) -> tuple[int, int]:
+        """A chunk's look-ahead: where the chunk of buf[:cut] ends instead, and how many lines after that end read
+        nothing (the C side counts the error-like lines within `reach` of its end only as far as those allow). Its last
+        `reach` lines become the next chunk's first, looked at here for the needles the C side will find in them (the
+        keys of their lines judged now, as learn would after the next scan): one may read around when it holds a
+        needle not an error word's, or a rule's whose key is not registered as one that folds (_linescan.c err_take).
+        Else a chunk's end would hand Python its last `reach` lines each time, whatever follows. (cut, 0) when they
+        cannot be vouched for (colour codes, `\r`, NULs, few or long lines)."""
+        reach = self.rules.reach
+        floor = max(0, cut - AHEAD_BYTES)
+        lo = cut - 1
+        for _ in range(reach):
+            lo = buf.rfind(b"\n", floor, lo)
+            if lo < 0:
+                return cut, 0
+        start = lo + 1
+        with memoryview(buf) as whole, whole[start:cut] as view:
+            _, flags, _, _, hits, _ = _linescan.scan(matcher, view, len(view) + 1, 0, False)  # (no row sampled, none folded)
+            if flags & ~F_RAY:
+                return cut, 0
+            self.learn(view, hits, text_of)
+            for kind, rel, s, e, ids in hits:
+                if kind == 0 and self._reads_around(view, s, e, ids):
+                    return start, rel
+        return start, reach
+
+    def _reads_around(self, data: Any, start: int, end: int, ids: tuple[int, ...]) -> bool:
+        """Whether a candidate line may read its neighbours, as _linescan.c err_take judges it."""
+        classes = self.rules.classes
+        ruled = False
+        for i in ids:
+            c = classes[i] if i < len(classes) else SPECIAL
+            if c == SPECIAL or c == STOP:
+                return True
+            ruled = ruled or c == RULED
+        return ruled and _linescan.errfold_find(self.state, data, start, end, ids) < 0
 
     def commit(self) -> None:
         _linescan.errfold_commit(self.state)

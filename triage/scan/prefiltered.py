@@ -99,7 +99,9 @@ COLUMNS_FROM = 256 << 10  # bytes: a smaller file's lines reach Python as lines 
 ROWS_CHUNK = 8 << 20  # bytes read at a time from a file once line shapes are registered (its lines come as columns):
 # its rows reach the stores in write-outs of a chunk at most, each costing Python a fixed few milliseconds (a 750 MB
 # trainer log: ~180 write-outs -> ~90; 16 MiB halved that again but added ~30 MB of peak PSS at 1 GiB)
-RESCAN_HITS = 2000  # lines a chunk returned above which it is scanned again once new error keys are registered
+RESCAN_PER_MIB = 500  # lines a chunk returned per MiB of it above which it is scanned again once new error keys are
+# registered (a scan costs about a millisecond a MiB, a line reaching Python some 20 us: the first part of a file,
+# FIRST_PART, is scanned again for a few dozen lines)
 TIMELINE_ROWS = 1000  # stats rows sampled per larger file (plus every row with usage >= 0.9): one point each on
 # a chart (they draw up to figures.MAX_POINTS); a sample twice as large would only be folded two rows a point
 
@@ -299,13 +301,17 @@ def read_chunks(needles: Needles, lf: LogFile, stream: BinaryIO, progress: Progr
             if (family is not None or shapes is not None or errs is not None) and 0 < first < cut:  # the head first: a storm in it is
                 cut = first  # counted from its end on, the shapes of its lines registered
         assert owners is not None
+        cols = shapes.armed if shapes is not None else None
+        ahead = 0  # lines after the chunk that read nothing (errfold.ErrFold.ahead): once a key is registered (the C side
+        # counts lines of no other; the first part's end stays where it is) and while no shape is (nor any with them)
+        if errs is not None and errs.shapes and cols is None:
+            cut, ahead = (cut, errs.rules.reach) if final else errs.ahead(matcher, buf, cut, line_text)
         raw = mv[:cut]
         chunk: Any = raw
         at = max(0, next_sample - offset)
         fam = family(lines) if family is not None else None
-        cols = shapes.armed if shapes is not None else None
         args = [matcher, chunk, at, step, owners.per_origin, ROW_GAP, KEEP_PRESSURE_LINES, KEEP_EPISODES, -1.0, -1, fam,
-                bars.of_origins(owners), cols, errs.arg(lines) if errs is not None else None]
+                bars.of_origins(owners), cols, errs.arg(lines, ahead) if errs is not None else None]
         nl, flags, quiet, ns, hits, per_origin = _linescan.scan(*args)
         if flags & (F_ESC | F_NUL) and not flags & F_CR:  # colour codes (Ray colours its prefixes), NULs
             chunk = args[1] = memoryview(ANSI_BYTES.sub(b"", chunk).replace(b"\x00", b""))  # what normalise removes
@@ -323,7 +329,8 @@ def read_chunks(needles: Needles, lf: LogFile, stream: BinaryIO, progress: Progr
         else:
             # new keys: the lines the chunk returned for them (or for their neighbours) are counted instead; a
             # line of a key judged now to be claimable makes its neighbours Python's (errfold.ErrFold.settle)
-            while errs is not None and errs.settle(chunk, errs.learn(chunk, hits, line_text) > 0 and len(hits) > RESCAN_HITS):
+            while errs is not None and errs.settle(chunk, errs.learn(chunk, hits, line_text) > 0
+                                                and len(hits) > RESCAN_PER_MIB * len(chunk) >> 20):
                 nl, flags, quiet, ns, hits, per_origin = _linescan.scan(*args)
                 flags &= ~(F_ESC | F_NUL)
             if errs is not None:
