@@ -540,7 +540,9 @@ struct OFold {
  * row whose `key: ` bytes are those of the row before needs no second look at them (fold_parse). */
 #define SKEL_SEGS 32
 #define SKEL_BYTES 1024
-enum { F_USAGE = 1, F_FULL, F_QUEUE, F_RUNNING, F_PRE, F_RET };  /* the fields the fold reads */
+/* the fields the fold reads; then those a sampled row's values give (row_parse), and keys Python's parse reads
+ * otherwise (F_ODD: `usage`, `phase`, `t`, `engine`, `preempted`, `prompt throughput (token/s)`) */
+enum { F_USAGE = 1, F_FULL, F_QUEUE, F_RUNNING, F_PRE, F_RET, F_GEN, F_INPUT, F_MAMBA, F_ODD };
 typedef struct {
     int n;                            /* segments: a key, blanks, `: ` */
     uint16_t off[SKEL_SEGS], len[SKEL_SEGS];
@@ -1006,12 +1008,19 @@ static double decimal(const unsigned char *p, Py_ssize_t len) {
     return strtod(num, NULL);
 }
 
-/* Parse the row whose stats marker (of length mlen) is at s, line [bol, eol), into the pending row; 0 when it
- * is not plain (Python parses it) or decodes alone (a lone-decode row is Python's too). Plain: ASCII with no
+/* What row_parse reads of a plain row: the fields as EngineStats.store reads them from sglang.parse_stats. */
+typedef struct {
+    double usage, queue, running, gen, input, mamba;
+    int have_gen, have_input, have_mamba;
+    int novals;               /* a key Python's parse reads otherwise, or a boolean where store wants a number */
+} RowVals;
+
+/* Parse the row whose stats marker (of length mlen) is at s, line [bol, eol), into v; 0 when it is not plain
+ * (Python parses it). Plain: ASCII with no
  * control byte, no other `batch` before the marker, then `key: value` pairs separated by `, ` (an optional
  * `,` and blanks at the end); a key is `#?[A-Za-z][A-Za-z0-9 #-/().]*` of at most 60 bytes, a value `-?D+(.D+)?`
  * (at most 15 digits) or True/False. On such a line sglang.STAT_PAIR finds exactly these pairs. */
-static int fold_parse(Scan *st, Py_ssize_t s, Py_ssize_t mlen, Py_ssize_t bol, Py_ssize_t eol) {
+static int row_parse(Scan *st, Py_ssize_t s, Py_ssize_t mlen, Py_ssize_t bol, Py_ssize_t eol, RowVals *out) {
     const unsigned char *b = st->b;
     Fold *f = &st->fold;
     if (eol - bol > FOLD_ROW_MAX || b[bol] == ' ') return 0;
@@ -1026,6 +1035,8 @@ static int fold_parse(Scan *st, Py_ssize_t s, Py_ssize_t mlen, Py_ssize_t bol, P
     double usage = -1.0, full = -1.0, queue = 0.0, extra = 0.0, running = 0.0;
     int have_usage = 0, have_full = 0, have_pre = 0, have_ret = 0;
     double pre = 0.0, ret = 0.0;
+    out->have_gen = out->have_input = out->have_mamba = out->novals = 0;
+    out->gen = out->input = out->mamba = -1.0;
     Skeleton *sk = &f->skel[b[s] == 'P'];
     for (int seg = 0; pos < eol; seg++) {
         int field;
@@ -1047,7 +1058,13 @@ static int fold_parse(Scan *st, Py_ssize_t s, Py_ssize_t mlen, Py_ssize_t bol, P
             Py_ssize_t klen = k1 - k0;
             field = KEY_IS(key, klen, "token usage") ? F_USAGE : KEY_IS(key, klen, "full token usage") ? F_FULL
                     : KEY_IS(key, klen, "#queue-req") ? F_QUEUE : KEY_IS(key, klen, "#running-req") ? F_RUNNING
-                    : KEY_IS(key, klen, "#prealloc-req") ? F_PRE : KEY_IS(key, klen, "#retracted-req") ? F_RET : 0;
+                    : KEY_IS(key, klen, "#prealloc-req") ? F_PRE : KEY_IS(key, klen, "#retracted-req") ? F_RET
+                    : KEY_IS(key, klen, "gen throughput (token/s)") ? F_GEN
+                    : KEY_IS(key, klen, "input throughput (token/s)") ? F_INPUT
+                    : KEY_IS(key, klen, "mamba usage") ? F_MAMBA
+                    : KEY_IS(key, klen, "usage") || KEY_IS(key, klen, "phase") || KEY_IS(key, klen, "t")
+                      || KEY_IS(key, klen, "engine") || KEY_IS(key, klen, "preempted")
+                      || KEY_IS(key, klen, "prompt throughput (token/s)") ? F_ODD : 0;
             sk->n = seg;  /* the skeleton is this row's from here on */
             Py_ssize_t at = seg ? sk->off[seg - 1] + sk->len[seg - 1] : 0;
             if (seg < SKEL_SEGS && at + (pos - k0) <= SKEL_BYTES) {
@@ -1085,7 +1102,15 @@ static int fold_parse(Scan *st, Py_ssize_t s, Py_ssize_t mlen, Py_ssize_t bol, P
                 pos = eol;
             } else return 0;
         }
-        if (field) {
+        if (field >= F_GEN) {  /* read for a sampled row only: never a reason not to fold */
+            if (field == F_ODD || boolean) out->novals = 1;
+            else {
+                double v = decimal(b + v0, v1 - v0);
+                if (field == F_GEN) { out->gen = v; out->have_gen = 1; }
+                else if (field == F_INPUT) { out->input = v; out->have_input = 1; }
+                else { out->mamba = v; out->have_mamba = 1; }
+            }
+        } else if (field) {
             if (boolean) return 0;
             double v = decimal(b + v0, v1 - v0);
             switch (field) {
@@ -1102,9 +1127,21 @@ static int fold_parse(Scan *st, Py_ssize_t s, Py_ssize_t mlen, Py_ssize_t bol, P
     if (have_pre) extra += pre;
     if (have_ret) extra += ret;
     queue += extra;
-    int decode = b[s] == 'D';
-    if (decode && running > 0 && running <= 2 && queue == 0) return 0;  /* lone decode: EngineStats.lone_episodes */
-    f->p_u = have_usage ? usage : -1.0;
+    out->usage = have_usage ? usage : -1.0;
+    out->queue = queue;
+    out->running = running;
+    return 1;
+}
+
+/* Parse the row whose stats marker (of length mlen) is at s, line [bol, eol), into the pending row; 0 when it
+ * is not plain (Python parses it) or decodes alone (a lone-decode row is Python's too). */
+static int fold_parse(Scan *st, Py_ssize_t s, Py_ssize_t mlen, Py_ssize_t bol, Py_ssize_t eol) {
+    Fold *f = &st->fold;
+    RowVals v;
+    if (!row_parse(st, s, mlen, bol, eol, &v)) return 0;
+    double usage = v.usage, queue = v.queue, running = v.running;
+    if (st->b[s] == 'D' && running > 0 && running <= 2 && queue == 0) return 0;  /* lone decode: EngineStats.lone_episodes */
+    f->p_u = usage;
     f->p_q = queue;
     f->p_run = running;
     f->p_t = T_UNREAD;
@@ -1112,6 +1149,21 @@ static int fold_parse(Scan *st, Py_ssize_t s, Py_ssize_t mlen, Py_ssize_t bol, P
     f->p_bol = bol;
     f->p_eol = eol;
     return 1;
+}
+
+/* The values of a sampled row (its marker of length mlen at s, line [bol, eol)), so that Python need not parse it:
+ * (origin, usage, queue, running, time, decode, throughput, mamba usage) as EngineStats.store reads them (the
+ * origin as Origins names it; throughput gen's, else input's, else -1; -1 for a usage or time it lacks). None when
+ * Python is to parse it: not plain (row_parse), a key its parse reads otherwise, or an origin it reads otherwise. */
+static PyObject *sample_vals(Scan *st, Py_ssize_t s, Py_ssize_t mlen, Py_ssize_t bol, Py_ssize_t eol) {
+    RowVals v;
+    unsigned char key[ORIGIN_MAX];
+    Py_ssize_t k, from;
+    if (!row_parse(st, s, mlen, bol, eol, &v) || v.novals || origin_key(st->b, st->n, bol, s, key, &k, &from) < 0)
+        Py_RETURN_NONE;
+    double thr = v.have_gen ? v.gen : v.have_input ? v.input : -1.0;
+    return Py_BuildValue("(y#dddd" "idd)", (const char *)key, k, v.usage, v.queue, v.running,
+                         stamp_time(st->b + bol, eol - bol, st->fold.day), st->b[s] == 'D', thr, v.mamba);
 }
 
 /* A folded row's time stamp, read when a record or an episode needs it (most rows are neither's first or last). */
@@ -1599,7 +1651,10 @@ static ALWAYS_INLINE int found(Scan *st, int32_t e, Py_ssize_t s) {
                 if (b[bol] == '(') st->flags |= F_RAY;  /* a Ray actor prefix: the row's engine is its pid */
                 if (b[bol] == ' ' || b[bol] == '\t') cand = 1;  /* may be traceback context */
                 else {
-                    if (fold_flush(st) < 0 || emit(&st->em, 1, bol, line_end(b, n, s), NULL) < 0) return -1;
+                    Py_ssize_t eol = line_end(b, n, s);
+                    if (fold_flush(st) < 0) return -1;
+                    PyObject *vals = sample_vals(st, s, nd->len, bol, eol);
+                    if (!vals || emit(&st->em, 1, bol, eol, vals) < 0) return -1;
                     st->last_sample = bol;
                     st->next_sample = bol + st->step;
                 }
@@ -1885,7 +1940,8 @@ TARGET_AVX512 static int run_avx512(Scan *st) {
  *      family=None, bars=None, shapes=None, errs=None)
  *   -> (lines, flags, quiet_stats, next_sample, [(kind, line_index, start, end, ids), ...], per_origin)
  * per_origin: None, or with origins=True {origin bytes: quiet stats rows} (see Origins).
- * kind 0: candidate line, ids = tuple of the needle indices found in it; kind 1: sampled stats line;
+ * kind 0: candidate line, ids = tuple of the needle indices found in it; kind 1: sampled stats line, ids = its
+ * values (sample_vals) or None;
  * with gap > 0 high-usage rows are folded per origin (see Fold): kind 2, a record (ids = (origin bytes, payload),
  * start/end = a row of its engine); kind 3, a folded row sampled for the timeline. With keep > 0, closed episodes
  * of an engine in a row are handed over as one record (see Batch): kind 4; bars: None or {origin bytes: (seconds,
