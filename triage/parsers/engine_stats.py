@@ -324,13 +324,15 @@ class EngineStats:
 
     def add_row(self, line: RowRef, vals: tuple[Any, ...], folded: bool) -> None:
         """A sampled SGLang row whose values the C prefilter read (_linescan.c, sample_vals: origin, usage, queue,
-        running, time, decode, throughput, mamba usage), as `add` (`store` when `folded`) would take its event."""
+        running, time, decode, throughput, mamba usage), as `add` (`store` when `folded`) would take its event. A
+        folded one may come before the records of the rows before it (sample_settle): their record, which folds it
+        too, names the first line."""
         _, usage, queue, running, t, decode, throughput, mamba = vals
         self._put(line.lineno, decode, usage, running, queue, throughput, mamba, t)
         self.engine = self.engine or "sglang"
-        if self.first_line is None:
-            self.first_line = line.get()
         if not folded:
+            if self.first_line is None:
+                self.first_line = line.get()
             self._judge(line, usage, queue, running, bool(decode), t, False)
 
     def _judge(self, line: Line | RowRef, usage: float, queue: float, running: float, decode: bool, t: float,

@@ -566,6 +566,8 @@ typedef struct {
     Py_ssize_t nl_pos, nl_cnt, n_pos;
     long day[2];              /* the date of the last time stamp read (yyyymmdd, 0 none) and its day number */
     Skeleton skel[2];         /* the keys of the last decode and prefill rows parsed */
+    Py_ssize_t s_at;          /* the output index of a sampled row the rows before it are not written out for yet
+                                 (-1 none): see sample_settle */
 } Fold;
 
 /* ---- The prefix of the last row read whole ----
@@ -986,9 +988,10 @@ static ALWAYS_INLINE int same_bytes(const unsigned char *a, const unsigned char 
 /* The value of a decimal `-?D+(.D+)?` of at most 16 digits, as strtod (and Python's float) round it: an integer up
  * to 2^53 over an exact power of ten up to 1e22 is exact over exact, and one IEEE division rounds it correctly
  * (Clinger's fast path); anything else goes to strtod. */
+static const double P10[] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+                             1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
 static double decimal(const unsigned char *p, Py_ssize_t len) {
-    static const double p10[] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
-                                 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+    const double *p10 = P10;
     uint64_t m = 0;
     int frac = -1;
     for (Py_ssize_t i = p[0] == '-'; i < len; i++) {
@@ -1008,6 +1011,17 @@ static double decimal(const unsigned char *p, Py_ssize_t len) {
     return strtod(num, NULL);
 }
 
+/* decimal() of the `-?D+(.D+)?` at p (len bytes) whose digits, read already, make mant, fd of them after the dot. */
+static ALWAYS_INLINE double decimal_read(const unsigned char *p, Py_ssize_t len, uint64_t mant, int fd) {
+#if defined(FLT_EVAL_METHOD) && FLT_EVAL_METHOD == 0
+    if (mant <= (1ull << 53)) {
+        double v = fd ? (double)mant / P10[fd] : (double)mant;
+        return p[0] == '-' ? -v : v;
+    }
+#endif
+    return decimal(p, len);
+}
+
 /* What row_parse reads of a plain row: the fields as EngineStats.store reads them from sglang.parse_stats. */
 typedef struct {
     double usage, queue, running, gen, input, mamba;
@@ -1015,12 +1029,13 @@ typedef struct {
     int novals;               /* a key Python's parse reads otherwise, or a boolean where store wants a number */
 } RowVals;
 
-/* Parse the row whose stats marker (of length mlen) is at s, line [bol, eol), into v; 0 when it is not plain
- * (Python parses it). Plain: ASCII with no
+/* Parse the row whose stats marker (of length mlen) is at s, line [bol, eol), into v (with `want`, the fields only a
+ * sampled row gives too); 0 when it is not plain (Python parses it). Plain: ASCII with no
  * control byte, no other `batch` before the marker, then `key: value` pairs separated by `, ` (an optional
  * `,` and blanks at the end); a key is `#?[A-Za-z][A-Za-z0-9 #-/().]*` of at most 60 bytes, a value `-?D+(.D+)?`
  * (at most 15 digits) or True/False. On such a line sglang.STAT_PAIR finds exactly these pairs. */
-static int row_parse(Scan *st, Py_ssize_t s, Py_ssize_t mlen, Py_ssize_t bol, Py_ssize_t eol, RowVals *out) {
+static ALWAYS_INLINE int row_parse(Scan *st, Py_ssize_t s, Py_ssize_t mlen, Py_ssize_t bol, Py_ssize_t eol, RowVals *out,
+                                    int want) {
     const unsigned char *b = st->b;
     Fold *f = &st->fold;
     if (eol - bol > FOLD_ROW_MAX || b[bol] == ' ') return 0;
@@ -1076,18 +1091,20 @@ static int row_parse(Scan *st, Py_ssize_t s, Py_ssize_t mlen, Py_ssize_t bol, Py
             }
         }
         Py_ssize_t v0 = pos;
-        int boolean = 0;
+        int boolean = 0, fd = 0;
+        uint64_t mant = 0;  /* the value's digits, read as they are checked (wraps past 19: refused below) */
         if (eol - pos >= 4 && !memcmp(b + pos, "True", 4)) { pos += 4; boolean = 1; }
         else if (eol - pos >= 5 && !memcmp(b + pos, "False", 5)) { pos += 5; boolean = 1; }
         else {
             if (pos < eol && b[pos] == '-') pos++;
             Py_ssize_t d0 = pos;
-            while (pos < eol && b[pos] >= '0' && b[pos] <= '9') pos++;
+            while (pos < eol && (unsigned)(b[pos] - '0') < 10) mant = mant * 10 + (uint64_t)(b[pos++] - '0');
             if (pos == d0) return 0;
             if (pos < eol && b[pos] == '.') {
                 Py_ssize_t f0 = ++pos;
-                while (pos < eol && b[pos] >= '0' && b[pos] <= '9') pos++;
+                while (pos < eol && (unsigned)(b[pos] - '0') < 10) mant = mant * 10 + (uint64_t)(b[pos++] - '0');
                 if (pos == f0) return 0;
+                fd = (int)(pos - f0);
             }
             if (pos - d0 > 16) return 0;
         }
@@ -1103,16 +1120,17 @@ static int row_parse(Scan *st, Py_ssize_t s, Py_ssize_t mlen, Py_ssize_t bol, Py
             } else return 0;
         }
         if (field >= F_GEN) {  /* read for a sampled row only: never a reason not to fold */
+            if (!want) continue;
             if (field == F_ODD || boolean) out->novals = 1;
             else {
-                double v = decimal(b + v0, v1 - v0);
+                double v = decimal_read(b + v0, v1 - v0, mant, fd);
                 if (field == F_GEN) { out->gen = v; out->have_gen = 1; }
                 else if (field == F_INPUT) { out->input = v; out->have_input = 1; }
                 else { out->mamba = v; out->have_mamba = 1; }
             }
         } else if (field) {
             if (boolean) return 0;
-            double v = decimal(b + v0, v1 - v0);
+            double v = decimal_read(b + v0, v1 - v0, mant, fd);
             switch (field) {
             case F_USAGE: usage = v; have_usage = 1; break;
             case F_FULL: full = v; have_full = 1; break;
@@ -1138,7 +1156,7 @@ static int row_parse(Scan *st, Py_ssize_t s, Py_ssize_t mlen, Py_ssize_t bol, Py
 static int fold_parse(Scan *st, Py_ssize_t s, Py_ssize_t mlen, Py_ssize_t bol, Py_ssize_t eol) {
     Fold *f = &st->fold;
     RowVals v;
-    if (!row_parse(st, s, mlen, bol, eol, &v)) return 0;
+    if (!row_parse(st, s, mlen, bol, eol, &v, 0)) return 0;
     double usage = v.usage, queue = v.queue, running = v.running;
     if (st->b[s] == 'D' && running > 0 && running <= 2 && queue == 0) return 0;  /* lone decode: EngineStats.lone_episodes */
     f->p_u = usage;
@@ -1159,7 +1177,7 @@ static PyObject *sample_vals(Scan *st, Py_ssize_t s, Py_ssize_t mlen, Py_ssize_t
     RowVals v;
     unsigned char key[ORIGIN_MAX];
     Py_ssize_t k, from;
-    if (!row_parse(st, s, mlen, bol, eol, &v) || v.novals || origin_key(st->b, st->n, bol, s, key, &k, &from) < 0)
+    if (!row_parse(st, s, mlen, bol, eol, &v, 1) || v.novals || origin_key(st->b, st->n, bol, s, key, &k, &from) < 0)
         Py_RETURN_NONE;
     double thr = v.have_gen ? v.gen : v.have_input ? v.input : -1.0;
     return Py_BuildValue("(y#dddd" "idd)", (const char *)key, k, v.usage, v.queue, v.running,
@@ -1367,9 +1385,12 @@ static int fold_quiet(Scan *st, Py_ssize_t s) {
     return k >= 0 ? fold_close(st, o->fold[k], s, -1) : 0;
 }
 
+static int sample_settle(Scan *st);
+
 /* The row pending since its marker is done: fold it (or note that a quiet row ended an episode). */
 static int fold_commit(Scan *st) {
     Fold *f = &st->fold;
+    if (f->s_at >= 0 && sample_settle(st) < 0) return -1;  /* a sampled row that is not folded */
     int kind = f->p_kind;
     f->p_kind = 0;
     if (kind == 0) return 0;
@@ -1423,6 +1444,8 @@ static int fold_high(Scan *st, Py_ssize_t s) {
     if (st->last_sample == bol) {  /* sampled: for the timeline only (kind 3) */
         Py_ssize_t k = PyList_GET_SIZE(st->em.out) - 1;
         PyObject *old = PyList_GET_ITEM(st->em.out, k);
+        if (PyTuple_GET_ITEM(old, 4) != Py_None) f->s_at = -1;  /* its values go to the arrays only: in any order */
+        else if (sample_settle(st) < 0) return -1;  /* Python parses it (EngineStats.store): after the rows before */
         PyObject *t = PyTuple_New(5);
         if (!t) return -1;
         PyTuple_SET_ITEM(t, 0, PyLong_FromLong(3));
@@ -1436,16 +1459,42 @@ static int fold_high(Scan *st, Py_ssize_t s) {
  * with a usage not plainly below 0.9 (a `usage: ` needle among its ids) may be a row that opens a pressure episode
  * in Python: of its origin's engine, or of any when Python may read its origin otherwise; a second origin where the
  * call takes one sets F_MANY. Other lines (and sampled rows, all quiet) open none. */
-static int fold_flush(Scan *st) {
-    Fold *f = &st->fold;
-    if (!f->on) return 0;
-    if (fold_commit(st) < 0) return -1;
+static int fold_origins(Scan *st) {
     Origins *o = &st->org;
     for (Py_ssize_t i = 0; i < o->n; i++) {
         OFold *g = o->fold[i];
         if (batch_flush(st, g) < 0) return -1;
         if ((g->seg || g->closing || g->all) && fold_record(st, g, 0) < 0) return -1;
     }
+    return 0;
+}
+
+/* A sampled row is written out at its marker, before what it is is known (its usage comes later on its line). The
+ * rows before it are written out (fold_origins) before it only once it turns out to need that: when Python judges
+ * it (a quiet row, EngineStats.add, or one it parses). A folded row sampled with its values goes to the arrays only
+ * (EngineStats.add_row), which does not care what comes first: its run goes on, and a saturated pool costs Python
+ * a record per line returned, not per row sampled. The records go in at the sampled row's place. */
+static int sample_settle(Scan *st) {
+    Fold *f = &st->fold;
+    Py_ssize_t at = f->s_at;
+    if (at < 0) return 0;
+    f->s_at = -1;
+    PyObject *out = st->em.out, *mine = PyList_New(0);
+    if (!mine) return -1;
+    st->em.out = mine;
+    int r = fold_origins(st);
+    st->em.out = out;
+    if (r == 0 && PyList_GET_SIZE(mine) && PyList_SetSlice(out, at, at, mine) < 0) r = -1;
+    Py_DECREF(mine);
+    return r;
+}
+
+static int fold_flush(Scan *st) {
+    Fold *f = &st->fold;
+    if (!f->on) return 0;
+    if (fold_commit(st) < 0) return -1;
+    Origins *o = &st->org;
+    if (fold_origins(st) < 0) return -1;
     int opens = 0;
     for (Py_ssize_t k = 0; st->c_bol >= 0 && k < st->nids && !opens; k++) opens = st->m->nd[st->ids[k]].kind == K_USAGE;
     if (opens) {
@@ -1652,9 +1701,9 @@ static ALWAYS_INLINE int found(Scan *st, int32_t e, Py_ssize_t s) {
                 if (b[bol] == ' ' || b[bol] == '\t') cand = 1;  /* may be traceback context */
                 else {
                     Py_ssize_t eol = line_end(b, n, s);
-                    if (fold_flush(st) < 0) return -1;
                     PyObject *vals = sample_vals(st, s, nd->len, bol, eol);
                     if (!vals || emit(&st->em, 1, bol, eol, vals) < 0) return -1;
+                    if (st->fold.on) st->fold.s_at = PyList_GET_SIZE(st->em.out) - 1;  /* see sample_settle */
                     st->last_sample = bol;
                     st->next_sample = bol + st->step;
                 }
@@ -1688,6 +1737,7 @@ static ALWAYS_INLINE int found(Scan *st, int32_t e, Py_ssize_t s) {
         Py_ssize_t k = PyList_GET_SIZE(st->em.out) - 1;
         if (PyList_SetSlice(st->em.out, k, k + 1, NULL) < 0) return -1;
         st->last_sample = -1;
+        st->fold.s_at = -1;  /* the rows before it go out before the line (finish_cand) */
     }
     st->c_bol = bol;
     st->c_eol = line_end(b, n, s);
@@ -2014,7 +2064,7 @@ static PyObject *scan_with(PyObject *args, int loop) {
     st->step = step;
     st->em.b = st->b;
     st->em.count = count_nl;
-    st->last_mark = st->last_sample = st->c_bol = st->c_eol = st->jump = -1;
+    st->last_mark = st->last_sample = st->c_bol = st->c_eol = st->jump = st->fold.s_at = -1;
     st->ids = st->ids_local;
     st->ids_cap = (Py_ssize_t)(sizeof(st->ids_local) / sizeof(st->ids_local[0]));
     st->em.out = PyList_New(0);
