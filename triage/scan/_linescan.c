@@ -547,6 +547,7 @@ typedef struct {
     int n;                            /* segments: a key, blanks, `: ` */
     uint16_t off[SKEL_SEGS], len[SKEL_SEGS];
     uint8_t field[SKEL_SEGS];         /* which field the key is (F_*), 0 none */
+    uint8_t big_e[SKEL_SEGS];         /* the segment holds an `E` (of vLLM's `Engine NNN:`, see origin_key) */
     unsigned char bytes[SKEL_BYTES];
 } Skeleton;
 
@@ -562,6 +563,7 @@ typedef struct {
     int p_kind, p_pressed;
     Py_ssize_t p_s, p_mlen, p_bol, p_eol, p_org;
     double p_u, p_q, p_run, p_t;
+    int p_big_e;              /* the pending row holds an `E` from its marker on (RowVals.big_e) */
     /* the line index of folded rows (its own counter: records are not emitted at their rows' offsets) */
     Py_ssize_t nl_pos, nl_cnt, n_pos;
     long day[2];              /* the date of the last time stamp read (yyyymmdd, 0 none) and its day number */
@@ -864,11 +866,13 @@ static void prefix_keep(Scan *st, Py_ssize_t bol, Py_ssize_t s, Py_ssize_t i, Py
     st->memo.len = len;
 }
 
-static Py_ssize_t origin_of(Scan *st, Py_ssize_t bol, Py_ssize_t s) {
+/* origin_of for a row whose line, from s on, is known to hold no `E` when rest is 0 (no `Engine NNN:` to look for
+ * there when its prefix is the one kept). */
+static Py_ssize_t origin_of_row(Scan *st, Py_ssize_t bol, Py_ssize_t s, int rest) {
     Origins *o = &st->org;
     unsigned char key[ORIGIN_MAX];
     Py_ssize_t k, from = bol;
-    Py_ssize_t i = prefix_memo(st, bol, s, 1);
+    Py_ssize_t i = prefix_memo(st, bol, s, rest);
     if (i >= 0) return i;
     if (origin_key(st->b, st->n, bol, s, key, &k, &from) < 0) return ORG_ODD;
     i = origin_slot(o, key, k);
@@ -882,6 +886,10 @@ static Py_ssize_t origin_of(Scan *st, Py_ssize_t bol, Py_ssize_t s) {
     o->count[o->n] = 0;
     if (st->fold.on && ofold_new(st, o->n) < 0) return ORG_ERR;
     return o->last = o->n++;
+}
+
+static Py_ssize_t origin_of(Scan *st, Py_ssize_t bol, Py_ssize_t s) {
+    return origin_of_row(st, bol, s, 1);
 }
 
 static int dig2(const unsigned char *p, int *v) {
@@ -1027,6 +1035,7 @@ typedef struct {
     double usage, queue, running, gen, input, mamba;
     int have_gen, have_input, have_mamba;
     int novals;               /* a key Python's parse reads otherwise, or a boolean where store wants a number */
+    int big_e;                /* an `E` from the marker on (only a key may hold one) */
 } RowVals;
 
 /* Parse the row whose stats marker (of length mlen) is at s, line [bol, eol), into v (with `want`, the fields only a
@@ -1050,13 +1059,14 @@ static ALWAYS_INLINE int row_parse(Scan *st, Py_ssize_t s, Py_ssize_t mlen, Py_s
     double usage = -1.0, full = -1.0, queue = 0.0, extra = 0.0, running = 0.0;
     int have_usage = 0, have_full = 0, have_pre = 0, have_ret = 0;
     double pre = 0.0, ret = 0.0;
-    out->have_gen = out->have_input = out->have_mamba = out->novals = 0;
+    out->have_gen = out->have_input = out->have_mamba = out->novals = out->big_e = 0;
     out->gen = out->input = out->mamba = -1.0;
     Skeleton *sk = &f->skel[b[s] == 'P'];
     for (int seg = 0; pos < eol; seg++) {
         int field;
         if (seg < sk->n && eol - pos >= sk->len[seg] && same_bytes(b + pos, sk->bytes + sk->off[seg], sk->len[seg])) {
             field = sk->field[seg];  /* the key of the row before (so checked already) */
+            out->big_e |= sk->big_e[seg];
             pos += sk->len[seg];
         } else {
             Py_ssize_t k0 = pos;
@@ -1081,12 +1091,15 @@ static ALWAYS_INLINE int row_parse(Scan *st, Py_ssize_t s, Py_ssize_t mlen, Py_s
                       || KEY_IS(key, klen, "engine") || KEY_IS(key, klen, "preempted")
                       || KEY_IS(key, klen, "prompt throughput (token/s)") ? F_ODD : 0;
             sk->n = seg;  /* the skeleton is this row's from here on */
+            int big_e = memchr(key, 'E', (size_t)(pos - k0)) != NULL;
+            out->big_e |= big_e;
             Py_ssize_t at = seg ? sk->off[seg - 1] + sk->len[seg - 1] : 0;
             if (seg < SKEL_SEGS && at + (pos - k0) <= SKEL_BYTES) {
                 memcpy(sk->bytes + at, key, (size_t)(pos - k0));
                 sk->off[seg] = (uint16_t)at;
                 sk->len[seg] = (uint16_t)(pos - k0);
                 sk->field[seg] = (uint8_t)field;
+                sk->big_e[seg] = (uint8_t)big_e;
                 sk->n = seg + 1;
             }
         }
@@ -1162,6 +1175,7 @@ static int fold_parse(Scan *st, Py_ssize_t s, Py_ssize_t mlen, Py_ssize_t bol, P
     f->p_u = usage;
     f->p_q = queue;
     f->p_run = running;
+    f->p_big_e = v.big_e;
     f->p_t = T_UNREAD;
     f->p_pressed = f->p_u >= 0.9 && queue > 0;
     f->p_bol = bol;
@@ -1434,7 +1448,7 @@ static int fold_high(Scan *st, Py_ssize_t s) {
     if (f->p_kind == 2) return 1;  /* a second usage (mamba) on a row already folded */
     if (!fold_parse(st, f->p_s, f->p_mlen, bol, line_end(b, st->n, s))) return 0;
     if (f->p_org == ORG_UNKNOWN) {  /* without origins=True: the call's one origin */
-        Py_ssize_t k = origin_of(st, bol, f->p_s);
+        Py_ssize_t k = origin_of_row(st, bol, f->p_s, f->p_big_e);
         if (k == ORG_ERR) return -1;
         if (k == ORG_FULL) st->flags |= F_MANY;  /* a second engine: Python scans the chunk again, per origin */
         if (k < 0) return 0;
