@@ -1034,7 +1034,8 @@ static ALWAYS_INLINE double decimal_read(const unsigned char *p, Py_ssize_t len,
 typedef struct {
     double usage, queue, running, gen, input, mamba;
     int have_gen, have_input, have_mamba;
-    int novals;               /* a key Python's parse reads otherwise, or a boolean where store wants a number */
+    int novals;               /* a key Python's parse reads otherwise (Python parses the row), or (want) a boolean
+                                 where store wants a number (Python parses the sampled row) */
     int big_e;                /* an `E` from the marker on (only a key may hold one) */
 } RowVals;
 
@@ -1132,9 +1133,10 @@ static ALWAYS_INLINE int row_parse(Scan *st, Py_ssize_t s, Py_ssize_t mlen, Py_s
                 pos = eol;
             } else return 0;
         }
-        if (field >= F_GEN) {  /* read for a sampled row only: never a reason not to fold */
+        if (field == F_ODD) { out->novals = 1; continue; }  /* Python's parse reads it: it parses the row */
+        if (field >= F_GEN) {  /* read for a sampled row only */
             if (!want) continue;
-            if (field == F_ODD || boolean) out->novals = 1;
+            if (boolean) out->novals = 1;
             else {
                 double v = decimal_read(b + v0, v1 - v0, mant, fd);
                 if (field == F_GEN) { out->gen = v; out->have_gen = 1; }
@@ -1165,11 +1167,12 @@ static ALWAYS_INLINE int row_parse(Scan *st, Py_ssize_t s, Py_ssize_t mlen, Py_s
 }
 
 /* Parse the row whose stats marker (of length mlen) is at s, line [bol, eol), into the pending row; 0 when it
- * is not plain (Python parses it) or decodes alone (a lone-decode row is Python's too). */
+ * is not plain or holds a key Python's parse reads otherwise (Python parses it), or decodes alone (a lone-decode row
+ * is Python's too). */
 static int fold_parse(Scan *st, Py_ssize_t s, Py_ssize_t mlen, Py_ssize_t bol, Py_ssize_t eol) {
     Fold *f = &st->fold;
     RowVals v;
-    if (!row_parse(st, s, mlen, bol, eol, &v, 0)) return 0;
+    if (!row_parse(st, s, mlen, bol, eol, &v, 0) || v.novals) return 0;
     double usage = v.usage, queue = v.queue, running = v.running;
     if (st->b[s] == 'D' && running > 0 && running <= 2 && queue == 0) return 0;  /* lone decode: EngineStats.lone_episodes */
     f->p_u = usage;
@@ -1459,7 +1462,11 @@ static int fold_high(Scan *st, Py_ssize_t s) {
         Py_ssize_t k = PyList_GET_SIZE(st->em.out) - 1;
         PyObject *old = PyList_GET_ITEM(st->em.out, k);
         if (PyTuple_GET_ITEM(old, 4) != Py_None) f->s_at = -1;  /* its values go to the arrays only: in any order */
-        else if (sample_settle(st) < 0) return -1;  /* Python parses it (EngineStats.store): after the rows before */
+        else {  /* Python parses it (EngineStats.store): after the rows before, which go in before it */
+            if (sample_settle(st) < 0) return -1;
+            k = PyList_GET_SIZE(st->em.out) - 1;
+            old = PyList_GET_ITEM(st->em.out, k);
+        }
         PyObject *t = PyTuple_New(5);
         if (!t) return -1;
         PyTuple_SET_ITEM(t, 0, PyLong_FromLong(3));
