@@ -232,7 +232,7 @@ class Episodes:
             self._first = e
         self._last = self.cur = e
 
-    def row(self, on: bool, line: Line, t: float, usage: float, queue: float, running: float,
+    def row(self, on: bool, line: Line | RowRef, t: float, usage: float, queue: float, running: float,
             fresh: bool = False) -> None:
         """One stored row; `fresh`: it starts a new episode even if the previous row was in one."""
         if not on:
@@ -319,23 +319,39 @@ class EngineStats:
 
     def add(self, ev: Event) -> None:
         """One row: stored in the arrays and judged (pressure, lone decode)."""
-        f: dict[str, Any] = ev.fields
         usage, queue, running, decode, t = self.store(ev)
+        self._judge(ev.line, usage, queue, running, decode, t, bool(ev.fields.get("prompt throughput (token/s)")))
+
+    def add_row(self, line: RowRef, vals: tuple[Any, ...], folded: bool) -> None:
+        """A sampled SGLang row whose values the C prefilter read (_linescan.c, sample_vals: origin, usage, queue,
+        running, time, decode, throughput, mamba usage), as `add` (`store` when `folded`) would take its event. A
+        folded one may come before the records of the rows before it (sample_settle): their record, which folds it
+        too, names the first line."""
+        _, usage, queue, running, t, decode, throughput, mamba = vals
+        self._put(line.lineno, decode, usage, running, queue, throughput, mamba, t)
+        self.engine = self.engine or "sglang"
+        if not folded:
+            if self.first_line is None:
+                self.first_line = line.get()
+            self._judge(line, usage, queue, running, bool(decode), t, False)
+
+    def _judge(self, line: Line | RowRef, usage: float, queue: float, running: float, decode: bool, t: float,
+               fresh: bool) -> None:
+        """A stored row judged: pressure, lone decode (`fresh`: it starts a lone episode anew)."""
         pressed = usage >= PRESSURE_USAGE and queue > 0
         if pressed:
-            row = (ev.line, usage, queue)
             if len(self.pressure) < KEEP_PRESSURE_LINES:
-                self.pressure.append(row)
-            self._last_pressure = row
+                self.pressure.append((_real(line), usage, queue))
+            self._last_pressure = (line, usage, queue)
         episodes = self.pressure_episodes
         if pressed or episodes.cur is not None:
-            episodes.row(pressed, ev.line, t, usage, queue, running)
+            episodes.row(pressed, line, t, usage, queue, running)
         # A straggler decodes alone: no request waits and none is admitted (an SGLang prefill row, a vLLM interval
         # with prompt throughput, starts over: one request after another is not one request taking minutes).
         lone = decode and 0 < running <= LONE_RUNNING and queue == 0
         episodes = self.lone_episodes
         if lone or episodes.cur is not None:
-            episodes.row(lone, ev.line, t, usage, queue, running, fresh=bool(f.get("prompt throughput (token/s)")))
+            episodes.row(lone, line, t, usage, queue, running, fresh=fresh)
 
     def store(self, ev: Event) -> tuple[float, float, float, bool, float]:
         """One row into the arrays (a row the C prefilter folded and sampled goes only here); returns its usage,
@@ -348,15 +364,9 @@ class EngineStats:
         t = f.get("t")
         if t is None:
             t = row_time(ev.line.text)
-        self.total += 1
-        self.lineno.append(ev.line.lineno)
-        self.decode.append(1 if decode else 0)
-        self.usage.append(usage)
-        self.running.append(running)
-        self.queue.append(queue)
-        self.throughput.append(float(f.get("gen throughput (token/s)", f.get("input throughput (token/s)", -1.0))))
-        self.mamba_usage.append(float(f.get("mamba usage", -1.0)))
-        self.time.append(t)
+        self._put(ev.line.lineno, decode, usage, running, queue,
+                  float(f.get("gen throughput (token/s)", f.get("input throughput (token/s)", -1.0))),
+                  float(f.get("mamba usage", -1.0)), t)
         preempted = f.get("preempted")
         if preempted:
             self.preempted += int(preempted)
@@ -366,6 +376,19 @@ class EngineStats:
         if self.first_line is None:
             self.first_line = ev.line
         return usage, queue, running, decode, t
+
+    def _put(self, lineno: int, decode: bool, usage: float, running: float, queue: float, throughput: float,
+             mamba: float, t: float) -> None:
+        """One row into the arrays."""
+        self.total += 1
+        self.lineno.append(lineno)
+        self.decode.append(1 if decode else 0)
+        self.usage.append(usage)
+        self.running.append(running)
+        self.queue.append(queue)
+        self.throughput.append(throughput)
+        self.mamba_usage.append(mamba)
+        self.time.append(t)
 
     @property
     def last_pressure(self) -> tuple[Line, float, float] | None:

@@ -540,11 +540,14 @@ struct OFold {
  * row whose `key: ` bytes are those of the row before needs no second look at them (fold_parse). */
 #define SKEL_SEGS 32
 #define SKEL_BYTES 1024
-enum { F_USAGE = 1, F_FULL, F_QUEUE, F_RUNNING, F_PRE, F_RET };  /* the fields the fold reads */
+/* the fields the fold reads; then those a sampled row's values give (row_parse), and keys Python's parse reads
+ * otherwise (F_ODD: `usage`, `phase`, `t`, `engine`, `preempted`, `prompt throughput (token/s)`) */
+enum { F_USAGE = 1, F_FULL, F_QUEUE, F_RUNNING, F_PRE, F_RET, F_GEN, F_INPUT, F_MAMBA, F_ODD };
 typedef struct {
     int n;                            /* segments: a key, blanks, `: ` */
     uint16_t off[SKEL_SEGS], len[SKEL_SEGS];
     uint8_t field[SKEL_SEGS];         /* which field the key is (F_*), 0 none */
+    uint8_t big_e[SKEL_SEGS];         /* the segment holds an `E` (of vLLM's `Engine NNN:`, see origin_key) */
     unsigned char bytes[SKEL_BYTES];
 } Skeleton;
 
@@ -560,10 +563,13 @@ typedef struct {
     int p_kind, p_pressed;
     Py_ssize_t p_s, p_mlen, p_bol, p_eol, p_org;
     double p_u, p_q, p_run, p_t;
+    int p_big_e;              /* the pending row holds an `E` from its marker on (RowVals.big_e) */
     /* the line index of folded rows (its own counter: records are not emitted at their rows' offsets) */
     Py_ssize_t nl_pos, nl_cnt, n_pos;
     long day[2];              /* the date of the last time stamp read (yyyymmdd, 0 none) and its day number */
     Skeleton skel[2];         /* the keys of the last decode and prefill rows parsed */
+    Py_ssize_t s_at;          /* the output index of a sampled row the rows before it are not written out for yet
+                                 (-1 none): see sample_settle */
 } Fold;
 
 /* ---- The prefix of the last row read whole ----
@@ -860,11 +866,13 @@ static void prefix_keep(Scan *st, Py_ssize_t bol, Py_ssize_t s, Py_ssize_t i, Py
     st->memo.len = len;
 }
 
-static Py_ssize_t origin_of(Scan *st, Py_ssize_t bol, Py_ssize_t s) {
+/* origin_of for a row whose line, from s on, is known to hold no `E` when rest is 0 (no `Engine NNN:` to look for
+ * there when its prefix is the one kept). */
+static Py_ssize_t origin_of_row(Scan *st, Py_ssize_t bol, Py_ssize_t s, int rest) {
     Origins *o = &st->org;
     unsigned char key[ORIGIN_MAX];
     Py_ssize_t k, from = bol;
-    Py_ssize_t i = prefix_memo(st, bol, s, 1);
+    Py_ssize_t i = prefix_memo(st, bol, s, rest);
     if (i >= 0) return i;
     if (origin_key(st->b, st->n, bol, s, key, &k, &from) < 0) return ORG_ODD;
     i = origin_slot(o, key, k);
@@ -878,6 +886,10 @@ static Py_ssize_t origin_of(Scan *st, Py_ssize_t bol, Py_ssize_t s) {
     o->count[o->n] = 0;
     if (st->fold.on && ofold_new(st, o->n) < 0) return ORG_ERR;
     return o->last = o->n++;
+}
+
+static Py_ssize_t origin_of(Scan *st, Py_ssize_t bol, Py_ssize_t s) {
+    return origin_of_row(st, bol, s, 1);
 }
 
 static int dig2(const unsigned char *p, int *v) {
@@ -984,9 +996,10 @@ static ALWAYS_INLINE int same_bytes(const unsigned char *a, const unsigned char 
 /* The value of a decimal `-?D+(.D+)?` of at most 16 digits, as strtod (and Python's float) round it: an integer up
  * to 2^53 over an exact power of ten up to 1e22 is exact over exact, and one IEEE division rounds it correctly
  * (Clinger's fast path); anything else goes to strtod. */
+static const double P10[] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+                             1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
 static double decimal(const unsigned char *p, Py_ssize_t len) {
-    static const double p10[] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
-                                 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+    const double *p10 = P10;
     uint64_t m = 0;
     int frac = -1;
     for (Py_ssize_t i = p[0] == '-'; i < len; i++) {
@@ -1006,12 +1019,33 @@ static double decimal(const unsigned char *p, Py_ssize_t len) {
     return strtod(num, NULL);
 }
 
-/* Parse the row whose stats marker (of length mlen) is at s, line [bol, eol), into the pending row; 0 when it
- * is not plain (Python parses it) or decodes alone (a lone-decode row is Python's too). Plain: ASCII with no
+/* decimal() of the `-?D+(.D+)?` at p (len bytes) whose digits, read already, make mant, fd of them after the dot. */
+static ALWAYS_INLINE double decimal_read(const unsigned char *p, Py_ssize_t len, uint64_t mant, int fd) {
+#if defined(FLT_EVAL_METHOD) && FLT_EVAL_METHOD == 0
+    if (mant <= (1ull << 53)) {
+        double v = fd ? (double)mant / P10[fd] : (double)mant;
+        return p[0] == '-' ? -v : v;
+    }
+#endif
+    return decimal(p, len);
+}
+
+/* What row_parse reads of a plain row: the fields as EngineStats.store reads them from sglang.parse_stats. */
+typedef struct {
+    double usage, queue, running, gen, input, mamba;
+    int have_gen, have_input, have_mamba;
+    int novals;               /* a key Python's parse reads otherwise (Python parses the row), or (want) a boolean
+                                 where store wants a number (Python parses the sampled row) */
+    int big_e;                /* an `E` from the marker on (only a key may hold one) */
+} RowVals;
+
+/* Parse the row whose stats marker (of length mlen) is at s, line [bol, eol), into v (with `want`, the fields only a
+ * sampled row gives too); 0 when it is not plain (Python parses it). Plain: ASCII with no
  * control byte, no other `batch` before the marker, then `key: value` pairs separated by `, ` (an optional
  * `,` and blanks at the end); a key is `#?[A-Za-z][A-Za-z0-9 #-/().]*` of at most 60 bytes, a value `-?D+(.D+)?`
  * (at most 15 digits) or True/False. On such a line sglang.STAT_PAIR finds exactly these pairs. */
-static int fold_parse(Scan *st, Py_ssize_t s, Py_ssize_t mlen, Py_ssize_t bol, Py_ssize_t eol) {
+static ALWAYS_INLINE int row_parse(Scan *st, Py_ssize_t s, Py_ssize_t mlen, Py_ssize_t bol, Py_ssize_t eol, RowVals *out,
+                                    int want) {
     const unsigned char *b = st->b;
     Fold *f = &st->fold;
     if (eol - bol > FOLD_ROW_MAX || b[bol] == ' ') return 0;
@@ -1026,11 +1060,14 @@ static int fold_parse(Scan *st, Py_ssize_t s, Py_ssize_t mlen, Py_ssize_t bol, P
     double usage = -1.0, full = -1.0, queue = 0.0, extra = 0.0, running = 0.0;
     int have_usage = 0, have_full = 0, have_pre = 0, have_ret = 0;
     double pre = 0.0, ret = 0.0;
+    out->have_gen = out->have_input = out->have_mamba = out->novals = out->big_e = 0;
+    out->gen = out->input = out->mamba = -1.0;
     Skeleton *sk = &f->skel[b[s] == 'P'];
     for (int seg = 0; pos < eol; seg++) {
         int field;
         if (seg < sk->n && eol - pos >= sk->len[seg] && same_bytes(b + pos, sk->bytes + sk->off[seg], sk->len[seg])) {
             field = sk->field[seg];  /* the key of the row before (so checked already) */
+            out->big_e |= sk->big_e[seg];
             pos += sk->len[seg];
         } else {
             Py_ssize_t k0 = pos;
@@ -1047,30 +1084,41 @@ static int fold_parse(Scan *st, Py_ssize_t s, Py_ssize_t mlen, Py_ssize_t bol, P
             Py_ssize_t klen = k1 - k0;
             field = KEY_IS(key, klen, "token usage") ? F_USAGE : KEY_IS(key, klen, "full token usage") ? F_FULL
                     : KEY_IS(key, klen, "#queue-req") ? F_QUEUE : KEY_IS(key, klen, "#running-req") ? F_RUNNING
-                    : KEY_IS(key, klen, "#prealloc-req") ? F_PRE : KEY_IS(key, klen, "#retracted-req") ? F_RET : 0;
+                    : KEY_IS(key, klen, "#prealloc-req") ? F_PRE : KEY_IS(key, klen, "#retracted-req") ? F_RET
+                    : KEY_IS(key, klen, "gen throughput (token/s)") ? F_GEN
+                    : KEY_IS(key, klen, "input throughput (token/s)") ? F_INPUT
+                    : KEY_IS(key, klen, "mamba usage") ? F_MAMBA
+                    : KEY_IS(key, klen, "usage") || KEY_IS(key, klen, "phase") || KEY_IS(key, klen, "t")
+                      || KEY_IS(key, klen, "engine") || KEY_IS(key, klen, "preempted")
+                      || KEY_IS(key, klen, "prompt throughput (token/s)") ? F_ODD : 0;
             sk->n = seg;  /* the skeleton is this row's from here on */
+            int big_e = memchr(key, 'E', (size_t)(pos - k0)) != NULL;
+            out->big_e |= big_e;
             Py_ssize_t at = seg ? sk->off[seg - 1] + sk->len[seg - 1] : 0;
             if (seg < SKEL_SEGS && at + (pos - k0) <= SKEL_BYTES) {
                 memcpy(sk->bytes + at, key, (size_t)(pos - k0));
                 sk->off[seg] = (uint16_t)at;
                 sk->len[seg] = (uint16_t)(pos - k0);
                 sk->field[seg] = (uint8_t)field;
+                sk->big_e[seg] = (uint8_t)big_e;
                 sk->n = seg + 1;
             }
         }
         Py_ssize_t v0 = pos;
-        int boolean = 0;
+        int boolean = 0, fd = 0;
+        uint64_t mant = 0;  /* the value's digits, read as they are checked (wraps past 19: refused below) */
         if (eol - pos >= 4 && !memcmp(b + pos, "True", 4)) { pos += 4; boolean = 1; }
         else if (eol - pos >= 5 && !memcmp(b + pos, "False", 5)) { pos += 5; boolean = 1; }
         else {
             if (pos < eol && b[pos] == '-') pos++;
             Py_ssize_t d0 = pos;
-            while (pos < eol && b[pos] >= '0' && b[pos] <= '9') pos++;
+            while (pos < eol && (unsigned)(b[pos] - '0') < 10) mant = mant * 10 + (uint64_t)(b[pos++] - '0');
             if (pos == d0) return 0;
             if (pos < eol && b[pos] == '.') {
                 Py_ssize_t f0 = ++pos;
-                while (pos < eol && b[pos] >= '0' && b[pos] <= '9') pos++;
+                while (pos < eol && (unsigned)(b[pos] - '0') < 10) mant = mant * 10 + (uint64_t)(b[pos++] - '0');
                 if (pos == f0) return 0;
+                fd = (int)(pos - f0);
             }
             if (pos - d0 > 16) return 0;
         }
@@ -1085,9 +1133,19 @@ static int fold_parse(Scan *st, Py_ssize_t s, Py_ssize_t mlen, Py_ssize_t bol, P
                 pos = eol;
             } else return 0;
         }
-        if (field) {
+        if (field == F_ODD) { out->novals = 1; continue; }  /* Python's parse reads it: it parses the row */
+        if (field >= F_GEN) {  /* read for a sampled row only */
+            if (!want) continue;
+            if (boolean) out->novals = 1;
+            else {
+                double v = decimal_read(b + v0, v1 - v0, mant, fd);
+                if (field == F_GEN) { out->gen = v; out->have_gen = 1; }
+                else if (field == F_INPUT) { out->input = v; out->have_input = 1; }
+                else { out->mamba = v; out->have_mamba = 1; }
+            }
+        } else if (field) {
             if (boolean) return 0;
-            double v = decimal(b + v0, v1 - v0);
+            double v = decimal_read(b + v0, v1 - v0, mant, fd);
             switch (field) {
             case F_USAGE: usage = v; have_usage = 1; break;
             case F_FULL: full = v; have_full = 1; break;
@@ -1102,16 +1160,45 @@ static int fold_parse(Scan *st, Py_ssize_t s, Py_ssize_t mlen, Py_ssize_t bol, P
     if (have_pre) extra += pre;
     if (have_ret) extra += ret;
     queue += extra;
-    int decode = b[s] == 'D';
-    if (decode && running > 0 && running <= 2 && queue == 0) return 0;  /* lone decode: EngineStats.lone_episodes */
-    f->p_u = have_usage ? usage : -1.0;
+    out->usage = have_usage ? usage : -1.0;
+    out->queue = queue;
+    out->running = running;
+    return 1;
+}
+
+/* Parse the row whose stats marker (of length mlen) is at s, line [bol, eol), into the pending row; 0 when it
+ * is not plain or holds a key Python's parse reads otherwise (Python parses it), or decodes alone (a lone-decode row
+ * is Python's too). */
+static int fold_parse(Scan *st, Py_ssize_t s, Py_ssize_t mlen, Py_ssize_t bol, Py_ssize_t eol) {
+    Fold *f = &st->fold;
+    RowVals v;
+    if (!row_parse(st, s, mlen, bol, eol, &v, 0) || v.novals) return 0;
+    double usage = v.usage, queue = v.queue, running = v.running;
+    if (st->b[s] == 'D' && running > 0 && running <= 2 && queue == 0) return 0;  /* lone decode: EngineStats.lone_episodes */
+    f->p_u = usage;
     f->p_q = queue;
     f->p_run = running;
+    f->p_big_e = v.big_e;
     f->p_t = T_UNREAD;
     f->p_pressed = f->p_u >= 0.9 && queue > 0;
     f->p_bol = bol;
     f->p_eol = eol;
     return 1;
+}
+
+/* The values of a sampled row (its marker of length mlen at s, line [bol, eol)), so that Python need not parse it:
+ * (origin, usage, queue, running, time, decode, throughput, mamba usage) as EngineStats.store reads them (the
+ * origin as Origins names it; throughput gen's, else input's, else -1; -1 for a usage or time it lacks). None when
+ * Python is to parse it: not plain (row_parse), a key its parse reads otherwise, or an origin it reads otherwise. */
+static PyObject *sample_vals(Scan *st, Py_ssize_t s, Py_ssize_t mlen, Py_ssize_t bol, Py_ssize_t eol) {
+    RowVals v;
+    unsigned char key[ORIGIN_MAX];
+    Py_ssize_t k, from;
+    if (!row_parse(st, s, mlen, bol, eol, &v, 1) || v.novals || origin_key(st->b, st->n, bol, s, key, &k, &from) < 0)
+        Py_RETURN_NONE;
+    double thr = v.have_gen ? v.gen : v.have_input ? v.input : -1.0;
+    return Py_BuildValue("(y#dddd" "idd)", (const char *)key, k, v.usage, v.queue, v.running,
+                         stamp_time(st->b + bol, eol - bol, st->fold.day), st->b[s] == 'D', thr, v.mamba);
 }
 
 /* A folded row's time stamp, read when a record or an episode needs it (most rows are neither's first or last). */
@@ -1315,9 +1402,12 @@ static int fold_quiet(Scan *st, Py_ssize_t s) {
     return k >= 0 ? fold_close(st, o->fold[k], s, -1) : 0;
 }
 
+static int sample_settle(Scan *st);
+
 /* The row pending since its marker is done: fold it (or note that a quiet row ended an episode). */
 static int fold_commit(Scan *st) {
     Fold *f = &st->fold;
+    if (f->s_at >= 0 && sample_settle(st) < 0) return -1;  /* a sampled row that is not folded */
     int kind = f->p_kind;
     f->p_kind = 0;
     if (kind == 0) return 0;
@@ -1361,7 +1451,7 @@ static int fold_high(Scan *st, Py_ssize_t s) {
     if (f->p_kind == 2) return 1;  /* a second usage (mamba) on a row already folded */
     if (!fold_parse(st, f->p_s, f->p_mlen, bol, line_end(b, st->n, s))) return 0;
     if (f->p_org == ORG_UNKNOWN) {  /* without origins=True: the call's one origin */
-        Py_ssize_t k = origin_of(st, bol, f->p_s);
+        Py_ssize_t k = origin_of_row(st, bol, f->p_s, f->p_big_e);
         if (k == ORG_ERR) return -1;
         if (k == ORG_FULL) st->flags |= F_MANY;  /* a second engine: Python scans the chunk again, per origin */
         if (k < 0) return 0;
@@ -1371,6 +1461,12 @@ static int fold_high(Scan *st, Py_ssize_t s) {
     if (st->last_sample == bol) {  /* sampled: for the timeline only (kind 3) */
         Py_ssize_t k = PyList_GET_SIZE(st->em.out) - 1;
         PyObject *old = PyList_GET_ITEM(st->em.out, k);
+        if (PyTuple_GET_ITEM(old, 4) != Py_None) f->s_at = -1;  /* its values go to the arrays only: in any order */
+        else {  /* Python parses it (EngineStats.store): after the rows before, which go in before it */
+            if (sample_settle(st) < 0) return -1;
+            k = PyList_GET_SIZE(st->em.out) - 1;
+            old = PyList_GET_ITEM(st->em.out, k);
+        }
         PyObject *t = PyTuple_New(5);
         if (!t) return -1;
         PyTuple_SET_ITEM(t, 0, PyLong_FromLong(3));
@@ -1384,16 +1480,42 @@ static int fold_high(Scan *st, Py_ssize_t s) {
  * with a usage not plainly below 0.9 (a `usage: ` needle among its ids) may be a row that opens a pressure episode
  * in Python: of its origin's engine, or of any when Python may read its origin otherwise; a second origin where the
  * call takes one sets F_MANY. Other lines (and sampled rows, all quiet) open none. */
-static int fold_flush(Scan *st) {
-    Fold *f = &st->fold;
-    if (!f->on) return 0;
-    if (fold_commit(st) < 0) return -1;
+static int fold_origins(Scan *st) {
     Origins *o = &st->org;
     for (Py_ssize_t i = 0; i < o->n; i++) {
         OFold *g = o->fold[i];
         if (batch_flush(st, g) < 0) return -1;
         if ((g->seg || g->closing || g->all) && fold_record(st, g, 0) < 0) return -1;
     }
+    return 0;
+}
+
+/* A sampled row is written out at its marker, before what it is is known (its usage comes later on its line). The
+ * rows before it are written out (fold_origins) before it only once it turns out to need that: when Python judges
+ * it (a quiet row, EngineStats.add, or one it parses). A folded row sampled with its values goes to the arrays only
+ * (EngineStats.add_row), which does not care what comes first: its run goes on, and a saturated pool costs Python
+ * a record per line returned, not per row sampled. The records go in at the sampled row's place. */
+static int sample_settle(Scan *st) {
+    Fold *f = &st->fold;
+    Py_ssize_t at = f->s_at;
+    if (at < 0) return 0;
+    f->s_at = -1;
+    PyObject *out = st->em.out, *mine = PyList_New(0);
+    if (!mine) return -1;
+    st->em.out = mine;
+    int r = fold_origins(st);
+    st->em.out = out;
+    if (r == 0 && PyList_GET_SIZE(mine) && PyList_SetSlice(out, at, at, mine) < 0) r = -1;
+    Py_DECREF(mine);
+    return r;
+}
+
+static int fold_flush(Scan *st) {
+    Fold *f = &st->fold;
+    if (!f->on) return 0;
+    if (fold_commit(st) < 0) return -1;
+    Origins *o = &st->org;
+    if (fold_origins(st) < 0) return -1;
     int opens = 0;
     for (Py_ssize_t k = 0; st->c_bol >= 0 && k < st->nids && !opens; k++) opens = st->m->nd[st->ids[k]].kind == K_USAGE;
     if (opens) {
@@ -1599,7 +1721,10 @@ static ALWAYS_INLINE int found(Scan *st, int32_t e, Py_ssize_t s) {
                 if (b[bol] == '(') st->flags |= F_RAY;  /* a Ray actor prefix: the row's engine is its pid */
                 if (b[bol] == ' ' || b[bol] == '\t') cand = 1;  /* may be traceback context */
                 else {
-                    if (fold_flush(st) < 0 || emit(&st->em, 1, bol, line_end(b, n, s), NULL) < 0) return -1;
+                    Py_ssize_t eol = line_end(b, n, s);
+                    PyObject *vals = sample_vals(st, s, nd->len, bol, eol);
+                    if (!vals || emit(&st->em, 1, bol, eol, vals) < 0) return -1;
+                    if (st->fold.on) st->fold.s_at = PyList_GET_SIZE(st->em.out) - 1;  /* see sample_settle */
                     st->last_sample = bol;
                     st->next_sample = bol + st->step;
                 }
@@ -1633,6 +1758,7 @@ static ALWAYS_INLINE int found(Scan *st, int32_t e, Py_ssize_t s) {
         Py_ssize_t k = PyList_GET_SIZE(st->em.out) - 1;
         if (PyList_SetSlice(st->em.out, k, k + 1, NULL) < 0) return -1;
         st->last_sample = -1;
+        st->fold.s_at = -1;  /* the rows before it go out before the line (finish_cand) */
     }
     st->c_bol = bol;
     st->c_eol = line_end(b, n, s);
@@ -1885,7 +2011,8 @@ TARGET_AVX512 static int run_avx512(Scan *st) {
  *      family=None, bars=None, shapes=None, errs=None)
  *   -> (lines, flags, quiet_stats, next_sample, [(kind, line_index, start, end, ids), ...], per_origin)
  * per_origin: None, or with origins=True {origin bytes: quiet stats rows} (see Origins).
- * kind 0: candidate line, ids = tuple of the needle indices found in it; kind 1: sampled stats line;
+ * kind 0: candidate line, ids = tuple of the needle indices found in it; kind 1: sampled stats line, ids = its
+ * values (sample_vals) or None;
  * with gap > 0 high-usage rows are folded per origin (see Fold): kind 2, a record (ids = (origin bytes, payload),
  * start/end = a row of its engine); kind 3, a folded row sampled for the timeline. With keep > 0, closed episodes
  * of an engine in a row are handed over as one record (see Batch): kind 4; bars: None or {origin bytes: (seconds,
@@ -1962,7 +2089,7 @@ static PyObject *scan_with(PyObject *args, int loop) {
     st->step = step;
     st->em.b = st->b;
     st->em.count = count_nl;
-    st->last_mark = st->last_sample = st->c_bol = st->c_eol = st->jump = -1;
+    st->last_mark = st->last_sample = st->c_bol = st->c_eol = st->jump = st->fold.s_at = -1;
     st->ids = st->ids_local;
     st->ids_cap = (Py_ssize_t)(sizeof(st->ids_local) / sizeof(st->ids_local[0]));
     st->em.out = PyList_New(0);

@@ -50,6 +50,7 @@ import mmap
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
+from functools import partial
 from typing import TYPE_CHECKING, Any, BinaryIO, NamedTuple
 
 from triage.input.read import ANSI, CHUNK, MAX_LINE, TRUNCATED, iter_chunks, line_text, normalise
@@ -345,9 +346,11 @@ def read_chunks(needles: Needles, lf: LogFile, stream: BinaryIO, progress: Progr
                         bars.saw(key, ids[1][6])
                 elif kind == K_COLS:
                     hits[i] = (kind, rel, start, stop, (offset, ids))  # where the chunk starts in the file
-                elif kind not in (K_CAND, K_FAMILY, K_KNOWN):  # (a K_KNOWN line: errfold.ErrFold.known)
-                    hits[i] = (kind, rel, start, stop, row_key(lf.rel, chunk[start:stop]))
-            sampled = Counter(tag for kind, _, _, _, tag in hits if kind in (K_STATS, K_SAMPLED))
+                elif kind not in (K_CAND, K_FAMILY, K_KNOWN):  # a sampled row (K_KNOWN: errfold.ErrFold.known)
+                    # its timeline, and the values the C side read of it (None: Python parses it)
+                    key = row_key(lf.rel, chunk[start:stop]) if ids is None else owners.key_of(ids[0])
+                    hits[i] = (kind, rel, start, stop, (key, ids))
+            sampled = Counter(tag[0] for kind, _, _, _, tag in hits if kind in (K_STATS, K_SAMPLED))
             new = tuple(shapes.learn(chunk, hits)) if shapes is not None else ()
             yield Chunk(lines, chunk, hits, False, owners.skips(quiet, per_origin, sampled), new)
         lines += nl
@@ -470,7 +473,12 @@ def _fast_hits(scanner: LineScanner, fs: FileScan, data: Any, hits: list[Any], b
             else:
                 engine(res, key).fold_batch(rec, base, line)
         else:
-            _stats_row(lf, lineno, text, tag, res, kind == K_SAMPLED)
+            key, vals = tag
+            if vals is None:
+                _stats_row(lf, lineno, text, key, res, kind == K_SAMPLED)
+            else:
+                ref = RowRef(lineno, partial(_row_line, lf, lineno, text))
+                engine(res, key).add_row(ref, vals, kind == K_SAMPLED)
 
 
 def _rows(fs: FileScan, offset: int, payload: tuple[Any, ...], base: int) -> bool:
