@@ -74,7 +74,7 @@ def test_an_engine_wording_a_specific_rule_learned_wins_in_any_file(tmp_path: Pa
     vocabulary): the specific rule claims it, even in a file named like a trainer's."""
     for name in ("lmdeploy_server_log", "train_log"):
         report = run_of(tmp_path / name, **{name: "lmdeploy-turbomind-oom.log"})
-        f = by_rule(report, "serving.turbomind-oom")
+        f = by_rule(report, "serving.cuda-check-oom")
         assert (f.category, f.evidence[0].line) == ("serving-oom-retraction", 2)
         assert f.knobs[0].name == "inference.sglang_mem_fraction_static"
         assert not [g for g in report.findings if g.rule.startswith("vocabulary.")]
