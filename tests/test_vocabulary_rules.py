@@ -52,19 +52,32 @@ def test_a_programming_error_naming_a_reward_variable_is_not_the_reward_path(tmp
 
 
 def test_an_out_of_memory_in_new_words_goes_to_the_process_that_printed_it(tmp_path: Path) -> None:
-    engine = by_rule(run_of(tmp_path / "a", lmdeploy_server_log="lmdeploy-turbomind-oom.log"),
+    """ollama's ggml runner (ollama#3418): an allocator wording no specific rule knows."""
+    engine = by_rule(run_of(tmp_path / "a", ollama_server_log="ollama-ggml-cuda-malloc-oom.log"),
                      "vocabulary.engine-out-of-memory")
     assert (engine.category, engine.evidence[0].file, engine.evidence[0].line) == (
-        "serving-oom-retraction", "lmdeploy-server.log", 2)
+        "serving-oom-retraction", "ollama-server.log", 1)
     assert engine.knobs[0].name == "inference.sglang_mem_fraction_static"
-    trainer = by_rule(run_of(tmp_path / "b", train_log="lmdeploy-turbomind-oom.log"), "vocabulary.trainer-out-of-memory")
-    assert (trainer.category, trainer.evidence[0].line) == ("trainer-oom", 2)
+    trainer = by_rule(run_of(tmp_path / "b", train_log="ollama-ggml-cuda-malloc-oom.log"),
+                      "vocabulary.trainer-out-of-memory")
+    assert (trainer.category, trainer.evidence[0].line) == ("trainer-oom", 1)
     assert "trainer.micro_batch_size" in {k.name for k in trainer.knobs}
 
 
 def test_an_out_of_memory_from_an_unknown_process_is_not_guessed(tmp_path: Path) -> None:
-    report = run_of(tmp_path, notes_log="lmdeploy-turbomind-oom.log")
+    report = run_of(tmp_path, notes_log="ollama-ggml-cuda-malloc-oom.log")
     assert not [f for f in report.findings if f.rule.startswith("vocabulary.")]
+
+
+def test_an_engine_wording_a_specific_rule_learned_wins_in_any_file(tmp_path: Path) -> None:
+    """TurboMind's tag names the engine wherever its line lands (lmdeploy#3557's wording once reached only the
+    vocabulary): the specific rule claims it, even in a file named like a trainer's."""
+    for name in ("lmdeploy_server_log", "train_log"):
+        report = run_of(tmp_path / name, **{name: "lmdeploy-turbomind-oom.log"})
+        f = by_rule(report, "serving.cuda-check-oom")
+        assert (f.category, f.evidence[0].line) == ("serving-oom-retraction", 2)
+        assert f.knobs[0].name == "inference.sglang_mem_fraction_static"
+        assert not [g for g in report.findings if g.rule.startswith("vocabulary.")]
 
 
 def test_an_input_over_the_generation_length_is_a_prompt_budget_finding(tmp_path: Path) -> None:
