@@ -115,6 +115,14 @@ EXC_LINE = re.compile(
     r"^\s{0,4}(?:[a-z_]\w*\.)*(?P<name>[A-Z]\w*(?:Error|Exception|Failure|Fault|Exit|Interrupt|Exhausted|Died))"
     r"(?:\((?P<inner>[^)]*)\))?(?::\s?(?P<message>.*)|\s*)$"
 )
+# Inside a traceback (right after its frames) the final line may name a class without those endings, qualified by
+# its module: `subprocess.TimeoutExpired: Command '[...]' timed out after 10 seconds` (CPython's subprocess),
+# `requests.exceptions.ConnectTimeout: ...`. The module prefix and the unindented start keep echoed source lines
+# out. Such a line counts only when it is a candidate (it holds an anchor, `Timeout` here); one with none
+# (`triton.runtime.errors.OutOfResources: out of resource: shared memory`, `_queue.Empty`) never reaches Python.
+DOTTED_EXC_LINE = re.compile(
+    r"^\s?(?:[a-z_]\w*\.)+(?P<name>[A-Z][a-z]\w*?)(?:\((?P<inner>[^)]*)\))?(?::\s?(?P<message>.*)|\s*)$"
+)
 # Headers of exceptions logged by the asyncio loop, the garbage collector or a thread that dies alone: they do
 # not end the process that printed them.
 NOT_FATAL_HEAD = re.compile(
@@ -191,7 +199,8 @@ def chains(lines: list[Line]) -> list[Chain]:
             last_frame = ln.lineno
             if len(cur.frames) < 40:
                 cur.frames.append(msg.strip()[:300])
-        elif cur is not None and awaiting and 0 < ln.lineno - last_frame <= CHAIN and EXC_LINE.match(msg):
+        elif cur is not None and awaiting and 0 < ln.lineno - last_frame <= CHAIN and (
+                EXC_LINE.match(msg) or DOTTED_EXC_LINE.match(msg)):
             cur.final = ln
             awaiting = False
         elif "RayTaskError" in msg and EXC_LINE.match(msg):
@@ -214,7 +223,7 @@ def chains(lines: list[Line]) -> list[Chain]:
 
 def exception_name(line: Line) -> tuple[str, str]:
     """(exception class, message) of a final exception line; ("", "") when it is not one."""
-    m = EXC_LINE.match(line.msg)
+    m = EXC_LINE.match(line.msg) or DOTTED_EXC_LINE.match(line.msg)
     if not m:
         return "", ""
     name = m.group("name")
