@@ -123,6 +123,10 @@ EXC_LINE = re.compile(
 DOTTED_EXC_LINE = re.compile(
     r"^\s?(?:[a-z_]\w*\.)+(?P<name>[A-Z][a-z]\w*?)(?:\((?P<inner>[^)]*)\))?(?::\s?(?P<message>.*)|\s*)$"
 )
+# A final exception whose message sends the reader to a traceback printed before it: vLLM V1's EngineDeadError
+# ("EngineCore encountered an issue. See stack trace (above) for the root cause.", vllm/v1/engine/exceptions.py)
+# and transformers' lazy-import wrapper ("... because of the following error (look up to see its traceback)").
+POINTS_ABOVE = re.compile(r"See stack trace \(above\)|look up to see its traceback")
 # Headers of exceptions logged by the asyncio loop, the garbage collector or a thread that dies alone: they do
 # not end the process that printed them.
 NOT_FATAL_HEAD = re.compile(
@@ -167,6 +171,7 @@ class Chain:
     before: str = ""  # the messages of the candidate lines just before the chain (its logger's header)
     frames: list[str] = field(default_factory=list)  # the frame lines (`File "...", line N, in f`), innermost last
     cut: bool = False  # the log ends inside this traceback: `final` is its last frame line, no exception line
+    finals: list[Line] = field(default_factory=list)  # each exception line that ended a part of the chain, in order
 
 
 def chains(lines: list[Line]) -> list[Chain]:
@@ -202,9 +207,10 @@ def chains(lines: list[Line]) -> list[Chain]:
         elif cur is not None and awaiting and 0 < ln.lineno - last_frame <= CHAIN and (
                 EXC_LINE.match(msg) or DOTTED_EXC_LINE.match(msg)):
             cur.final = ln
+            cur.finals.append(ln)
             awaiting = False
         elif "RayTaskError" in msg and EXC_LINE.match(msg):
-            cur = Chain(ln, final=ln, before=header(ln.lineno))
+            cur = Chain(ln, final=ln, before=header(ln.lineno), finals=[ln])
             out.append(cur)
             last_frame = ln.lineno
             awaiting = True  # the remote traceback that follows ends in the remote exception
@@ -287,6 +293,12 @@ def judge(found: list[Chain], marks: list[Line], hits: list[Hit], unclaimed: lis
         if (final.lineno < at and not _benign(last) and _fatal_name(last) and file_lines - end <= TAIL
                 and not SHUTDOWN.search(final.msg) and not progress_after(final)
                 and not _survived_before(last, found, progress_after)):
+            if POINTS_ABOVE.search(final.msg):
+                # the last exception only says its cause was printed above it (vLLM V1's EngineDeadError after the
+                # worker's traceback): the cause is the latest real exception before it
+                final = next((f for c in reversed(found) for f in reversed(c.finals) if f.lineno < final.lineno
+                              and not POINTS_ABOVE.search(f.msg) and exception_name(f)[0]
+                              and not exception_name(f)[0].endswith("Warning")), final)
             ex.fatal, ex.chain = final, last
             ex.fatal_rule = next((h.rule for h in hits if h.line is final), "")
             if not ex.fatal_rule:

@@ -768,7 +768,10 @@ class Scanner:
             head = ex.chain.head.lineno if ex.chain is not None else ex.fatal.lineno
             starts = {ln.lineno for ln in ctx.lines if head < ln.lineno < ex.fatal.lineno
                       and signals.TRACEBACK in ln.msg[:80]}
-            res.unclaimed = [ln for ln in res.unclaimed if ln is not ex.fatal and not (
+            # The chain's own last line, when it only pointed up to the cause judge took (vLLM's EngineDeadError),
+            # is that failure's wrapper.
+            wrapper = ex.chain.final if ex.chain is not None and ex.chain.final is not ex.fatal else None
+            res.unclaimed = [ln for ln in res.unclaimed if ln is not ex.fatal and ln is not wrapper and not (
                 head < ln.lineno < ex.fatal.lineno and signals.EXC_LINE.match(ln.msg) and any(
                     0 <= t - (ln.until or ln.lineno) - CHAINED_GAP <= CHAINED_MESSAGE for t in starts))]
         for ev in (signals.shutdown_event(ex), signals.fatal_event(ex)):
