@@ -40,7 +40,8 @@ def test_run_summary_of_a_real_verl_step(lib):
     found = by_rule(report)
     f = found["health.summary"]
     assert (f.category, f.severity) == ("other", "info")
-    assert f.numbers["arithmetic"] == "reward finite, grad_norm finite, publication not seen, longest response 1024"
+    assert f.numbers["arithmetic"] == "reward finite, grad_norm finite, longest response 1024"
+    assert f.numbers["publications"] == 0  # the count stays in the numbers; the summary line leaves out an absence
     assert (f.numbers["reward_metric"], f.numbers["reward_min"], f.numbers["reward_max"]) == ("critic/score/mean", 0.008, 0.008)
     assert (f.numbers["grad_norm_metric"], f.numbers["grad_norm_non_finite"]) == ("actor/grad_norm", 0)
     assert f.numbers["stage_seconds"]["timing_s/gen"] == 262.359

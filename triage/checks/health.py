@@ -213,7 +213,8 @@ def run_summary(params: dict[str, Any], run: Run) -> list[CheckResult]:
             facts.append(f"{label} {'finite' if not s.bad else f'{s.bad} non-finite'}")
     ok, failed = publications(run)
     numbers["publications"], numbers["publications_failed"] = ok, failed
-    facts.append(f"publication seen ×{ok}" if ok else "publication not seen")
+    # an absence says nothing: most trainers (verl, TRL, OpenRLHF) never log a weight publication
+    facts += [f"publication {what} ×{n}" for what, n in (("seen", ok), ("failed", failed)) if n]
     length_keys = list(params.get("length_keys") or [])
     length_keys += [k for k in run.aliases("response_length_max") if k not in length_keys]
     lengths = [m for ev in run.holding(length_keys) if (m := _first_value(ev.fields["values"], length_keys))]
