@@ -61,3 +61,21 @@ def test_an_echoed_source_line_under_a_frame_does_not_end_the_traceback(tmp_path
     fatal = by_rule(report).get("other.fatal-exit")
     assert fatal is not None
     assert ("train.log", 4) in {(e.file, e.line) for e in fatal.evidence}
+
+
+# vllm#12498 (vLLM 0.7's engine on a 64 KiB-shared-memory GPU, the fp8 block matmul kernel): Triton's OutOfResources
+# carries no usual ending and no error word; the rule for kernels that do not fit the GPU reads it, with its numbers.
+TRITON = """ERROR 01-28 03:21:01 engine.py:387] Traceback (most recent call last):
+ERROR 01-28 03:21:01 engine.py:387]   File "/opt/conda/envs/vllm_python12/lib/python3.10/site-packages/triton/compiler/compiler.py", line 374, in _init_handles
+ERROR 01-28 03:21:01 engine.py:387]     raise OutOfResources(self.metadata.shared, max_shared, "shared memory")
+ERROR 01-28 03:21:01 engine.py:387] triton.runtime.errors.OutOfResources: out of resource: shared memory, Required: 66560, Hardware limit: 65536. Reducing block sizes or `num_stages` may help.
+"""
+
+
+def test_a_triton_kernel_that_needs_more_shared_memory_than_the_gpu_has(tmp_path: Path) -> None:
+    report = triage_files(tmp_path, {"engine-0.log": TRITON})
+    f = report.findings[0]
+    assert (f.category, f.rule, f.severity) == ("other", "other.gpu-arch-unsupported", "error")
+    assert (f.numbers["required"], f.numbers["limit"]) == (66560, 65536)
+    assert ("engine-0.log", 4) in {(e.file, e.line) for e in f.evidence}
+    assert f.knobs == [] and any("memory or length knobs" in n for n in f.not_knobs)
