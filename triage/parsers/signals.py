@@ -118,8 +118,8 @@ EXC_LINE = re.compile(
 # Inside a traceback (right after its frames) the final line may name a class without those endings, qualified by
 # its module: `subprocess.TimeoutExpired: Command '[...]' timed out after 10 seconds` (CPython's subprocess),
 # `requests.exceptions.ConnectTimeout: ...`. The module prefix and the unindented start keep echoed source lines
-# out. Such a line counts only when it is a candidate (it holds an anchor, `Timeout` here); one with none
-# (`triton.runtime.errors.OutOfResources: out of resource: shared memory`, `_queue.Empty`) never reaches Python.
+# out. Such a line counts only when it is a candidate (it holds an anchor: `Timeout` here, a rule's literal such as
+# Triton's "out of resource: shared memory"); one with none (`_queue.Empty`) never reaches Python.
 DOTTED_EXC_LINE = re.compile(
     r"^\s?(?:[a-z_]\w*\.)+(?P<name>[A-Z][a-z]\w*?)(?:\((?P<inner>[^)]*)\))?(?::\s?(?P<message>.*)|\s*)$"
 )
