@@ -22,12 +22,24 @@ subprocess.TimeoutExpired: Command '['python3', '/tmp/sol_17.py']' timed out aft
 """
 
 
+def places(finding) -> set[tuple[str, int]]:
+    return {(e.file, e.line) for e in finding.evidence}
+
+
+def fatal_exit(tmp_path: Path, name: str, text: str):
+    """The report of one file, and its fatal-exit finding (asserted present)."""
+    report = triage_files(tmp_path, {name: text})
+    fatal = by_rule(report).get("other.fatal-exit")
+    assert fatal is not None, [f.rule for f in report.findings]
+    return report, fatal
+
+
 def test_a_subprocess_timeout_ending_a_reward_traceback_is_found(tmp_path: Path) -> None:
     report = triage_files(tmp_path, {"reward.log": TRACE})
     assert report.findings, "the traceback's end was not read"
     f = report.findings[0]
     assert f.category == "verifier"
-    assert ("reward.log", 9) in {(e.file, e.line) for e in f.evidence}
+    assert ("reward.log", 9) in places(f)
 
 
 def test_a_connect_timeout_ending_a_driver_traceback_is_its_fatal_exit(tmp_path: Path) -> None:
@@ -40,10 +52,8 @@ def test_a_connect_timeout_ending_a_driver_traceback_is_its_fatal_exit(tmp_path:
         "requests.exceptions.ConnectTimeout: HTTPConnectionPool(host='10.0.0.5', port=30000): Max retries exceeded "
         "with url: /health\n"
     )
-    report = triage_files(tmp_path, {"driver.log": text})
-    fatal = by_rule(report).get("other.fatal-exit")
-    assert fatal is not None, [f.rule for f in report.findings]
-    assert ("driver.log", 6) in {(e.file, e.line) for e in fatal.evidence}
+    report, fatal = fatal_exit(tmp_path, "driver.log", text)
+    assert ("driver.log", 6) in places(fatal)
     assert "ConnectTimeout" in fatal.title
     # an engine's own endpoint (/health) timing out is neither a grader's timeout nor a prompt over its budget
     assert [f.category for f in report.findings if f.severity != "info"] == ["other"]
@@ -57,10 +67,8 @@ def test_an_echoed_source_line_under_a_frame_does_not_end_the_traceback(tmp_path
         "    np.Inf\n"
         "ValueError: the loss is not finite\n"
     )
-    report = triage_files(tmp_path, {"train.log": text})
-    fatal = by_rule(report).get("other.fatal-exit")
-    assert fatal is not None
-    assert ("train.log", 4) in {(e.file, e.line) for e in fatal.evidence}
+    _, fatal = fatal_exit(tmp_path, "train.log", text)
+    assert ("train.log", 4) in places(fatal)
 
 
 # vllm#12498 (vLLM 0.7's engine on a 64 KiB-shared-memory GPU, the fp8 block matmul kernel): Triton's OutOfResources
@@ -77,5 +85,5 @@ def test_a_triton_kernel_that_needs_more_shared_memory_than_the_gpu_has(tmp_path
     f = report.findings[0]
     assert (f.category, f.rule, f.severity) == ("other", "other.gpu-arch-unsupported", "error")
     assert (f.numbers["required"], f.numbers["limit"]) == (66560, 65536)
-    assert ("engine-0.log", 4) in {(e.file, e.line) for e in f.evidence}
+    assert ("engine-0.log", 4) in places(f)
     assert f.knobs == [] and any("memory or length knobs" in n for n in f.not_knobs)
