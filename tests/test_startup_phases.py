@@ -123,6 +123,11 @@ def test_each_wording_is_one_phase_with_its_duration(text: str, phase: str, what
     ("2026-03-18 17:57:43,066 - utils.prompt_client - ERROR - ⛔ Service did not become healthy within 1200.0s", 1200.0),
     ("Error loading the model with llama.cpp: Server health check timed out after 28800 seconds", 28800.0),
     ("                       check timed out after 28800 seconds", 28800.0),
+    # vLLM-Omni (issue 3981) and AReaL (issue 115, the reporter's title)
+    ("(APIServer pid=70993) ERROR 05-29 08:37:38 [vllm_omni/engine/async_omni_engine.py:1148] TimeoutError: Timed out "
+     "waiting for READY from StageEngineCoreProc after 300s. This typically indicates model loading or initialization "
+     "is taking too long. Consider increasing `stage_init_timeout` for large models.", 300.0),
+    ("TimeoutError: Waiting generation servers timeout.", None),
 ])
 def test_readiness_deadlines(text: str, deadline: float | None) -> None:
     f = _parse(text)

@@ -38,7 +38,9 @@ phases, each with its duration when the line gives one:
                   `Timeout waiting for vLLM server healthy` (slime/vime vLLM backend), `can't be reached at ... after
                   N seconds` (TRL/verifiers client), `failed to start within N`, `health check failed after Ns`
                   (llama-swap), text-generation-webui `Server health check timed out after N seconds`, the
-                  tt-inference-server eval harness `Service did not become healthy within 1200.0s`, kubelet
+                  tt-inference-server eval harness `Service did not become healthy within 1200.0s`, vLLM-Omni
+                  `Timed out waiting for READY from StageEngineCoreProc after 300s`, AReaL `Waiting generation
+                  servers timeout`, kubelet
                   `failed startup probe`, launcher scripts `vLLM not ready after 30 minutes`
                   (vllm-dgx-spark; minutes and hours are converted), ollama `timed out waiting for llama runner`.
 - `graph_capture` sizes: SGLang `Capture cuda graph bs [1, 2, 4, ...]` (mark `sizes`, how many batch sizes).
@@ -106,6 +108,8 @@ TIMEOUT = re.compile(
     r"|server can't be reached at \S+ after (?P<reach>[\d.]+) seconds"
     r"|health check failed after (?P<hc>[\d.]+) ?s"
     r"|\bcheck timed out after (?P<hct>[\d.]+) ?(?:s\b|sec|seconds?)"
+    r"|timed? ?out waiting for READY from \w+ after (?P<ready>[\d.]+) ?s"
+    r"|[Ww]aiting (?:for )?(?:the )?(?:generation|inference|rollout|model) servers? timeout"
     r"|failed startup probe")
 UNIT_SECONDS = {"s": 1.0, "sec": 1.0, "second": 1.0, "seconds": 1.0, "min": 60.0, "minute": 60.0, "minutes": 60.0,
                 "h": 3600.0, "hour": 3600.0, "hours": 3600.0}
@@ -121,7 +125,8 @@ ANCHORS = ("Load weight end", "Load weight begin", "graph end", "graph begin", "
            "aiting for server", "not ready within", "not ready in", "did not become ready", "didn't become ready",
            "never became ready", "failed to become ready", "imed out waiting for", "imeout waiting for",
            "aiting for vLLM server", "failed to start within", "did not start within", "can't be reached at",
-           "health check failed after", "check timed out after", "did not become healthy", "graph bs [",
+           "health check failed after", "check timed out after", "did not become healthy", "waiting for READY from",
+           "servers timeout", "server timeout", "graph bs [",
            "not ready after", "not healthy after", "not up after",
            "taken more than", "core engine proc", "Waiting for shard", "Shard ready in",
            "Processed prompts: ", "shared memory broadcast block")
@@ -194,7 +199,7 @@ def _parse(line: Line, msg: str) -> Event | None:
     m = TIMEOUT.search(msg)
     if m:
         deadline = next((float(v) for v in (m["deadline"], m["after"], m["within"], m["reach"], m["hc"], m["hct"],
-                                                 m["became"]) if v), None)
+                                                 m["became"], m["ready"]) if v), None)
         if deadline is None and m["after_n"]:
             deadline = float(m["after_n"]) * UNIT_SECONDS.get(m["after_unit"].lower(), 1.0)
         return _event(line, "timeout", "launcher", "", None, **({"deadline": deadline} if deadline else {}))
