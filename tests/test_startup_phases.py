@@ -86,6 +86,9 @@ PHASE_LINES = [
     ("2025-03-18 10:24:40,134 - __main__ - WARNING - Attempt 56: Please wait for sglang server to become ready...",
      "wait", "", None),
     ("INFO - trl.extras.vllm_client - Server is not up yet. Retrying in 2.0 seconds...", "wait", "", None),
+    # tt-inference-server's eval harness still polling (issue 2505): a wait, not its deadline
+    ("2026-03-18 17:57:23,051 - utils.prompt_client - INFO - ⏳ Service not ready after 1181.1s, waiting 10.0s before "
+     "polling (timeout: 1200.0s)", "wait", "", None),
     # launcher scripts (code index: shell and Python wrappers around `vllm serve`)
     ("Waiting for vLLM server to start...", "wait", "", None),
     ("⏳ Waiting for vLLM server to be ready...", "wait", "", None),
@@ -115,6 +118,16 @@ def test_each_wording_is_one_phase_with_its_duration(text: str, phase: str, what
     ("RuntimeError: vLLM server failed to start within timeout", None),
     ("Error: Timed out waiting for vLLM server to boot (600000ms)", None),
     ("  Warning  Unhealthy  kubelet  Container vllm-openai failed startup probe, will be restarted", None),
+    # tt-inference-server eval harness (issue 2505); text-generation-webui's llama.cpp loader (issue 6907), also as
+    # pasted wrapped, its second half alone on a line
+    ("2026-03-18 17:57:43,066 - utils.prompt_client - ERROR - ⛔ Service did not become healthy within 1200.0s", 1200.0),
+    ("Error loading the model with llama.cpp: Server health check timed out after 28800 seconds", 28800.0),
+    ("                       check timed out after 28800 seconds", 28800.0),
+    # vLLM-Omni (issue 3981) and AReaL (issue 115, the reporter's title)
+    ("(APIServer pid=70993) ERROR 05-29 08:37:38 [vllm_omni/engine/async_omni_engine.py:1148] TimeoutError: Timed out "
+     "waiting for READY from StageEngineCoreProc after 300s. This typically indicates model loading or initialization "
+     "is taking too long. Consider increasing `stage_init_timeout` for large models.", 300.0),
+    ("TimeoutError: Waiting generation servers timeout.", None),
 ])
 def test_readiness_deadlines(text: str, deadline: float | None) -> None:
     f = _parse(text)

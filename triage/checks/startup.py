@@ -225,7 +225,20 @@ def _served_after_ready(run: Run, eng: Engine) -> bool:
     if not eng.ready or any(e.timeouts for e in engines(run)):
         return False
     ready_at = eng.ready[0].line.lineno
-    return any(es.origin.startswith(eng.file) and es.last_lineno() > ready_at for es in run.engines.values())
+    if any(es.origin.startswith(eng.file) and es.last_lineno() > ready_at for es in run.engines.values()):
+        return True
+    return _generated_offline(run, eng.file, ready_at)
+
+
+def _generated_offline(run: Run, file: str, after: int) -> bool:
+    """An offline engine (vLLM `LLM.generate`) logs no stats rows: its `Processed prompts` bar counting finished
+    prompts after the ready line, in the same file, is the served work (vLLM 0.6.6 offline, real-extra 915)."""
+    for ev, _, _ in run.canon("step_time"):
+        f = ev.fields
+        if (ev.line.file == file and ev.line.lineno > after and f.get("framework") == "tqdm"
+                and str(f.get("tag", "")).startswith("Processed prompts") and f["values"].get("n", 0) > 0):
+            return True
+    return False
 
 
 def served_files(run: Run) -> set[str]:

@@ -29,14 +29,19 @@ phases, each with its duration when the line gives one:
                   the engines' own front ends waiting for their workers, every 10 s: vLLM V1's API server `Waiting
                   for 1 local, 0 remote core engine proc(s) to start.` (`v1/engine/utils.py`, DEBUG, 0.8 -> 0.25),
                   TGI's launcher `Waiting for shard 0 to be ready...` (0.x) / `Waiting for shard to be ready...
-                  rank=N` (1.x-3.x, also as the `message` of its JSON output).
+                  rank=N` (1.x-3.x, also as the `message` of its JSON output); tt-inference-server's prompt
+                  client `Service not ready after 1181.1s, waiting 10.0s before polling (timeout: 1200.0s)`.
 - `shard`         TGI's launcher `Shard ready in 189.037403751s rank=0`: one shard's whole start (load and warm-up),
                   a timed `engine_init` phase of that shard; not the server's readiness (other shards may still wait).
 - `timeout`       the launcher gave up: `server not ready within N seconds` (Modal examples), `did not become
                   ready` (olmOCR), `Timed out [after Ns ]waiting for [the ]server|vLLM server` (TRL, generic),
                   `Timeout waiting for vLLM server healthy` (slime/vime vLLM backend), `can't be reached at ... after
                   N seconds` (TRL/verifiers client), `failed to start within N`, `health check failed after Ns`
-                  (llama-swap), kubelet `failed startup probe`, launcher scripts `vLLM not ready after 30 minutes`
+                  (llama-swap), text-generation-webui `Server health check timed out after N seconds`, the
+                  tt-inference-server eval harness `Service did not become healthy within 1200.0s`, vLLM-Omni
+                  `Timed out waiting for READY from StageEngineCoreProc after 300s`, AReaL `Waiting generation
+                  servers timeout`, kubelet
+                  `failed startup probe`, launcher scripts `vLLM not ready after 30 minutes`
                   (vllm-dgx-spark; minutes and hours are converted), ollama `timed out waiting for llama runner`.
 - `graph_capture` sizes: SGLang `Capture cuda graph bs [1, 2, 4, ...]` (mark `sizes`, how many batch sizes).
 - `stall`         vLLM's message queue to its workers found no free block for a minute: `No available shared memory
@@ -88,18 +93,23 @@ WAIT = re.compile(r"health check is pending|Please wait for \w+ server to become
                   r"|replicas? that (?:have|has) taken more than \d+ ?s to (?:initialize|be scheduled)"
                   r"|[Ww]aiting for (?:the )?(?:\w+ )?server to (?:be ready|start|become ready|come up|be available)"
                   r"|Waiting for \d+ local, \d+ remote core engine proc\(s\) to start"
-                  r"|Waiting for shard(?: \d+)? to be ready")
+                  r"|Waiting for shard(?: \d+)? to be ready"
+                  r"|(?:[Ss]ervice|[Ss]erver) not ready after [\d.]+ ?s, waiting")
 # TGI launcher: one shard up, with its start time (`Shard ready in 189.037403751s rank=0`, 1.x-3.x).
 SHARD_READY = re.compile(r"Shard ready in (?P<seconds>[\d.]+) ?s")
 TIMEOUT = re.compile(
     r"(?i)(?:server|engine|worker)s? (?:is )?not (?:ready|healthy) (?:with)?in (?P<deadline>[\d.]+) ?s"
     r"|(?:server|engine|worker|vLLM|SGLang|model)s? (?:is |was )?(?:still )?not (?:ready|healthy|up) after "
     r"(?P<after_n>[\d.]+) ?(?P<after_unit>s\b|sec|seconds?|min|minutes?|h\b|hours?)"
-    r"|(?:server|engine|worker)s? (?:did not|didn't|failed to|never) (?:become|became) (?:ready|healthy)"
+    r"|(?:server|engine|worker|service)s? (?:did not|didn't|failed to|never) (?:become|became) (?:ready|healthy)"
+    r"(?: within (?P<became>[\d.]+) ?s)?"
     r"|timed? ?out (?:after (?P<after>[\d.]+) ?s )?waiting for (?:the )?(?:\w+ )?(?:server|engine|runner)"
     r"|(?:server|engine) (?:failed to start|did not start) within (?:(?P<within>[\d.]+)|(?:the )?timeout)"
     r"|server can't be reached at \S+ after (?P<reach>[\d.]+) seconds"
     r"|health check failed after (?P<hc>[\d.]+) ?s"
+    r"|\bcheck timed out after (?P<hct>[\d.]+) ?(?:s\b|sec|seconds?)"
+    r"|timed? ?out waiting for READY from \w+ after (?P<ready>[\d.]+) ?s"
+    r"|[Ww]aiting (?:for )?(?:the )?(?:generation|inference|rollout|model) servers? timeout"
     r"|failed startup probe")
 UNIT_SECONDS = {"s": 1.0, "sec": 1.0, "second": 1.0, "seconds": 1.0, "min": 60.0, "minute": 60.0, "minutes": 60.0,
                 "h": 3600.0, "hour": 3600.0, "hours": 3600.0}
@@ -115,7 +125,9 @@ ANCHORS = ("Load weight end", "Load weight begin", "graph end", "graph begin", "
            "aiting for server", "not ready within", "not ready in", "did not become ready", "didn't become ready",
            "never became ready", "failed to become ready", "imed out waiting for", "imeout waiting for",
            "aiting for vLLM server", "failed to start within", "did not start within", "can't be reached at",
-           "health check failed after", "graph bs [", "not ready after", "not healthy after", "not up after",
+           "health check failed after", "check timed out after", "did not become healthy", "waiting for READY from",
+           "servers timeout", "server timeout", "graph bs [",
+           "not ready after", "not healthy after", "not up after",
            "taken more than", "core engine proc", "Waiting for shard", "Shard ready in",
            "Processed prompts: ", "shared memory broadcast block")
 
@@ -186,7 +198,8 @@ def _parse(line: Line, msg: str) -> Event | None:
         return _event(line, "compile", "sglang", "deepgemm", None, mark="begin")
     m = TIMEOUT.search(msg)
     if m:
-        deadline = next((float(v) for v in (m["deadline"], m["after"], m["within"], m["reach"], m["hc"]) if v), None)
+        deadline = next((float(v) for v in (m["deadline"], m["after"], m["within"], m["reach"], m["hc"], m["hct"],
+                                                 m["became"], m["ready"]) if v), None)
         if deadline is None and m["after_n"]:
             deadline = float(m["after_n"]) * UNIT_SECONDS.get(m["after_unit"].lower(), 1.0)
         return _event(line, "timeout", "launcher", "", None, **({"deadline": deadline} if deadline else {}))
