@@ -127,3 +127,35 @@ def test_the_oldest_torch_oom_wordings_keep_their_numbers() -> None:
         assert (top.rule, top.category) == ("trainer.cuda-oom", "trainer-oom")
         assert (top.numbers.get("capacity"), top.numbers.get("allocated")) == numbers
         assert "trainer.micro_batch_size" in knob_names(top)
+
+
+GENERATE_LENGTH_LINES = [
+    # transformers 4.2x logger warning (Chinese-LLM-Chat issue 3, backticks lost in the paste; real-extra 978)
+    ("Input length of input_ids is 2400, but max_length is set to 2048. This can lead to unexpected behavior. You "
+     "should consider increasing max_new_tokens.", 2400, 2048),
+    # later transformers raise it (quoted in a ChatGLM report found through the code index)
+    ("ValueError: Input length of input_ids is 14317, but `max_length` is set to 8192. This can lead to unexpected "
+     "behavior. You should consider increasing `max_length` or, better yet, setting `max_new_tokens`.", 14317, 8192),
+    # prompt plus max_new_tokens beyond the model's positions (Search-R1 issue 145; real-extra 980)
+    ("This is a friendly reminder - the current text generation call will exceed the model's predefined maximum "
+     "length (32768). Depending on the model, you may observe exceptions, performance degradation, or nothing at "
+     "all.", None, 32768),
+]
+
+
+def test_generates_own_length_checks_are_the_prompt_budget(tmp_path: Path) -> None:
+    for i, (line, tokens, limit) in enumerate(GENERATE_LENGTH_LINES):
+        report = triage_files(tmp_path / str(i), {"trainer.log": "INFO turn 7\n" + line + "\n"})
+        f = report.findings[0]
+        assert (f.rule, f.category) == ("prompt.generate-length-exceeded", "prompt-budget")
+        assert (f.evidence[0].file, f.evidence[0].line) == ("trainer.log", 2)
+        assert (f.numbers.get("input_tokens"), f.numbers.get("context_length")) == (tokens, limit)
+        assert knob_names(f)[0] == "inference.max_context_length"
+
+
+def test_areal_math_parser_timeouts_are_the_verifiers(tmp_path: Path) -> None:
+    # AReaL's realhf math parser scores an answer 0 after 15 s (its logger.warning, AReaL issue 141)
+    log = "".join(f"(ModelWorker pid=37630{i}) Timeout occurred while justifying the math answer.\n" for i in range(4))
+    f = by_rule(triage_files(tmp_path, {"trainer.log": log}))["verifier.timeout"]
+    assert (f.category, f.evidence[0].line, f.count) == ("verifier", 1, 4)
+    assert knob_names(f)[:1] == ["verifier.timeout"]
