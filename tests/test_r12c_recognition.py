@@ -159,3 +159,11 @@ def test_areal_math_parser_timeouts_are_the_verifiers(tmp_path: Path) -> None:
     f = by_rule(triage_files(tmp_path, {"trainer.log": log}))["verifier.timeout"]
     assert (f.category, f.evidence[0].line, f.count) == ("verifier", 1, 4)
     assert knob_names(f)[:1] == ["verifier.timeout"]
+
+
+def test_an_intel_xpu_device_oom_is_a_trainer_oom(tmp_path: Path) -> None:
+    # physical-ai-studio issue 319 (PyTorch XPU on an Arc B570, 2026-03): Unified Runtime's out-of-device-memory
+    line = ("2026-03-05 11:53:21.418 | ERROR    | workers.training_worker:_train_model:152 - Training failed: Native API "
+            "failed. Native API returns: 39 (UR_RESULT_ERROR_OUT_OF_DEVICE_MEMORY)")
+    f = triage_files(tmp_path, {"trainer.log": "INFO epoch 0\n" + line + "\n"}).findings[0]
+    assert (f.rule, f.category, f.severity, f.evidence[0].line) == ("trainer.cuda-oom", "trainer-oom", "error", 2)
