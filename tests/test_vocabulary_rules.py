@@ -81,8 +81,10 @@ def test_an_engine_wording_a_specific_rule_learned_wins_in_any_file(tmp_path: Pa
 
 
 def test_an_input_over_the_generation_length_is_a_prompt_budget_finding(tmp_path: Path) -> None:
-    f = by_rule(run_of(tmp_path, rollout_log="transformers-generate-max-length.log"), "vocabulary.prompt-over-budget")
+    # transformers' own length check now has a rule of its own (patterns/prompt-budget.yaml), which wins
+    f = by_rule(run_of(tmp_path, rollout_log="transformers-generate-max-length.log"), "prompt.generate-length-exceeded")
     assert (f.category, f.evidence[0].line) == ("prompt-budget", 1)
+    assert (f.numbers.get("input_tokens"), f.numbers.get("context_length")) == (14317, 8192)
     assert "inference.max_context_length" in {k.name for k in f.knobs}
 
 
