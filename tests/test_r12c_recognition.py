@@ -167,3 +167,14 @@ def test_an_intel_xpu_device_oom_is_a_trainer_oom(tmp_path: Path) -> None:
             "failed. Native API returns: 39 (UR_RESULT_ERROR_OUT_OF_DEVICE_MEMORY)")
     f = triage_files(tmp_path, {"trainer.log": "INFO epoch 0\n" + line + "\n"}).findings[0]
     assert (f.rule, f.category, f.severity, f.evidence[0].line) == ("trainer.cuda-oom", "trainer-oom", "error", 2)
+
+
+def test_an_httpx_timeout_under_the_hub_downloaders_frames_is_no_rollout_timeout(tmp_path: Path) -> None:
+    # huggingface_hub >= 1.0 downloads through httpx (issue 4670): its ReadTimeout ends a download's traceback
+    httpx_timeout = "httpx.ReadTimeout: The read operation timed out"
+    report = triage_files(tmp_path, {"trainer.log": HUB_FRAMES + httpx_timeout + "\n"})
+    assert "gen.rollout-timeout" not in by_rule(report)
+    assert "verifier.timeout" not in by_rule(report)
+    # without the frames the same line is a rollout client's timeout, as before
+    bare = triage_files(tmp_path / "bare", {"trainer.log": "INFO step 1\n" + httpx_timeout + "\n"})
+    assert by_rule(bare)["gen.rollout-timeout"].evidence[0].line == 2
