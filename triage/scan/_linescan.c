@@ -3503,20 +3503,23 @@ typedef struct {
 } ColShape;
 
 typedef struct {
-    Py_ssize_t n;
-    ColShape sh[COL_SHAPES];
-    Py_ssize_t back[1024], nback;        /* needles of lines a traceback chain may start at (see cols_before) */
-} ColSet;
-
-typedef struct {
     Py_ssize_t n, cap;
     int64_t *line, *bol, *eol, *ord;
-    double *val;                        /* column after column: nout x cap */
+    double *val;                        /* row after row: cap x nout */
     uint8_t *div;                       /* per value, k: val is still to be divided by 10^k (col_number; cols_flush) */
 } ColRows;
 
+typedef struct {
+    Py_ssize_t n;
+    ColShape sh[COL_SHAPES];
+    Py_ssize_t back[1024], nback;        /* needles of lines a traceback chain may start at (see cols_before) */
+    ColRows spare[COL_SHAPES];           /* each shape's arrays between two calls: the next call's rows go there, not
+                                            into arrays grown again (and their pages faulted in again) each call */
+} ColSet;
+
 struct Cols {
     const ColSet *set;
+    ColSet *owner;                      /* the same, to take its spare arrays and give them back (cols_new, cols_free) */
     ColRows rows[COL_SHAPES];
     Py_ssize_t nrec;                    /* metric-record rows since the last write-out */
     Py_ssize_t last;                    /* the shape matched last (tried first) */
@@ -3572,10 +3575,21 @@ static ALWAYS_INLINE int lit_at(const unsigned char *a, Py_ssize_t room, const u
     return x == y;
 }
 
+static void colrows_free(ColRows *r) {
+    PyMem_Free(r->line);
+    PyMem_Free(r->bol);
+    PyMem_Free(r->eol);
+    PyMem_Free(r->ord);
+    PyMem_Free(r->val);
+    PyMem_Free(r->div);
+    memset(r, 0, sizeof(ColRows));
+}
+
 static void colset_free(PyObject *cap) {
     ColSet *cs = (ColSet *)PyCapsule_GetPointer(cap, "triage.scan._linescan.Shapes");
     if (!cs) return;
     for (Py_ssize_t k = 0; k < cs->n; k++) PyMem_Free(cs->sh[k].lit);
+    for (Py_ssize_t k = 0; k < COL_SHAPES; k++) colrows_free(&cs->spare[k]);
     PyMem_Free(cs);
 }
 
@@ -3833,10 +3847,6 @@ static int col_grow(ColRows *r, Py_ssize_t nout) {
     uint8_t *d = PyMem_Realloc(r->div, (size_t)(cap * (nout ? nout : 1)));
     if (!d) { PyErr_NoMemory(); return -1; }
     r->div = d;
-    for (Py_ssize_t j = nout - 1; j > 0; j--) {  /* each column to its new place, the last first */
-        memmove(v + j * cap, v + j * r->cap, (size_t)r->n * sizeof(double));
-        memmove(d + j * cap, d + j * r->cap, (size_t)r->n);
-    }
     r->cap = cap;
     return 0;
 }
@@ -4038,8 +4048,8 @@ static int cols_take(Scan *st) {
         ColRows *r = &c->rows[k];
         if (col_grow(r, sh->nout) < 0) return -1;
         for (Py_ssize_t s = 0; s < sh->nslot; s++)
-            if (sh->col[s] >= 0 && !col_value(b + bol, ts[s], te[s], st->n - bol, &r->val[sh->col[s] * r->cap + r->n],
-                                              &r->div[sh->col[s] * r->cap + r->n]))
+            if (sh->col[s] >= 0 && !col_value(b + bol, ts[s], te[s], st->n - bol, &r->val[r->n * sh->nout + sh->col[s]],
+                                              &r->div[r->n * sh->nout + sh->col[s]]))
                 return 0;
         c->nl_cnt += st->em.count(b + c->nl_pos, b + bol);  /* the bytes since the last row only */
         c->nl_pos = bol;
@@ -4057,9 +4067,13 @@ static int cols_take(Scan *st) {
 
 typedef struct { int64_t line; Py_ssize_t bol, eol, shape; } ColBack;
 
-/* out[i] = val[i] / 10^div[i] (col_number's values): the divisions are independent, so they overlap. */
-static void col_divide(double *out, const double *val, const uint8_t *div, Py_ssize_t n) {
-    for (Py_ssize_t i = 0; i < n; i++) out[i] = div[i] ? val[i] / POW10[div[i]] : val[i];
+/* out[i] = val[i * stride] / 10^div[i * stride] (col_number's values, a row's after another's): the divisions are
+ * independent, so they overlap. */
+static void col_divide(double *out, const double *val, const uint8_t *div, Py_ssize_t n, Py_ssize_t stride) {
+    for (Py_ssize_t i = 0; i < n; i++) {
+        uint8_t k = div[i * stride];
+        out[i] = k ? val[i * stride] / POW10[k] : val[i * stride];
+    }
 }
 
 static PyObject *col_bytes(const void *p, Py_ssize_t n) {
@@ -4237,7 +4251,7 @@ static int cols_flush(Scan *st) {
         if (!vals) { Py_DECREF(parts); return -1; }
         double *out = (double *)PyBytes_AS_STRING(vals);
         for (Py_ssize_t j = 0; j < nout; j++)  /* column after column, each value divided as col_number left it */
-            col_divide(out + j * n, r->val + j * r->cap, r->div + j * r->cap, n);
+            col_divide(out + j * n, r->val + j, r->div + j, n, nout);
         PyObject *stats = PyTuple_New(nout + (sh->share_mean >= 0 || sh->tally >= 0));
         for (Py_ssize_t j = 0; stats && j < nout; j++) {
             PyObject *one = col_stats(out + j * n, n);
@@ -4338,26 +4352,26 @@ static int cols_before(Scan *st) {
 }
 
 static struct Cols *cols_new(PyObject *cap) {
-    const ColSet *cs = (const ColSet *)PyCapsule_GetPointer(cap, "triage.scan._linescan.Shapes");
+    ColSet *cs = (ColSet *)PyCapsule_GetPointer(cap, "triage.scan._linescan.Shapes");
     if (!cs) return NULL;
     struct Cols *c = PyMem_Calloc(1, sizeof(struct Cols));
     if (!c) { PyErr_NoMemory(); return NULL; }
-    c->set = cs;
+    c->set = c->owner = cs;
     c->pre_k = c->pre_bol = -1;
-    for (Py_ssize_t k = 0; k < COL_SHAPES; k++) c->next[k] = -1;
+    for (Py_ssize_t k = 0; k < COL_SHAPES; k++) {
+        c->next[k] = -1;
+        c->rows[k] = cs->spare[k];  /* the arrays of the call before, empty */
+        memset(&cs->spare[k], 0, sizeof(ColRows));
+    }
     return c;
 }
 
 static void cols_free(struct Cols *c) {
     if (!c) return;
     for (Py_ssize_t k = 0; k < COL_SHAPES; k++) {
-        ColRows *r = &c->rows[k];
-        PyMem_Free(r->line);
-        PyMem_Free(r->bol);
-        PyMem_Free(r->eol);
-        PyMem_Free(r->ord);
-        PyMem_Free(r->val);
-        PyMem_Free(r->div);
+        c->rows[k].n = 0;
+        colrows_free(&c->owner->spare[k]);  /* (none: this call took them) */
+        c->owner->spare[k] = c->rows[k];
     }
     PyMem_Free(c);
 }
