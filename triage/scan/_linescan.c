@@ -2558,8 +2558,9 @@ static ALWAYS_INLINE Py_ssize_t err_next(const uint64_t *M, Py_ssize_t p, Py_ssi
 
 /* len bytes from s to o; o has room for as many bytes as s has from s on (end: the end of s's bytes) */
 static ALWAYS_INLINE void err_copy(unsigned char *o, const unsigned char *s, Py_ssize_t len, const unsigned char *end) {
-    if (len <= 16 && s + 16 <= end) memcpy(o, s, 16);  /* (the bytes past len are written again after) */
-    else memcpy(o, s, (size_t)len);
+    if (s + len + 15 <= end) {  /* 16 bytes a step, no call (the bytes past len are written again after) */
+        for (Py_ssize_t k = 0; k < len; k += 16) memcpy(o + k, s + k, 16);
+    } else memcpy(o, s, (size_t)len);
 }
 
 static Py_ssize_t err_key(const unsigned char *s, Py_ssize_t n, unsigned char *o, int gated) {
@@ -2732,7 +2733,12 @@ static uint64_t err_hash(const unsigned char *k, Py_ssize_t n) {  /* 32 bytes a 
         memcpy(&w, k + i, 8);
         ERR_MIX(h, w);
     }
-    for (; i < n; i++) h = (h ^ k[i]) * 1099511628211ULL;
+    if (i < n) {  /* the last 1-7 bytes in one word: the 8 that end the key, or the key alone when shorter */
+        w = 0;
+        if (n >= 8) memcpy(&w, k + n - 8, 8);
+        else memcpy(&w, k, (size_t)n);
+        ERR_MIX(h1, w);
+    }
     ERR_MIX(h, h1);
     ERR_MIX(h, h2 ^ (h3 << 1));
     return h | 1;
@@ -2752,12 +2758,15 @@ static Py_ssize_t err_head(struct Errs *E, const unsigned char *s, Py_ssize_t n)
         Py_ssize_t i = 0;
 #if defined(__SSE2__)
         const __m128i zero = _mm_setzero_si128(), c0 = _mm_set1_epi8('0'), c9 = _mm_set1_epi8(9);
-        for (; i + 16 <= P; i += 16) {  /* 16 bytes a step: each the kept byte, or a digit where it kept one */
-            __m128i c = _mm_loadu_si128((const __m128i *)(s + i)), h = _mm_loadu_si128((const __m128i *)(E->head_raw + i));
+        while (P >= 16 && i < P) {  /* 16 bytes a step, the last step ending at P: each the kept byte, or a digit
+                                     * where it kept one */
+            Py_ssize_t at = i + 16 <= P ? i : P - 16;
+            __m128i c = _mm_loadu_si128((const __m128i *)(s + at)), h = _mm_loadu_si128((const __m128i *)(E->head_raw + at));
             __m128i d = _mm_sub_epi8(c, c0);
             __m128i ok = _mm_or_si128(_mm_cmpeq_epi8(c, h), _mm_and_si128(_mm_cmpeq_epi8(h, zero),
                                                                        _mm_cmpeq_epi8(_mm_min_epu8(d, c9), d)));
             if (_mm_movemask_epi8(ok) != 0xffff) break;
+            i = at + 16;
         }
 #endif
         for (; i < P; i++) {
@@ -2823,7 +2832,7 @@ static Py_ssize_t err_find(struct Errs *E, Py_ssize_t klen, uint64_t h) {
         Py_ssize_t v = E->table[i];
         if (!v) return -1;
         ErrSlot *sl = &E->slots[v - 1];
-        if (sl->hash == h && sl->klen == klen && !memcmp(sl->key, E->kbuf, (size_t)klen)) return v - 1;
+        if (sl->hash == h && sl->klen == klen && same_bytes(sl->key, E->kbuf, klen)) return v - 1;
     }
 }
 
@@ -3184,7 +3193,7 @@ static Py_ssize_t err_text_slot(Scan *st, Py_ssize_t bol, Py_ssize_t eol) {
         Py_ssize_t v = E->ttable[x];
         if (!v) return -1;
         ErrSlot *sl = &E->slots[v - 1];
-        if (sl->thash != h || sl->tlen != tl || memcmp(sl->key, E->kbuf, (size_t)tl)) continue;
+        if (sl->thash != h || sl->tlen != tl || !same_bytes(sl->key, E->kbuf, tl)) continue;
         if (E->whole_m != st->m || !sl->whole) sl->whole = err_slot_whole(E, sl, st->m) ? 1 : 2;
         return sl->whole == 1 ? v - 1 : -1;
     }
