@@ -1553,8 +1553,23 @@ static int fam_flush(Scan *st) {
     return r;
 }
 
+/* The first ASCII digit in [k, e), else e: 16 bytes a step where SSE2 is there. */
+static ALWAYS_INLINE Py_ssize_t fam_digit(const unsigned char *b, Py_ssize_t k, Py_ssize_t e) {
+#if defined(__SSE2__) && (defined(__GNUC__) || defined(__clang__))
+    const __m128i c0 = _mm_set1_epi8('0'), c9 = _mm_set1_epi8(9);
+    for (; k + 16 <= e; k += 16) {
+        __m128i d = _mm_sub_epi8(_mm_loadu_si128((const __m128i *)(b + k)), c0);
+        unsigned mask = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_min_epu8(d, c9), d));
+        if (mask) return k + __builtin_ctz(mask);
+    }
+#endif
+    while (k < e && !(b[k] >= '0' && b[k] <= '9')) k++;
+    return k;
+}
+
 /* Whether the pending candidate line is of the family: the same needles, printable ASCII, the family's text but for
- * its digit runs (the count run parsed into *count). */
+ * its digit runs (the count run parsed into *count). The text holds no digit and only printable ASCII (else the
+ * family is not armed), so a line whose other bytes equal it is printable ASCII too. */
 static int fam_match(Scan *st, long long *count) {
     Family *fm = &st->fam;
     const unsigned char *b = st->b;
@@ -1565,20 +1580,23 @@ static int fam_match(Scan *st, long long *count) {
     Py_ssize_t j = 0, run = 0;
     *count = -1;
     for (Py_ssize_t k = bol; k < eol;) {
-        unsigned char c = b[k];
-        if (c >= '0' && c <= '9') {
-            Py_ssize_t d0 = k;
-            long long v = 0;
-            while (k < eol && b[k] >= '0' && b[k] <= '9') { if (k - d0 < 18) v = v * 10 + (b[k] - '0'); k++; }
-            if (run++ == fm->run) {
-                if (k - d0 > 18) return 0;
-                *count = v;
-            }
+        /* the bytes up to the next digit are the text's next ones (printable: fm->printable), compared at once */
+        Py_ssize_t d = fam_digit(b, k, eol);
+        if (d > k) {
+            if (d - k > fm->len - j || !same_bytes(b + k, fm->text + j, d - k)) return 0;
+            j += d - k;
+            k = d;
+            if (k == eol) break;
+        }
+        Py_ssize_t d0 = k;
+        if (run++ != fm->run) {  /* a run whose value is not read */
+            while (k < eol && b[k] >= '0' && b[k] <= '9') k++;
             continue;
         }
-        if (c < 0x20 || c >= 0x7f || j >= fm->len || fm->text[j] != c) return 0;
-        j++;
-        k++;
+        long long v = 0;
+        while (k < eol && b[k] >= '0' && b[k] <= '9') { if (k - d0 < 18) v = v * 10 + (b[k] - '0'); k++; }
+        if (k - d0 > 18) return 0;
+        *count = v;
     }
     return j == fm->len && (fm->run < 0 || *count >= 0);
 }
@@ -2062,7 +2080,12 @@ static PyObject *scan_with(PyObject *args, int loop) {
         if (!(st->errs = errs_of(errs_cap))) goto fail;
         err_begin(st->errs, errs_base, errs_ahead);
     }
-    if (fam_ids && PyTuple_GET_SIZE(fam_ids) <= 32) {
+    int fam_ok = fam_ids && PyTuple_GET_SIZE(fam_ids) <= 32;
+    for (Py_ssize_t k = 0; fam_ok && k < fam_text.len; k++) {  /* (Families.native sends such a text only) */
+        unsigned char c = ((const unsigned char *)fam_text.buf)[k];
+        fam_ok = c >= 0x20 && c < 0x7f && !(c >= '0' && c <= '9');
+    }
+    if (fam_ok) {
         Family *fm = &st->fam;
         fm->on = 1;
         fm->text = fam_text.buf;
@@ -2558,8 +2581,9 @@ static ALWAYS_INLINE Py_ssize_t err_next(const uint64_t *M, Py_ssize_t p, Py_ssi
 
 /* len bytes from s to o; o has room for as many bytes as s has from s on (end: the end of s's bytes) */
 static ALWAYS_INLINE void err_copy(unsigned char *o, const unsigned char *s, Py_ssize_t len, const unsigned char *end) {
-    if (len <= 16 && s + 16 <= end) memcpy(o, s, 16);  /* (the bytes past len are written again after) */
-    else memcpy(o, s, (size_t)len);
+    if (s + len + 15 <= end) {  /* 16 bytes a step, no call (the bytes past len are written again after) */
+        for (Py_ssize_t k = 0; k < len; k += 16) memcpy(o + k, s + k, 16);
+    } else memcpy(o, s, (size_t)len);
 }
 
 static Py_ssize_t err_key(const unsigned char *s, Py_ssize_t n, unsigned char *o, int gated) {
@@ -2570,9 +2594,10 @@ static Py_ssize_t err_key(const unsigned char *s, Py_ssize_t n, unsigned char *o
     if (err_masks(s, n, W, D, H, G)) return -1;  /* a byte no key holds */
     Py_ssize_t nb = (n + 63) >> 6;
     for (Py_ssize_t b = 0; b < nb; b++) {  /* the bytes a word the key may mask holds: a digit, 8 hex digits in a row */
-        uint64_t h = H[b], hn = b + 1 < nb ? H[b + 1] : 0, r = h;
-        for (int k = 1; k < 8; k++) r &= (h >> k) | (hn << (64 - k));
-        I[b] = D[b] | r;
+        uint64_t h = H[b], hn = b + 1 < nb ? H[b + 1] : 0;  /* bit i: bits i..i+7 of (hn:h) all set, by doubling */
+        uint64_t a1 = h & ((h >> 1) | (hn << 63)), a1n = hn & (hn >> 1);
+        uint64_t a2 = a1 & ((a1 >> 2) | (a1n << 62)), a2n = a1n & (a1n >> 2);
+        I[b] = D[b] | (a2 & ((a2 >> 4) | (a2n << 60)));
     }
     for (Py_ssize_t p = 0; p < n;) {
         /* bytes up to the next word that may be masked, as they are: a word without a digit or 8 hex digits in a row
@@ -2732,7 +2757,12 @@ static uint64_t err_hash(const unsigned char *k, Py_ssize_t n) {  /* 32 bytes a 
         memcpy(&w, k + i, 8);
         ERR_MIX(h, w);
     }
-    for (; i < n; i++) h = (h ^ k[i]) * 1099511628211ULL;
+    if (i < n) {  /* the last 1-7 bytes in one word: the 8 that end the key, or the key alone when shorter */
+        w = 0;
+        if (n >= 8) memcpy(&w, k + n - 8, 8);
+        else memcpy(&w, k, (size_t)n);
+        ERR_MIX(h1, w);
+    }
     ERR_MIX(h, h1);
     ERR_MIX(h, h2 ^ (h3 << 1));
     return h | 1;
@@ -2752,12 +2782,15 @@ static Py_ssize_t err_head(struct Errs *E, const unsigned char *s, Py_ssize_t n)
         Py_ssize_t i = 0;
 #if defined(__SSE2__)
         const __m128i zero = _mm_setzero_si128(), c0 = _mm_set1_epi8('0'), c9 = _mm_set1_epi8(9);
-        for (; i + 16 <= P; i += 16) {  /* 16 bytes a step: each the kept byte, or a digit where it kept one */
-            __m128i c = _mm_loadu_si128((const __m128i *)(s + i)), h = _mm_loadu_si128((const __m128i *)(E->head_raw + i));
+        while (P >= 16 && i < P) {  /* 16 bytes a step, the last step ending at P: each the kept byte, or a digit
+                                     * where it kept one */
+            Py_ssize_t at = i + 16 <= P ? i : P - 16;
+            __m128i c = _mm_loadu_si128((const __m128i *)(s + at)), h = _mm_loadu_si128((const __m128i *)(E->head_raw + at));
             __m128i d = _mm_sub_epi8(c, c0);
             __m128i ok = _mm_or_si128(_mm_cmpeq_epi8(c, h), _mm_and_si128(_mm_cmpeq_epi8(h, zero),
                                                                        _mm_cmpeq_epi8(_mm_min_epu8(d, c9), d)));
             if (_mm_movemask_epi8(ok) != 0xffff) break;
+            i = at + 16;
         }
 #endif
         for (; i < P; i++) {
@@ -2823,7 +2856,7 @@ static Py_ssize_t err_find(struct Errs *E, Py_ssize_t klen, uint64_t h) {
         Py_ssize_t v = E->table[i];
         if (!v) return -1;
         ErrSlot *sl = &E->slots[v - 1];
-        if (sl->hash == h && sl->klen == klen && !memcmp(sl->key, E->kbuf, (size_t)klen)) return v - 1;
+        if (sl->hash == h && sl->klen == klen && same_bytes(sl->key, E->kbuf, klen)) return v - 1;
     }
 }
 
@@ -3184,7 +3217,7 @@ static Py_ssize_t err_text_slot(Scan *st, Py_ssize_t bol, Py_ssize_t eol) {
         Py_ssize_t v = E->ttable[x];
         if (!v) return -1;
         ErrSlot *sl = &E->slots[v - 1];
-        if (sl->thash != h || sl->tlen != tl || memcmp(sl->key, E->kbuf, (size_t)tl)) continue;
+        if (sl->thash != h || sl->tlen != tl || !same_bytes(sl->key, E->kbuf, tl)) continue;
         if (E->whole_m != st->m || !sl->whole) sl->whole = err_slot_whole(E, sl, st->m) ? 1 : 2;
         return sl->whole == 1 ? v - 1 : -1;
     }
