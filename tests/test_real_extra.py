@@ -36,11 +36,15 @@ KNOWN_MISSES = {
     "344-trl-grpo-quickstart-completions-clipped-table":
         "the metrics were pasted as a whitespace table (a header of names, rows of bare numbers): the rows hold no "
         "anchor the prefilter can select, so only the header line reaches the metric parser",
+    "990-trl-grpo-qwen25-7b-vllm-rho010-seed42-train-runtime-complete":
+        "a healthy run: one metric record of 40 at exactly the 0.2 cap-hit threshold (the next highest 0.125) raises "
+        "gen.cap-hit-rate at warning; checks/health.py cap_hits fires on any single record at the threshold "
+        "(persistence over records would settle it)",
 }
 
 
 def test_the_extra_corpus_is_there() -> None:
-    assert len(CASES) == 304
+    assert len(CASES) == 314
 
 
 @pytest.mark.parametrize("case", CASES)
