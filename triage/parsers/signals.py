@@ -110,9 +110,10 @@ def is_warning_level(line: Line) -> bool:
 # -- process ends and shutdowns -----------------------------------------------------------------------------
 TRACEBACK = "Traceback (most recent call last)"
 FRAME = re.compile(r'^\s*File "[^"]*", line \d+')
-# A traceback's final line: `[pkg.]Name[(Inner)]: message` or a bare `[pkg.]Name`.
+# A traceback's final line: `[pkg.]Name[(Inner)]: message` or a bare `[pkg.]Name` (StopIteration: a DataLoader or
+# data iterator that ran dry, printed unqualified as a builtin).
 EXC_LINE = re.compile(
-    r"^\s{0,4}(?:[a-z_]\w*\.)*(?P<name>[A-Z]\w*(?:Error|Exception|Failure|Fault|Exit|Interrupt|Exhausted|Died))"
+    r"^\s{0,4}(?:[a-z_]\w*\.)*(?P<name>[A-Z]\w*(?:Error|Exception|Failure|Fault|Exit|Interrupt|Exhausted|Died|Iteration))"
     r"(?:\((?P<inner>[^)]*)\))?(?::\s?(?P<message>.*)|\s*)$"
 )
 # Inside a traceback (right after its frames) the final line may name a class without those endings, qualified by
@@ -160,6 +161,42 @@ SIGNAL_ANCHORS = ("SIGTERM", "SIGINT", "SIGHUP", "got signal", "death signal", "
 SHUTDOWN_NOISE = ("gen.client-disconnect-abort", "gen.vllm-aborted-requests", "gen.rollout-timeout")
 TAIL = 80  # lines after a process's last exception within which its log must end for the exception to end it
 CHAIN = 8  # a traceback that starts within this many lines of the previous final line continues its chain
+# A traceback's final line may hold no anchor (`_queue.Empty`, `StopIteration`): it is the first line after a frame
+# line that is indented less than the frame (the frame's source line and Python 3.11+'s caret lines, indented more,
+# come between), within TB_LOOK lines and behind the frame line's own prefix (a Ray actor's `(TaskRunner pid=N)`,
+# torch elastic's `[rank0]:`); that line is a candidate line all the same (Scanner.candidates; _linescan.c tb_end).
+TB_LOOK = 6
+TB_FRAME = re.compile(r'File "[^"]*", line \d')
+
+
+def traceback_end(text: str, bol: int, eol: int) -> int:
+    """Where that line starts, for the line text[bol:eol] (eol: its newline, or len(text)); -1 when the line is no
+    frame or no such line follows (a blank line, another prefix, more indented lines, the text's end)."""
+    f = text.find('File "', bol, eol)
+    if f < 0 or not TB_FRAME.match(text, f, eol):
+        return -1
+    k = f
+    while k > bol and text[k - 1] in " \t":
+        k -= 1
+    indent, prefix = f - k, text[bol:k]
+    if not indent:
+        return -1
+    p, n = eol + 1, len(text)
+    for _ in range(TB_LOOK):
+        if p >= n or not text.startswith(prefix, p):
+            return -1
+        q = p + len(prefix)
+        while q < n and text[q] in " \t":
+            q += 1
+        if q >= n or text[q] in "\r\n":
+            return -1
+        if q - p - len(prefix) < indent:
+            return p
+        nl = text.find("\n", q)
+        if nl < 0:
+            return -1
+        p = nl + 1
+    return -1
 
 
 @dataclass
@@ -463,4 +500,4 @@ def describe_frames(frames: list[str]) -> str:
 
 __all__ = ["Chain", "Exits", "LEVELS", "SIGNAL_ANCHORS", "LEVEL_ANCHORS", "REWARD_FRAME", "callee_of", "chains",
            "describe_frames", "events_of", "exception_name", "fatal_event", "is_error_level", "is_warning_level",
-           "judge", "level_of", "reward_chains", "shutdown_event"]
+           "judge", "level_of", "reward_chains", "shutdown_event", "traceback_end"]

@@ -635,6 +635,7 @@ typedef struct {
     Py_ssize_t jump, jump_nl;           /* >= 0: the loop goes on from this line start, jump_nl newlines before
                                            it (lines taken whole by cols_run); -1: none */
     struct Errs *errs;                  /* error-like lines counted per key (NULL: off; see Errs) */
+    Py_ssize_t tb_bol;                  /* >= 0: a traceback's end line starts here, returned before the next (tb_end) */
 } Scan;
 
 /* Errs (see its section before Columns). */
@@ -1625,9 +1626,63 @@ static int fam_folds(Scan *st) {
     return 1;
 }
 
+/* A traceback's final line may hold no needle (`StopIteration`): after a frame line, the first line indented less than
+ * the frame, behind the frame line's own prefix, within TB_LOOK lines (tb_end), is returned as a candidate line with no
+ * needles, before the next line returned (tb_flush), as signals.traceback_end and Scanner.candidates find it. */
+#define TB_LOOK 6
+static Py_ssize_t tb_end(const unsigned char *b, Py_ssize_t n, Py_ssize_t bol, Py_ssize_t eol) {
+    Py_ssize_t f = bol;
+    for (;;) {  /* the line's first `File "`, then a quote-free path, `", line ` and a digit (signals.TB_FRAME) */
+        const unsigned char *c = f < eol ? memchr(b + f, 'F', (size_t)(eol - f)) : NULL;
+        if (!c) return -1;
+        f = c - b;
+        if (eol - f >= 6 && memcmp(b + f, "File \"", 6) == 0) break;
+        f++;
+    }
+    const unsigned char *q = memchr(b + f + 6, '"', (size_t)(eol - f - 6));
+    if (!q) return -1;
+    Py_ssize_t r = q - b;  /* at the closing quote */
+    if (eol - r < 9 || memcmp(b + r, "\", line ", 8) != 0 || b[r + 8] < '0' || b[r + 8] > '9') return -1;
+    Py_ssize_t k = f;
+    while (k > bol && (b[k - 1] == ' ' || b[k - 1] == '\t')) k--;
+    Py_ssize_t indent = f - k, plen = k - bol, p = eol + 1;
+    if (!indent) return -1;
+    for (int t = 0; t < TB_LOOK; t++) {
+        if (p >= n || n - p < plen || memcmp(b + p, b + bol, (size_t)plen) != 0) return -1;
+        Py_ssize_t e = p + plen;
+        while (e < n && (b[e] == ' ' || b[e] == '\t')) e++;
+        if (e >= n || b[e] == '\n' || b[e] == '\r') return -1;
+        if (e - p - plen < indent) return p;
+        const unsigned char *nl = memchr(b + e, '\n', (size_t)(n - e));
+        if (!nl) return -1;
+        p = nl - b + 1;
+    }
+    return -1;
+}
+
+static int finish_cand(Scan *st);
+
+/* A needle (or a line taken whole) at s at or past the pending traceback end line: that line first, unless s is in it
+ * (a candidate line of its own then). */
+static int tb_flush(Scan *st, Py_ssize_t s) {
+    Py_ssize_t bol = st->tb_bol, eol = line_end(st->b, st->n, bol);
+    if (st->c_bol >= 0 && st->c_bol < bol && finish_cand(st) < 0) return -1;  /* the line before it, first */
+    st->tb_bol = -1;
+    if (s < eol || st->c_bol >= 0) return 0;
+    st->c_bol = bol;
+    st->c_eol = eol;
+    st->nids = 0;
+    return finish_cand(st);
+}
+
 /* Emit the pending candidate line, if any. */
 static int finish_cand(Scan *st) {
     if (st->c_bol < 0) return 0;
+    if (st->tb_bol >= 0 && st->c_bol >= st->tb_bol) st->tb_bol = -1;  /* (the line itself, returned now) */
+    if (st->nids) {  /* (a line with no needle holds no `File "`) */
+        Py_ssize_t t = tb_end(st->b, st->n, st->c_bol, st->c_eol);
+        if (t >= 0) st->tb_bol = t;
+    }
     if (st->fam.on) {
         int r = fam_folds(st);
         if (r < 0) return -1;
@@ -1675,6 +1730,7 @@ static int append_id(Scan *st, Py_ssize_t id) {
  * search would have made it at its first needle, and is finished at once, as the next visit would (nl: newlines
  * before p). */
 static int take_whole(Scan *st, Py_ssize_t p, Py_ssize_t eol, Py_ssize_t nl, const Py_ssize_t *ids, Py_ssize_t nids) {
+    if (st->tb_bol >= 0 && p >= st->tb_bol && tb_flush(st, p) < 0) return -1;
     st->c_bol = p;
     st->c_eol = eol;
     st->nids = 0;
@@ -1717,6 +1773,7 @@ static ALWAYS_INLINE int found(Scan *st, int32_t e, Py_ssize_t s) {
     Py_ssize_t id = e < m->n ? e : e - m->n;
     if (s < st->col_skip) return 0;  /* in a line matched whole, its needles noted (cols_early) */
     if (st->c_bol >= 0 && s < st->c_eol) return append_id(st, id);  /* inside the candidate line */
+    if (st->tb_bol >= 0 && s >= st->tb_bol && tb_flush(st, s) < 0) return -1;
     int cand = nd->kind == K_CAND;
     if (nd->kind == K_STATS) {
         if (!stats_shape(b, n, s, nd->len)) cand = 1;  /* `Decode batch` in other words */
@@ -2112,7 +2169,7 @@ static PyObject *scan_with(PyObject *args, int loop) {
     st->step = step;
     st->em.b = st->b;
     st->em.count = count_nl;
-    st->last_mark = st->last_sample = st->c_bol = st->c_eol = st->jump = st->fold.s_at = -1;
+    st->last_mark = st->last_sample = st->c_bol = st->c_eol = st->jump = st->fold.s_at = st->tb_bol = -1;
     st->ids = st->ids_local;
     st->ids_cap = (Py_ssize_t)(sizeof(st->ids_local) / sizeof(st->ids_local[0]));
     st->em.out = PyList_New(0);
@@ -2139,7 +2196,8 @@ static PyObject *scan_with(PyObject *args, int loop) {
     }
     if (!err) {
         if (st->n > 0) st->flags |= m->single[st->b[st->n - 1]];  /* the last byte of an odd-length buffer */
-        err = finish_cand(st) < 0 || fold_flush(st) < 0 || fam_flush(st) < 0 || cols_flush(st) < 0;
+        err = finish_cand(st) < 0 || (st->tb_bol >= 0 && tb_flush(st, st->n) < 0) || fold_flush(st) < 0
+              || fam_flush(st) < 0 || cols_flush(st) < 0;
     }
     if (!err && st->errs) {
         Py_ssize_t n_lines = st->em.nl_cnt + (st->em.fused ? st->em.nl_w - st->em.n_pos
@@ -3272,7 +3330,7 @@ static int err_take(Scan *st) {
     struct Errs *E = st->errs;
     Py_ssize_t ln = em_line(&st->em, st->c_bol);
     long long no = E->base + ln + 1;
-    int cls = ERR_ALLOWED, ruled = 0;
+    int cls = st->nids ? ERR_ALLOWED : ERR_SPECIAL, ruled = 0;  /* no needle: a traceback's end (tb_flush) */
     for (Py_ssize_t k = 0; k < st->nids; k++) {
         Py_ssize_t id = st->ids[k];
         int c = id < E->ncls ? E->cls[id] : ERR_SPECIAL;

@@ -167,6 +167,8 @@ class ErrFold:
     def _reads_around(self, data: Any, start: int, end: int, ids: tuple[int, ...]) -> bool:
         """Whether a candidate line may read its neighbours, as _linescan.c err_take judges it."""
         classes = self.rules.classes
+        if not ids:  # a traceback's end line (no needle: signals.traceback_end), special as err_take takes it
+            return True
         ruled = False
         for i in ids:
             c = classes[i] if i < len(classes) else SPECIAL
@@ -192,7 +194,7 @@ class ErrFold:
                 continue
             ok = self.allowed.get(ids)
             if ok is None:
-                ok = self.allowed[ids] = all(i < len(classes) and classes[i] in (ALLOWED, RULED) for i in ids)
+                ok = self.allowed[ids] = bool(ids) and all(i < len(classes) and classes[i] in (ALLOWED, RULED) for i in ids)
             if not ok:
                 continue
             if _linescan.errfold_find(self.state, data, start, end, ids) >= 0:  # returned for a neighbour
@@ -232,7 +234,7 @@ class ErrFold:
         classes = self.rules.classes
         for i, (kind, rel, start, end, ids) in enumerate(hits):
             if kind == 0 and (self.allowed.get(ids) or self.allowed.setdefault(
-                    ids, all(j < len(classes) and classes[j] in (ALLOWED, RULED) for j in ids))):
+                    ids, bool(ids) and all(j < len(classes) and classes[j] in (ALLOWED, RULED) for j in ids))):
                 slot = _linescan.errfold_find(self.state, data, start, end, ids)
                 if slot >= 0:
                     hits[i] = (K_KNOWN, rel, start, end, (ids, self.shapes[slot]))

@@ -280,14 +280,25 @@ class Scanner:
             counted = 0
             lineno = nl_before + 1
             n = len(chunk)
+            tb = -1  # where a traceback's end line starts (signals.traceback_end), yielded before the next line
             while True:
                 m = search(chunk, pos)
-                if not m:
-                    break
-                s = m.start()
+                s = m.start() if m else n
                 start = max(chunk.rfind("\n", pos, s), chunk.rfind("\r", pos, s)) + 1
                 if start == 0 and pos > 0:
                     start = pos
+                if 0 <= tb < start:  # an anchorless line ends the traceback before this one
+                    nl = chunk.find("\n", tb)
+                    nl = n if nl < 0 else nl
+                    if not m or s >= nl:
+                        cr = chunk.find("\r", tb, nl)
+                        lineno += chunk.count("\n", counted, tb)
+                        counted = tb
+                        text = chunk[tb:cr if cr >= 0 else nl]
+                        yield lineno, text[:MAX_LINE] + TRUNCATED if len(text) > MAX_LINE else text
+                    tb = -1
+                if not m:
+                    break
                 nl = chunk.find("\n", s)
                 if nl < 0:
                     nl = n
@@ -295,10 +306,15 @@ class Scanner:
                 end = cr if cr >= 0 else nl
                 lineno += chunk.count("\n", counted, start)
                 counted = start
+                if start == tb:
+                    tb = -1
                 text = chunk[start:end]
                 if len(text) > MAX_LINE:
                     text = text[:MAX_LINE] + TRUNCATED
                 yield lineno, text
+                if 'File "' in text:
+                    t = signals.traceback_end(chunk, start, nl)
+                    tb = t if t >= 0 else tb
                 pos = end + 1
             nl_before += chunk.count("\n")
             partial = bool(chunk) and not chunk.endswith("\n")
