@@ -46,10 +46,6 @@ KNOWN_MISSES = {
     "962-coursia-trl-grpo-all-completions-truncated-at-80-tokens-table":
         "the issue summarises the run as a markdown table of metric names and observed values (clipped_ratio 1 on "
         "39/40 steps), not log records: no metric record reaches the parser, as for 344",
-    "990-trl-grpo-qwen25-7b-vllm-rho010-seed42-train-runtime-complete":
-        "a healthy run: one metric record of 40 at exactly the 0.2 cap-hit threshold (the next highest 0.125) raises "
-        "gen.cap-hit-rate at warning; checks/health.py cap_hits fires on any single record at the threshold "
-        "(persistence over records would settle it)",
 }
 
 
