@@ -238,6 +238,11 @@ def test_discovery_shared_among_processes_finds_what_one_process_finds(tmp_path:
     fields = ("path", "rel", "kind", "status", "reason", "size", "compression")
     assert [[getattr(lf, f) for f in fields] for lf in shared] == [[getattr(lf, f) for f in fields] for lf in alone]
     assert len(alone) == 606  # 600 logs, the .gz, the binary, the hole, the empty file, the two links
+    # the walk keeps each file's path relative to the root; the path opened is the root's as given, joined to it
+    slashed, _ = discover.discover([str(run) + "//"], mapper=parallel.map_shared)
+    assert [lf.path for lf in slashed] == [str(run) + "//" + lf.rel for lf in alone]
+    assert [lf.rel for lf in slashed] == [lf.rel for lf in alone]
+    assert {lf.path for lf in alone} >= {str(run / "ranks" / "train-rank-007.log")}
 
 
 def test_a_batch_result_and_its_tape_travel_back_unchanged(tmp_path: Path) -> None:
