@@ -168,3 +168,27 @@ def test_with_stdout_and_stderr_both_gone_the_exit_code_still_says_so() -> None:
     p = subprocess.run(["sh", "-c", f'exec 1>&- 2>/dev/full; exec "{sys.executable}" -m triage "{case("004")}"'],
                        timeout=TIMEOUT)
     assert p.returncode == 2
+
+
+def test_a_report_longer_than_a_piece_is_written_as_its_whole_encoding(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """Reports are encoded and written a PIECE of characters at a time (not a second copy of a 25 MB report whole):
+    the bytes are those of the whole text's encoding, a multi-byte character or an unpaired surrogate at a piece's
+    edge included, to a new file, over an old one, appended, and on standard output."""
+    monkeypatch.setattr(outputs, "PIECE", 7)
+    text = "ab\u00e9cd\u65e5f\ud800gh" * 5 + "\U0001f600end\n"
+    whole = text.encode("utf-8", "backslashreplace")
+    out = tmp_path / "r.json"
+    outputs.write_text(out, text)
+    assert out.read_bytes() == whole
+    outputs.write_text(out, "old " * 9)
+    outputs.write_text(out, text)
+    assert out.read_bytes() == whole
+    outputs.write_text(out, text, append=True)
+    assert out.read_bytes() == whole * 2
+    outputs.write_text(out, "")
+    assert out.read_bytes() == b""
+    monkeypatch.setattr(sys, "stdout", open(tmp_path / "stdout", "w", encoding="utf-8", errors="backslashreplace"))
+    outputs.write_stdout(text)
+    sys.stdout.close()
+    assert (tmp_path / "stdout").read_bytes() == whole

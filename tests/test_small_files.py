@@ -238,6 +238,11 @@ def test_discovery_shared_among_processes_finds_what_one_process_finds(tmp_path:
     fields = ("path", "rel", "kind", "status", "reason", "size", "compression")
     assert [[getattr(lf, f) for f in fields] for lf in shared] == [[getattr(lf, f) for f in fields] for lf in alone]
     assert len(alone) == 606  # 600 logs, the .gz, the binary, the hole, the empty file, the two links
+    # the walk keeps each file's path relative to the root; the path opened is the root's as given, joined to it
+    slashed, _ = discover.discover([str(run) + "//"], mapper=parallel.map_shared)
+    assert [lf.path for lf in slashed] == [str(run) + "//" + lf.rel for lf in alone]
+    assert [lf.rel for lf in slashed] == [lf.rel for lf in alone]
+    assert {lf.path for lf in alone} >= {str(run / "ranks" / "train-rank-007.log")}
 
 
 def test_a_batch_result_and_its_tape_travel_back_unchanged(tmp_path: Path) -> None:
@@ -353,6 +358,34 @@ def test_the_matcher_small_files_share_is_picked_from_their_text_and_changes_no_
     taught = report(run, monkeypatch, "1")
     monkeypatch.setattr(batches, "teach", lambda needles, files: None)  # every needle under its first pair
     assert report(run, monkeypatch, "1") == taught
+
+
+def test_the_files_of_a_json_report_are_written_entry_by_entry_as_the_encoder_writes_them() -> None:
+    """render writes the files list itself (a dict per file held for the whole list cost a run of 200 k files
+    ~100 MB): the report's bytes are those json.dumps writes of as_dict, for any number of files (more than a block
+    of entries, none), odd names, a node; a file whose text is already safe is not copied for it."""
+    from triage.model import Report
+    from triage.report import RenderOptions
+    from triage.report.common import safe_report
+    from triage.report.json_format import FILES_BLOCK, as_dict, render
+
+    def expected(report: Report) -> str:  # no error, finding or timeline: every array is of dicts, or empty
+        return json.dumps(as_dict(safe_report(report)), indent=2, ensure_ascii=True) + "\n"
+
+    odd = LogFile(path="p", rel="a\x1b\"b\u00e4.log", kind="trainer", status="partial", reason="cut ##[x]", size=7,
+                  lines=3, node="n1")
+    many = [LogFile(path=f"p{i}", rel=f"r/{i}.log", size=i, lines=i % 5) for i in range(FILES_BLOCK + 3)]
+    for files in ([], [odd], [*many, odd]):
+        report = Report(version="0", root="r", files=files)
+        assert render(report, RenderOptions()) == expected(report)
+    entries = json.loads(render(Report(version="0", root="r", files=[*many, odd]), RenderOptions()))["files"]
+    assert len(entries) == FILES_BLOCK + 4 and entries[FILES_BLOCK] == {
+        "path": f"r/{FILES_BLOCK}.log", "kind": "text", "status": "read", "reason": "", "lines": FILES_BLOCK % 5,
+        "size": FILES_BLOCK}
+    assert entries[-1] == {"path": "a\\x1b\"b\u00e4.log", "kind": "trainer", "status": "partial",
+                           "reason": "cut #\\x23[x]", "lines": 3, "size": 7, "node": "n1"}
+    safe = safe_report(Report(version="0", root="r", files=[odd, many[0]]))
+    assert safe.files[1] is many[0] and safe.files[0] is not odd and odd.rel == "a\x1b\"b\u00e4.log"
 
 
 def test_a_file_entry_is_written_as_the_json_encoder_writes_it() -> None:

@@ -464,8 +464,10 @@ def _serially(fn: Callable[[Any], Any], items: list[Any]) -> list[Any]:
     return [fn(x) for x in items]
 
 
-def _sniffed(where: tuple[str, str]) -> LogFile:
-    return _entry(*where)
+def _sniffer(root: str) -> Callable[[str], LogFile]:
+    """The sniffing of a file under root by its relative path (its full path is os.path.join(root, rel), as the walk
+    made it: the walk keeps only the relative one, ~35 MB less for 200 k files)."""
+    return lambda rel: _entry(os.path.join(root, rel), rel)
 
 
 def discover(paths: list[str], follow_links: bool = False, mapper: Mapper = _serially) -> tuple[list[LogFile], list[str]]:
@@ -508,7 +510,7 @@ def _walk(root: str, follow_links: bool = False, mapper: Mapper = _serially) -> 
     (`loop -> ..` cannot recurse). The files found are sniffed (their kind and coverage) once the walk is done,
     all through `mapper`."""
     out: list[LogFile | None] = []  # None: the next file of `todo`, once sniffed
-    todo: list[tuple[str, str]] = []
+    todo: list[str] = []  # their paths relative to root
     real_root = os.path.realpath(root)
     stack = [(root, "")]  # (a directory, its path relative to root with a trailing separator: "" for root)
     while stack:
@@ -544,7 +546,11 @@ def _walk(root: str, follow_links: bool = False, mapper: Mapper = _serially) -> 
                                           "(--follow-links reads it)"))
                 continue
             out.append(None)
-            todo.append((full, rel))
+            todo.append(rel)
         stack.extend(reversed([(d.path, reldir + d.name + os.sep) for d in subdirs if not d.is_symlink()]))
-    sniffed = iter(mapper(_sniffed, todo))
+    found = mapper(_sniffer(root), todo)
+    for lf, rel in zip(found, todo):
+        if lf.rel == rel:  # one string, not a copy from the process that sniffed it
+            lf.rel = rel
+    sniffed = iter(found)
     return [lf if lf is not None else next(sniffed) for lf in out]

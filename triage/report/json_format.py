@@ -4,10 +4,11 @@ and compact timelines). `triage diff` reads it back."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from json.encoder import encode_basestring_ascii
 from typing import Any
 
-from triage.model import Finding, Report
+from triage.model import Finding, LogFile, Report
 from triage.report import RenderOptions
 from triage.report.common import safe_report, verdict
 
@@ -16,16 +17,21 @@ def _finding(f: Finding) -> dict[str, Any]:
     return f.to_dict() | {"known": f.known, "baseline": f.baseline}
 
 
-def as_dict(report: Report) -> dict[str, object]:
+def _file(f: LogFile) -> dict[str, Any]:
+    return {"path": f.rel, "kind": f.kind, "status": f.status, "reason": f.reason, "lines": f.lines,
+            "size": f.size} | ({"node": f.node} if f.node else {})
+
+
+def as_dict(report: Report, files: Callable[[list[LogFile]], Any] | None = None) -> dict[str, object]:
     """The report as JSON data. Nothing is redacted here: a report is redacted once, when it is built
-    (analyze, merge), and formats only render it."""
+    (analyze, merge), and formats only render it. `files`: what the files entry is made of them (by default a
+    list of dicts)."""
     return {
         "version": report.version,
         "root": report.root,
         "verdict": verdict(report),
         "findings": [_finding(f) for f in report.findings],
-        "files": [{"path": f.rel, "kind": f.kind, "status": f.status, "reason": f.reason, "lines": f.lines,
-                   "size": f.size} | ({"node": f.node} if f.node else {}) for f in report.files],
+        "files": [_file(f) for f in report.files] if files is None else files(report.files),
         "config": report.config,
         "errors": report.errors,
         "figures": report.figures,
@@ -44,6 +50,10 @@ _encode = json.JSONEncoder(default=str, ensure_ascii=True).encode  # json.dumps(
 # a call: a run of 200 k files asks it 1.4 M times
 
 
+class _Written(str):
+    """JSON text already written: dumps puts it as it is."""
+
+
 def _value(v: Any, level: int) -> str:
     """One value of a dict: a string or a whole number (every value of a file's entry: path, kind, status, reason,
     lines, size; a run of 200 k files has 1.2 M of them) written straight, the rest by dumps."""
@@ -52,21 +62,49 @@ def _value(v: Any, level: int) -> str:
         return encode_basestring_ascii(v)
     if t is int:
         return int.__repr__(v)
+    if t is _Written:
+        return v
     return dumps(v, level)
 
 
-def dumps(value: Any, level: int = 0) -> str:
+FILES_LEVEL = 1  # the files list's indent level in the report (a value of the top-level dict)
+FILES_BLOCK = 4096  # file entries joined at a time
+
+
+def _files_written(files: list[LogFile]) -> _Written:
+    """The files list as dumps writes it at FILES_LEVEL, one file's entry at a time: a run of 200 k files held a
+    dict per file (and a copy of each file) for its whole report, ~150 MB, where the text alone is ~25 MB."""
+    if not files:
+        return _Written(dumps([], FILES_LEVEL))
+    inner = ",\n" + "  " * (FILES_LEVEL + 1)
+    blocks = ["".join([inner + dumps(_file(f), FILES_LEVEL + 1) for f in files[i:i + FILES_BLOCK]])
+              for i in range(0, len(files), FILES_BLOCK)]  # not 200 k entries held at once: a block's at most
+    blocks[0] = "[\n" + blocks[0][2:]
+    blocks.append("\n" + "  " * FILES_LEVEL + "]")
+    return _Written("".join(blocks))
+
+
+def dumps(value: Any, level: int = 0, tail: str = "") -> str:
     """JSON indented by two spaces, except that arrays of scalars stay on one line: a timeline's thousand
-    points read as one row, and they are encoded by json's C encoder (an indented dump is pure Python)."""
+    points read as one row, and they are encoded by json's C encoder (an indented dump is pure Python).
+    `tail`: text after it (written in the same join: a report's text is not copied once more to end it)."""
     if _flat(value):
-        return _encode(value)
+        return _encode(value) + tail
     pad, inner = "  " * level, "  " * (level + 1)
-    if isinstance(value, dict):
-        items = [f"{inner}{encode_basestring_ascii(k if isinstance(k, str) else json.dumps(k))}: {_value(v, level + 1)}"
-                 for k, v in value.items()]
-        return "{\n" + ",\n".join(items) + f"\n{pad}}}"
-    return "[\n" + ",\n".join(f"{inner}{dumps(v, level + 1)}" for v in value) + f"\n{pad}]"
+    parts: list[str] = []
+    if isinstance(value, dict):  # a value's text is a part of its own, not copied into its key's (a report's files)
+        for k, v in value.items():
+            parts += (",\n", inner, encode_basestring_ascii(k if isinstance(k, str) else json.dumps(k)), ": ",
+                      _value(v, level + 1))
+        parts[0] = "{\n"
+        parts.append(f"\n{pad}}}{tail}")
+    else:
+        for v in value:
+            parts += (",\n", inner, dumps(v, level + 1))
+        parts[0] = "[\n"
+        parts.append(f"\n{pad}]{tail}")
+    return "".join(parts)
 
 
 def render(report: Report, options: RenderOptions) -> str:
-    return dumps(as_dict(safe_report(report))) + "\n"
+    return dumps(as_dict(safe_report(report), _files_written), tail="\n")

@@ -97,16 +97,30 @@ def write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view):]
 
 
+PIECE = 1 << 20  # characters of a report encoded and written at a time: not a second copy of it whole (the JSON
+# report of 200 k files is ~25 MB)
+
+
+def _pieces(text: str) -> Iterator[str]:
+    for i in range(0, len(text), PIECE):
+        yield text[i:i + PIECE]
+
+
+def _write_encoded(fd: int, text: str) -> None:
+    """text as UTF-8 (an unpaired surrogate as its escape), a PIECE at a time."""
+    for piece in _pieces(text):
+        write_all(fd, piece.encode("utf-8", "backslashreplace"))
+
+
 def write_text(path: Path, text: str, append: bool = False) -> None:
     """Write (or append) text as UTF-8. A file or a new name is replaced atomically; a FIFO or a device the
     user named (`--output /dev/stdout`) is written directly, as a shell redirection would."""
-    data = text.encode("utf-8", "backslashreplace")
     what = special(path)
     if append or what not in ("", "a directory"):
         try:
             fd = os.open(path, os.O_WRONLY | (os.O_APPEND | os.O_CREAT if append else 0), 0o666)
             try:
-                write_all(fd, data)
+                _write_encoded(fd, text)
             finally:
                 os.close(fd)
         except OSError as e:
@@ -115,7 +129,7 @@ def write_text(path: Path, text: str, append: bool = False) -> None:
     with replacing(path) as tmp:
         fd = os.open(tmp, os.O_WRONLY | os.O_TRUNC)
         try:
-            write_all(fd, data)
+            _write_encoded(fd, text)
             os.fsync(fd)  # on disk before the rename makes it the file: a crash leaves the old one or the new one
         finally:
             os.close(fd)
@@ -127,7 +141,8 @@ def write_stdout(text: str) -> None:
     if stream is None:
         raise OutputError("standard output is closed: cannot write the report (use --output FILE)")
     try:
-        stream.write(text)
+        for piece in _pieces(text):
+            stream.write(piece)
         stream.flush()
     except (OSError, ValueError) as e:  # ValueError: the stream object itself was closed
         why = _why(e) if isinstance(e, OSError) else "it is closed"
