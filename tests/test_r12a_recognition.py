@@ -170,3 +170,30 @@ def test_mindie_warmup_out_of_memory_is_the_warmup_family_with_its_setting(tmp_p
 def test_sglang_02_allocator_exits_are_the_same_families(tmp_path: Path, line: str, rule: str) -> None:
     f = top(triage_files(tmp_path, {"sglang-server.log": line + "\n"}))
     assert (f.category, f.rule, f.severity) == ("serving-oom-retraction", rule, "error")
+
+
+@pytest.mark.parametrize(("name", "line", "category", "rule"), [
+    # vllm-project/tpu-inference PR 1710: the engine core on TPU
+    ("vllm-server.log", "(EngineCore_DP0 pid=344) ERROR 02-10 19:23:35 [tpu_offload_connector.py:2498] Error gathering "
+     "blocks for request cmpl-9cbf94ef9250316c-0: RESOURCE_EXHAUSTED: Error allocating device buffer: Attempting to "
+     "allocate 832.0K. That was not possible. There are 112.5K free.; (0x0x0_HBM0)",
+     "serving-oom-retraction", "serving.engine-cuda-oom"),
+    # googlecolab/colabtools issue 5126: a Hugging Face trainer on a TPU v2-8
+    ("train.log", "RuntimeError: Bad StatusOr access: RESOURCE_EXHAUSTED: Error allocating device buffer: Attempting to "
+     "allocate 129.50M. That was not possible. There are 78.17M free.; (0x0x0_HBM0)", "trainer-oom", "trainer.cuda-oom"),
+])
+def test_xla_device_buffer_oom_goes_to_the_process_that_printed_it(tmp_path: Path, name: str, line: str,
+                                                                   category: str, rule: str) -> None:
+    f = top(triage_files(tmp_path, {name: line + "\n"}))
+    assert (f.category, f.rule, f.severity) == (category, rule, "error")
+
+
+def test_lmdeploy_pytorch_engine_without_room_for_one_prefill_is_the_warmup_family(tmp_path: Path) -> None:
+    report = triage_files(tmp_path, {"server.log": (
+        "2025-06-20 10:00:00,000 - lmdeploy - WARNING - cache_engine.py:90 - No enough memory. Update "
+        "max_prefill_token_num=2048\n"
+        "RuntimeError: No enough gpu memory for runtime.\n")})
+    f = top(report)
+    assert (f.category, f.rule, f.severity) == ("serving-oom-retraction", "serving.warmup-no-memory", "error")
+    assert (f.evidence[0].file, f.evidence[0].line) == ("server.log", 2)
+    assert f.count == 1
