@@ -197,3 +197,16 @@ def test_lmdeploy_pytorch_engine_without_room_for_one_prefill_is_the_warmup_fami
     assert (f.category, f.rule, f.severity) == ("serving-oom-retraction", "serving.warmup-no-memory", "error")
     assert (f.evidence[0].file, f.evidence[0].line) == ("server.log", 2)
     assert f.count == 1
+
+
+def test_vllm_v0_prompt_beyond_the_block_manager_is_kv_capacity_not_the_prompt_limit(tmp_path: Path) -> None:
+    # vllm-project/vllm issue 2198 (V0 0.2.x): the request is ignored because the KV blocks cannot hold its prompt
+    report = triage_files(tmp_path, {"vllm-server.log": (
+        "WARNING 12-19 10:21:05 scheduler.py:161] Input prompt (1217 tokens) is too long and exceeds the capacity of "
+        "block_manager\n"
+        "INFO 12-19 10:21:05 async_llm_engine.py:111] Finished request cmpl-b8c7b3b2eb7a4de488ef870004648708.\n")})
+    f = top(report)
+    assert (f.category, f.rule) == ("serving-oom-retraction", "serving.vllm-kv-capacity")
+    assert (f.evidence[0].file, f.evidence[0].line) == ("vllm-server.log", 1)
+    assert f.numbers["input_tokens"] == 1217
+    assert knob_names(f)[0] == "inference.sglang_mem_fraction_static"
