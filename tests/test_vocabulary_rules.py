@@ -52,13 +52,13 @@ def test_a_programming_error_naming_a_reward_variable_is_not_the_reward_path(tmp
 
 
 def test_an_out_of_memory_in_new_words_goes_to_the_process_that_printed_it(tmp_path: Path) -> None:
-    """ollama's ggml runner (ollama#3418): an allocator wording no specific rule knows."""
-    engine = by_rule(run_of(tmp_path / "a", ollama_server_log="ollama-ggml-cuda-malloc-oom.log"),
+    """XLA's TPU runtime loading a program into HBM: an allocator wording no specific rule knows."""
+    engine = by_rule(run_of(tmp_path / "a", vllm_server_log="xla-tpu-error-loading-program-oom.log"),
                      "vocabulary.engine-out-of-memory")
     assert (engine.category, engine.evidence[0].file, engine.evidence[0].line) == (
-        "serving-oom-retraction", "ollama-server.log", 1)
+        "serving-oom-retraction", "vllm-server.log", 1)
     assert engine.knobs[0].name == "inference.sglang_mem_fraction_static"
-    trainer = by_rule(run_of(tmp_path / "b", train_log="ollama-ggml-cuda-malloc-oom.log"),
+    trainer = by_rule(run_of(tmp_path / "b", train_log="xla-tpu-error-loading-program-oom.log"),
                       "vocabulary.trainer-out-of-memory")
     assert (trainer.category, trainer.evidence[0].line) == ("trainer-oom", 1)
     assert "trainer.micro_batch_size" in {k.name for k in trainer.knobs}
