@@ -143,3 +143,19 @@ def test_the_end_of_a_traceback_is_the_first_line_indented_less_than_its_frame(t
     assert signals.traceback_end(text, 0, eol) == want
     if want >= 0:
         assert text[want - 1] == "\n"
+
+
+# the first part of PaddleOCR issue 10557's chain, as a process's own end (no thread header): the class keeps its
+# module in the title, since `Empty` alone does not say which queue's
+QUEUE_EMPTY = "\n".join(PADDLE.splitlines()[1:7]) + "\n"
+
+
+@pytest.mark.parametrize("on_native", paths())
+def test_a_module_qualified_class_keeps_its_module_in_the_title(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, on_native: bool) -> None:
+    (tmp_path / "train.log").write_text(QUEUE_EMPTY)
+    top = report(tmp_path, monkeypatch, on_native).findings[0]
+    assert top.rule == "other.fatal-exit"
+    assert top.title == "A process ended with _queue.Empty"
+    assert top.numbers["exception"] == "_queue.Empty"
+    assert any(e.line == 6 and e.text == "_queue.Empty" for e in top.evidence)

@@ -119,8 +119,9 @@ EXC_LINE = re.compile(
 # Inside a traceback (right after its frames) the final line may name a class without those endings, qualified by
 # its module: `subprocess.TimeoutExpired: Command '[...]' timed out after 10 seconds` (CPython's subprocess),
 # `requests.exceptions.ConnectTimeout: ...`. The module prefix and the unindented start keep echoed source lines
-# out. Such a line counts only when it is a candidate (it holds an anchor: `Timeout` here, a rule's literal such as
-# Triton's "out of resource: shared memory"); one with none (`_queue.Empty`) never reaches Python.
+# out. Such a line reaches Python as a candidate: it holds an anchor (`Timeout` here, a rule's literal such as
+# Triton's "out of resource: shared memory"), or it is the first line after a traceback's frames (traceback_end:
+# `_queue.Empty`).
 DOTTED_EXC_LINE = re.compile(
     r"^\s?(?:[a-z_]\w*\.)+(?P<name>[A-Z][a-z]\w*?)(?:\((?P<inner>[^)]*)\))?(?::\s?(?P<message>.*)|\s*)$"
 )
@@ -266,10 +267,13 @@ def chains(lines: list[Line]) -> list[Chain]:
 
 def exception_name(line: Line) -> tuple[str, str]:
     """(exception class, message) of a final exception line; ("", "") when it is not one."""
-    m = EXC_LINE.match(line.msg) or DOTTED_EXC_LINE.match(line.msg)
+    m = EXC_LINE.match(line.msg)
+    dotted = None if m else DOTTED_EXC_LINE.match(line.msg)
+    m = m or dotted
     if not m:
         return "", ""
-    name = m.group("name")
+    # a class without the usual endings keeps its module, which says what it is (`_queue.Empty`, not `Empty`)
+    name = line.msg[:m.end("name")].lstrip() if dotted else m.group("name")
     if m.group("inner") and name == "RayTaskError":
         name = f"RayTaskError({m.group('inner')})"
     return name, (m.group("message") or "").strip()
