@@ -35,6 +35,12 @@ def lib() -> Library:
     return load_library()
 
 
+def extra_case(prefix: str) -> Path:
+    """The one real-extra case whose directory name starts with `prefix` (e.g. "990-")."""
+    (d,) = [p for p in (FIXTURES / "real-extra").iterdir() if p.name.startswith(prefix)]
+    return d
+
+
 def triage_dir(path: Path | str, **kw: object) -> Report:
     return analyze(Settings(paths=[str(path)], **kw))  # type: ignore[arg-type]
 

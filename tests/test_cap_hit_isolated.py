@@ -8,13 +8,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conftest import FIXTURES, by_rule, triage_dir
-
-EXTRA = FIXTURES / "real-extra"
+from conftest import by_rule, extra_case, triage_dir
 
 
 def case(prefix: str) -> Path:
-    return next(p for p in EXTRA.iterdir() if p.name.startswith(prefix)) / "input"
+    return extra_case(prefix) / "input"
 
 
 def test_one_record_at_the_threshold_of_forty_is_information() -> None:

@@ -8,14 +8,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conftest import FIXTURES, by_rule, top, triage_dir
-
-EXTRA = FIXTURES / "real-extra"
+from conftest import by_rule, extra_case, top, triage_dir
 
 
 def case(prefix: str) -> Path:
-    (d,) = [p for p in EXTRA.iterdir() if p.name.startswith(prefix)]
-    return d / "input"
+    return extra_case(prefix) / "input"
 
 
 def test_the_cause_above_an_engine_dead_error_is_the_failure() -> None:

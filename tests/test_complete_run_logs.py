@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conftest import FIXTURES, by_rule, knob_names, top, triage_dir
+from conftest import FIXTURES, by_rule, extra_case, knob_names, top, triage_dir
 
 from triage.model import SEVERITY_RANK, Line
 from triage.parsers.signals import is_warning_level
@@ -31,8 +31,7 @@ EXTRA = FIXTURES / "real-extra"
 
 
 def case(prefix: str) -> Path:
-    (d,) = [p for p in EXTRA.iterdir() if p.name.startswith(prefix)]
-    return d / "input"
+    return extra_case(prefix) / "input"
 
 
 def warnings_or_worse(report) -> list[str]:

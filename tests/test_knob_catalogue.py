@@ -9,7 +9,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import yaml
-
 from conftest import FIXTURES, by_rule, knob_names, triage_dir
 
 KNOBS = Path(__file__).resolve().parent.parent / "patterns" / "knobs.yaml"

@@ -18,18 +18,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conftest import FIXTURES, by_rule, knob_names, top, triage_dir, triage_files
+from conftest import by_rule, knob_names, top, triage_dir, triage_files
+from conftest import extra_case as case
 from domain import SIX
 
 from triage.model import SEVERITY_RANK
 from triage.report.gate import scan_exit
-
-EXTRA = FIXTURES / "real-extra"
-
-
-def case(prefix: str) -> Path:
-    (d,) = [p for p in EXTRA.iterdir() if p.name.startswith(prefix)]
-    return d
 
 
 def lines_of(prefix: str, name: str) -> list[str]:

@@ -15,14 +15,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURES, knob_names, top, triage_dir, triage_files
-
-EXTRA = FIXTURES / "real-extra"
-
-
-def case(prefix: str) -> Path:
-    (d,) = [p for p in EXTRA.iterdir() if p.name.startswith(prefix)]
-    return d
+from conftest import extra_case as case
+from conftest import knob_names, top, triage_dir, triage_files
 
 
 def test_llama_cpp_server_refusing_a_prompt_over_n_ctx_is_the_prompt_budget() -> None:

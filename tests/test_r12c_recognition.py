@@ -11,13 +11,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conftest import FIXTURES, by_rule, knob_names, triage_dir, triage_files
-
-EXTRA = FIXTURES / "real-extra"
+from conftest import by_rule, extra_case, knob_names, triage_dir, triage_files
 
 
 def case(prefix: str) -> Path:
-    return next(p for p in EXTRA.iterdir() if p.name.startswith(prefix)) / "input"
+    return extra_case(prefix) / "input"
 
 
 TRACKER_AND_HUB_TIMEOUTS = [

@@ -4,17 +4,15 @@ numbers and the gate, per mechanism changed."""
 
 from __future__ import annotations
 
-from conftest import FIXTURES, top, triage_dir
+from conftest import FIXTURES, extra_case, top, triage_dir
 
 from triage.scan.origins import split_ray
 
-EXTRA = FIXTURES / "real-extra"
 LINES = FIXTURES / "lines" / "trainer"
 
 
 def case(prefix: str):
-    (d,) = [p for p in EXTRA.iterdir() if p.name.startswith(prefix)]
-    return triage_dir(d / "input")
+    return triage_dir(extra_case(prefix) / "input")
 
 
 def at(f) -> tuple[str, int]:

@@ -18,16 +18,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conftest import FIXTURES, by_rule, top, triage_dir, triage_files
+from conftest import by_rule, top, triage_dir, triage_files
+from conftest import extra_case as case
 
 from triage.model import SEVERITY_RANK
-
-EXTRA = FIXTURES / "real-extra"
-
-
-def case(prefix: str) -> Path:
-    (d,) = [p for p in EXTRA.iterdir() if p.name.startswith(prefix)]
-    return d
 
 
 def warnings_or_worse(report) -> list[str]:
