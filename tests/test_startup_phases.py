@@ -95,6 +95,9 @@ PHASE_LINES = [
     ("Waiting for vLLM server to be available on port 8000...", "wait", "", None),
     ("  Warning  Unhealthy  3s (x9 over 43s)  kubelet  Readiness probe failed: Get \"http://10.244.0.45:8000/\": dial tcp 10.244.0.45:8000: connect: connection refused",
      "wait", "", None),
+    # prime-rl's orchestrator polling its inference pool every 10 s (prime-rl PR 1630's log)
+    ("16:41:43 WARNING Inference server was not reached after 10 seconds (Error: All connection attempts failed) on "
+     "http://localhost:8000", "wait", "", None),
 ]
 
 
@@ -306,3 +309,28 @@ def _scanned(lib, text: str) -> list:
 def test_the_prefilter_lets_every_wording_through(lib, text: str) -> None:
     """The parser's anchors are literal and case-sensitive: each wording must hold one, or it never reaches the parser."""
     assert len(_scanned(lib, text)) == 1
+
+
+# A launcher polling a starting engine is what start-up looks like: its "connection refused" / "connection attempts
+# failed" lines are the start-up checks' (a wait), never an unexplained error that outranks them (prime-rl PR 1630:
+# five polls, then the pool is up; kubelet's probe of a pod still loading).
+POLLS = [f"16:41:{s:02d} WARNING Inference server was not reached after {s - 33} seconds (Error: All connection "
+         f"attempts failed) on http://localhost:8000" for s in (43, 53)] + [
+    "  Warning  Unhealthy  3s (x9 over 43s)  kubelet  Readiness probe failed: Get \"http://10.244.0.45:8000/\": dial "
+    "tcp 10.244.0.45:8000: connect: connection refused"]
+
+
+@pytest.mark.parametrize("native_off", ["1", ""])
+def test_a_launchers_polls_are_the_startup_checks_not_unexplained_errors(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, native_off: str) -> None:
+    if native_off:
+        monkeypatch.setenv("TRIAGE_NO_NATIVE", native_off)
+    else:
+        monkeypatch.delenv("TRIAGE_NO_NATIVE", raising=False)
+    (tmp_path / "orchestrator.log").write_text("16:41:33    INFO Waiting for inference pool to be ready\n"
+                                               + "\n".join(POLLS) + "\n")
+    report = triage_dir(tmp_path)
+    assert [f.rule for f in report.findings] == ["cold.startup-phases"]
+    found = report.findings[0]
+    assert found.severity == "info"
+    assert [e.line for e in found.evidence][:1] == [2]

@@ -30,7 +30,9 @@ phases, each with its duration when the line gives one:
                   for 1 local, 0 remote core engine proc(s) to start.` (`v1/engine/utils.py`, DEBUG, 0.8 -> 0.25),
                   TGI's launcher `Waiting for shard 0 to be ready...` (0.x) / `Waiting for shard to be ready...
                   rank=N` (1.x-3.x, also as the `message` of its JSON output); tt-inference-server's prompt
-                  client `Service not ready after 1181.1s, waiting 10.0s before polling (timeout: 1200.0s)`.
+                  client `Service not ready after 1181.1s, waiting 10.0s before polling (timeout: 1200.0s)`;
+                  prime-rl's orchestrator polling its inference pool, every 10 s: `Inference server was not reached
+                  after 10 seconds (Error: All connection attempts failed) on http://localhost:8000` (prime-rl#1630).
 - `shard`         TGI's launcher `Shard ready in 189.037403751s rank=0`: one shard's whole start (load and warm-up),
                   a timed `engine_init` phase of that shard; not the server's readiness (other shards may still wait).
 - `timeout`       the launcher gave up: `server not ready within N seconds` (Modal examples), `did not become
@@ -94,7 +96,8 @@ WAIT = re.compile(r"health check is pending|Please wait for \w+ server to become
                   r"|[Ww]aiting for (?:the )?(?:\w+ )?server to (?:be ready|start|become ready|come up|be available)"
                   r"|Waiting for \d+ local, \d+ remote core engine proc\(s\) to start"
                   r"|Waiting for shard(?: \d+)? to be ready"
-                  r"|(?:[Ss]ervice|[Ss]erver) not ready after [\d.]+ ?s, waiting")
+                  r"|(?:[Ss]ervice|[Ss]erver) not ready after [\d.]+ ?s, waiting"
+                  r"|[Ii]nference server was not reached after [\d.]+ ?s(?:econds)?\b")
 # TGI launcher: one shard up, with its start time (`Shard ready in 189.037403751s rank=0`, 1.x-3.x).
 SHARD_READY = re.compile(r"Shard ready in (?P<seconds>[\d.]+) ?s")
 TIMEOUT = re.compile(
@@ -127,7 +130,7 @@ ANCHORS = ("Load weight end", "Load weight begin", "graph end", "graph begin", "
            "aiting for vLLM server", "failed to start within", "did not start within", "can't be reached at",
            "health check failed after", "check timed out after", "did not become healthy", "waiting for READY from",
            "servers timeout", "server timeout", "graph bs [",
-           "not ready after", "not healthy after", "not up after",
+           "not ready after", "not healthy after", "not up after", "was not reached after",
            "taken more than", "core engine proc", "Waiting for shard", "Shard ready in",
            "Processed prompts: ", "shared memory broadcast block")
 

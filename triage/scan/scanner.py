@@ -16,7 +16,7 @@ from typing import Any, NamedTuple
 
 from triage.input.read import MAX_LINE, TRUNCATED, iter_chunks, open_stream
 from triage.library.rules import MATCH_TIMEOUT, Library, Pattern, Rule, builtin_dir
-from triage.model import Hit, Line, LogFile
+from triage.model import Event, Hit, Line, LogFile
 from triage.parsers import PARSERS, signals
 from triage.parsers.engine_stats import engine, engine_key
 from triage.scan import digitkey, native, nearfold
@@ -49,6 +49,14 @@ ERRORISH_WORDS = ("Error", "Exception", "Failure", "Fault", "Timeout", "ERROR", 
 
 def is_errorish(msg: str) -> bool:
     return any(w in msg for w in ERRORISH_WORDS) and ERRORISH.search(msg) is not None
+
+
+def _polling(event: Event | None) -> bool:
+    """A launcher polling an engine that is not up yet (parsers/startup.py `wait`: kubelet's "Readiness probe failed:
+    ... connection refused", prime-rl's "Inference server was not reached after 10 seconds (Error: All connection
+    attempts failed)"): the start-up checks read these lines, and a refused connection is what polling a starting
+    engine looks like, so the line is no unexplained error."""
+    return event is not None and event.kind == "startup" and event.fields.get("phase") == "wait"
 
 
 def is_error_line(line: Line) -> bool:
@@ -559,7 +567,8 @@ class Scanner:
                 res.marks.append(line)
                 if signals.SHUTDOWN.search(msg) and not signals.SIGNAL_EXIT.search(msg):
                     fs.errorish.shutdown(lineno)
-            if not matched and plan.errorish and not frame and not echo and (ERRORISH.search(msg) or error_level_only(line)):
+            if not matched and plan.errorish and not frame and not echo and not _polling(event) \
+                    and (ERRORISH.search(msg) or error_level_only(line)):
                 fs.errorish.add(line, not plan.signal and not exception_line(msg))
 
     # -- claims ----------------------------------------------------------------------------
