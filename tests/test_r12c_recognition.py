@@ -176,3 +176,14 @@ def test_an_httpx_timeout_under_the_hub_downloaders_frames_is_no_rollout_timeout
     # without the frames the same line is a rollout client's timeout, as before
     bare = triage_files(tmp_path / "bare", {"trainer.log": "INFO step 1\n" + httpx_timeout + "\n"})
     assert by_rule(bare)["gen.rollout-timeout"].evidence[0].line == 2
+
+
+def test_llamacpp_context_size_exceeded_is_the_prompt_budget(tmp_path: Path) -> None:
+    # llama.cpp server (context shift off) as an OpenAI client relays it: HTTP 500, server_error
+    line = ('openai.InternalServerError: Error code: 500 - {"error": {"code": 500, "message": "Context size has been '
+            'exceeded.", "type": "server_error"}}')
+    found = by_rule(triage_files(tmp_path, {"rollout.log": "INFO step 1\n" + line + "\n"}))
+    assert "verifier.llm-client-error" not in found
+    hit = found["prompt.llamacpp-context-exceeded"]
+    assert (hit.category, hit.evidence[0].line) == ("prompt-budget", 2)
+    assert knob_names(hit)[0] == "inference.max_context_length"
