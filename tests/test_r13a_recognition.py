@@ -79,3 +79,48 @@ def test_a_long_multi_turn_prompt_with_a_modest_completion_stays_the_prompt_budg
     assert (f.rule, f.evidence[0].line) == ("prompt.context-length-exceeded", 10)
     assert (f.numbers["input_tokens"], f.numbers["response_tokens"], f.numbers["context_length"]) == (2089, 2048, 4096)
     assert knob_names(f)[0] == "miles.rollout_max_prompt_len"
+
+
+def test_rllm_agent_first_prompt_over_max_prompt_length_reveals_the_limit(tmp_path: Path) -> None:
+    report = triage_files(tmp_path, {"train.log": (
+        "Exception: Trajectory 260: initial prompt length 4273 already exceeded max_prompt_length 4096, retrying\n"
+        "Exception: Trajectory 260 cannot complete. Please check the log message\n")})
+    f = top(report)
+    assert (f.category, f.rule, f.evidence[0].line) == ("prompt-budget", "prompt.framework-length-check", 1)
+    assert (f.numbers["input_tokens"], f.numbers["prompt_limit"]) == (4273, 4096)
+    assert knob_names(f)[0] == "miles.rollout_max_prompt_len"
+
+
+@pytest.mark.parametrize("prefix", ["1014-", "1015-"])
+def test_the_tokenizers_over_length_notice_alone_is_no_failure(prefix: str) -> None:
+    report = triage_dir(case(prefix) / "input")
+    assert not [f for f in report.findings if f.severity in ("error", "warning")]
+    assert [f.rule for f in report.findings] == ["prompt.tokenizer-sequence-too-long"]
+
+
+@pytest.mark.parametrize(("line", "remaining"), [
+    # ms-swift issue 8223 (GRPO multi-turn on a colocated vLLM), verl-tool issue 88, vllm issue 4667 / PR 36789
+    ("[rank13]: ValueError: max_tokens must be at least 1, got -239.", -239),
+    ("ValueError: max_tokens must be at least 1, got 0.", 0),
+    ("openai.BadRequestError: Error code: 400 - {'error': {'message': 'max_tokens must be at least 1, got -7584. "
+     "(parameter=max_tokens, value=-7584)', 'type': 'BadRequestError', 'param': 'max_tokens', 'code': 400}}", -7584),
+])
+def test_a_completion_budget_of_zero_or_less_is_a_prompt_that_fills_the_context(
+        tmp_path: Path, line: str, remaining: int) -> None:
+    f = top(triage_files(tmp_path, {"train.log": line + "\n"}))
+    assert (f.category, f.rule) == ("prompt-budget", "prompt.completion-budget-exhausted")
+    assert f.numbers["remaining_tokens"] == remaining
+    assert knob_names(f)[0] == "miles.rollout_max_prompt_len"
+
+
+def test_a_positive_max_tokens_complaint_is_not_an_exhausted_budget(tmp_path: Path) -> None:
+    report = triage_files(tmp_path, {"train.log": "ValueError: max_tokens must be at least 1, got 5.\n"})
+    assert not [f for f in report.findings if f.rule == "prompt.completion-budget-exhausted"]
+
+
+def test_vllms_2026_input_length_wording_is_the_context_limit(tmp_path: Path) -> None:
+    f = top(triage_files(tmp_path, {"client.log": (
+        "openai.BadRequestError: Error code: 400 - {'error': {'message': \"Input length (11680) exceeds model's "
+        "maximum context length (4096).\", 'type': 'BadRequestError', 'param': None, 'code': 400}}\n")}))
+    assert (f.category, f.rule) == ("prompt-budget", "prompt.context-length-exceeded")
+    assert (f.numbers["input_tokens"], f.numbers["context_length"]) == (11680, 4096)
