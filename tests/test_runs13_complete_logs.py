@@ -9,7 +9,14 @@
   pressure finding itself judges it (1064).
 - Failures in complete logs: the verl actor-update OOM behind Ray's "Unhandled error" blocks (1067), TRL's forward OOM
   (1070), a Hydra config error after a finished first stage (1069), an NPU operator error in SGLang's warm-up (1072)
-  and a vector-core fault buried under a hundred TBE "main process disappeared" lines (1073).
+  and a vector-core fault buried under a hundred TBE "main process disappeared" lines (1073, 1078).
+- An inference engine's own `verify` frame is speculative decoding checking draft tokens (SGLang
+  speculative/eagle_worker_v2.py): a scheduler exception through it is the engine's, not a reward function's (1078).
+- A benchmark client's tqdm bar over concurrent requests starts at 181 s/it, then 74.8 s/it, both at 03:01 of the
+  bar's clock: one wait that several requests ended together, not a stalled step; the test's own assertion
+  (TPOT 79.59 ms over its 45.9 ms bound) is what ended the run (1076).
+- torch c10 does not pad the month of its level prefix: `[W114 12:02:28.872705088 compiler_depend.ts:83]` is a
+  warning its program printed, `[E405 03:51:41.285624929 ProcessGroupNCCL.cpp:688]` an error line.
 """
 
 from __future__ import annotations
@@ -18,8 +25,10 @@ from pathlib import Path
 
 from conftest import by_rule, extra_case, top, triage_dir, triage_files
 
-from triage.model import SEVERITY_RANK
+from triage.model import SEVERITY_RANK, Line
+from triage.parsers.signals import is_reward_frame, is_warning_level, level_of
 from triage.report.gate import scan_exit
+from triage.scan.origins import split_ray
 
 
 def case(prefix: str) -> Path:
@@ -99,3 +108,45 @@ def test_buried_npu_faults_are_the_engine_crash_not_their_aftermath() -> None:
     assert (f.rule, f.category, f.severity) == ("other.engine-crash", "other", "error")
     f = top(triage_dir(case("1072-")))
     assert (f.rule, f.category, f.severity) == ("other.engine-crash", "other", "error")
+
+
+def test_a_speculative_decoding_verify_frame_is_the_engines_not_reward_code() -> None:
+    report = triage_dir(case("1078-"))
+    assert "verifier.reward-exception" not in by_rule(report)
+    f = top(report)
+    assert (f.rule, f.category, f.severity) == ("other.fatal-signal", "other", "error")
+    assert ("d1.log", 1700) in [(e.file, e.line) for e in f.evidence]
+    assert [e.text for e in f.evidence if e.line == 1700] == [
+        "RuntimeError: ACL stream synchronize failed, error code:507011"]
+    engine = ('File "/usr/local/python3.11.13/lib/python3.11/site-packages/sglang/srt/speculative/eagle_worker_v2.py", '
+              'line 699, in verify')
+    assert not is_reward_frame(engine)
+    # SGLang 0.4.x (sgl-project/sglang pull 5772, 2025-04, a CI run): the EAGLE worker before spec v2
+    assert not is_reward_frame('File "/public_sglang_ci/runner-l1c-gpu-67/_work/sglang/sglang/python/sglang/srt/'
+                               'speculative/eagle_worker.py", line 485, in verify')
+    # the same function name in a verifier's own code is reward code
+    assert is_reward_frame('File "/workspace/verl/verl/utils/reward_score/prime_math/__init__.py", line 384, in verify')
+
+
+def test_a_benchmark_bar_over_concurrent_requests_is_no_stalled_step() -> None:
+    report = triage_dir(case("1076-"))
+    assert "gen.step-time-growth" not in by_rule(report)
+    f = top(report)
+    assert (f.rule, f.category, f.severity) == ("other.fatal-exit", "other", "error")
+    assert [(e.line, e.text) for e in f.evidence][1] == (4666, "AssertionError: 79.59 not less than or equal to 45.9")
+    assert scan_exit(report.findings, "error", complete=report.coverage_complete) == 1
+
+
+def _line(text: str) -> Line:
+    msg, actor, pid, repeat = split_ray(text)
+    return Line("x.log", 1, text, msg, actor, pid, repeat)
+
+
+def test_c10_level_prefixes_without_a_padded_month() -> None:
+    warning = ("[rank29]:[W114 12:02:28.872705088 compiler_depend.ts:83] Warning: [Check][offset] Check input "
+               "storage_offset[%ld] = 0 failed, result is untrustworthy128 (function operator())")  # 1078, line 1155
+    assert is_warning_level(_line(warning))
+    error = ("[rank0]:[E405 03:51:41.286127773 ProcessGroupNCCL.cpp:2277] [PG ID 3 PG GUID 4 Rank 0]  failure "
+             "detected by watchdog at work sequence id: 404")  # 914
+    assert level_of(_line(error)) == "error"
+    assert not is_warning_level(_line("[rank0]: Traceback (most recent call last):"))
