@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from triage.checks.base import CheckResult, Run
-from triage.checks.serving import pressure_seen
+from triage.checks.serving import pressure_brief, pressure_seen
 from triage.checks.startup import engines
 from triage.effective_config import RESOLVED, Config, Setting
 from triage.model import Line
@@ -278,12 +278,17 @@ def _quiet(params: dict[str, Any], run: Run, *settings: Setting | None) -> str:
     """Why a static pool risk did not materialise in this run ('' when it may have): the engines' own stats show
     the pool never fuller than `quiet_peak` and no request retracted or preempted."""
     files = {s.line.file for s in settings if s is not None and s.line is not None}
-    peak, rows, retracted = pressure_seen(run, next(iter(files)) if len(files) == 1 else None)
+    file = next(iter(files)) if len(files) == 1 else None
+    peak, rows, retracted = pressure_seen(run, file)
     if peak < 0 and len(files) == 1:  # the setting's file has no stats rows: the run's engines as a whole
+        file = None
         peak, rows, retracted = pressure_seen(run)
     limit = float(params.get("quiet_peak", QUIET_PEAK))
     if 0 <= peak < limit and not rows and not retracted:
         return f"the engine's stats peak at {peak:.2f} usage with no retraction"
+    if rows and not retracted and pressure_brief(run, file):
+        return (f"the pool was full with requests waiting in only {rows} stats row{'s' if rows > 1 else ''} "
+                f"(peak usage {peak:.2f}), briefly, with no retraction")
     if peak < 0 and not retracted and _stopped_starting(run, files):
         return "the engine's log stops inside its startup, before it was ready, so no request reached the pool"
     return ""

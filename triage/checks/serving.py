@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from typing import Any
 
 from triage.checks.base import CheckResult, Run
-from triage.parsers.engine_stats import PRESSURE_USAGE, EngineStats
+from triage.parsers.engine_stats import PRESSURE_USAGE, EngineStats, Episode
 
 
 def _minutes(seconds: float) -> str:
@@ -33,6 +34,10 @@ def _file(es: EngineStats) -> str:
     return es.first_line.file if es.first_line else es.origin.split(" ")[0]
 
 
+MIN_SHARE = 0.1  # of an engine's stats rows under pressure, or
+MIN_SECONDS = 120  # in one episode: pressure that bound the run (less is a passing moment)
+
+
 def kv_pressure(params: dict[str, Any], run: Run) -> list[CheckResult]:
     """KV pool at least `min_usage` full while requests wait: concurrency bound by the pool.
 
@@ -41,8 +46,8 @@ def kv_pressure(params: dict[str, Any], run: Run) -> list[CheckResult]:
     `min_seconds`, is the rule's severity; less (a lone row in a long healthy log) is info."""
     min_usage = float(params.get("min_usage", 0.9))
     min_queue = float(params.get("min_queue", 1))
-    min_share = float(params.get("min_share", 0.1))
-    min_seconds = float(params.get("min_seconds", 120))
+    min_share = float(params.get("min_share", MIN_SHARE))
+    min_seconds = float(params.get("min_seconds", MIN_SECONDS))
     retracted = retractions(run)
     out = []
     for es in run.engines.values():
@@ -111,7 +116,8 @@ def lone_decode(params: dict[str, Any], run: Run) -> list[CheckResult]:
         eps = [e for e in es.lone_episodes.items if e.seconds >= min_seconds and e.peak_running <= max_running]
         if not eps:
             continue
-        longest = max(eps, key=lambda e: e.seconds)
+        tails = [e for e in eps if _straggled(es, e, max_running)]
+        longest = max(tails or eps, key=lambda e: e.seconds)
         total = es.seconds()
         numbers = {"engine": es.origin, "program": es.engine or "sglang", "episodes": len(eps),
                    "longest_s": round(longest.seconds, 1), "running": longest.peak_running, "rows": longest.rows,
@@ -119,9 +125,31 @@ def lone_decode(params: dict[str, Any], run: Run) -> list[CheckResult]:
                    "summary": (f"{longest.peak_running:.0f} request(s) alone for {_minutes(longest.seconds)}"
                                + (f" in {len(eps)} episodes" if len(eps) > 1 else ""))}
         ev = [longest.first] + ([longest.last] if longest.last is not longest.first else [])
-        out.append((longest.seconds, CheckResult(evidence=ev, count=len(eps), numbers=numbers)))
+        res = CheckResult(evidence=ev, count=len(eps), numbers=numbers)
+        if not tails:  # began with the engine idle, finished with the engine going on: no batch waited on it
+            res.severity = "info"
+            res.title = "Engine decoding one long request alone, one request at a time, no batch waiting ({summary})"
+        out.append((longest.seconds, res))
     out.sort(key=lambda r: -r[0])
     return [r for _, r in out]
+
+
+DRAIN_ROWS = 3  # rows before a lone episode in which the batch it straggles from shows
+
+
+def _straggled(es: EngineStats, e: Episode, max_running: float) -> bool:
+    """Whether a lone episode is a tail: the rows just before it ran a wider batch (more than `max_running`
+    requests, or some waiting), or the log ends inside it (still decoding, or cut off, when the log stops). An
+    episode that began with the engine idle and ended with the engine going on (an agent or chat client sending one
+    long request at a time) held no batch back."""
+    first = e._first.lineno
+    if e._last.lineno >= es.last_lineno():
+        return True
+    i = bisect_left(es.lineno, first)
+    before = es.lineno[i - 1] if i else 0
+    if es.folded_ends and es.folded_ends[0][0] < first and es.folded_ends[-1][0] > before:
+        return True  # rows just before it were folded away (never lone ones): what ran then is not known
+    return any(es.running[j] > max_running or es.queue[j] > 0 for j in range(max(0, i - DRAIN_ROWS), i))
 
 
 def pressure_seen(run: Run, file: str | None = None) -> tuple[float, int, int]:
@@ -140,3 +168,18 @@ def pressure_seen(run: Run, file: str | None = None) -> tuple[float, int, int]:
     n += sum(v for f, v in retracted.items() if file is None or f == file)
     return peak, rows, n
 
+
+
+def pressure_brief(run: Run, file: str | None = None) -> bool:
+    """Whether the pool pressure the engines (of `file` when given) show stayed a passing moment: under MIN_SHARE of
+    each engine's rows and no episode as long as MIN_SECONDS (what kv_pressure reports as info)."""
+    for es in run.engines.values():
+        if file is not None and _file(es) != file:
+            continue
+        tracked = es.pressure_episodes
+        if not tracked.total_rows:
+            continue
+        share = tracked.total_rows / es.total if es.total else 1.0
+        if share >= MIN_SHARE or max(e.seconds for e in tracked.items) >= MIN_SECONDS:
+            return False
+    return True

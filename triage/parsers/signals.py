@@ -39,13 +39,13 @@ _LEVEL_WORD = {"FATAL": "fatal", "CRITICAL": "critical", "ERROR": "error", "F": 
 PREFIX_LEVEL = re.compile(
     r"(?:^|[\s\[(|:,])(?P<w>ERROR|CRITICAL|FATAL)(?=[\s\]):|,]|$)"
     r"|[\d,.] (?P<ray>[EF]) \d+ \d+\]"  # Ray C++ components: `[2022-04-25 18:24:10,728 E 4497 4497]`
-    r"|\[(?P<glog>[EF])\d{4} \d\d:\d\d:\d\d"  # torch c10: `[rank0]:[E1206 10:00:00.123 ...]`
+    r"|\[(?P<glog>[EF])\d{3,4} \d\d:\d\d:\d\d"  # torch c10: `[rank0]:[E1206 10:00:00.123 ...]`, `[E114 ...]`
 )
 # In the message's head, for formats whose prefix is not split off.
 HEAD_LEVEL = re.compile(
     r"^(?:\([^)]{1,80}\) )?(?:\[[^\]]{0,60}\]:?)?\s?(?P<w>ERROR|CRITICAL|FATAL)(?=[\s\]):|])"  # `(Worker rank=0 pid=1) ERROR ...`
     r"|^\s?(?:[-|]\s*)?(?:[\w.]+\s*[-|]\s*)?(?P<w2>ERROR|CRITICAL|FATAL)\s*[-|]"  # `- root - ERROR -`, `| ERROR |`
-    r"|(?:^|[\[\s:])(?P<glog>[EF])\d{4} \d\d:\d\d:\d\d\.\d+\s+\d*"  # glog / torch c10: `E1206 10:00:00.123 ...`
+    r"|(?:^|[\[\s:])(?P<glog>[EF])\d{3,4} \d\d:\d\d:\d\d\.\d+\s+\d*"  # glog / torch c10: `E1206 10:00:00.123 ...`
     r"|^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+ (?P<ray>[EF]) \d+ \d+\]"  # Ray C++ components: `[time E pid tid]`
     r"|\blevel=\"?(?P<kv>error|fatal|critical|ERROR|FATAL|CRITICAL)\b"  # logfmt
     r"|\"level(?:name)?\":\s*\"(?P<js>error|fatal|critical|ERROR|FATAL|CRITICAL)\""  # JSON logs
@@ -76,13 +76,14 @@ def is_error_level(line: Line) -> bool:
 
 # A line its program printed as a warning: the level word of a logger prefix split off the message (vLLM
 # `WARNING 06-25 16:32:09 [import_utils.py:408]`, logging `WARNING:root:`, `[WARNING]`), a glog/torch c10 `W1206`
-# level, or a Python `warnings` record (`/.../torchvision/io/image.py:13: UserWarning: ...`).
-PREFIX_WARNING = re.compile(r"(?:^|[\s\[(|:,])WARN(?:ING)?(?=[\s\]):|,]|$)|\[W\d{4} \d\d:\d\d:\d\d")
+# level (glog pads the month, `W0114`; torch c10 does not: `[W114 12:02:28.872705088 compiler_depend.ts:83]`,
+# `[W929 ...]`, so January to September have three digits), or a Python `warnings` record (`/.../torchvision/io/image.py:13: UserWarning: ...`).
+PREFIX_WARNING = re.compile(r"(?:^|[\s\[(|:,])WARN(?:ING)?(?=[\s\]):|,]|$)|\[W\d{3,4} \d\d:\d\d:\d\d")
 # The same in the message's head, for formats whose prefix is not split off: pip's `WARNING: Retrying (...)`,
 # `[rank7]:[W1217 01:28:11.167 compiler_depend.ts:83] Warning: ...` (torch_npu / c10), `W1206 10:00:00.123 ...`.
 HEAD_WARNING = re.compile(
     r"^(?:\([^)]{1,80}\) )?(?:\[[^\]]{0,60}\]:?)?\s?WARN(?:ING)?(?=[\s\]):|])"
-    r"|^(?:\[[^\]]{0,60}\]:?)?\[?W\d{4} \d\d:\d\d:\d\d"
+    r"|^(?:\[[^\]]{0,60}\]:?)?\[?W\d{3,4} \d\d:\d\d:\d\d"
 )
 # A Python `warnings` record (`/.../torchvision/io/image.py:13: UserWarning: ...`) and the source line Python echoes
 # under it (`  warnings.warn(f"Failed to create processor: {e}...`).
@@ -368,10 +369,21 @@ REWARD_FRAME = re.compile(
 )
 
 
+# Frames inside an inference engine's own package: its `verify` is speculative decoding checking draft tokens
+# (SGLang speculative/eagle_worker*.py, vLLM spec_decode), its `*_reward.py` a reward model it serves; an exception
+# there is the engine's failure, not a reward function's.
+ENGINE_FRAME = re.compile(r'File "[^"]*/(?:sglang/srt|vllm|vllm_ascend|tensorrt_llm|lmdeploy|text_generation_server)/')
+
+
+def is_reward_frame(frame: str) -> bool:
+    """A traceback frame in reward code (REWARD_FRAME), not in an inference engine's own package."""
+    return REWARD_FRAME.search(frame) is not None and ENGINE_FRAME.search(frame) is None
+
+
 def reward_chains(found: list[Chain]) -> list[Chain]:
     """The chains whose frames run through reward code: their final exception is a reward-function failure,
     whichever process printed it."""
-    return [c for c in found if c.final is not None and any(REWARD_FRAME.search(f) for f in c.frames)]
+    return [c for c in found if c.final is not None and any(is_reward_frame(f) for f in c.frames)]
 
 
 RAY_REPEAT = re.compile(r"\s*\[repeated \d+x across cluster\].*$")
@@ -504,4 +516,4 @@ def describe_frames(frames: list[str]) -> str:
 
 __all__ = ["Chain", "Exits", "LEVELS", "SIGNAL_ANCHORS", "LEVEL_ANCHORS", "REWARD_FRAME", "callee_of", "chains",
            "describe_frames", "events_of", "exception_name", "fatal_event", "is_error_level", "is_warning_level",
-           "judge", "level_of", "reward_chains", "shutdown_event", "traceback_end"]
+           "is_reward_frame", "judge", "level_of", "reward_chains", "shutdown_event", "traceback_end"]
