@@ -3,7 +3,8 @@
 Ray Data's actor pool that did not start in time (vLLM engines still loading inside the map actors: ray issue 47183,
 real-extra 1022; the newer Ray wording from ActorPoolMapOperator.start). NCCL's own allocations failing, with the CUDA
 error number NCCL 2.21 prints ("Cuda failure 2 'out of memory'", then "Failed to CUDA calloc async N bytes";
-Megatron-LM issue 1509, real-extra 1020): a trainer OOM, not an NCCL fault. DeepSpeed's launcher reporting a rank
+Megatron-LM issue 1509, real-extra 1020): a trainer OOM, not an NCCL fault; so are ROCm's "HIP error: out of memory"
+and Gaudi's "MODULE:PT_DEVMEM Allocation failed". DeepSpeed's launcher reporting a rank
 killed by SIGKILL ("exits with return code = -9"; dolly issue 166, real-extra 1030): the host's OOM killer. An OOM
 whose innermost frames allocate the optimizer's states (DeepSpeed ZeRO initialize_optimizer_states / stage_1_and_2
 step; real-extra 1021, 1031) names the optimizer-state placement first."""
@@ -54,8 +55,13 @@ def test_nccl_failing_to_allocate_its_buffers_is_the_trainer_oom_not_an_nccl_fau
     ["include/alloc.h:316 NCCL WARN Cuda failure 'out of memory'",
      "include/alloc.h:324 NCCL WARN Failed to CUDA calloc 10485760 bytes"],
     ["TENCENT64:47604:53083 [0] include/alloc.h:103 NCCL WARN Cuda failure 2 'out of memory'"],
+    # PyTorch on ROCm: the hipified raw-allocation check (quoted in ROCm training and vLLM boot scripts)
+    ['  File "train.py", line 87, in train_step', "    loss = model(input_ids, labels=labels)",
+     "RuntimeError: HIP error: out of memory"],
+    # Intel Gaudi's PyTorch bridge (HabanaAI vllm-fork docs: the model does not fit the cards)
+    ["RuntimeError: [Rank:0] FATAL ERROR :: MODULE:PT_DEVMEM Allocation failed for size::939524096 (896)MB"],
 ])
-def test_both_nccl_wordings_are_a_gpu_oom(tmp_path: Path, lines: list[str]) -> None:
+def test_accelerator_allocation_failures_in_other_words_are_a_gpu_oom(tmp_path: Path, lines: list[str]) -> None:
     report = triage_files(tmp_path, {"trainer.log": "\n".join(lines) + "\n"})
     assert report.findings[0].category == "trainer-oom"
     assert "other.nccl-error" not in by_rule(report)
