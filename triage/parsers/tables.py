@@ -1,0 +1,163 @@
+"""Metric tables a user pasted into an issue or a notes file, read as metric records (parsers/metrics.py shape).
+
+Two shapes, markdown (`|` between cells, a `|---|` rule under the header) or whitespace-aligned:
+- column tables: a header row of metric names, then rows of bare numbers, one row a step (the reporter's summary of
+  TRL GRPO metrics: `Step  loss  grad_norm  reward_mean  clipped_ratio  mean_length` / `1  0  0  0  1.0  256`):
+  one record a row, its step from a Step/Iter column when the table has one;
+- key/value tables: rows whose first cell names a metric and whose second is a number (`| \\`completions/clipped_ratio\\`
+  | \\`1\\` | 39 / 40 |`): one record a table.
+Markdown emphasis and code spans around a cell are dropped; an ellipsis row (`...`) is skipped. A header needs a
+cell that names a known series (vocabulary.canonical) or a reward function's, so ordinary aligned text (`pip list`,
+`nvidia-smi`) is not taken for a table.
+
+The rows hold no literal a prefilter could anchor on, so tables are read from a file's whole text after its scan,
+for files of up to MAX_BYTES (a paste, a notes file); a run's own multi-gigabyte log prints its metrics as lines the
+line parsers read.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Generator, Iterable, Iterator
+from sys import intern
+
+from triage.model import Event, Line
+from triage.parsers.vocabulary import canonical, reward_function
+
+MAX_BYTES = 2 << 20  # files read for tables: a paste or a notes file, not a run's whole log
+MAX_LINE = 600  # a longer line is no table row
+MAX_ROWS = 5000  # rows of one table read
+
+NAME = re.compile(r"[A-Za-z_][\w/@.\-]{0,80}")
+NUMBER = re.compile(r"-?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|nan|NaN|inf|-inf")
+RULE = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(?:\|\s*:?-{3,}:?\s*)*\|?\s*$")  # | --- | :---: | ---: |
+ELLIPSIS = {"...", "…", "⋮"}
+HEAD_CELL = re.compile(r"[A-Za-z_][\w/@.\- ()]{0,60}")  # a delimited header cell (spaces allowed)
+STEP_COLUMNS = {"step", "steps", "global_step", "iter", "iteration", "iterations"}
+
+
+def _cells(line: str) -> tuple[list[str], bool] | None:
+    """(the cleaned cells of a table line, whether they were delimited: `|` or tabs), or None. Without a
+    delimiter, cells are what whitespace separates."""
+    s = line.strip()
+    if not s or len(s) > MAX_LINE:
+        return None
+    if "|" in s:
+        parts, delimited = s.strip("|").split("|"), True
+    elif "\t" in s:
+        parts, delimited = s.split("\t"), True
+    else:
+        parts, delimited = s.split(), False
+    return [p.strip().strip("`*").strip() for p in parts], delimited
+
+
+def _known(name: str) -> bool:
+    return canonical(name) is not None or reward_function(name) is not None
+
+
+def _number(cell: str) -> float | None:
+    return float(cell) if NUMBER.fullmatch(cell) else None
+
+
+def _header(cells: list[str], delimited: bool) -> bool:
+    """Metric names, one a known series; delimited cells may hold spaces (`Training Loss`), aligned ones cannot,
+    and an aligned header needs three names (two words and a known one are too common in prose)."""
+    return (len(cells) >= (2 if delimited else 3)
+            and all(NAME.fullmatch(c) or delimited and HEAD_CELL.fullmatch(c) for c in cells)
+            and any(_known(c) for c in cells if c.lower() not in STEP_COLUMNS))
+
+
+def _kv(cells: list[str], delimited: bool) -> tuple[str, float] | None:
+    """(metric, value) of a key/value row of a delimited table: a metric name, then a number."""
+    if not delimited or len(cells) < 2 or not NAME.fullmatch(cells[0]):
+        return None
+    value = _number(cells[1])
+    if value is None or not (_known(cells[0]) or "/" in cells[0]):
+        return None
+    return intern(cells[0]), value
+
+
+def _skip(line: str, cells: tuple[list[str], bool] | None) -> bool:
+    """A line a table may hold between its rows: the header rule, an ellipsis row."""
+    return bool(RULE.match(line)) or cells is not None and all(c in ELLIPSIS for c in cells[0] if c)
+
+
+def read(lines: Iterable[str], file: str) -> Iterator[Event]:
+    """The metric records of every table in a file's lines (1-based numbering)."""
+    numbered = list(enumerate(lines, 1))
+    i = 0
+    while i < len(numbered):
+        lineno, text = numbered[i]
+        found = _cells(text)
+        if found is None:
+            i += 1
+            continue
+        if _header(*found):
+            i = yield from _columns(numbered, i, found, file)
+            continue
+        if _kv(*found) is not None:
+            i = yield from _pairs(numbered, i, file)
+            continue
+        i += 1
+
+
+def _line(file: str, lineno: int, text: str) -> Line:
+    return Line(file, lineno, text, text.strip())
+
+
+def _columns(numbered: list[tuple[int, str]], i: int, header: tuple[list[str], bool],
+             file: str) -> Generator[Event, None, int]:
+    """One record per row under a header (at numbered[i]); returns where reading goes on. An aligned table
+    needs two rows."""
+    names, delimited = header
+    head_no, head_text = numbered[i]
+    head = _line(file, head_no, head_text)
+    step_at = next((k for k, n in enumerate(names) if n.lower() in STEP_COLUMNS), None)
+    keys = [intern(n) for n in names]
+    j = i + 1
+    found: list[Event] = []
+    while j < len(numbered) and len(found) < MAX_ROWS:
+        lineno, text = numbered[j]
+        cells = _cells(text)
+        if _skip(text, cells):
+            j += 1
+            continue
+        values = [_number(c) for c in cells[0]] if cells is not None and len(cells[0]) == len(names) else None
+        if values is None or any(v is None for v in values):
+            break
+        row = {k: v for k, v in zip(keys, values) if v is not None}
+        step = row.pop(keys[step_at]) if step_at is not None else None
+        found.append(Event("metrics", _line(file, lineno, text),
+                           {"framework": "table", "tag": "row", "values": row, "lines": dict.fromkeys(row, head),
+                            "step": int(step) if step is not None and step.is_integer() else None}))
+        j += 1
+    if len(found) < (1 if delimited else 2):
+        return i + 1
+    yield from found
+    return j
+
+
+def _pairs(numbered: list[tuple[int, str]], i: int, file: str) -> Generator[Event, None, int]:
+    """One record of the key/value rows from numbered[i]; returns where reading goes on."""
+    values: dict[str, float] = {}
+    lines: dict[str, Line] = {}
+    first = None
+    j = i
+    while j < len(numbered) and len(values) < MAX_ROWS:
+        lineno, text = numbered[j]
+        cells = _cells(text)
+        if _skip(text, cells):
+            j += 1
+            continue
+        pair = _kv(*cells) if cells is not None else None
+        if pair is None or pair[0] in values:
+            break
+        line = _line(file, lineno, text)
+        first = first or line
+        values[pair[0]] = pair[1]
+        lines[pair[0]] = line
+        j += 1
+    if first is not None:
+        yield Event("metrics", first, {"framework": "table", "tag": "pairs", "step": None, "values": values,
+                                       "lines": lines})
+    return max(j, i + 1)
