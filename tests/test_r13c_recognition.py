@@ -113,3 +113,27 @@ def test_openrlhf_remote_reward_client_giving_up_is_the_verifier() -> None:
 def test_a_healthy_prime_rl_orchestrator_pause_is_no_failure() -> None:
     report = triage_dir(extra_case("1034-") / "input")
     assert all(f.severity not in ("error", "warning") for f in report.findings)
+
+
+# AReaL/realhf's stats table under its Ray prefix, colour codes kept (AReaL issue #110's paste, 2025-06)
+BOXED = """\x1b[36m(MasterWorker pid=11559)\x1b[0m ╒══════════════════════════════╤════════════════╤════════════════════════╤════════════════╕
+\x1b[36m(MasterWorker pid=11559)\x1b[0m │ ppo_actor/n_valid_tokens │ 1.6115e+05 │ ppo_actor/old_logp/avg │ -3.0953e-01 │
+\x1b[36m(MasterWorker pid=11559)\x1b[0m │──────────────────────────────┼────────────────┼────────────────────────┼────────────────┤
+\x1b[36m(MasterWorker pid=11559)\x1b[0m │ ppo_actor/no_eos_ratios/avg │ 1.0000e+00 │ ppo_actor/clip_ratio/min │ 0.0000e+00 │
+\x1b[36m(MasterWorker pid=11559)\x1b[0m │ ppo_actor/seq_len/max │ 4.3120e+03 │ │ │
+\x1b[36m(MasterWorker pid=11559)\x1b[0m ╘══════════════════════════════╧════════════════╧════════════════════════╧════════════════╛
+"""
+
+
+def test_a_box_drawn_stats_table_of_name_value_pairs_is_one_record() -> None:
+    (rec,) = _records(BOXED)
+    values = rec.fields["values"]
+    assert values == {"ppo_actor/n_valid_tokens": 161150.0, "ppo_actor/old_logp/avg": -0.30953,
+                      "ppo_actor/no_eos_ratios/avg": 1.0, "ppo_actor/clip_ratio/min": 0.0, "ppo_actor/seq_len/max": 4312.0}
+    line = rec.fields["lines"]["ppo_actor/no_eos_ratios/avg"]
+    assert line.lineno == 4 and "\x1b" not in line.text and line.text.startswith("(MasterWorker pid=11559)")
+
+
+def test_sequences_without_eos_in_an_areal_table_are_the_response_cap(tmp_path: Path) -> None:
+    f = top(triage_files(tmp_path, {"master.log": BOXED}))
+    assert (f.category, f.rule, f.evidence[0].line) == ("generation-tail", "gen.cap-hit-rate", 4)

@@ -5,7 +5,8 @@ Two shapes, markdown (`|` between cells, a `|---|` rule under the header) or whi
   TRL GRPO metrics: `Step  loss  grad_norm  reward_mean  clipped_ratio  mean_length` / `1  0  0  0  1.0  256`):
   one record a row, its step from a Step/Iter column when the table has one;
 - key/value tables: rows whose first cell names a metric and whose second is a number (`| \\`completions/clipped_ratio\\`
-  | \\`1\\` | 39 / 40 |`): one record a table.
+  | \\`1\\` | 39 / 40 |`), or rows of names and numbers alternating (AReaL/realhf's box-drawn stats tables, `│ key │
+  value │ key │ value │`, under a Ray actor prefix): one record a table.
 Markdown emphasis and code spans around a cell are dropped; an ellipsis row (`...`) is skipped. A header needs a
 cell that names a known series (vocabulary.canonical) or a reward function's, so ordinary aligned text (`pip list`,
 `nvidia-smi`) is not taken for a table.
@@ -30,6 +31,9 @@ MAX_ROWS = 5000  # rows of one table read
 
 NAME = re.compile(r"[A-Za-z_][\w/@.\-]{0,80}")
 NUMBER = re.compile(r"-?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|nan|NaN|inf|-inf")
+ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+RAY = re.compile(r"^\(\w+ pid=\d+(?:, ip=[\d.]+)?\)\s*")
+BOX = set("─━═┼┤├╪╡╞╤╧╒╕╘╛┌┐└┘┬┴│|-:+ ")  # the rules and frame of a box-drawn table (AReaL's stats tables)
 RULE = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(?:\|\s*:?-{3,}:?\s*)*\|?\s*$")  # | --- | :---: | ---: |
 ELLIPSIS = {"...", "…", "⋮"}
 HEAD_CELL = re.compile(r"[A-Za-z_][\w/@.\- ()]{0,60}")  # a delimited header cell (spaces allowed)
@@ -37,13 +41,19 @@ STEP_COLUMNS = {"step", "steps", "global_step", "iter", "iteration", "iterations
 
 
 def _cells(line: str) -> tuple[list[str], bool] | None:
-    """(the cleaned cells of a table line, whether they were delimited: `|` or tabs), or None. Without a
-    delimiter, cells are what whitespace separates."""
+    """(the cleaned cells of a table line, whether they were delimited: `|`, `│` or tabs), or None. Without a
+    delimiter, cells are what whitespace separates. Colour codes and a Ray actor prefix are dropped first."""
     s = line.strip()
     if not s or len(s) > MAX_LINE:
         return None
+    if "\x1b" in s:
+        s = ANSI.sub("", s)
+    if s.startswith("("):
+        s = RAY.sub("", s, count=1)
+    if "│" in s:
+        s = s.replace("│", "|")
     if "|" in s:
-        parts, delimited = s.strip("|").split("|"), True
+        parts, delimited = s.strip().strip("|").split("|"), True
     elif "\t" in s:
         parts, delimited = s.split("\t"), True
     else:
@@ -67,19 +77,37 @@ def _header(cells: list[str], delimited: bool) -> bool:
             and any(_known(c) for c in cells if c.lower() not in STEP_COLUMNS))
 
 
-def _kv(cells: list[str], delimited: bool) -> tuple[str, float] | None:
-    """(metric, value) of a key/value row of a delimited table: a metric name, then a number."""
-    if not delimited or len(cells) < 2 or not NAME.fullmatch(cells[0]):
+def _metric(name: str, value: str) -> tuple[str, float] | None:
+    number = _number(value)
+    if number is None or not NAME.fullmatch(name) or not (_known(name) or "/" in name):
         return None
-    value = _number(cells[1])
-    if value is None or not (_known(cells[0]) or "/" in cells[0]):
+    return intern(name), number
+
+
+def _kv(cells: list[str], delimited: bool) -> list[tuple[str, float]] | None:
+    """The (metric, value) pairs of a key/value row of a delimited table: names and numbers alternating over the
+    row (AReaL's stats tables: `│ ppo_actor/seq_len/max │ 4.3120e+03 │ ppo_actor/new_logp/avg │ -2.8348e-01 │`,
+    trailing cells empty), or a name and a number followed by notes (`| metric | 80 | 40 / 40 |`)."""
+    if not delimited or len(cells) < 2:
         return None
-    return intern(cells[0]), value
+    while cells and not cells[-1]:
+        cells = cells[:-1]
+    if len(cells) % 2 == 0:
+        pairs = [_metric(n, v) for n, v in zip(cells[::2], cells[1::2])]
+        if all(p is not None for p in pairs):
+            return [p for p in pairs if p is not None]
+    first = _metric(cells[0], cells[1]) if len(cells) >= 2 else None
+    return [first] if first is not None else None
 
 
 def _skip(line: str, cells: tuple[list[str], bool] | None) -> bool:
-    """A line a table may hold between its rows: the header rule, an ellipsis row."""
-    return bool(RULE.match(line)) or cells is not None and all(c in ELLIPSIS for c in cells[0] if c)
+    """A line a table may hold between its rows: the header rule, a box table's rule or frame, an ellipsis row."""
+    if cells is None:
+        return False
+    body = "|".join(cells[0])
+    return (bool(RULE.match(line)) or not body.strip(" |") and "|" in line
+            or bool(body) and set(body) <= BOX and any(c in body for c in "─═━")
+            or all(c in ELLIPSIS for c in cells[0] if c) and any(cells[0]))
 
 
 def read(lines: Iterable[str], file: str) -> Iterator[Event]:
@@ -102,6 +130,8 @@ def read(lines: Iterable[str], file: str) -> Iterator[Event]:
 
 
 def _line(file: str, lineno: int, text: str) -> Line:
+    if "\x1b" in text:
+        text = ANSI.sub("", text)
     return Line(file, lineno, text, text.strip())
 
 
@@ -149,13 +179,14 @@ def _pairs(numbered: list[tuple[int, str]], i: int, file: str) -> Generator[Even
         if _skip(text, cells):
             j += 1
             continue
-        pair = _kv(*cells) if cells is not None else None
-        if pair is None or pair[0] in values:
+        pairs = _kv(*cells) if cells is not None else None
+        if pairs is None or any(k in values for k, _ in pairs):
             break
         line = _line(file, lineno, text)
         first = first or line
-        values[pair[0]] = pair[1]
-        lines[pair[0]] = line
+        for k, v in pairs:
+            values[k] = v
+            lines[k] = line
         j += 1
     if first is not None:
         yield Event("metrics", first, {"framework": "table", "tag": "pairs", "step": None, "values": values,

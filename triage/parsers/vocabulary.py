@@ -36,7 +36,8 @@ SERIES: dict[str, tuple[str, ...]] = {
     # share of responses cut at the response cap
     "clip_ratio": ("response_length/clip_ratio", "completions/clipped_ratio", "rollout/truncated_ratio",
                    "rollout/truncated", "multi_turn/raw_response_length/response_length_clip_ratio",
-                   "clipped_ratio"),  # TRL's key without its completions/ prefix, as users tabulate it
+                   "clipped_ratio",  # TRL's key without its completions/ prefix, as users tabulate it
+                   "ppo_actor/no_eos_ratios/avg"),  # AReaL/realhf stats tables: share of sequences without EOS
     # requests aborted before they finished (verl partial rollout at a weight update): not cap hits
     "aborted_ratio": ("response/aborted_ratio",),
     # responses that ended with EOS in the step (TRL PPO/RLOO): 0 means every one ran to the cap
