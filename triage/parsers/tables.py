@@ -129,6 +129,16 @@ def read(lines: Iterable[str], file: str) -> Iterator[Event]:
         i += 1
 
 
+def _body(numbered: list[tuple[int, str]], j: int) -> Iterator[tuple[int, int, str, tuple[list[str], bool] | None]]:
+    """(index, lineno, text, cells) of the lines from numbered[j] on that may be a table's rows (rules and
+    ellipsis rows skipped); the caller stops at the first that is not."""
+    for k in range(j, len(numbered)):
+        lineno, text = numbered[k]
+        cells = _cells(text)
+        if not _skip(text, cells):
+            yield k, lineno, text, cells
+
+
 def _line(file: str, lineno: int, text: str) -> Line:
     if "\x1b" in text:
         text = ANSI.sub("", text)
@@ -144,14 +154,11 @@ def _columns(numbered: list[tuple[int, str]], i: int, header: tuple[list[str], b
     head = _line(file, head_no, head_text)
     step_at = next((k for k, n in enumerate(names) if n.lower() in STEP_COLUMNS), None)
     keys = [intern(n) for n in names]
-    j = i + 1
     found: list[Event] = []
-    while j < len(numbered) and len(found) < MAX_ROWS:
-        lineno, text = numbered[j]
-        cells = _cells(text)
-        if _skip(text, cells):
-            j += 1
-            continue
+    j = i + 1
+    for j, lineno, text, cells in _body(numbered, i + 1):  # noqa: B007 - where reading stops is wanted
+        if len(found) >= MAX_ROWS:
+            break
         values = [_number(c) for c in cells[0]] if cells is not None and len(cells[0]) == len(names) else None
         if values is None or any(v is None for v in values):
             break
@@ -160,7 +167,8 @@ def _columns(numbered: list[tuple[int, str]], i: int, header: tuple[list[str], b
         found.append(Event("metrics", _line(file, lineno, text),
                            {"framework": "table", "tag": "row", "values": row, "lines": dict.fromkeys(row, head),
                             "step": int(step) if step is not None and step.is_integer() else None}))
-        j += 1
+    else:
+        j = len(numbered)
     if len(found) < (1 if delimited else 2):
         return i + 1
     yield from found
@@ -173,21 +181,17 @@ def _pairs(numbered: list[tuple[int, str]], i: int, file: str) -> Generator[Even
     lines: dict[str, Line] = {}
     first = None
     j = i
-    while j < len(numbered) and len(values) < MAX_ROWS:
-        lineno, text = numbered[j]
-        cells = _cells(text)
-        if _skip(text, cells):
-            j += 1
-            continue
+    for j, lineno, text, cells in _body(numbered, i):  # noqa: B007 - where reading stops is wanted
         pairs = _kv(*cells) if cells is not None else None
-        if pairs is None or any(k in values for k, _ in pairs):
+        if pairs is None or len(values) >= MAX_ROWS or any(k in values for k, _ in pairs):
             break
         line = _line(file, lineno, text)
         first = first or line
         for k, v in pairs:
             values[k] = v
             lines[k] = line
-        j += 1
+    else:
+        j = len(numbered)
     if first is not None:
         yield Event("metrics", first, {"framework": "table", "tag": "pairs", "step": None, "values": values,
                                        "lines": lines})
