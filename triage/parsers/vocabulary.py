@@ -29,13 +29,15 @@ SERIES: dict[str, tuple[str, ...]] = {
     "frac_reward_zero_std": ("frac_reward_zero_std", "zero_var_ratio"),
     "response_length": ("response_length/mean", "rollout/response_len/mean", "rollout/response_lengths",
                         "completions/mean_length", "completion_length", "response_length", "Mean Generation Length",
-                        "AvgLen", "ppo_response_length", "generate/response_length"),
+                        "AvgLen", "ppo_response_length", "generate/response_length", "mean_length"),
     "response_length_max": ("response_length/max", "rollout/response_len/max", "rollout/response_lengths/max",
                             "completions/max_length"),
     "response_length_min": ("response_length/min", "rollout/response_len/min", "completions/min_length"),
     # share of responses cut at the response cap
     "clip_ratio": ("response_length/clip_ratio", "completions/clipped_ratio", "rollout/truncated_ratio",
-                   "rollout/truncated", "multi_turn/raw_response_length/response_length_clip_ratio"),
+                   "rollout/truncated", "multi_turn/raw_response_length/response_length_clip_ratio",
+                   "clipped_ratio",  # TRL's key without its completions/ prefix, as users tabulate it
+                   "ppo_actor/no_eos_ratios/avg"),  # AReaL/realhf stats tables: share of sequences without EOS
     # requests aborted before they finished (verl partial rollout at a weight update): not cap hits
     "aborted_ratio": ("response/aborted_ratio",),
     # responses that ended with EOS in the step (TRL PPO/RLOO): 0 means every one ran to the cap

@@ -17,7 +17,7 @@ from typing import Any, NamedTuple
 from triage.input.read import MAX_LINE, TRUNCATED, iter_chunks, open_stream
 from triage.library.rules import MATCH_TIMEOUT, Library, Pattern, Rule, builtin_dir
 from triage.model import Event, Hit, Line, LogFile
-from triage.parsers import PARSERS, signals
+from triage.parsers import PARSERS, signals, tables
 from triage.parsers.engine_stats import engine, engine_key
 from triage.scan import digitkey, native, nearfold
 from triage.scan import prefiltered as fastscan
@@ -366,11 +366,28 @@ class Scanner:
             if stream is not None:
                 stream.close()
         fs.near.end(fs)
+        if chunks is None:  # a file on disk (stdin's text is not read twice)
+            self._tables(fs)
         fs.metrics.close()
         if not joined:
             fs.timers.close()
         self._resolve(fs)
         return res
+
+    @staticmethod
+    def _tables(fs: FileScan) -> None:
+        """The metric tables of a small file (parsers/tables.py), read again from its start: their rows hold no
+        literal the prefilter could anchor on. Either scan path ends here, so both read the same tables."""
+        lf = fs.lf
+        if lf.size > tables.MAX_BYTES or not lf.path:
+            return
+        try:
+            with open_stream(lf.path, lf.compression) as stream:
+                text = "".join(iter_chunks(stream))
+        except (OSError, EOFError, ValueError):
+            return  # the scan has said what it could not read
+        for ev in tables.read(text.splitlines(), lf.rel):
+            fs.metrics.append(ev)
 
     def _scan_lines(self, fs: FileScan, chunks: Any) -> None:
         """The line-for-line path (stdin, compressed files, no C prefilter)."""
