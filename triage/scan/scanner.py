@@ -9,6 +9,7 @@ thresholds) hold; error-like lines no rule claimed are returned for the unclassi
 
 from __future__ import annotations
 
+import io
 import itertools
 import re
 import time
@@ -383,10 +384,12 @@ class Scanner:
             return
         try:
             with open_stream(lf.path, lf.compression) as stream:
-                text = "".join(iter_chunks(stream))
+                data = stream.read(tables.MAX_BYTES + 1)
         except (OSError, EOFError, ValueError):
             return  # the scan has said what it could not read
-        for ev in tables.read(text.splitlines(), lf.rel):
+        if not tables.may_hold(data):
+            return
+        for ev in tables.read("".join(iter_chunks(io.BytesIO(data))).splitlines(), lf.rel):
             fs.metrics.append(ev)
 
     def _scan_lines(self, fs: FileScan, chunks: Any) -> None:
