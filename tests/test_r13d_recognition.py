@@ -50,6 +50,12 @@ NCCL_WORDINGS = [
 ]
 
 
+def test_torchs_explanation_under_the_nccl_error_folds_into_it() -> None:
+    report = triage_dir(case("1049-"))  # DistBackendError, the user's "--", then "UnhandledCudaError: ..."
+    assert [f.rule for f in report.findings] == ["other.nccl-error"]
+    assert lines_of(report, "other.nccl-error") == [1, 3]
+
+
 def test_other_nccl_wordings_are_nccl_errors(tmp_path: Path) -> None:
     for i, line in enumerate(NCCL_WORDINGS):
         report = triage_files(tmp_path / str(i), {"worker.log": line + "\n"})
@@ -142,3 +148,44 @@ def test_deprecation_warnings_in_healthy_runs_stay_quiet() -> None:
         report = triage_dir(case(prefix))
         assert not [f for f in report.findings if SEVERITY_RANK[f.severity] <= 1]
         assert scan_exit(report.findings, "error", complete=report.coverage_complete) == 0
+
+
+CHECKPOINT_LOADS = [
+    # ReaLHF issue 44 (an RLHF actor's safetensors), QwenLM/Qwen issue 462: a truncated or half-downloaded file
+    "safetensors_rust.SafetensorError: Error while deserializing header: MetadataIncompleteBuffer",
+    # datalab-to/marker issue 970 (safetensors 0.6 wording)
+    "safetensors_rust.SafetensorError: Error while deserializing header: incomplete metadata, file not fully covered",
+    # mmdetection issue 4835 (resuming from a checkpoint that was not written whole)
+    "RuntimeError: [enforce fail at inline_container.cc:144] . PytorchStreamReader failed reading zip archive: failed "
+    "finding central directory",
+    # DigiRL issue 11 (a checkpoint of another model size)
+    "\tsize mismatch for decoder.block.1.layer.0.SelfAttention.v.weight: copying a param with shape "
+    "torch.Size([768, 768]) from checkpoint, the shape in current model is torch.Size([512, 512]).",
+]
+
+
+def test_a_checkpoint_that_cannot_be_read_back_is_named(tmp_path: Path) -> None:
+    for i, line in enumerate(CHECKPOINT_LOADS):
+        report = triage_files(tmp_path / str(i), {"train.log": line + "\n"})
+        top = report.findings[0]
+        assert (top.rule, top.severity) == ("other.checkpoint-load-failed", "error"), line
+    mismatch = triage_files(tmp_path / "m", {"train.log": CHECKPOINT_LOADS[3] + "\n"})
+    assert mismatch.findings[0].numbers["checkpoint_shape"] == "768, 768"
+    assert mismatch.findings[0].numbers["model_shape"] == "512, 512"
+
+
+CHAT_TEMPLATES = [
+    # OpenRLHF issue 613 (a base model's tokenizer, under deepspeed's rank prefix)
+    "[rankx]: ValueError: Cannot use chat template functions because tokenizer.chat_template is not set and no "
+    "template argument was passed! For information about writing templates and setting the tokenizer.chat_template "
+    "attribute, please see the documentation at https://huggingface.co/docs/transformers/main/en/chat_templating",
+    # Medusa issue 102 (the template itself raises)
+    "jinja2.exceptions.TemplateError: Conversation roles must alternate user/assistant/user/assistant/...",
+]
+
+
+def test_a_chat_template_that_cannot_render_is_no_prompt_budget(tmp_path: Path) -> None:
+    for i, line in enumerate(CHAT_TEMPLATES):
+        report = triage_files(tmp_path / str(i), {"train.log": line + "\n"})
+        assert report.findings[0].rule == "other.chat-template-error", line
+        assert not [f for f in report.findings if f.category in SIX]
