@@ -127,7 +127,8 @@ def from_hits(lib: Library, hits: list[Hit], cfg: Config, redact_on: bool) -> li
         if rule.if_warned and all(signals.is_warning_level(h.line) for h in hs):
             severity = rule.if_warned  # its program printed every one as a warning: caught, and it went on
             numbers["warned"] = "every line was printed as a warning by its own program, or says what it fell back to"
-        out.append(_finding(lib, rule, lines, count, numbers, cfg, redact_on, first.line, last.line, severity))
+        out.append(_finding(lib, rule, lines, count, numbers, cfg, redact_on, first.line, last.line, severity,
+                            fill(rule.title, numbers)))
     return out
 
 
@@ -168,7 +169,8 @@ class _Blank(dict[str, str]):
 
 
 def fill(title: str, numbers: dict[str, Any]) -> str:
-    """A check rule's title with `{name}` placeholders filled from its numbers, e.g. `({arithmetic})`."""
+    """A rule's title with `{name}` placeholders filled from its numbers (a check's `({arithmetic})`, a line rule's
+    named group of its first line)."""
     if "{" not in title:
         return title
     try:
