@@ -45,6 +45,12 @@ FORMS: dict[str, Callable[[str], str]] = {
     "loguru": lambda s: "2024-05-01 10:00:00.123 | ERROR    | __main__:main:42 - " + s,
     "logging": lambda s: "2024-05-01 10:00:00,123 - trainer - ERROR - " + s,
     "json-lines": lambda s: json.dumps({"timestamp": "2024-05-01T10:00:00Z", "level": "ERROR", "message": s}),
+    "pdsh": lambda s: "gpu-q-13: " + s,  # DeepSpeed's multi-node runner (real-extra 968)
+    "kubectl-prefix": lambda s: "[pod/vllm-0/vllm] " + s,
+    "ts": lambda s: "May 01 10:00:00 " + s,  # moreutils' ts
+    "hydra": lambda s: "[2024-05-01 10:00:00,123][__main__][ERROR] - " + s,
+    "rich": lambda s: "[05/01/24 10:00:00] ERROR    " + s,
+    "ray-autoscaler": lambda s: "(autoscaler +2m5s) " + s,
 }
 
 
@@ -96,6 +102,14 @@ def test_a_rule_anchored_at_the_message_start_sees_through_the_form(tmp_path: Pa
 ])
 def test_real_prefixes_are_split_off(line: str, msg: str) -> None:
     assert split_ray(line)[0] == msg
+
+
+@pytest.mark.parametrize("line", ["gsm8k: 0.73", "step1: loss 3", "ValueError: boom", "Engine core: failed"])
+def test_a_message_that_only_looks_like_a_prefix_stays_whole(line: str) -> None:
+    assert split_ray(line)[0] == line
+    assert split_ray("May 01 10:00:00 " + line)[0] == line
+
+
 
 
 def test_a_json_record_gives_its_message_and_no_actor() -> None:

@@ -33,10 +33,18 @@ LINE_PREFIX = (
     r"|(?:INFO|WARNING|ERROR|DEBUG|CRITICAL):(?:[\w.]+:|\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+:)\s?"  # logging basic
     r"|-\s(?:[\w.-]+\s-\s)?(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL)\s-\s"  # logging `- name - LEVEL - `
     r"|\|\s*(?:TRACE|DEBUG|INFO|SUCCESS|WARNING|ERROR|CRITICAL)\s*\|\s*[^\s|]+ - "  # loguru `| ERROR    | m:f:1 - `
-    r"|\[(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL)\]\s(?:\[[\w.-]+:\d+:\w+\]\s)?"  # DeepSpeed `[INFO] [f.py:1:fn] `
+    # DeepSpeed `[INFO] [f.py:1:fn] `, Hydra's job logging `[name][ERROR] - ` (both after their `[time]`)
+    r"|(?:\[[\w.<>-]+\])?\[(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL)\](?: -)?\s(?:\[[\w.-]+:\d+:\w+\]\s)?"
+    r"|\[\d\d/\d\d/\d\d \d\d:\d\d:\d\d\] (?:DEBUG {4}|INFO {5}|WARNING {2}|ERROR {4}|CRITICAL )"  # rich's handler
     r"|(?:stdout|stderr) [FP] "  # CRI (containerd, CRI-O) file: `<time> stderr F `
-    r"|[A-Za-z]{3} [ \d]\d \d\d:\d\d:\d\d [\w.-]+ [\w./@-]+(?:\[\d+\])?: "  # syslog, journalctl: `May 01 10:00:00 host prog[pid]: `
+    # syslog and journalctl `May 01 10:00:00 host prog[pid]: ` (`kernel: `); moreutils' ts alone `May 01 10:00:00 `
+    r"|[A-Za-z]{3} [ \d]\d \d\d:\d\d:\d\d (?:[\w.-]+ (?:[\w./@-]+\[\d+\]|kernel): )?"
     r"|\[[\w.-]+:\d+\]:"  # a launcher's host and local rank: `[gpu187:1]:`
+    # pdsh (DeepSpeed's multi-node runner): `gpu-q-13: `; a host name with a digit and a dash or dot, so a message's
+    # own `gsm8k: 0.7` stays whole
+    r"|(?=[a-z0-9.-]*\d)(?=[a-z0-9]*[.-])[a-z0-9][a-z0-9.-]*: (?=\S|\s+File|\s+\S)"
+    r"|\[pod/[\w.-]+/[\w.-]+\] "  # kubectl logs --prefix: `[pod/vllm-0/vllm] `
+    r"|\(autoscaler \+[\dhms]+\) "  # Ray's autoscaler: `(autoscaler +2m5s) `
     r"|\[\d+,\d+\]<std(?:out|err)>:"  # Open MPI --tag-output: `[1,0]<stderr>:`
     r"|\((?:[A-Za-z_][\w.-]*\s)?(?:rank=\d+\s)?pid=\d+(?:, ip=[0-9a-fA-F.:]+)?\)\s?"  # Ray 1.x `(pid=N, ip=A)`, vLLM V1 `(VllmWorker rank=1 pid=N)`
     r")"
