@@ -13,7 +13,9 @@ from pathlib import Path
 import pytest
 
 from triage.analyze import Settings, analyze
+from triage.library.rules import Library
 from triage.prefixes import json_message
+from triage.rulecheck import line_matches
 from triage.scan import native as c_helper
 from triage.scan.origins import split_ray
 
@@ -122,9 +124,18 @@ def test_a_json_record_gives_its_message_and_no_actor() -> None:
 @pytest.mark.parametrize("line", [
     '{"prompt": "2+2?", "text": "Killed"}',  # a rollout dump's sample: its text is the model's, not a log message
     '{"step": 3, "loss": 0.41}',
+    '{"object":"error","message":"The model `qwen3` does not exist.","type":"NotFoundError","code":404}',  # API body
     '{"log": "unterminated',
     '["log", "Killed"]',
 ])
 def test_lines_that_are_no_json_log_record_stay_as_they_are(line: str) -> None:
     assert json_message(line) is None
     assert split_ray(line)[0] == line
+
+
+def test_no_prefix_takes_text_a_rule_reads(lib: Library) -> None:
+    """Every rule example its rule matches is still matched on the message split_ray leaves: no prefix form eats a
+    message's own tags (lmdeploy's `[TM][ERROR] CUDA runtime error`, an API error body read whole)."""
+    lost = [(r.id, line) for r in lib.rules if not r.check for line in r.examples.get("match", [])
+            if line_matches(r, line) and not line_matches(r, split_ray(line)[0])]
+    assert lost == []

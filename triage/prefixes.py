@@ -33,8 +33,10 @@ LINE_PREFIX = (
     r"|(?:INFO|WARNING|ERROR|DEBUG|CRITICAL):(?:[\w.]+:|\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+:)\s?"  # logging basic
     r"|-\s(?:[\w.-]+\s-\s)?(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL)\s-\s"  # logging `- name - LEVEL - `
     r"|\|\s*(?:TRACE|DEBUG|INFO|SUCCESS|WARNING|ERROR|CRITICAL)\s*\|\s*[^\s|]+ - "  # loguru `| ERROR    | m:f:1 - `
-    # DeepSpeed `[INFO] [f.py:1:fn] `, Hydra's job logging `[name][ERROR] - ` (both after their `[time]`)
-    r"|(?:\[[\w.<>-]+\])?\[(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL)\](?: -)?\s(?:\[[\w.-]+:\d+:\w+\]\s)?"
+    # after their `[time]`: DeepSpeed `[INFO] [f.py:1:fn] `, Hydra's job logging `[name][ERROR] - ` (a message's own
+    # tags, lmdeploy's `[TM][ERROR] CUDA runtime error`, stay)
+    r"|\[(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL)\] \[[\w.-]+:\d+:\w+\] "
+    r"|\[[\w.<>-]+\]\[(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL)\] - "
     r"|\[\d\d/\d\d/\d\d \d\d:\d\d:\d\d\] (?:DEBUG {4}|INFO {5}|WARNING {2}|ERROR {4}|CRITICAL )"  # rich's handler
     r"|(?:stdout|stderr) [FP] "  # CRI (containerd, CRI-O) file: `<time> stderr F `
     # syslog and journalctl `May 01 10:00:00 host prog[pid]: ` (`kernel: `); moreutils' ts alone `May 01 10:00:00 `
@@ -56,6 +58,10 @@ LINE_PREFIX = (
 # logrus and slog (`msg`), structlog (`event`), loguru with serialize=True (`text`, the formatted line, next to its
 # `record`; a `text` alone is a sample's, in a rollout dump, not a log message).
 JSON_MESSAGE_KEYS = ("log", "message", "msg", "event")
+# What makes the object a log record: its level, time or stream (an API's error body, `{"object": "error",
+# "message": ..., "type": "NotFoundError"}`, holds a message too, and the rules read it whole).
+JSON_RECORD_KEYS = ("level", "levelname", "severity", "time", "timestamp", "ts", "@timestamp", "asctime", "stream",
+                    "record")
 JSON_MAX = 1 << 16  # characters of a record parsed (the line reader cuts longer lines)
 
 
@@ -69,7 +75,7 @@ def json_message(line: str) -> str | None:
         record = json.loads(body)
     except ValueError:
         return None
-    if not isinstance(record, dict):
+    if not isinstance(record, dict) or not any(k in record for k in JSON_RECORD_KEYS):
         return None
     for k in JSON_MESSAGE_KEYS + (("text",) if "record" in record else ()):
         v = record.get(k)
