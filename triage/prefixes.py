@@ -4,8 +4,81 @@ Ray puts `(ActorName pid=N, ip=A.B.C.D)` in front of every line a worker prints 
 `log_monitor`; the ip part appears when the worker runs on another node, `pid=` is absent on some driver lines).
 Discovery counts the actors of a file, the scanner splits the prefix off to find a line's process, the C
 prefilter's interface looks for several of them in a chunk, and templates mask it.
+
+LINE_PREFIX: the other prefixes launchers, container runtimes and loggers write, which origins.split_ray removes
+from a message. json_message: the message of a structured (JSON) log record, which split_ray reads instead of the
+record. Both only shape the message rules see; the evidence line, its number and the line's origin stay the raw
+line's, so the native and Python scan paths (which both call split_ray on the same candidate line) agree.
 """
 
 from __future__ import annotations
 
+import json
+
 RAY_ACTOR = r"\((?P<actor>[A-Za-z_][\w.:-]*)(?: pid=(?P<pid>\d+))?(?:, ip=(?P<ip>[0-9a-fA-F.:]+))?\)"
+
+# Prefixes that launchers, container runtimes and loggers put in front of a message; removed (repeatedly) so
+# rules, traceback detection and templates see the message itself. Evidence keeps the full line.
+LINE_PREFIX = (
+    r"(?:"  # the alternatives never match at the same place, so their order only sets the speed: commonest first
+    r"\[(?:\d{4}-\d\d-\d\d[ T])?\d\d:\d\d:\d\d(?:[.,]\d+)?[^\]]{0,60}\]\s?"  # [time TP0] / [time rank]
+    r"|[\w-]+\.py:\d+ - "  # slime/MILES `model.py:918 - `
+    r"|[\w.-]+\s+\|\s"  # docker compose: `worker-longctx-1  | `
+    r"|\[[A-Za-z_]*\d+\]:\s?"  # torchrun: `[rank24]: `, `--tee`'s role and local rank `[default0]:`
+    r"|\d{1,4}: (?=\S|\s+File|\s+\S)"  # srun -l: `0: `
+    # ISO timestamp (GitHub Actions, CRI, tracing): one blank, more only before a level word, so the indentation
+    # of the line behind the stamp (a traceback frame, a stack dump) stays with the message
+    r"|\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?\s(?:\s+(?=[A-Z]{4,8}\b))?"
+    r"|(?:INFO|WARNING|ERROR|DEBUG|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? \[?[\w.]+:\d+\] "  # vLLM logger
+    r"|(?:INFO|WARNING|ERROR|DEBUG|CRITICAL):(?:[\w.]+:|\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+:)\s?"  # logging basic
+    r"|-\s(?:[\w.-]+\s-\s)?(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL)\s-\s"  # logging `- name - LEVEL - `
+    r"|\|\s*(?:TRACE|DEBUG|INFO|SUCCESS|WARNING|ERROR|CRITICAL)\s*\|\s*[^\s|]+ - "  # loguru `| ERROR    | m:f:1 - `
+    # after their `[time]`: DeepSpeed `[INFO] [f.py:1:fn] `, Hydra's job logging `[name][ERROR] - ` (a message's own
+    # tags, lmdeploy's `[TM][ERROR] CUDA runtime error`, stay)
+    r"|\[(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL)\] \[[\w.-]+:\d+:\w+\] "
+    r"|\[[\w.<>-]+\]\[(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL)\] - "
+    r"|\[\d\d/\d\d/\d\d \d\d:\d\d:\d\d\] (?:DEBUG {4}|INFO {5}|WARNING {2}|ERROR {4}|CRITICAL )"  # rich's handler
+    r"|(?:stdout|stderr) [FP] "  # CRI (containerd, CRI-O) file: `<time> stderr F `
+    # syslog and journalctl `May 01 10:00:00 host prog[pid]: ` (`kernel: `); moreutils' ts alone `May 01 10:00:00 `
+    r"|[A-Za-z]{3} [ \d]\d \d\d:\d\d:\d\d (?:[\w.-]+ (?:[\w./@-]+\[\d+\]|kernel): )?"
+    r"|\[[\w.-]+:\d+\]:"  # a launcher's host and local rank: `[gpu187:1]:`
+    # pdsh (DeepSpeed's multi-node runner): `gpu-q-13: `; a host name with a digit and a dash or dot, so a message's
+    # own `gsm8k: 0.7` stays whole
+    r"|(?=[a-z0-9.-]*\d)(?=[a-z0-9]*[.-])[a-z0-9][a-z0-9.-]*: (?=\S|\s+File|\s+\S)"
+    r"|\[pod/[\w.-]+/[\w.-]+\] "  # kubectl logs --prefix: `[pod/vllm-0/vllm] `
+    r"|\(autoscaler \+[\dhms]+\) "  # Ray's autoscaler: `(autoscaler +2m5s) `
+    r"|\[\d+,\d+\]<std(?:out|err)>:"  # Open MPI --tag-output: `[1,0]<stderr>:`
+    r"|\((?:[A-Za-z_][\w.-]*\s)?(?:rank=\d+\s)?pid=\d+(?:, ip=[0-9a-fA-F.:]+)?\)\s?"  # Ray 1.x `(pid=N, ip=A)`, vLLM V1 `(VllmWorker rank=1 pid=N)`
+    r")"
+)
+
+# A structured log record, one JSON object a line, its message under the first of these keys it has: Docker's
+# json-file driver (`{"log": "...\n", "stream": "stderr", "time": ...}`, what `/var/lib/docker/containers/*/*-json.log`
+# and many Kubernetes log shippers hold), python-json-logger and vLLM's JSON logging config (`message`), Go's zap,
+# logrus and slog (`msg`), structlog (`event`), loguru with serialize=True (`text`, the formatted line, next to its
+# `record`; a `text` alone is a sample's, in a rollout dump, not a log message).
+JSON_MESSAGE_KEYS = ("log", "message", "msg", "event")
+# What makes the object a log record: its level, time or stream (an API's error body, `{"object": "error",
+# "message": ..., "type": "NotFoundError"}`, holds a message too, and the rules read it whole).
+JSON_RECORD_KEYS = ("level", "levelname", "severity", "time", "timestamp", "ts", "@timestamp", "asctime", "stream",
+                    "record")
+JSON_MAX = 1 << 16  # characters of a record parsed (the line reader cuts longer lines)
+
+
+def json_message(line: str) -> str | None:
+    """The message of a line that is one JSON log record (line breaks in it made blanks, trailing ones dropped);
+    None for any other line. Callers test `line.startswith('{"')` first: this parses."""
+    body = line.rstrip()
+    if not body.endswith("}") or len(body) > JSON_MAX:
+        return None
+    try:
+        record = json.loads(body)
+    except ValueError:
+        return None
+    if not isinstance(record, dict) or not any(k in record for k in JSON_RECORD_KEYS):
+        return None
+    for k in JSON_MESSAGE_KEYS + (("text",) if "record" in record else ()):
+        v = record.get(k)
+        if isinstance(v, str):
+            return " ".join(v.rstrip("\r\n").splitlines())
+    return None

@@ -17,26 +17,12 @@ from typing import Any
 from triage.model import Line
 from triage.parsers.sglang import RETRACTED
 from triage.parsers.signals import CALL_ERROR, ENGINE_URL, EXC_LINE, FRAME, TRACEBACK, VERIFIER_URL, callee_of
-from triage.prefixes import RAY_ACTOR
+from triage.prefixes import LINE_PREFIX, RAY_ACTOR, json_message
 from triage.scan.digitkey import key, linecache_enabled, runs_alike
 
 RAY_PREFIX = re.compile("^" + RAY_ACTOR + " ?")
 RAY_REPEAT = re.compile(r"\s*\[repeated (?P<n>\d+)x across cluster\]\s*$")
-# Prefixes that launchers, container runtimes and loggers put in front of a message; removed (repeatedly) so
-# rules, traceback detection and templates see the message itself. Evidence keeps the full line.
-LINE_PREFIX = re.compile(
-    r"^(?:"  # the alternatives never match at the same place, so their order only sets the speed: commonest first
-    r"\[(?:\d{4}-\d\d-\d\d[ T])?\d\d:\d\d:\d\d(?:[.,]\d+)?[^\]]{0,60}\]\s?"  # [time TP0] / [time rank]
-    r"|[\w-]+\.py:\d+ - "  # slime/MILES `model.py:918 - `
-    r"|[\w.-]+\s+\|\s"  # docker compose: `worker-longctx-1  | `
-    r"|\[[Rr]ank\d+\]:\s?"  # torchrun: `[rank24]: `
-    r"|\d{1,4}: (?=\S|\s+File|\s+\S)"  # srun -l: `0: `
-    r"|\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?\s+"  # ISO timestamp
-    r"|(?:INFO|WARNING|ERROR|DEBUG|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? \[?[\w.]+:\d+\] "  # vLLM logger
-    r"|(?:INFO|WARNING|ERROR|DEBUG|CRITICAL):(?:[\w.]+:|\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+:)\s?"  # logging basic
-    r")"
-)
-LINE_PREFIXES = re.compile(f"(?:{LINE_PREFIX.pattern[1:]}){{0,4}}")  # up to four of them, in one match
+LINE_PREFIXES = re.compile(f"(?:{LINE_PREFIX}){{0,4}}")  # up to four of them, in one match
 # A colour code whose escape byte was lost on the way (pasted from a web page or a viewer that drops control
 # bytes): `[36m(WorkerDict pid=N, ip=A)[0m message`. Only before a Ray prefix and right after it, so a bracketed
 # word of a message is never touched.
@@ -49,7 +35,13 @@ SGLANG_TAG = re.compile(
 
 
 def split_ray(text: str) -> tuple[str, str, str, int]:
-    """(message without its Ray, container, rank, timestamp and logger prefixes; actor; pid; repeat count)."""
+    """(message without its Ray, container, rank, timestamp and logger prefixes; actor; pid; repeat count).
+    A JSON log record's message is read from the record (prefixes.json_message); its actor stays unknown, as the
+    native path reads a line's origin from the raw line."""
+    if text.startswith('{"'):
+        inner = json_message(text)
+        if inner is not None:
+            return split_ray(inner)[0], "", "", 1
     actor = pid = ""
     repeat = 1
     msg = text

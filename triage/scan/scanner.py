@@ -32,9 +32,11 @@ from triage.scan.progress import Progress
 from triage.scan.series import JoinedRecords, RunSeries
 from triage.template import FAMILY_TEXT
 
-# Error-like text: candidates for the unclassified report and context for tracebacks.
+# Error-like text: candidates for the unclassified report and context for tracebacks (a frame's `File \"` as a
+# JSON log record escapes it: Docker's json-file log, prefixes.json_message).
 ERROR_ANCHORS = ("Error", "Exception", "Traceback", "FATAL", "Fatal", "Killed", "exit code", "ERROR", "failed",
-                 "Failed", "Errno", "Segmentation", "File \"", "CRITICAL", "Aborted", "ray::", "exit status", "exitcode")
+                 "Failed", "Errno", "Segmentation", "File \"", "File \\\"", "CRITICAL", "Aborted", "ray::", "exit status",
+                 "exitcode")
 ERRORISH = re.compile(
     r"^(?:[a-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Failure|Fault|Timeout)\b(?:\([^)]*\))?:|(?:^|[\s\[(|])(?:ERROR|FATAL|Fatal|CRITICAL)\b"
     r"|\bKilled\b|exit(?:ed with)? (?:code|status) -?[1-9]|\bexitcode\s*:\s*-?[1-9]|Segmentation fault|\bfailed\b"
@@ -441,8 +443,8 @@ class Scanner:
                 ctx.add(line)  # the source line a traceback echoes under its frame: context, never a match
                 return
             echo = True
-        if plan is None:  # the line-for-line path: which anchors the message holds
-            plan = self.plan(frozenset(a for a in self.anchors if a in msg))
+        if plan is None:  # the line-for-line path: which anchors the line holds, prefixes too, as the prefilter
+            plan = self.plan(frozenset(a for a in self.anchors if a in text))  # finds them (a level word in one)
         is_stats = False
         event = None  # an event of another kind: kept once the line is known not to fold into its family
         for parser in () if echo else plan.parsers:  # an echoed raise is for the rules, not an event
@@ -588,7 +590,7 @@ class Scanner:
                 if signals.SHUTDOWN.search(msg) and not signals.SIGNAL_EXIT.search(msg):
                     fs.errorish.shutdown(lineno)
             if not matched and plan.errorish and not frame and not echo and not _polling(event) \
-                    and (ERRORISH.search(msg) or error_level_only(line)):
+                    and not msg.startswith(signals.TRACEBACK) and (ERRORISH.search(msg) or error_level_only(line)):
                 fs.errorish.add(line, not plan.signal and not exception_line(msg))
 
     # -- claims ----------------------------------------------------------------------------

@@ -1,0 +1,141 @@
+"""The forms a failure line arrives in: launcher, container, journal and logger prefixes, JSON log records.
+
+The same traceback written behind each form must give the finding the bare lines give (rule, evidence line) on
+both scan paths, and a rule anchored at the start of the message (`^Killed`) must still see its message.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from triage.analyze import Settings, analyze
+from triage.library.rules import Library
+from triage.prefixes import json_message
+from triage.rulecheck import line_matches
+from triage.scan import native as c_helper
+from triage.scan.origins import split_ray
+
+# A real trainer OOM in the backward pass (huggingface/accelerate issue 1519, rank 0's traceback; the OOM line is
+# rank 1's), here written as one process would.
+TRACEBACK = [
+    "Traceback (most recent call last):",
+    '  File "/ssd003/home/junma/MedSAM/v2-1_mgpus_train_enc_dec.py", line 263, in main',
+    "    accelerator.backward(loss)",
+    '  File "/h/junma/anaconda3/envs/medsam/lib/python3.10/site-packages/torch/_tensor.py", line 487, in backward',
+    "    torch.autograd.backward(",
+    "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 3.00 GiB (GPU 1; 79.35 GiB total capacity; "
+    "33.66 GiB already allocated; 735.69 MiB free; 34.89 GiB reserved in total by PyTorch)",
+]
+
+# Each form as its program writes it (the ones from a real paste name it).
+FORMS: dict[str, Callable[[str], str]] = {
+    "plain": lambda s: s,
+    "cri": lambda s: "2024-05-01T10:00:00.123456789Z stderr F " + s,  # containerd / CRI-O log file
+    "docker-json": lambda s: json.dumps({"log": s + "\n", "stream": "stderr", "time": "2024-05-01T10:00:00.1Z"}),
+    "journald": lambda s: "May 01 10:00:00 node1 python3[1234]: " + s,  # journalctl, syslog
+    "journald-locale": lambda s: "mar 15 11:39:07 acquario3 python3[87551]: " + s,  # ollama#9782's paste
+    "actions": lambda s: "2024-05-01T10:00:00.1234567Z " + s,  # GitHub Actions raw log
+    "host-rank": lambda s: "[gpu187:0]:" + s,  # accelerate#1519
+    "torchrun-tee": lambda s: "[default0]:" + s,
+    "openmpi": lambda s: "[1,0]<stderr>:" + s,
+    "vllm-v1-worker": lambda s: "(VllmWorker rank=2 pid=10743) ERROR 03-16 06:12:38 [multiproc_executor.py:375] " + s,
+    "ray-1x": lambda s: "(pid=1234, ip=10.0.0.1) " + s,
+    "loguru": lambda s: "2024-05-01 10:00:00.123 | ERROR    | __main__:main:42 - " + s,
+    "logging": lambda s: "2024-05-01 10:00:00,123 - trainer - ERROR - " + s,
+    "json-lines": lambda s: json.dumps({"timestamp": "2024-05-01T10:00:00Z", "level": "ERROR", "message": s}),
+    "pdsh": lambda s: "gpu-q-13: " + s,  # DeepSpeed's multi-node runner (real-extra 968)
+    "kubectl-prefix": lambda s: "[pod/vllm-0/vllm] " + s,
+    "ts": lambda s: "May 01 10:00:00 " + s,  # moreutils' ts
+    "hydra": lambda s: "[2024-05-01 10:00:00,123][__main__][ERROR] - " + s,
+    "rich": lambda s: "[05/01/24 10:00:00] ERROR    " + s,
+    "ray-autoscaler": lambda s: "(autoscaler +2m5s) " + s,
+}
+
+
+def _report(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, native: bool, lines: list[str]):  # type: ignore[no-untyped-def]
+    if native and not c_helper.available():
+        pytest.skip("the C prefilter is not built")
+    if native:
+        monkeypatch.delenv("TRIAGE_NO_NATIVE", raising=False)
+    else:
+        monkeypatch.setenv("TRIAGE_NO_NATIVE", "1")
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "train.log").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return analyze(Settings(paths=[str(run)]))
+
+
+@pytest.mark.parametrize("native", [True, False])
+@pytest.mark.parametrize("form", sorted(FORMS))
+def test_a_traceback_behind_any_form_gives_the_bare_finding(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                            form: str, native: bool) -> None:
+    report = _report(tmp_path, monkeypatch, native, [FORMS[form](s) for s in TRACEBACK])
+    assert [(f.rule, f.evidence[0].line) for f in report.findings] == [("trainer.oom-backward", 6)]
+    assert report.findings[0].category == "trainer-oom"
+
+
+@pytest.mark.parametrize("native", [True, False])
+@pytest.mark.parametrize("form", sorted(set(FORMS) - {"plain"}))
+def test_a_rule_anchored_at_the_message_start_sees_through_the_form(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                    form: str, native: bool) -> None:
+    report = _report(tmp_path, monkeypatch, native, ["step 3 loss 0.41", FORMS[form]("Killed")])
+    assert report.findings[0].rule == "other.killed-sigkill"
+    assert report.findings[0].evidence[0].line == 2
+
+
+@pytest.mark.parametrize("line, msg", [
+    ("[gpu187:1]:torch.cuda.OutOfMemoryError: CUDA out of memory.", "torch.cuda.OutOfMemoryError: CUDA out of memory."),
+    ("(VllmWorkerProcess pid=6499) ERROR 07-24 14:07:40 multiproc_worker_utils.py:226] ValueError: boom",
+     "ValueError: boom"),
+    ("(VllmWorker rank=7 pid=10948) ERROR 03-16 06:12:38 [multiproc_executor.py:375] RuntimeError: boom",
+     "RuntimeError: boom"),
+    ("[2024-08-02 01:24:59,694] [INFO] [launch.py:319:sigkill_handler] Killing subprocess 33131",
+     "Killing subprocess 33131"),
+    ("2023-07-07T17:55:43.805514Z  INFO text_generation_launcher: Shutting down shards",  # TGI: aligned level
+     "INFO text_generation_launcher: Shutting down shards"),
+    ("2024-06-28T06:11:52.685306698Z (LLMRayActor pid=20770) ERROR 06-28 06:11:45 worker_base.py:145]   File "
+     '"/x/worker_base.py", line 137, in execute_method', '  File "/x/worker_base.py", line 137, in execute_method'),
+    ("2025-12-13T19:54:35.1Z     all_reduce (vllm/distributed/parallel_state.py:514)",  # indentation kept
+     "    all_reduce (vllm/distributed/parallel_state.py:514)"),
+])
+def test_real_prefixes_are_split_off(line: str, msg: str) -> None:
+    assert split_ray(line)[0] == msg
+
+
+@pytest.mark.parametrize("line", ["gsm8k: 0.73", "step1: loss 3", "ValueError: boom", "Engine core: failed"])
+def test_a_message_that_only_looks_like_a_prefix_stays_whole(line: str) -> None:
+    assert split_ray(line)[0] == line
+    assert split_ray("May 01 10:00:00 " + line)[0] == line
+
+
+
+
+def test_a_json_record_gives_its_message_and_no_actor() -> None:
+    line = json.dumps({"log": "(SGLangEngine pid=7) [2025-01-01 00:00:00 TP0] Killed\n", "stream": "stderr"})
+    assert split_ray(line) == ("Killed", "", "", 1)
+    assert json_message('{"event": "reward failed", "level": "error"}') == "reward failed"  # structlog
+    assert json_message('{"text": "2024-05-01 | ERROR | m:f:1 - x\\n", "record": {}}') == "2024-05-01 | ERROR | m:f:1 - x"
+
+
+@pytest.mark.parametrize("line", [
+    '{"prompt": "2+2?", "text": "Killed"}',  # a rollout dump's sample: its text is the model's, not a log message
+    '{"step": 3, "loss": 0.41}',
+    '{"object":"error","message":"The model `qwen3` does not exist.","type":"NotFoundError","code":404}',  # API body
+    '{"log": "unterminated',
+    '["log", "Killed"]',
+])
+def test_lines_that_are_no_json_log_record_stay_as_they_are(line: str) -> None:
+    assert json_message(line) is None
+    assert split_ray(line)[0] == line
+
+
+def test_no_prefix_takes_text_a_rule_reads(lib: Library) -> None:
+    """Every rule example its rule matches is still matched on the message split_ray leaves: no prefix form eats a
+    message's own tags (lmdeploy's `[TM][ERROR] CUDA runtime error`, an API error body read whole)."""
+    lost = [(r.id, line) for r in lib.rules if not r.check for line in r.examples.get("match", [])
+            if line_matches(r, line) and not line_matches(r, split_ray(line)[0])]
+    assert lost == []
