@@ -668,6 +668,7 @@ static int cols_flush(Scan *st);
 static struct Cols *cols_new(PyObject *cap);
 static void cols_free(struct Cols *c);
 static PyObject *shapes(PyObject *self, PyObject *args);
+static PyObject *col_join(PyObject *self, PyObject *args);
 
 /* ---- the fold (see the Fold comment above) ---- */
 
@@ -2296,6 +2297,7 @@ static PyMethodDef methods[] = {
     {"errfold_mark", errfold_mark, METH_VARARGS, "errfold_mark(state, lineno): a line there reads its neighbours"},
     {"errfold_take", errfold_take, METH_VARARGS, "errfold_take(state) -> the counts per key, reset"},
     {"shapes", shapes, METH_VARARGS, "shapes([(segments, allowed, columns, ids, record, ctx), ...]) -> shapes"},
+    {"col_join", col_join, METH_VARARGS, "col_join([vals, ...], nout, mean, longest) -> (vals, stats)"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -4321,6 +4323,65 @@ static PyObject *col_tally(const double *v, Py_ssize_t n) {
     PyObject *out = Py_BuildValue("(NNN)", col_bytes(val, m * 8), col_bytes(count, m * 8), col_bytes(first, m * 8));
     PyMem_Free(slot); PyMem_Free(count); PyMem_Free(first); PyMem_Free(val);
     return out;
+}
+
+
+/* col_join([vals, ...], nout, mean, longest) -> (vals, stats): the values of write-outs of one shape (each as cols_flush
+ * gives them: nout columns one after another, float64 in native order) as one write-out's, column after column, with
+ * each column's col_stats and, when mean and longest are output columns (else -1), the share col_share works out:
+ * what cols_flush gives for their rows had they been written out at once (series_store.Joiner). */
+static PyObject *col_join(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *list;
+    Py_ssize_t nout, mean, longest;
+    if (!PyArg_ParseTuple(args, "O!nnn", &PyList_Type, &list, &nout, &mean, &longest)) return NULL;
+    Py_ssize_t k = PyList_GET_SIZE(list), n = 0;
+    if (nout <= 0 || mean >= nout || longest >= nout || (mean >= 0) != (longest >= 0)) {
+        PyErr_SetString(PyExc_ValueError, "bad columns");
+        return NULL;
+    }
+    Py_buffer *bufs = PyMem_Calloc((size_t)(k ? k : 1), sizeof(Py_buffer));
+    if (!bufs) return PyErr_NoMemory();
+    Py_ssize_t got = 0;
+    PyObject *vals = NULL, *stats = NULL;
+    for (; got < k; got++) {
+        if (PyObject_GetBuffer(PyList_GET_ITEM(list, got), &bufs[got], PyBUF_C_CONTIGUOUS) < 0) goto done;
+        if (bufs[got].len % (nout * (Py_ssize_t)sizeof(double))) {
+            PyErr_SetString(PyExc_ValueError, "not whole rows");
+            got++;
+            goto done;
+        }
+        n += bufs[got].len / (nout * (Py_ssize_t)sizeof(double));
+    }
+    vals = PyBytes_FromStringAndSize(NULL, n * nout * (Py_ssize_t)sizeof(double));
+    if (!vals) goto done;
+    double *out = (double *)PyBytes_AS_STRING(vals);
+    Py_ssize_t at = 0;
+    for (Py_ssize_t i = 0; i < k; i++) {
+        Py_ssize_t m = bufs[i].len / (nout * (Py_ssize_t)sizeof(double));
+        for (Py_ssize_t j = 0; j < nout; j++)
+            memcpy(out + j * n + at, (const double *)bufs[i].buf + j * m, (size_t)m * sizeof(double));
+        at += m;
+    }
+    stats = PyTuple_New(nout + (mean >= 0));
+    for (Py_ssize_t j = 0; stats && j < nout; j++) {
+        PyObject *one = col_stats(out + j * n, n);
+        if (!one) Py_CLEAR(stats);
+        else PyTuple_SET_ITEM(stats, j, one);
+    }
+    if (stats && mean >= 0) {
+        PyObject *one = col_share(out + mean * n, out + longest * n, n);
+        if (!one) Py_CLEAR(stats);
+        else PyTuple_SET_ITEM(stats, nout, one);
+    }
+done:
+    for (Py_ssize_t i = 0; i < got; i++) PyBuffer_Release(&bufs[i]);
+    PyMem_Free(bufs);
+    if (!stats) {
+        Py_XDECREF(vals);
+        return NULL;
+    }
+    return Py_BuildValue("(NN)", vals, stats);
 }
 
 /* Write out the rows so far (kind 6), if any. The stats tuple holds one entry per output column, then, for a shape
