@@ -36,7 +36,6 @@ from typing import Any, cast
 
 from triage.model import Event, Line
 from triage.parsers.vocabulary import canonical, reward_function
-from triage.scan.native import _linescan
 
 STEP_LIMIT = 1 << 53  # whole numbers below it a double holds exactly (metrics.Records' int keys and spans of steps)
 
@@ -904,6 +903,7 @@ class RowLine(Line):
 
 
 JOIN_ROWS = 256  # rows of small write-outs joined (Joiner) before they go to the store as one bulk add
+COL_JOIN: Callable[..., Any] | None = None  # _linescan.col_join, given by scan/columns.py (the C helper is the scan's)
 
 
 class Joiner:
@@ -958,7 +958,7 @@ def _joined_part(held: list[tuple[RowPart, int]]) -> list[RowPart]:
         return [first]
     sh, nout = first.shape, first.shape.nout
     extra = {len(p.stats) - nout for p, _ in held}
-    if nout == 0 or extra != {0} and (extra != {1} or sh.kind != "metrics"):  # never seen: each its own part
+    if COL_JOIN is None or nout == 0 or extra != {0} and (extra != {1} or sh.kind != "metrics"):  # each its own
         return [_shifted(p, at) for p, at in held]
     lineno0 = first.lineno0
     lines, ords, starts = array("q"), array("q"), []
@@ -974,7 +974,7 @@ def _joined_part(held: list[tuple[RowPart, int]]) -> list[RowPart]:
         mean, longest = (sh.cols[mean_i], sh.cols[max_i]) if mean_i >= 0 else (-1, -1)
         if mean < 0 or longest < 0 or mean == longest:
             return [_shifted(p, at) for p, at in held]
-    vals, stats = _linescan.col_join([p.vals for p, _ in held], nout, mean, longest)
+    vals, stats = COL_JOIN([p.vals for p, _ in held], nout, mean, longest)
     parts = [p for p, _ in held]
     return [RowPart(sh, len(lines), lineno0, memoryview(lines), memoryview(ords), memoryview(vals).cast("d"), stats,
                     _line_by_part(parts, starts))]
