@@ -735,3 +735,49 @@ def test_lines_taken_whole_after_a_matched_one_give_what_the_needle_search_gives
     one = every[(b"", len(data))][0]
     rows = sum(p[1] for chunk in one for h in chunk[4] if h[0] == native.K_COLS for p in h[4])
     assert rows > 1500 and sum(h[0] == 0 for chunk in one for h in chunk[4]) > 1000
+
+
+def few_at_a_time(lines: list[str], every: int) -> list[str]:
+    """lines with another process's line after every `every`-th of them: the C side writes its rows out before each,
+    so the rows come in write-outs of a few (a Ray driver log's trainer lines between the engines' lines)."""
+    out = []
+    for i, line in enumerate(lines, 1):
+        out.append(line)
+        if i % every == 0:
+            out.append("(SGLangEngine pid=4100) [2026-05-24 00:50:04] Loading checkpoint shards: 100%| 4/4 [00:05<00:00]")
+    return out
+
+
+@pytest.mark.parametrize("case", ["slime, a NaN and a spike", "two shapes of one tag", "verl, shares of the longest"])
+def test_small_write_outs_are_joined_into_one_bulk_add_with_the_stores_of_the_line_path(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, case: str) -> None:
+    """Rows of small write-outs passed on one after another are joined (series_store.Joiner: each shape's parts one
+    part, its columns' statistics joined) and go to the store in bulk; the stores (summaries, pins, sample, view) and
+    the report are those of the line-for-line path."""
+    if case.startswith("verl"):
+        rng = random.Random(5)
+        lines = [f"(TaskRunner pid=87031) step:{s} - actor/entropy:{rng.uniform(0.2, 0.6):.3f} - response_length/mean:"
+                 f"{rng.uniform(200, 900):.3f} - response_length/max:"
+                 f"{0.0 if s % 7 == 0 else rng.uniform(1000, 4096):.3f} - timing_s/step:{rng.uniform(60, 90):.3f}"
+                 for s in range(1, 2501)]
+    else:
+        lines = slime_log(900, seed=11, nan_at=700, spike_at=300)
+        if case.startswith("two"):
+            lines = [line.replace("'train/step'", "'train/kl': 0.5, 'train/step'")
+                     if (m := re.search(r" - step (\d+):", line)) and int(m.group(1)) % 2 else line for line in lines]
+    log = write(tmp_path, few_at_a_time(lines, 9))
+    from triage.parsers.series_store import MetricStore
+    bulk: list[int] = []
+    real = MetricStore.add_rows
+
+    def add_rows(self: Any, rows: Any) -> None:
+        bulk.append(rows.n)
+        real(self, rows)
+
+    monkeypatch.setattr(MetricStore, "add_rows", add_rows)
+    writes = counting_rows(monkeypatch)
+    res = scan(log)
+    total = next(ev.fields["store"] for ev in res.events if ev.kind == "metric_series").total
+    assert len(writes) > total / 12 and max(writes) <= 10  # write-outs of a few rows
+    assert max(bulk) >= metrics.BULK_MIN and sum(bulk) > 0.75 * total  # joined: the rows in bulk (not the first lines)
+    same_both_ways(log, monkeypatch)

@@ -37,7 +37,7 @@ from sys import intern
 from typing import Any
 
 from triage.model import Event, Line
-from triage.parsers.series_store import STEP_LIMIT, MetricStore, RowPart, Rows
+from triage.parsers.series_store import STEP_LIMIT, Joiner, MetricStore, RowPart, Rows
 from triage.safe_load import json_loads
 
 SLIME = re.compile(r"\b(?P<tag>(?:critic-)?step|rollout|perf|eval|multi_turn) (?P<step>\d+): \{")
@@ -315,9 +315,9 @@ def _dataset_joined(out: Any, ev: Event) -> None:
 
 
 WINDOW = 256  # records still open to joins (a verl fragment, a MILES duplicate print, a broken dict's next line)
-BULK_MIN = 32  # rows of a write-out below which they go to the store one record each: a store's bulk path costs a
-# pass over every series per call (~0.5 ms), more than a few records' own adds (~30 us each); a Ray driver log, whose
-# trainer lines come in blocks of a few between other processes' lines, makes many such small write-outs
+BULK_MIN = 32  # rows below which they go to the store one record each: a store's bulk path costs a pass over every
+# series per call (~0.5 ms), more than a few records' own adds (~30 us each); a Ray driver log, whose trainer lines
+# come in blocks of a few between other processes' lines, makes many such small write-outs (series_store.Joiner)
 SEEN = 8192  # (framework, tag, step) of records already passed on: a later duplicate print is dropped
 _MISSING = object()
 
@@ -341,6 +341,7 @@ class Records:
     def __init__(self, sink: Any, sink_rows: Any = None) -> None:
         self.sink = sink
         self.sink_rows = sink_rows
+        self.joiner = Joiner(sink, sink_rows, BULK_MIN) if sink_rows is not None else None  # small write-outs joined
         self.out: deque[Event | Rows] = deque()  # the open records (or rows of them), oldest first
         self.keys: deque[Any] = deque()  # their keys (_key), when stepped; for rows, see _hold
         self.seen: dict[Any, Event | Rows | None] = {}  # key -> open record or rows (None: passed on)
@@ -560,8 +561,8 @@ class Records:
         if type(item) is Rows:
             self.open -= item.n
             item.passed = True
-            if self.sink_rows is not None and item.n >= BULK_MIN:
-                self.sink_rows(item)
+            if self.joiner is not None:
+                self.joiner.add(item)
             else:
                 for k in range(item.n):
                     self.sink(item.event(k))
@@ -579,6 +580,8 @@ class Records:
         if key is not None:
             self.seen[key] = None
             self._forget()
+        if self.joiner is not None:
+            self.joiner.flush()
         self.sink(item)
 
     def _forget(self) -> None:
@@ -599,6 +602,8 @@ class Records:
     def close(self) -> None:
         while self.out:
             self._pass()
+        if self.joiner is not None:
+            self.joiner.flush()
 
 
 def merge_records(events: list[Event]) -> list[Event]:

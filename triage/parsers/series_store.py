@@ -25,7 +25,8 @@ checks see exactly what they saw when every record was kept.
 from __future__ import annotations
 
 import heapq
-from bisect import bisect_left
+from array import array
+from bisect import bisect_left, bisect_right
 from collections import deque
 from collections.abc import Callable, Iterable
 from itertools import compress
@@ -899,3 +900,95 @@ class RowLine(Line):
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
         """Pickled (a worker's result) as the Line it stands for."""
         return (Line, (self.file, self.lineno, self.text, self.msg, self.actor, self.pid, self.repeat, self.until))
+
+
+JOIN_ROWS = 256  # rows of small write-outs joined (Joiner) before they go to the store as one bulk add
+COL_JOIN: Callable[..., Any] | None = None  # _linescan.col_join, given by scan/columns.py (the C helper is the scan's)
+
+
+class Joiner:
+    """The rows of small write-outs passed on one after another (metrics.Records), joined before they reach the
+    store: a Ray driver log's trainer lines come a few at a time between other processes' lines, so each write-out
+    holds a few rows, and a bulk add per write-out costs a pass over every series (~0.5 ms), one record at a time
+    ~30 us a record. Joined, the rows of each shape are one part (_joined_part) and JOIN_ROWS rows cost one bulk add.
+    A write-out of `bulk` rows or more goes in whole as it is (after the rows held before it), and so does an event
+    (flush first): the store gets every record in log order, as add() of each would leave it (add_rows is exact)."""
+
+    __slots__ = ("sink", "sink_rows", "bulk", "parts", "n")
+
+    def __init__(self, sink: Callable[[Event], None], sink_rows: Callable[[Rows], None], bulk: int) -> None:
+        self.sink, self.sink_rows, self.bulk = sink, sink_rows, bulk
+        self.parts: dict[int, list[tuple[RowPart, int]]] = {}  # id(shape) -> (part, ordinal of its write-out's first)
+        self.n = 0  # rows held
+
+    def add(self, rows: Rows) -> None:
+        if rows.n >= self.bulk:
+            self.flush()
+            self.sink_rows(rows)
+            return
+        for part in rows.parts:
+            self.parts.setdefault(id(part.shape), []).append((part, self.n))
+        self.n += rows.n
+        if self.n >= JOIN_ROWS:
+            self.flush()
+
+    def flush(self) -> None:
+        """The rows held, to the store: in bulk when there are `bulk` or more, else one record each."""
+        if not self.n:
+            return
+        parts: list[RowPart] = []
+        for held in self.parts.values():
+            parts.extend(_joined_part(held))
+        rows = Rows(parts)
+        self.parts, self.n = {}, 0
+        if rows.n >= self.bulk:
+            self.sink_rows(rows)
+        else:
+            for k in range(rows.n):
+                self.sink(rows.event(k))
+
+
+def _joined_part(held: list[tuple[RowPart, int]]) -> list[RowPart]:
+    """The parts of one shape from consecutive write-outs (each with the ordinal of its write-out's first row among
+    the rows joined) as one part: line numbers from the first's, ordinals among the joined rows, each column's values
+    one after another with the statistics (and the share of the longest response) the C side works out for them as
+    for one write-out (_linescan.c col_join); a row's line made by the part it came from."""
+    first = held[0][0]
+    if len(held) == 1 and held[0][1] == 0:
+        return [first]
+    sh, nout = first.shape, first.shape.nout
+    extra = {len(p.stats) - nout for p, _ in held}
+    if COL_JOIN is None or nout == 0 or extra != {0} and (extra != {1} or sh.kind != "metrics"):  # each its own
+        return [_shifted(p, at) for p, at in held]
+    lineno0 = first.lineno0
+    lines, ords, starts = array("q"), array("q"), []
+    for p, at in held:
+        starts.append(len(lines))
+        d = p.lineno0 - lineno0
+        lines.extend([x + d for x in p.lines.tolist()] if d else p.lines.tolist())
+        ords.extend([o + at for o in p.ords.tolist()])
+    mean = longest = -1
+    if extra == {1}:  # the C side works out the share of the longest response (as Shape.spec asks it)
+        sh.plan()
+        mean_i, max_i = sh.share
+        mean, longest = (sh.cols[mean_i], sh.cols[max_i]) if mean_i >= 0 else (-1, -1)
+        if mean < 0 or longest < 0 or mean == longest:
+            return [_shifted(p, at) for p, at in held]
+    vals, stats = COL_JOIN([p.vals for p, _ in held], nout, mean, longest)
+    parts = [p for p, _ in held]
+    return [RowPart(sh, len(lines), lineno0, memoryview(lines), memoryview(ords), memoryview(vals).cast("d"), stats,
+                    _line_by_part(parts, starts))]
+
+
+def _shifted(p: RowPart, at: int) -> RowPart:
+    """Part p with its ordinals `at` later."""
+    ords = array("q", [o + at for o in p.ords.tolist()])
+    return RowPart(p.shape, p.n, p.lineno0, p.lines, memoryview(ords), p.vals, p.stats, p.line_of)
+
+
+def _line_by_part(parts: list[RowPart], starts: list[int]) -> Callable[[RowPart, int], Line]:
+    def line_of(_: RowPart, i: int) -> Line:
+        j = bisect_right(starts, i) - 1
+        return parts[j].line_of(parts[j], i - starts[j])
+
+    return line_of

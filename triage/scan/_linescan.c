@@ -669,6 +669,7 @@ static int cols_flush(Scan *st);
 static struct Cols *cols_new(PyObject *cap);
 static void cols_free(struct Cols *c);
 static PyObject *shapes(PyObject *self, PyObject *args);
+static PyObject *col_join(PyObject *self, PyObject *args);
 
 /* ---- the fold (see the Fold comment above) ---- */
 
@@ -2311,6 +2312,7 @@ static PyMethodDef methods[] = {
     {"errfold_mark", errfold_mark, METH_VARARGS, "errfold_mark(state, lineno): a line there reads its neighbours"},
     {"errfold_take", errfold_take, METH_VARARGS, "errfold_take(state) -> the counts per key, reset"},
     {"shapes", shapes, METH_VARARGS, "shapes([(segments, allowed, columns, ids, record, ctx), ...]) -> shapes"},
+    {"col_join", col_join, METH_VARARGS, "col_join([vals, ...], nout, mean, longest) -> (vals, stats)"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -3635,6 +3637,7 @@ struct Cols {
                                            match its lines, 2 not (see cols_order) */
     Py_ssize_t pre_k, pre_bol;          /* the shape the candidate line at pre_bol matched in cols_early (-1: none) */
     Py_ssize_t pre_ts[COL_TOKENS], pre_te[COL_TOKENS];  /* and its tokens' bounds */
+    Py_ssize_t pre_ti[COL_TOKENS];      /* and where each token's whole digits end (-1: it has an exponent) */
     uint8_t whole[COL_SHAPES];          /* per shape, with this call's matcher: 0 not looked at, 1 cols_run may take
                                            its lines whole, 2 not (see cols_whole) */
     Py_ssize_t next[COL_SHAPES];        /* per shape, that of the line cols_run took after one of it last (-1: none) */
@@ -3875,16 +3878,28 @@ static ALWAYS_INLINE uint64_t digits8(const unsigned char *p, Py_ssize_t n) {
 #endif
 
 /* col_number of the token [s, e) of b (room bytes readable from b): a token of at most 8 whole and 8 fraction digits
- * and no exponent (nearly every value a trainer prints) is read 8 digits at a time, to the same *out and *div. */
-static ALWAYS_INLINE int col_value(const unsigned char *b, Py_ssize_t s, Py_ssize_t e, Py_ssize_t room, double *out,
-                                   uint8_t *div) {
+ * and no exponent (nearly every value a trainer prints) is read 8 digits at a time, to the same *out and *div. ie:
+ * where its whole digits end, as col_match found it (then the token is those digits, or those, a `.` and digits to its
+ * end: col_match takes no exponent-less token otherwise), or -1 (the token has an exponent). */
+static ALWAYS_INLINE int col_value(const unsigned char *b, Py_ssize_t s, Py_ssize_t e, Py_ssize_t ie, Py_ssize_t room,
+                                   double *out, uint8_t *div) {
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
     if (e + 8 <= room) {
         int neg = b[s] == '-';
-        Py_ssize_t t = s + neg, ie = digit_end(b, t, e), fs = ie, fe = ie;
-        if (ie < e && b[ie] == '.') {
-            fs = ie + 1;
-            fe = digit_end(b, fs, e);
+        Py_ssize_t t = s + neg, fs, fe;
+        if (ie >= 0) {  /* the digits found already: no byte read again */
+            fs = fe = ie;
+            if (ie < e) {
+                fs = ie + 1;
+                fe = e;
+            }
+        } else {
+            ie = digit_end(b, t, e);
+            fs = fe = ie;
+            if (ie < e && b[ie] == '.') {
+                fs = ie + 1;
+                fe = digit_end(b, fs, e);
+            }
         }
         Py_ssize_t ni = ie - t, nf = fe - fs;
         if (fe == e && ni >= 1 && ni <= 8 && nf <= 8) {
@@ -3905,9 +3920,10 @@ static ALWAYS_INLINE int col_value(const unsigned char *b, Py_ssize_t s, Py_ssiz
     return col_number(b, s, e, out, div);
 }
 
-/* Whether the line [0, len) of b is of shape sh; the tokens' bounds into ts/te. room: bytes readable from b (>= len). */
+/* Whether the line [0, len) of b is of shape sh; the tokens' bounds into ts/te, where each one's whole digits end into ti
+ * (-1: it has an exponent; see col_value). room: bytes readable from b (>= len). */
 static int col_match(const ColShape *sh, const unsigned char *b, Py_ssize_t len, Py_ssize_t room, Py_ssize_t *ts,
-                     Py_ssize_t *te) {
+                     Py_ssize_t *te, Py_ssize_t *ti) {
     Py_ssize_t pos = 0;
     for (Py_ssize_t k = 0;; k++) {
         Py_ssize_t l = sh->seg_len[k];
@@ -3919,6 +3935,7 @@ static int col_match(const ColShape *sh, const unsigned char *b, Py_ssize_t len,
         if (t < len && b[t] == '-') { cls = 1; t++; }
         if (t >= len || !is_digit(b[t])) return 0;
         t = digit_end(b, t + 1, len);
+        Py_ssize_t ie = t;
         if (t + 1 < len && b[t] == '.' && is_digit(b[t + 1])) {
             cls |= 2;
             t = digit_end(b, t + 2, len);
@@ -3934,6 +3951,7 @@ static int col_match(const ColShape *sh, const unsigned char *b, Py_ssize_t len,
         if (!((sh->allow[k] >> cls) & 1)) return 0;
         ts[k] = pos;
         te[k] = t;
+        ti[k] = cls & 4 ? -1 : ie;
         pos = t;
     }
 }
@@ -3959,11 +3977,11 @@ static int col_grow(ColRows *r, Py_ssize_t nout) {
 
 /* Whether the pending candidate line is of shape sh (its needles aside); the tokens' bounds into ts/te. */
 static ALWAYS_INLINE int col_line(const ColShape *sh, const unsigned char *b, Py_ssize_t n, Py_ssize_t bol,
-                                  Py_ssize_t len, Py_ssize_t *ts, Py_ssize_t *te) {
+                                  Py_ssize_t len, Py_ssize_t *ts, Py_ssize_t *te, Py_ssize_t *ti) {
     Py_ssize_t tail = sh->seg_len[sh->nslot];  /* the end of the line first: where shapes of a needle differ */
     Py_ssize_t at = bol + len - tail;
     if (len < tail || !lit_at(b + at, n - at, sh->lit + sh->seg_off[sh->nslot], tail)) return 0;
-    return col_match(sh, b + bol, len, n - bol, ts, te);
+    return col_match(sh, b + bol, len, n - bol, ts, te, ti);
 }
 
 /* Whether the needles of a stable shape's lines are always found in one order (that of its ids) with matcher m. A
@@ -4061,7 +4079,7 @@ static int cols_run(Scan *st, Py_ssize_t p, Py_ssize_t nl, Py_ssize_t kp) {
             Py_ssize_t t = q == -2 ? first : q == -1 ? kp : q;  /* the shape that came after kp last, kp, the others */
             if (t < 0 || (q >= 0 && (t == first || t == kp))) continue;
             if (!c->whole[t]) c->whole[t] = cols_whole(c, t, st->m) ? 1 : 2;
-            if (c->whole[t] == 1 && col_line(&cs->sh[t], b, n, p, len, c->pre_ts, c->pre_te)) k = t;
+            if (c->whole[t] == 1 && col_line(&cs->sh[t], b, n, p, len, c->pre_ts, c->pre_te, c->pre_ti)) k = t;
         }
         if (k < 0) break;
         if (kp >= 0) c->next[kp] = k;
@@ -4106,7 +4124,7 @@ static int cols_early(Scan *st) {
         if (!sh->stable || sh->ids[0] != st->ids[0]) continue;
         if (!c->early[k]) c->early[k] = cols_order(sh, st->m) ? 1 : 2;
         if (c->early[k] != 1) continue;
-        if (!col_line(sh, st->b, st->n, bol, len, c->pre_ts, c->pre_te)) continue;
+        if (!col_line(sh, st->b, st->n, bol, len, c->pre_ts, c->pre_te, c->pre_ti)) continue;
         for (Py_ssize_t j = 1; j < sh->nids; j++)
             if (append_id(st, sh->ids[j]) < 0) return -1;
         c->pre_k = k;
@@ -4129,14 +4147,15 @@ static int cols_take(Scan *st) {
     const unsigned char *b = st->b;
     Py_ssize_t bol = st->c_bol, len = st->c_eol - st->c_bol;
     if (len > COL_LINE_MAX || !cs->n) return 0;
-    Py_ssize_t ts_own[COL_TOKENS], te_own[COL_TOKENS];
-    Py_ssize_t *ts = ts_own, *te = te_own;
+    Py_ssize_t ts_own[COL_TOKENS], te_own[COL_TOKENS], ti_own[COL_TOKENS];
+    Py_ssize_t *ts = ts_own, *te = te_own, *ti = ti_own;
     for (Py_ssize_t q = 0; q < cs->n; q++) {
         Py_ssize_t k = q == 0 ? c->last : q <= c->last ? q - 1 : q;  /* the last one matched, then the others */
         if (c->pre_bol == bol && c->pre_k >= 0) {  /* matched already, its needles those of the shape */
             k = c->pre_k;
             ts = c->pre_ts;
             te = c->pre_te;
+            ti = c->pre_ti;
             q = cs->n;
         }
         const ColShape *sh = &cs->sh[k];
@@ -4145,7 +4164,7 @@ static int cols_take(Scan *st) {
             Py_ssize_t j = 0;
             while (j < st->nids && sh->ids[j] == st->ids[j]) j++;
             if (j < st->nids) continue;
-            if (!col_line(sh, b, st->n, bol, len, ts, te)) continue;
+            if (!col_line(sh, b, st->n, bol, len, ts, te, ti)) continue;
         }
         if (sh->ctx && bol > 0) {  /* the same text as the line before: Python folds it into that one (Runs) */
             Py_ssize_t pb = line_start(b, bol - 1);
@@ -4154,7 +4173,7 @@ static int cols_take(Scan *st) {
         ColRows *r = &c->rows[k];
         if (col_grow(r, sh->nout) < 0) return -1;
         for (Py_ssize_t s = 0; s < sh->nslot; s++)
-            if (sh->col[s] >= 0 && !col_value(b + bol, ts[s], te[s], st->n - bol, &r->val[r->n * sh->nout + sh->col[s]],
+            if (sh->col[s] >= 0 && !col_value(b + bol, ts[s], te[s], ti[s], st->n - bol, &r->val[r->n * sh->nout + sh->col[s]],
                                               &r->div[r->n * sh->nout + sh->col[s]]))
                 return 0;
         c->nl_cnt += st->em.count(b + c->nl_pos, b + bol);  /* the bytes since the last row only */
@@ -4336,6 +4355,65 @@ static PyObject *col_tally(const double *v, Py_ssize_t n) {
     PyObject *out = Py_BuildValue("(NNN)", col_bytes(val, m * 8), col_bytes(count, m * 8), col_bytes(first, m * 8));
     PyMem_Free(slot); PyMem_Free(count); PyMem_Free(first); PyMem_Free(val);
     return out;
+}
+
+
+/* col_join([vals, ...], nout, mean, longest) -> (vals, stats): the values of write-outs of one shape (each as cols_flush
+ * gives them: nout columns one after another, float64 in native order) as one write-out's, column after column, with
+ * each column's col_stats and, when mean and longest are output columns (else -1), the share col_share works out:
+ * what cols_flush gives for their rows had they been written out at once (series_store.Joiner). */
+static PyObject *col_join(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *list;
+    Py_ssize_t nout, mean, longest;
+    if (!PyArg_ParseTuple(args, "O!nnn", &PyList_Type, &list, &nout, &mean, &longest)) return NULL;
+    Py_ssize_t k = PyList_GET_SIZE(list), n = 0;
+    if (nout <= 0 || mean >= nout || longest >= nout || (mean >= 0) != (longest >= 0)) {
+        PyErr_SetString(PyExc_ValueError, "bad columns");
+        return NULL;
+    }
+    Py_buffer *bufs = PyMem_Calloc((size_t)(k ? k : 1), sizeof(Py_buffer));
+    if (!bufs) return PyErr_NoMemory();
+    Py_ssize_t got = 0;
+    PyObject *vals = NULL, *stats = NULL;
+    for (; got < k; got++) {
+        if (PyObject_GetBuffer(PyList_GET_ITEM(list, got), &bufs[got], PyBUF_C_CONTIGUOUS) < 0) goto done;
+        if (bufs[got].len % (nout * (Py_ssize_t)sizeof(double))) {
+            PyErr_SetString(PyExc_ValueError, "not whole rows");
+            got++;
+            goto done;
+        }
+        n += bufs[got].len / (nout * (Py_ssize_t)sizeof(double));
+    }
+    vals = PyBytes_FromStringAndSize(NULL, n * nout * (Py_ssize_t)sizeof(double));
+    if (!vals) goto done;
+    double *out = (double *)PyBytes_AS_STRING(vals);
+    Py_ssize_t at = 0;
+    for (Py_ssize_t i = 0; i < k; i++) {
+        Py_ssize_t m = bufs[i].len / (nout * (Py_ssize_t)sizeof(double));
+        for (Py_ssize_t j = 0; j < nout; j++)
+            memcpy(out + j * n + at, (const double *)bufs[i].buf + j * m, (size_t)m * sizeof(double));
+        at += m;
+    }
+    stats = PyTuple_New(nout + (mean >= 0));
+    for (Py_ssize_t j = 0; stats && j < nout; j++) {
+        PyObject *one = col_stats(out + j * n, n);
+        if (!one) Py_CLEAR(stats);
+        else PyTuple_SET_ITEM(stats, j, one);
+    }
+    if (stats && mean >= 0) {
+        PyObject *one = col_share(out + mean * n, out + longest * n, n);
+        if (!one) Py_CLEAR(stats);
+        else PyTuple_SET_ITEM(stats, nout, one);
+    }
+done:
+    for (Py_ssize_t i = 0; i < got; i++) PyBuffer_Release(&bufs[i]);
+    PyMem_Free(bufs);
+    if (!stats) {
+        Py_XDECREF(vals);
+        return NULL;
+    }
+    return Py_BuildValue("(NN)", vals, stats);
 }
 
 /* Write out the rows so far (kind 6), if any. The stats tuple holds one entry per output column, then, for a shape

@@ -33,6 +33,7 @@ from types import MappingProxyType
 from typing import Any, NamedTuple
 
 from triage.model import Line
+from triage.parsers import series_store
 from triage.parsers.metrics import BLOCKS
 from triage.parsers.series_store import RowShape
 from triage.parsers.signals import EXC_LINE, FRAME, NOT_FATAL_HEAD, TRACEBACK
@@ -55,6 +56,7 @@ CONTEXT_PATTERNS = (NOT_FATAL_HEAD, FRAME, EXC_LINE)  # what makes a context lin
 NO_COLUMN = 255
 CHAIN_ANCHORS = ("Traceback", 'File "')  # with any anchor holding `Error` (RayTaskError): see Shapes._chain_ids
 TOKEN_BYTES = frozenset(b"0123456789.eE+-")  # every byte a number token (NUMBER) may hold
+series_store.COL_JOIN = _linescan.col_join if _linescan is not None else None  # rows of small write-outs joined
 
 
 def _ray_end(raw: bytes) -> int:
