@@ -21,6 +21,7 @@ from triage.prefixes import LINE_PREFIX, RAY_ACTOR, json_message
 from triage.scan.digitkey import key, linecache_enabled, runs_alike
 
 RAY_PREFIX = re.compile("^" + RAY_ACTOR + " ?")
+RAY_AT = re.compile(RAY_ACTOR)  # the same, matched where a line's other prefixes put it
 RAY_REPEAT = re.compile(r"\s*\[repeated (?P<n>\d+)x across cluster\]\s*$")
 LINE_PREFIXES = re.compile(f"(?:{LINE_PREFIX}){{0,4}}")  # up to four of them, in one match
 # A colour code whose escape byte was lost on the way (pasted from a web page or a viewer that drops control
@@ -74,6 +75,11 @@ def split_ray(text: str) -> tuple[str, str, str, int]:
             msg = msg[: r.start()]
     end = _prefix_end(msg)
     if end:
+        if not actor:  # a process prefix with a pid (Ray 1.x, vLLM V1) among the container, time or rank prefixes
+            at = msg.find("(", 0, end)
+            r1 = RAY_AT.match(msg, at) if at >= 0 else None
+            if r1:
+                actor, pid = r1.group("actor"), r1.group("pid") or ""
         msg = msg[end:]
         if not actor and msg.startswith("("):  # a Ray prefix after a container or rank prefix
             r2 = RAY_PREFIX.match(msg)
