@@ -102,6 +102,25 @@ def test_a_large_file_is_not_read_again_for_tables(tmp_path: Path, monkeypatch: 
     assert all(f.rule != "gen.cap-hit-rate" for f in report.findings)
 
 
+def test_a_log_with_metric_records_of_its_own_is_not_read_again_for_tables(tmp_path: Path) -> None:
+    # the table's own evidence (clipped_ratio 1.0 on every row) stays unread once a metric line (verl's step
+    # record, read by the line parsers) shows the file is a run's log, not a paste
+    verl = "step:1 - actor/entropy:0.52 - response_length/mean:210.0 - response_length/clip_ratio:0.0\n"
+    report = triage_files(tmp_path, {"train.log": verl + ALIGNED})
+    assert all(f.rule != "gen.cap-hit-rate" for f in report.findings)
+
+
+@pytest.mark.parametrize("text,held", [
+    (b"| clipped_ratio | 1 | 39 / 40 |\n", True),
+    (b"Step  loss  clipped_ratio\n1  0.0  1.0\n2  0.0  1.0\n", True),
+    (b"\xe2\x94\x82 ppo_actor/no_eos_ratios/avg \xe2\x94\x82 1.0000e+00 \xe2\x94\x82\n", True),
+    (b" [2026-05-24 00:52:58] iteration        1/ 1000000 | consumed samples:        256 | lm loss: -2.41083\n", False),
+    (b"INFO 05-12 08:01:39 Engine 000: Avg prompt throughput: 6335.3 tokens/s, Running: 9 reqs\n", False),
+])
+def test_the_byte_test_before_a_file_is_read_again(text: bytes, held: bool) -> None:
+    assert tables.may_hold(text) is held
+
+
 def test_openrlhf_remote_reward_client_giving_up_is_the_verifier() -> None:
     f = top(triage_dir(extra_case("1032-") / "input"))
     assert (f.category, f.rule) == ("verifier", "verifier.remote-rm-retries-exhausted")

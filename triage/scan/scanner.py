@@ -379,14 +379,15 @@ class Scanner:
 
     @staticmethod
     def _tables(fs: FileScan) -> None:
-        """The metric tables of a small file (parsers/tables.py), read again from its start: their rows hold no
-        literal the prefilter could anchor on. Either scan path ends here, so both read the same tables."""
+        """The metric tables of a small file without metric records of its own (parsers/tables.py), read again from
+        its start: their rows hold no literal the prefilter could anchor on. Either scan path ends here, so both read
+        the same tables."""
         lf = fs.lf
-        if lf.size > tables.MAX_BYTES or not lf.path:
-            return
+        if lf.size > tables.MAX_BYTES or not lf.path or fs.metrics.pushed or fs.metrics.open:
+            return  # a run's own log, whose metric lines the line parsers read, is no paste of a table
         try:
             with open_stream(lf.path, lf.compression) as stream:
-                data = stream.read(tables.MAX_BYTES + 1)
+                data = stream.read(lf.size + 1 if not lf.compression else tables.MAX_BYTES + 1)
         except (OSError, EOFError, ValueError):
             return  # the scan has said what it could not read
         if not tables.may_hold(data):
