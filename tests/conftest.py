@@ -10,7 +10,7 @@ import yaml
 
 from triage.analyze import Settings, analyze
 from triage.library.rules import Library, load_library
-from triage.model import Finding, Report
+from triage.model import SEVERITY_RANK, Finding, Report
 
 pytest_plugins = ["realcases"]  # the `combined` and `cli` fixtures
 
@@ -39,6 +39,16 @@ def extra_case(prefix: str) -> Path:
     """The one real-extra case whose directory name starts with `prefix` (e.g. "990-")."""
     (d,) = [p for p in (FIXTURES / "real-extra").iterdir() if p.name.startswith(prefix)]
     return d
+
+
+def extra_input(prefix: str) -> Path:
+    """The input directory of the real-extra case whose name starts with `prefix`."""
+    return extra_case(prefix) / "input"
+
+
+def warnings_or_worse(report: Report) -> list[str]:
+    """The rules of a report's findings of severity warning or error, in report order."""
+    return [f.rule for f in report.findings if SEVERITY_RANK[f.severity] <= SEVERITY_RANK["warning"]]
 
 
 def triage_dir(path: Path | str, **kw: object) -> Report:

@@ -6,13 +6,8 @@ real-extra 990 (a healthy TRL GRPO run, 40 metric dicts): completions/clipped_ra
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from conftest import by_rule, extra_case, triage_dir
-
-
-def case(prefix: str) -> Path:
-    return extra_case(prefix) / "input"
+from conftest import by_rule, triage_dir
+from conftest import extra_input as case
 
 
 def test_one_record_at_the_threshold_of_forty_is_information() -> None:

@@ -6,13 +6,8 @@ server's lines alone), the pointer stays the process's end."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from conftest import by_rule, extra_case, top, triage_dir
-
-
-def case(prefix: str) -> Path:
-    return extra_case(prefix) / "input"
+from conftest import by_rule, top, triage_dir
+from conftest import extra_input as case
 
 
 def test_the_cause_above_an_engine_dead_error_is_the_failure() -> None:

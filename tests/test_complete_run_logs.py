@@ -21,21 +21,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conftest import FIXTURES, by_rule, extra_case, knob_names, top, triage_dir
+from conftest import FIXTURES, by_rule, knob_names, top, triage_dir, warnings_or_worse
+from conftest import extra_input as case
 
-from triage.model import SEVERITY_RANK, Line
+from triage.model import Line
 from triage.parsers.signals import is_warning_level
 from triage.report.gate import scan_exit
 
 EXTRA = FIXTURES / "real-extra"
 
 
-def case(prefix: str) -> Path:
-    return extra_case(prefix) / "input"
 
 
-def warnings_or_worse(report) -> list[str]:
-    return [f.rule for f in report.findings if SEVERITY_RANK[f.severity] <= SEVERITY_RANK["warning"]]
 
 
 def test_a_trainer_exception_after_reward_metric_rows_is_the_process_end_not_a_reward_failure() -> None:

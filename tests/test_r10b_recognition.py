@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conftest import by_rule, knob_names, top, triage_dir, triage_files
+from conftest import by_rule, knob_names, top, triage_dir, triage_files, warnings_or_worse
 from conftest import extra_case as case
 from domain import SIX
 
@@ -30,8 +30,6 @@ def lines_of(prefix: str, name: str) -> list[str]:
     return (case(prefix) / "input" / name).read_text(encoding="utf-8").splitlines()
 
 
-def warnings_or_worse(report) -> list[str]:
-    return [f.rule for f in report.findings if SEVERITY_RANK[f.severity] <= 1]
 
 
 def exit_of(report) -> int:

@@ -11,12 +11,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conftest import by_rule, extra_case, knob_names, triage_dir, triage_files
-
-
-def case(prefix: str) -> Path:
-    return extra_case(prefix) / "input"
-
+from conftest import by_rule, knob_names, triage_dir, triage_files
+from conftest import extra_input as case
 
 TRACKER_AND_HUB_TIMEOUTS = [
     # wandb issue 1526 (wandb 0.10, the client's background thread)

@@ -12,15 +12,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conftest import by_rule, extra_case, triage_dir, triage_files
+from conftest import by_rule, triage_dir, triage_files
+from conftest import extra_input as case
 from domain import SIX
 
 from triage.model import SEVERITY_RANK
 from triage.report.gate import scan_exit
-
-
-def case(prefix: str) -> Path:
-    return extra_case(prefix) / "input"
 
 
 def lines_of(report, rule: str) -> list[int]:

@@ -23,20 +23,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conftest import by_rule, extra_case, top, triage_dir, triage_files
+from conftest import by_rule, top, triage_dir, triage_files, warnings_or_worse
+from conftest import extra_input as case
 
-from triage.model import SEVERITY_RANK, Line
+from triage.model import Line
 from triage.parsers.signals import is_reward_frame, is_warning_level, level_of
 from triage.report.gate import scan_exit
 from triage.scan.origins import split_ray
-
-
-def case(prefix: str) -> Path:
-    return extra_case(prefix) / "input"
-
-
-def warnings_or_worse(report) -> list[str]:
-    return [f.rule for f in report.findings if SEVERITY_RANK[f.severity] <= SEVERITY_RANK["warning"]]
 
 
 def test_one_long_request_at_a_time_is_information_not_a_straggler() -> None:

@@ -18,14 +18,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conftest import by_rule, top, triage_dir, triage_files
+from conftest import by_rule, top, triage_dir, triage_files, warnings_or_worse
 from conftest import extra_case as case
-
-from triage.model import SEVERITY_RANK
-
-
-def warnings_or_worse(report) -> list[str]:
-    return [f.rule for f in report.findings if SEVERITY_RANK[f.severity] <= SEVERITY_RANK["warning"]]
 
 
 def unexplained(report) -> dict[tuple[str, int], str]:
