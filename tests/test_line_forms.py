@@ -14,6 +14,8 @@ import pytest
 
 from triage.analyze import Settings, analyze
 from triage.library.rules import Library
+from triage.model import Line
+from triage.parsers.signals import is_warning_level, level_of
 from triage.prefixes import json_message
 from triage.rulecheck import line_matches
 from triage.scan import native as c_helper
@@ -53,6 +55,15 @@ FORMS: dict[str, Callable[[str], str]] = {
     "hydra": lambda s: "[2024-05-01 10:00:00,123][__main__][ERROR] - " + s,
     "rich": lambda s: "[05/01/24 10:00:00] ERROR    " + s,
     "ray-autoscaler": lambda s: "(autoscaler +2m5s) " + s,
+    # glog's format as torch elastic (>= 2.4) writes it (an unsloth paste), gRPC and abseil write it
+    "glog": lambda s: "E0801 13:23:20.000000 32974 torch/distributed/elastic/multiprocessing/api.py:874] " + s,
+    "glog-year": lambda s: "E20240801 13:23:20.000000  4567 raylet.cc:42] " + s,  # glog >= 0.7
+    "abseil-early": lambda s: "E0000 00:00:1721234567.123456   12345 cuda_dnn.cc:8310] " + s,
+    # Ray's C++ components (raylet.out, gcs_server.out, python-core-worker-*.log; ray#34695, vllm#427)
+    "ray-cpp": lambda s: "[2023-04-19 16:22:19,798 E 329 329] (raylet) node_manager.cc:3069: " + s,
+    "ray-cpp-worker": lambda s: "[2023-07-11 15:20:05,144 I 42067 42067] core_worker_process.cc:107: " + s,
+    "c10": lambda s: "[rank1]:[E1224 13:23:05.483840160 ProcessGroupNCCL.cpp:542] " + s,  # OpenRLHF#621
+    "c10-old": lambda s: "[E ProcessGroupNCCL.cpp:737] " + s,  # torch < 2.2 (OFA#271)
 }
 
 
@@ -101,9 +112,42 @@ def test_a_rule_anchored_at_the_message_start_sees_through_the_form(tmp_path: Pa
      '"/x/worker_base.py", line 137, in execute_method', '  File "/x/worker_base.py", line 137, in execute_method'),
     ("2025-12-13T19:54:35.1Z     all_reduce (vllm/distributed/parallel_state.py:514)",  # indentation kept
      "    all_reduce (vllm/distributed/parallel_state.py:514)"),
+    ("W0801 13:23:17.366000 32974 torch/distributed/elastic/multiprocessing/api.py:900] Sending process 33051 "
+     "closing signal SIGTERM", "Sending process 33051 closing signal SIGTERM"),  # torch elastic >= 2.4
+    ("(pid=81331) E0328 18:23:00.165781 81395 core_worker.cc:382] Raylet failed. Shutting down.",  # Ray 0.8
+     "Raylet failed. Shutting down."),
+    ("(raylet) [2025-04-02 15:02:00,117 E 135782 135782] (raylet) node_manager.cc:3069: 1 Workers (tasks / actors) "
+     "killed due to memory pressure (OOM)", "1 Workers (tasks / actors) killed due to memory pressure (OOM)"),
+    ("[2023-10-23 03:15:21,685 W 921 921] (gcs_server) gcs_worker_manager.cc:55: Reporting worker exit",
+     "Reporting worker exit"),
+    ("[rank5]:[E ProcessGroupNCCL.cpp:563] [Rank 5] Watchdog caught collective operation timeout",
+     "[Rank 5] Watchdog caught collective operation timeout"),
 ])
+
 def test_real_prefixes_are_split_off(line: str, msg: str) -> None:
     assert split_ray(line)[0] == msg
+
+
+@pytest.mark.parametrize("line, level", [
+    ("E0801 13:23:20.000000 32974 torch/distributed/elastic/multiprocessing/api.py:874] failed (exitcode: 1)", "error"),
+    ("F0501 12:34:56.789012  123 raylet.cc:42] Check failed: x", "fatal"),
+    ("[E ProcessGroupNCCL.cpp:737] [Rank 1] Watchdog caught collective operation timeout", "error"),
+    ("[2023-04-19 16:22:19,798 E 329 329] (raylet) node_manager.cc:3069: 13 Workers killed", "error"),
+    ("I0801 13:23:20.000000 32974 api.py:874] failed to connect, retrying", ""),
+])
+def test_a_glog_level_is_read_from_the_prefix_split_off(line: str, level: str) -> None:
+    msg = split_ray(line)[0]
+    assert msg != line
+    assert level_of(Line("f", 1, line, msg)) == level
+
+
+@pytest.mark.parametrize("line", [
+    "W0801 13:23:17.366000 32974 torch/distributed/elastic/multiprocessing/api.py:900] Sending process 1 closing",
+    "[W ProcessGroupNCCL.cpp:1250] Warning: a barrier was called",
+    "[2023-10-23 03:15:21,685 W 921 921] (gcs_server) gcs_worker_manager.cc:55: Reporting worker exit",
+])
+def test_a_glog_warning_is_read_from_the_prefix_split_off(line: str) -> None:
+    assert is_warning_level(Line("f", 1, line, split_ray(line)[0]))
 
 
 @pytest.mark.parametrize("line", ["gsm8k: 0.73", "step1: loss 3", "ValueError: boom", "Engine core: failed"])

@@ -22,6 +22,9 @@ RAY_ACTOR = r"\((?P<actor>[A-Za-z_][\w.:-]*)(?: pid=(?P<pid>\d+))?(?:, ip=(?P<ip
 LINE_PREFIX = (
     r"(?:"  # the alternatives never match at the same place, so their order only sets the speed: commonest first
     r"\[(?:\d{4}-\d\d-\d\d[ T])?\d\d:\d\d:\d\d(?:[.,]\d+)?[^\]]{0,60}\]\s?"  # [time TP0] / [time rank]
+    # Ray's C++ components (raylet.out, gcs_server.out, python-core-worker-*.log, Ray 1.x-2.x) after their
+    # `[time L pid tid] `: the component and source location, `(raylet) node_manager.cc:3069: `
+    r"(?:(?:\([\w-]+\) )?[\w-]+\.(?:cc|cpp|h):\d+: )?"
     r"|[\w-]+\.py:\d+ - "  # slime/MILES `model.py:918 - `
     r"|[\w.-]+\s+\|\s"  # docker compose: `worker-longctx-1  | `
     r"|\[[A-Za-z_]*\d+\]:\s?"  # torchrun: `[rank24]: `, `--tee`'s role and local rank `[default0]:`
@@ -42,6 +45,13 @@ LINE_PREFIX = (
     # syslog and journalctl `May 01 10:00:00 host prog[pid]: ` (`kernel: `); moreutils' ts alone `May 01 10:00:00 `
     r"|[A-Za-z]{3} [ \d]\d \d\d:\d\d:\d\d (?:[\w.-]+ (?:[\w./@-]+\[\d+\]|kernel): )?"
     r"|\[[\w.-]+:\d+\]:"  # a launcher's host and local rank: `[gpu187:1]:`
+    # glog and what copies its format (gRPC, abseil, torch elastic >= 2.4's Python logging): level, month and day
+    # (glog >= 0.7: year too; abseil before its clock is set: `0000 00:00:<epoch seconds>`), time, thread id,
+    # source location: `E0801 13:23:20.000000 32974 torch/distributed/elastic/multiprocessing/api.py:874] `
+    r"|[IWEF]\d{4}(?:\d{4})? \d\d:\d\d:\d+\.\d+ +\d+ [\w./<>-]+:\d+\] "
+    # torch c10 (ProcessGroupNCCL): `[E1206 10:00:00.123456789 ProcessGroupNCCL.cpp:42] `, the month not padded
+    # (`[W114 ...]`), a pid in some builds; torch < 2.2 without the time: `[E ProcessGroupNCCL.cpp:563] `
+    r"|\[[IWEF](?:\d{3,4} \d\d:\d\d:\d\d(?:\.\d+)?(?: +\d+)?)? [\w./-]+:\d+\] ?"
     # pdsh (DeepSpeed's multi-node runner): `gpu-q-13: `; a host name with a digit and a dash or dot, so a message's
     # own `gsm8k: 0.7` stays whole
     r"|(?=[a-z0-9.-]*\d)(?=[a-z0-9]*[.-])[a-z0-9][a-z0-9.-]*: (?=\S|\s+File|\s+\S)"
