@@ -6,6 +6,7 @@ both scan paths, and a rule anchored at the start of the message (`^Killed`) mus
 
 from __future__ import annotations
 
+import io
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -13,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from triage.analyze import Settings, analyze
+from triage.input.unwrap import unwrap, wrap_width
 from triage.library.rules import Library
 from triage.model import Line
 from triage.parsers.signals import is_warning_level, level_of
@@ -116,6 +118,8 @@ def test_a_rule_anchored_at_the_message_start_sees_through_the_form(tmp_path: Pa
      "closing signal SIGTERM", "Sending process 33051 closing signal SIGTERM"),  # torch elastic >= 2.4
     ("(pid=81331) E0328 18:23:00.165781 81395 core_worker.cc:382] Raylet failed. Shutting down.",  # Ray 0.8
      "Raylet failed. Shutting down."),
+    ("(pid=raylet) I0807 17:00:41.812641 71814 71814 worker_pool.cc:265] Some workers of the worker process(76769) "
+     "have not registered", "Some workers of the worker process(76769) have not registered"),  # Ray 1.x: pid, tid
     ("(raylet) [2025-04-02 15:02:00,117 E 135782 135782] (raylet) node_manager.cc:3069: 1 Workers (tasks / actors) "
      "killed due to memory pressure (OOM)", "1 Workers (tasks / actors) killed due to memory pressure (OOM)"),
     ("[2023-10-23 03:15:21,685 W 921 921] (gcs_server) gcs_worker_manager.cc:55: Reporting worker exit",
@@ -183,3 +187,49 @@ def test_no_prefix_takes_text_a_rule_reads(lib: Library) -> None:
     lost = [(r.id, line) for r in lib.rules if not r.check for line in r.examples.get("match", [])
             if line_matches(r, line) and not line_matches(r, split_ray(line)[0])]
     assert lost == []
+
+
+# A paste copied out of a terminal 150 columns wide (OpenRLHF issue 265, real-extra 1192): every long line cut into
+# pieces of exactly the width, mid-word; the line the terminal padded with blanks ends there.
+WRAPPED = [
+    "The actor is dead because its worker process has died. Worker exit type: SYSTEM_ERROR Worker exit detail: Wo"
+    "rker unexpectedly exits with a connection",
+    " error code 2. End of file. There are some potential root causes. (1) The process is killed by SIGKILL by OOM"
+    " killer due to high memory usage. (2) ra",
+    "y stop --force is called. (3) The worker is crashed unexpectedly due to SIGSEGV or other unexpected errors."
+    + " " * 42,
+    "step 3 loss 0.41",
+]
+
+
+def test_hard_wrapped_lines_are_joined_and_later_lines_keep_their_number_and_offset() -> None:
+    assert {len(x) for x in WRAPPED[:3]} == {149}
+    data = "\n".join(WRAPPED).encode() + b"\n"
+    assert wrap_width(data) == 149
+    out = unwrap(io.BufferedReader(io.BytesIO(data))).read()
+    assert len(out) == len(data)
+    lines = out.decode().split("\n")
+    assert lines[0].startswith("The actor is dead") and "(2) ray stop --force is called" in lines[0]
+    assert lines[1:4] == ["", "", "step 3 loss 0.41"]
+
+
+@pytest.mark.parametrize("native", [True, False])
+def test_a_hard_wrapped_paste_gives_the_finding_of_its_whole_lines(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                   native: bool) -> None:
+    report = _report(tmp_path, monkeypatch, native, WRAPPED)
+    assert [(f.rule, f.evidence[0].line) for f in report.findings][:1] == [("other.actor-died", 1)]
+
+
+@pytest.mark.parametrize("lines", [
+    # records of one format as long as one another (stats rows): each starts like the one before
+    ["[2025-07-02 07:41:59 TP0] Decode batch. #running-req: 32, #token: 12345, token usage: 0.50, #queue-req: 0"] * 4,
+    # a long line followed by indented traceback lines, a frame, an exception, a prefixed line
+    ["x" * 120, "    return f(*args)", "x" * 120, '  File "a.py", line 3, in f', "x" * 120, "ValueError: boom",
+     "x" * 120, "[rank0]: boom"],
+    # only one line of that width: no evidence of a terminal's width
+    ["y" * 120, "continued here", "short"],
+])
+def test_lines_that_were_not_wrapped_stay_as_they_are(lines: list[str]) -> None:
+    data = "\n".join(lines).encode() + b"\n"
+    assert wrap_width(data) == 0
+    assert unwrap(io.BufferedReader(io.BytesIO(data))).read() == data

@@ -47,8 +47,9 @@ LINE_PREFIX = (
     r"|\[[\w.-]+:\d+\]:"  # a launcher's host and local rank: `[gpu187:1]:`
     # glog and what copies its format (gRPC, abseil, torch elastic >= 2.4's Python logging): level, month and day
     # (glog >= 0.7: year too; abseil before its clock is set: `0000 00:00:<epoch seconds>`), time, thread id,
-    # source location: `E0801 13:23:20.000000 32974 torch/distributed/elastic/multiprocessing/api.py:874] `
-    r"|[IWEF]\d{4}(?:\d{4})? \d\d:\d\d:\d+\.\d+ +\d+ [\w./<>-]+:\d+\] "
+    # source location: `E0801 13:23:20.000000 32974 torch/distributed/elastic/multiprocessing/api.py:874] `; Ray 0.8-1.x
+    # writes pid and thread: `I0807 17:00:41.812641 71814 71814 worker_pool.cc:265] `
+    r"|[IWEF]\d{4}(?:\d{4})? \d\d:\d\d:\d+\.\d+(?: +\d+){1,2} [\w./<>-]+:\d+\] "
     # torch c10 (ProcessGroupNCCL): `[E1206 10:00:00.123456789 ProcessGroupNCCL.cpp:42] `, the month not padded
     # (`[W114 ...]`), a pid in some builds; torch < 2.2 without the time: `[E ProcessGroupNCCL.cpp:563] `
     r"|\[[IWEF](?:\d{3,4} \d\d:\d\d:\d\d(?:\.\d+)?(?: +\d+)?)? [\w./-]+:\d+\] ?"
@@ -58,7 +59,8 @@ LINE_PREFIX = (
     r"|\[pod/[\w.-]+/[\w.-]+\] "  # kubectl logs --prefix: `[pod/vllm-0/vllm] `
     r"|\(autoscaler \+[\dhms]+\) "  # Ray's autoscaler: `(autoscaler +2m5s) `
     r"|\[\d+,\d+\]<std(?:out|err)>:"  # Open MPI --tag-output: `[1,0]<stderr>:`
-    r"|\((?:[A-Za-z_][\w.-]*\s)?(?:rank=\d+\s)?pid=\d+(?:, ip=[0-9a-fA-F.:]+)?\)\s?"  # Ray 1.x `(pid=N, ip=A)`, vLLM V1 `(VllmWorker rank=1 pid=N)`
+    # Ray 1.x `(pid=N, ip=A)` (its daemons' lines `(pid=raylet)`, `(pid=gcs_server)`), vLLM V1 `(VllmWorker rank=1 pid=N)`
+    r"|\((?:[A-Za-z_][\w.-]*\s)?(?:rank=\d+\s)?pid=(?:\d+|[a-z_]+)(?:, ip=[0-9a-fA-F.:]+)?\)\s?"
     r")"
 )
 

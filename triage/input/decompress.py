@@ -11,6 +11,8 @@ Guards, each for something run directories really contain:
   mid-scan) ends where its data ends, and a `Cut` note says how far it was read.
 - `Tolerant` returns what a damaged compressed stream holds up to the damage: a gzip or xz log cut by a crash
   mid-write still yields its last complete lines (often the interesting ones). A `Cut` note says where it stopped.
+- Lines a terminal hard-wrapped at its width (a paste copied out of a terminal) are joined again when the head of
+  the stream shows that width (unwrap.py); every other line keeps its number and byte offset.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import stat
 from collections.abc import Callable
 from typing import Any, BinaryIO
 
+from triage.input.unwrap import unwrap
 from triage.safe_load import special_kind
 
 Note = Callable[[str], None]
@@ -249,14 +252,14 @@ def open_log(path: str, compression: str = "", note: Note = _quiet) -> BinaryIO:
     """A read-only byte stream of the file's content as of opening, decompressed when `compression` says so."""
     raw: Any = UpTo(safe_open(path), note, path)
     if not compression:
-        return io.BufferedReader(raw, buffer_size=PIECE)
+        return unwrap(io.BufferedReader(raw, buffer_size=PIECE))
     buffered = io.BufferedReader(raw, buffer_size=PIECE)
     try:
         inner = _decompressor(buffered, compression)
     except BaseException:
         buffered.close()
         raise
-    return io.BufferedReader(Tolerant(inner, compression, note, buffered), buffer_size=PIECE)
+    return unwrap(io.BufferedReader(Tolerant(inner, compression, note, buffered), buffer_size=PIECE))
 
 
 def wrap_stdin(stream: Any, note: Note = _quiet) -> BinaryIO:
@@ -264,5 +267,5 @@ def wrap_stdin(stream: Any, note: Note = _quiet) -> BinaryIO:
     buffered = stream if hasattr(stream, "peek") else io.BufferedReader(stream)
     compression = compression_of(buffered.peek(8)[:8])
     if not compression:
-        return buffered
-    return io.BufferedReader(Tolerant(_decompressor(buffered, compression), compression, note))
+        return unwrap(buffered)
+    return unwrap(io.BufferedReader(Tolerant(_decompressor(buffered, compression), compression, note)))
