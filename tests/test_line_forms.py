@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from conftest import extra_input
 
 from triage.analyze import Settings, analyze
 from triage.input.unwrap import unwrap, wrap_width
@@ -213,6 +214,17 @@ def test_hard_wrapped_lines_are_joined_and_later_lines_keep_their_number_and_off
     assert lines[1:4] == ["", "", "step 3 loss 0.41"]
 
 
+def test_a_frame_cut_in_its_path_or_name_is_joined() -> None:
+    """vLLM V1's engine traceback copied from a terminal 119 columns wide (real-extra 903): frames cut in their
+    function's name are whole again, at the first piece's line."""
+    data = (extra_input("903-") / "vllm.log").read_bytes()
+    raw = data.decode().split("\n")
+    out = unwrap(io.BufferedReader(io.BytesIO(data))).read().decode().split("\n")
+    assert len(out) == len(raw)
+    at = next(i for i, x in enumerate(raw) if x.endswith("in _chec"))
+    assert out[at].endswith(", in _check_enough_kv_cache_memory") and out[at + 1] == ""
+
+
 @pytest.mark.parametrize("native", [True, False])
 def test_a_hard_wrapped_paste_gives_the_finding_of_its_whole_lines(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                                    native: bool) -> None:
@@ -228,8 +240,38 @@ def test_a_hard_wrapped_paste_gives_the_finding_of_its_whole_lines(tmp_path: Pat
      "x" * 120, "[rank0]: boom"],
     # only one line of that width: no evidence of a terminal's width
     ["y" * 120, "continued here", "short"],
+    # the same long line printed twice, each time followed by the same line (a warning repeated per process)
+    ["W" * 99 + "models.", "model config", "W" * 99 + "models.", "model config"],
+    # metric records (verl's `step:N - ...`) that happen to be as long as one another
+    [f"step:{n} - train/loss:0.{n}{'7' * 60} - train/time(s):3.{n}{'1' * 30}" for n in (11, 12, 13, 14)],
+    # a numbered list under lines as long as one another (a model's answer in a rollout dump)
+    ["A" * 89 + "x", "2. next item", "B" * 89 + "y", "3. next item"],
+    # frames whose code lines lost their indentation (real-extra 301)
+    ['File "/w/train_grpo.py", line 122, in main_task' + "_" * 40, "trainer.fit()",
+     'File "/w/ray_trainer.py", line 911, in fit' + "_" * 45, "gen_batch_output = self.gen(batch)"],
 ])
 def test_lines_that_were_not_wrapped_stay_as_they_are(lines: list[str]) -> None:
+    assert len({len(x) for x in lines if len(x) > 80}) <= 1
     data = "\n".join(lines).encode() + b"\n"
     assert wrap_width(data) == 0
     assert unwrap(io.BufferedReader(io.BytesIO(data))).read() == data
+
+
+# Two ranks' tracebacks interleaved line by line on one stream (torchrun's `[rankN]: ` prefixes): rank 1 runs out of
+# memory in its forward pass while rank 0, in its backward pass, fails on the collective. Rank 1's OOM is read with
+# its own frames, not rank 0's `backward`.
+RANK1 = ["Traceback (most recent call last):", '  File "/x/train.py", line 263, in main',
+         "    logits = model(input_ids)", '  File "/x/model.py", line 487, in forward', "    h = self.mlp(h)",
+         TRACEBACK[-1]]
+RANK0 = ["Traceback (most recent call last):", '  File "/x/train.py", line 263, in main',
+         "    accelerator.backward(loss)", '  File "/x/torch/_tensor.py", line 487, in backward',
+         "    torch.autograd.backward(", "RuntimeError: NCCL communicator was aborted on rank 0."]
+
+
+@pytest.mark.parametrize("native", [True, False])
+@pytest.mark.parametrize("form", ["[rank{}]: ", "[default{}]:", "{}: ", "[1,{}]<stderr>:", "[gpu187:{}]:"])
+def test_interleaved_ranks_tracebacks_are_read_apart(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, form: str,
+                                                      native: bool) -> None:
+    lines = [x for a, b in zip(RANK1, RANK0) for x in (form.format(1) + a, form.format(0) + b)]
+    report = _report(tmp_path, monkeypatch, native, lines)
+    assert (report.findings[0].rule, report.findings[0].evidence[0].line) == ("trainer.cuda-oom", 11)

@@ -11,11 +11,15 @@ followed by a continuation is joined with it, at the byte level, in the stream b
 become one line at the first piece's line number, followed by as many empty lines as newlines were taken out, so
 every later line keeps its number and its byte offset (evidence `file:line` stays the physical line).
 
-A continuation is a line no longer than the width that does not start like a line of its own: not indented by two
-or more blanks, no bracket, parenthesis or list mark, no launcher/logger prefix (prefixes.LINE_PREFIX), no
-`Name: ` head, no `Traceback`, and not the same 8 bytes the wrapped line started with (records of one format that
-happen to be as long as one another). A line that reaches the width with two blanks or more at its end was padded
-by the terminal: it ends there. Lines holding `\\r` are left alone.
+A continuation is a line no longer than the width that goes on where the wrapped one was cut: at a blank (one ends
+or the other starts with one), or within a word or number (a letter or digit, then a lower-case letter or a digit,
+or upper case on both sides: `SYSTEM_ERRO` / `R`). It does not start like a line of its own: not indented by two or
+more blanks, no escape, bracket, parenthesis or list mark, no launcher/logger prefix (prefixes.LINE_PREFIX), no
+`Name: ` head, no `Traceback`, no list number, and not the same 8 bytes (digits aside) the wrapped line started with
+(records of one format that happen to be as long as one another). A traceback frame (`File "..."`) goes on only with
+the rest of its path (`...", line N`) or of its function's name, never with a code line that lost its indentation. A line that reaches the
+width with two blanks or more at its end was padded by the terminal: it ends there. Lines holding `\\r` are left
+alone. The width needs two distinct wrapped lines (a line printed twice is no evidence).
 """
 
 from __future__ import annotations
@@ -30,15 +34,31 @@ from triage.prefixes import LINE_PREFIX
 MIN_WIDTH = 80  # narrower widths are ordinary short lines, not a terminal's
 HEAD = 64 << 10  # bytes of the head the width is decided on
 PIECE = 1 << 16  # bytes read at a time
+FRAME = re.compile(rb'\s*File "')
+FRAME_REST = re.compile(rb'[^"\s]*", line \d+')  # the rest of a frame cut in its path
+FUNC_REST = re.compile(rb"\w+")  # the rest of a frame cut in its function's name
+DIGITS_0 = bytes.maketrans(b"123456789", b"000000000")
 NOT_CONTINUATION = re.compile(
-    rb"(?:\s\s|\t|[\[({<#*=+|>-]|Traceback \(|During handling|The above exception|frame #"
+    rb"(?:\s\s|\t|\x1b|[\[({<#*=+|>-]|\d+[.)] |Traceback \(|During handling|The above exception|frame #"
     rb"|[A-Za-z_][\w.]*: |" + LINE_PREFIX.encode() + rb")"
 )
 
 
 def _continues(piece: bytes, nxt: bytes, width: int) -> bool:
-    return (0 < len(nxt) <= width and b"\r" not in nxt and nxt[:8] != piece[:8]
-            and NOT_CONTINUATION.match(nxt) is None)
+    """Whether nxt goes on where piece (a line of the wrap width) was cut: within a word or a number, or at a blank."""
+    if not (0 < len(nxt) <= width) or b"\r" in nxt or NOT_CONTINUATION.match(nxt):
+        return False
+    if nxt[:8].translate(DIGITS_0) == piece[:8].translate(DIGITS_0):  # records of one format (`step:12 - loss:...`)
+        return False
+    if FRAME.match(piece):  # a frame cut in its path, or in its function's name; not a code line that lost its indent
+        return FRAME_REST.match(nxt) is not None if b'", line ' not in piece else FUNC_REST.fullmatch(nxt) is not None
+    last, first = piece[-1:], nxt[:1]
+    if first == b" " or last == b" ":
+        return True
+    if not last.isalnum():
+        return False
+    return first.islower() or first.isdigit() or (last.isupper() and first.isupper()) or (
+        last.isdigit() and first.isalpha() and first.islower())
 
 
 def _wrapped(line: bytes, width: int) -> bool:
@@ -48,10 +68,12 @@ def _wrapped(line: bytes, width: int) -> bool:
 def wrap_width(head: bytes) -> int:
     """The width the head's lines were hard-wrapped at, 0 when they were not."""
     lines = head.split(b"\n")[:-1]  # the last piece may be cut short by the head's end
+    lengths = Counter(n for n in map(len, lines) if n >= MIN_WIDTH)
+    twice = {n for n, k in lengths.items() if k >= 2}
     seen: Counter[int] = Counter()
-    for a, b in zip(lines, lines[1:]):
+    for a, b in set(zip(lines, lines[1:])):  # distinct pairs: a line printed twice is no evidence of a width
         n = len(a)
-        if n >= MIN_WIDTH and _wrapped(a, n) and _continues(a, b, n):
+        if n in twice and _wrapped(a, n) and _continues(a, b, n):
             seen[n] += 1
     if not seen:
         return 0

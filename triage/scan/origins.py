@@ -90,6 +90,22 @@ def split_ray(text: str) -> tuple[str, str, str, int]:
     return msg, actor, pid, repeat
 
 
+# The writer a line's prefix names, when several write to one stream: torchrun's `[rank3]:` / `[default3]:`, srun -l's
+# `3: `, Open MPI's `[1,3]<stderr>:`, a launcher's `[host:3]:`, a process's `pid=N` (Ray, vLLM V1).
+STREAM = re.compile(r"\[(?:rank|default|Rank)?(\d+)\]:|^(\d{1,4}): |\[\d+,(\d+)\]<std|\[([\w.-]+:\d+)\]:|pid=(\d+)")
+
+
+def stream_of(line: Line) -> str:
+    """Which writer of a shared stream printed the line ('' when its prefixes do not say)."""
+    if line.pid:
+        return "pid=" + line.pid
+    text, msg = line.text, line.msg
+    if len(text) == len(msg) or not text.endswith(msg):
+        return ""
+    m = STREAM.search(text, 0, len(text) - len(msg))
+    return next(g for g in m.groups() if g) if m else ""
+
+
 def _prefix_end(msg: str) -> int:
     """Where the line prefixes in front of msg end (LINE_PREFIXES matches the empty string too)."""
     m = LINE_PREFIXES.match(msg)
@@ -277,16 +293,21 @@ class Context:
         return flags[i]
 
     def any(self, lineno: int, within: tuple[int, int], key: Any, test: Callable[[Line], Any],
-            by_msg: bool = True) -> bool:
+            by_msg: bool = True, stream: str = "") -> bool:
         """Whether a line of the window around `lineno` passes `test`; `key` names the test. `by_msg`: the test reads
-        only the message, so lines of the same message share its answer."""
+        only the message, so lines of the same message share its answer. `stream` (stream_of the line asking): only
+        lines of that stream or of none count, so ranks whose tracebacks interleave on one stream are read apart."""
         lo, hi = self._span(lineno, within)
         flags = self._answers(key, by_msg)
-        if flags.find(2, lo, hi) >= 0:
-            return True
+        lines = self.lines
+        i = flags.find(2, lo, hi)
+        while i >= 0:
+            if not stream or stream_of(lines[i]) in ("", stream):
+                return True
+            i = flags.find(2, i + 1, hi)
         i = flags.find(0, lo, hi)
         while i >= 0:
-            if self._ask(key, test, flags, i) == 2:
+            if self._ask(key, test, flags, i) == 2 and (not stream or stream_of(lines[i]) in ("", stream)):
                 return True
             i = flags.find(0, i + 1, hi)
         return False

@@ -27,7 +27,7 @@ from triage.scan.errfold import ALLOWED, KNOWN, NOT_FOLDED, RULED, SPECIAL, STOP
 from triage.scan.filescan import FileResult, FileScan
 from triage.scan.masked import blind, impossible
 from triage.scan.nearfold import NearFold, may_start
-from triage.scan.origins import FAMILY_GAP, RAY_PREFIX, Context, Runs, SideFinder, split_ray
+from triage.scan.origins import FAMILY_GAP, RAY_PREFIX, Context, Runs, SideFinder, split_ray, stream_of
 from triage.scan.progress import Progress
 from triage.scan.series import JoinedRecords, RunSeries
 from triage.template import FAMILY_TEXT
@@ -638,9 +638,12 @@ class Scanner:
             return None
         if rule.not_side and side in rule.not_side:
             return None
-        if rule.near is not None and not ctx.any(line.lineno, rule.within, rule.near, self._tester(rule.near)):
+        stream = stream_of(line)  # a rank's own lines decide, where several ranks write to one stream
+        if rule.near is not None and not ctx.any(line.lineno, rule.within, rule.near, self._tester(rule.near),
+                                                 stream=stream):
             return None
-        if rule.not_near is not None and ctx.any(line.lineno, rule.within, rule.not_near, self._tester(rule.not_near)):
+        if rule.not_near is not None and ctx.any(line.lineno, rule.within, rule.not_near, self._tester(rule.not_near),
+                                                 stream=stream):
             return None
         return side
 
