@@ -51,6 +51,10 @@ KNOWN_MISSES = {
     "1033-rllm-verl-deepscaler-critic-score-all-zero-solve-none-128":
         "one verl step record (score max 0 over 128 prompts, solve_none 128); the thread's 'always' is in its title, "
         "not in the stored lines: one zero-reward record is not a pattern (test_metric_series), as for 204 and 804",
+    "1107-evalchemy-vllm-max-gen-toks-over-context-window-empty-prompt-enginecore-died":
+        "vLLM's 'please provide at least one prompt' and the engine core's death are all the log holds; that lm-eval "
+        "truncated every prompt to max_model_len - max_gen_toks <= 0 is only in the reporter's analysis, and an empty "
+        "prompt list also comes from empty data: reported as other.engine-crash",
 }
 
 

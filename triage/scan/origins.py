@@ -118,6 +118,10 @@ def sglang_rank(msg: str) -> str:
     return m.group("tags").strip() if m else ""
 
 
+# Sides whose actors re-print what their workers raised: verl's TaskRunner / main_task and MILES' RolloutManager
+# log a worker's RayTaskError with the worker's traceback under their own prefix, so the frames decide, not the prefix.
+RELAY_SIDES = frozenset({"driver"})
+
 PENDING, UNPROVED = object(), object()
 
 
@@ -181,9 +185,16 @@ class SideFinder:
              within: tuple[int, int] = (60, 25)) -> str:
         if self.callee(text) == "verifier":  # a failed call to a judge, reward model or sandbox is the verifier's,
             return "verifier"  # whichever process (often the driver) printed it
-        side = self.of_actor(actor) or self.of_text(text)
+        own = self.of_actor(actor)
+        if own and own not in RELAY_SIDES:
+            return own
+        side = self.of_text(text)
         if side:
             return side
+        if own:  # a relaying actor: the frames it re-printed above the line (its traceback) name who raised
+            near = context.nearest(lineno, (within[0], 0), ("relayed", actor),
+                                   lambda ln: ln.actor == actor and self.of_text(ln.msg), by_msg=False)
+            return self.of_text(near.msg) if near is not None else own
         near = context.nearest(lineno, within, ("side", self), self.of_line, by_msg=False)
         return self.of_line(near) if near is not None else file_side
 
