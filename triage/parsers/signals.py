@@ -214,6 +214,7 @@ class Chain:
     frames: list[str] = field(default_factory=list)  # the frame lines (`File "...", line N, in f`), innermost last
     cut: bool = False  # the log ends inside this traceback: `final` is its last frame line, no exception line
     finals: list[Line] = field(default_factory=list)  # each exception line that ended a part of the chain, in order
+    after_error: bool = False  # the line just before it is an error-level message (logger.exception's own line)
 
 
 def chains(lines: list[Line]) -> list[Chain]:
@@ -226,6 +227,9 @@ def chains(lines: list[Line]) -> list[Chain]:
     def header(at: int) -> str:
         return "\n".join(r.msg for r in recent if at - r.lineno <= 4)
 
+    def after_error(at: int) -> bool:
+        return bool(recent) and recent[-1].lineno == at - 1 and is_error_level(recent[-1])
+
     awaiting = False  # frames seen since the last final line: the next exception line ends them
     last_line: Line | None = None
     for ln in lines:
@@ -234,7 +238,7 @@ def chains(lines: list[Line]) -> list[Chain]:
             awaiting = True
             if cur is None or cur.final is None and ln.lineno - last_frame > CHAIN or (
                     cur.final is not None and ln.lineno - (cur.final.until or cur.final.lineno) > CHAIN):
-                cur = Chain(ln, before=header(ln.lineno))
+                cur = Chain(ln, before=header(ln.lineno), after_error=after_error(ln.lineno))
                 out.append(cur)
             last_frame = ln.lineno
         elif 'File "' in msg and FRAME.match(msg):
@@ -260,10 +264,12 @@ def chains(lines: list[Line]) -> list[Chain]:
         if len(recent) > 3:
             del recent[0]
         last_line = ln
-    # A traceback its logger printed at error level (logger.exception: vLLM's workers and engine core, Ray-prefixed)
-    # that the log ends inside: the process died while printing it or the paste was cut. It is the process's last
-    # exception, named by its innermost frame.
-    if out and out[-1].final is None and out[-1].frames and last_line is not None and is_error_level(out[-1].head) \
+    # A traceback that the log ends inside, printed by its logger at error level (logger.exception: vLLM's workers and
+    # engine core, Ray-prefixed) or running through reward code (a grader's frames) with no logged message before it
+    # (a caught error's message line names that failure itself): the process died while printing it or the paste was
+    # cut before its exception line. It is the process's last exception, named by its innermost frame.
+    if out and out[-1].final is None and out[-1].frames and last_line is not None \
+            and (is_error_level(out[-1].head) or through_reward_code(out[-1]) and not out[-1].after_error) \
             and 0 <= last_line.lineno - last_frame <= CHAIN:
         out[-1].final, out[-1].cut = last_line, True
     return [c for c in out if c.final is not None]
@@ -383,10 +389,23 @@ def is_reward_frame(frame: str) -> bool:
     return REWARD_FRAME.search(frame) is not None and ENGINE_FRAME.search(frame) is None
 
 
+# SymPy's own frames: in an RL run the answer checker is what calls SymPy (Math-Verify, latex2sympy, graders built on
+# sympy.simplify/solve), unless PyTorch does (torch.compile's shape reasoning runs through torch/utils/_sympy and
+# sympy/): a chain that holds a torch frame is not the grader's.
+SYMPY_FRAME = re.compile(r'File "[^"]*/(?:sympy|latex2sympy2?\w*)/')
+TORCH_FRAME = re.compile(r'File "[^"]*/torch/')
+
+
+def through_reward_code(c: Chain) -> bool:
+    """Whether a chain's frames run through reward code (is_reward_frame), or through SymPy without PyTorch."""
+    return any(is_reward_frame(f) for f in c.frames) or (
+        any(SYMPY_FRAME.search(f) for f in c.frames) and not any(TORCH_FRAME.search(f) for f in c.frames))
+
+
 def reward_chains(found: list[Chain]) -> list[Chain]:
     """The chains whose frames run through reward code: their final exception is a reward-function failure,
     whichever process printed it."""
-    return [c for c in found if c.final is not None and any(is_reward_frame(f) for f in c.frames)]
+    return [c for c in found if c.final is not None and through_reward_code(c)]
 
 
 RAY_REPEAT = re.compile(r"\s*\[repeated \d+x across cluster\].*$")
@@ -519,4 +538,5 @@ def describe_frames(frames: list[str]) -> str:
 
 __all__ = ["Chain", "Exits", "LEVELS", "SIGNAL_ANCHORS", "LEVEL_ANCHORS", "REWARD_FRAME", "callee_of", "chains",
            "describe_frames", "events_of", "exception_name", "fatal_event", "is_error_level", "is_warning_level",
-           "is_reward_frame", "judge", "level_of", "reward_chains", "shutdown_event", "traceback_end"]
+           "is_reward_frame", "judge", "level_of", "reward_chains", "shutdown_event", "through_reward_code",
+           "traceback_end"]

@@ -788,7 +788,7 @@ class Scanner:
             if final is None or chain.cut or not chain.frames or claimed.get(id(final)) != rule.id:
                 continue
             if rule.near is None or any(rule.near.search(f) for f in (*chain.frames, final.msg)) \
-                    or any(signals.REWARD_FRAME.search(f) for f in chain.frames):
+                    or signals.through_reward_code(chain):
                 continue
             res.hits = [h for h in res.hits if not (h.rule == rule.id and h.line is final)]
             del claimed[id(final)]
