@@ -130,9 +130,10 @@ DOTTED_EXC_LINE = re.compile(
     r"^\s?(?:[a-z_]\w*\.)+(?P<name>[A-Z][a-z]\w*?)(?:\((?P<inner>[^)]*)\))?(?::\s?(?P<message>.*)|\s*)$"
 )
 # A final exception whose message sends the reader to a traceback printed before it: vLLM V1's EngineDeadError
-# ("EngineCore encountered an issue. See stack trace (above) for the root cause.", vllm/v1/engine/exceptions.py)
-# and transformers' lazy-import wrapper ("... because of the following error (look up to see its traceback)").
-POINTS_ABOVE = re.compile(r"See stack trace \(above\)|look up to see its traceback")
+# ("EngineCore encountered an issue. See stack trace (above) for the root cause.", vllm/v1/engine/exceptions.py),
+# vLLM V0's API server ("Engine process failed to start. See stack trace for the root cause.", 0.6-0.8) and
+# transformers' lazy-import wrapper ("... because of the following error (look up to see its traceback)").
+POINTS_ABOVE = re.compile(r"See stack trace (?:\(above\) )?for the root cause|look up to see its traceback")
 # Headers of exceptions logged by the asyncio loop, the garbage collector or a thread that dies alone: they do
 # not end the process that printed them.
 NOT_FATAL_HEAD = re.compile(
@@ -321,6 +322,9 @@ def judge(found: list[Chain], marks: list[Line], hits: list[Hit], unclaimed: lis
             ex.shutdown = ln
         break
     at = ex.shutdown.lineno if ex.shutdown is not None else 1 << 62
+    echoes = _stop_echoes(ex.shutdown, found, unclaimed)
+    if echoes:
+        at = min(at, min(ln.lineno for ln in echoes))
 
     def teardown(line: Line, rule: str = "") -> bool:
         if id(line) in signal_exits:  # every signal-exit line holds a SIGNAL_ANCHOR, so it is among the marks
@@ -360,6 +364,26 @@ def judge(found: list[Chain], marks: list[Line], hits: list[Hit], unclaimed: lis
                 ex.fatal_rule = next((h.rule for h in hits if final.lineno < h.line.lineno <= stop
                                       and severity_of(h.rule)[0] == "error"), "")
     return ex
+
+
+ECHO_BEFORE = 4  # lines before a traceback within which its logger's header echoes the exception's message
+
+
+def _stop_echoes(stop: Line | None, found: list[Chain], unclaimed: list[Line]) -> list[Line]:
+    """The lines that announce the stop before its marker: when the marker ends a traceback (`KeyboardInterrupt:
+    MQLLMEngine terminated`, Ctrl-C through vLLM 0.7's engine loop), the traceback's first line and the line its
+    logger printed the same message on just before it (logger.exception: `ERROR ... MQLLMEngine terminated`) are
+    the stop too. Returns those of `unclaimed` (the traceback's head and the echo), in line order."""
+    if stop is None:
+        return []
+    chain = next((c for c in found if any(f is stop for f in c.finals)), None)
+    if chain is None:
+        return []
+    message = exception_name(stop)[1]
+    start = chain.head.lineno
+    return [ln for ln in unclaimed
+            if start <= ln.lineno < stop.lineno
+            or message and start - ECHO_BEFORE <= ln.lineno < start and ln.msg.strip() == message]
 
 
 # Frames of reward code: verl utils/reward_score/ and reward managers (compute_score, default_compute_score),
