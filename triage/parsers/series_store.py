@@ -48,8 +48,8 @@ FULL = 1 << 32
 
 SHARE = "response_length/share_of_max"  # derived: a record's mean response length / its longest response
 Point = tuple[int, float, str]  # (record position in the store, value, raw key)
-# (each raw key's summary, its reward function's or None, (canonical series' summary, raw key), (mean, longest) keys)
-Plan = tuple[list["Summary"], list["Summary | None"], list[tuple["Summary", str]], tuple[str, str] | None]
+# ((raw key, summary it updates, whether once a record) in add()'s order, (mean, longest) response length keys)
+Plan = tuple[list[tuple[str, "Summary", bool]], tuple[str, str] | None]
 
 
 class Summary:
@@ -189,12 +189,13 @@ class MetricStore:
         plan = self._plans.get(shape)
         if plan is None:
             plan = self._plan(shape)
-        raw, fns, canon, share = plan
+        steps, share = plan
         drop: list[int] = []  # older positions a summary, heap or tag of this record no longer refers to
         refs = 0  # references to pos
-        for (k, v), s, fn in zip(values.items(), raw, fns):
+        for k, s, once in steps:
+            v = values[k]
             lo = s.lo
-            if lo is None or v - v != 0:
+            if not once or lo is None or v - v != 0:
                 refs += _step(s, pos, v, k, drop)
             else:  # _step, for a summary with a finite point before and a finite value
                 s.n += 1
@@ -221,10 +222,6 @@ class MetricStore:
                 elif v > top[0][0]:
                     drop.append(heapq.heapreplace(top, (v, pos, k))[1])
                     refs += 1
-            if fn is not None:
-                refs += _step(fn, pos, v, k, drop)
-        for s, k in canon:
-            refs += _step(s, pos, values[k], k, drop)
         if share is not None:
             # the mean response length as a share of the step's longest (checks/series.mean_length_at_cap): its
             # highest values keep the steps nearest the cap in view, however rare
@@ -266,27 +263,29 @@ class MetricStore:
                 self._thin()
 
     def _plan(self, keys: tuple[str, ...]) -> Plan:
-        """The summaries a record of these raw keys updates, in add()'s order: each key's, the reward function's it
-        holds (or None), each canonical series' (its preferred alias's key), and the keys of the mean and longest
-        response length when it holds both (their share's summary is made once a record gives it a value). The
-        summaries are made now, as add() of this first record of the keys would make them."""
-        raw: list[Summary] = []
-        fns: list[Summary | None] = []
+        """The summaries a record of these raw keys updates, in add()'s order, each with the raw key whose value it
+        takes and whether it takes one value of a record only (a reward function's may take two): each key's, the
+        reward function's it holds, each canonical series' (its preferred alias's key); and the keys of the mean and
+        longest response length when it holds both (their share's summary is made once a record gives it a value).
+        The summaries are made now, as add() of this first record of the keys would make them."""
+        steps: list[tuple[str, Summary, bool]] = []
         best: dict[str, tuple[int, str]] = {}
         for k in keys:
             s = self.sums.get(k)
             if s is None:
                 s = self.sums[k] = Summary()
-            raw.append(s)
+            steps.append((k, s, True))
             c = canonical(k)
-            fn = reward_function(k) if c is None else None
-            fns.append(self.fns.setdefault(fn, Summary()) if fn is not None else None)
-            if c is not None and (c[0] not in best or c[1] < best[c[0]][0]):
+            if c is None:
+                fn = reward_function(k)
+                if fn is not None:
+                    steps.append((k, self.fns.setdefault(fn, Summary()), False))
+            elif c[0] not in best or c[1] < best[c[0]][0]:
                 best[c[0]] = (c[1], k)
-        canon = [(self.canon.setdefault(name, Summary()), k) for name, (_, k) in best.items()]
+        steps.extend((k, self.canon.setdefault(name, Summary()), True) for name, (_, k) in best.items())
         share = ((best["response_length"][1], best["response_length_max"][1])
                  if "response_length" in best and "response_length_max" in best else None)
-        plan = (raw, fns, canon, share)
+        plan = (steps, share)
         if len(self._plans) < MAX_SHAPES:
             self._plans[keys] = plan
         return plan
