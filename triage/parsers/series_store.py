@@ -48,6 +48,8 @@ FULL = 1 << 32
 
 SHARE = "response_length/share_of_max"  # derived: a record's mean response length / its longest response
 Point = tuple[int, float, str]  # (record position in the store, value, raw key)
+# ((raw key, summary it updates, whether once a record) in add()'s order, (mean, longest) response length keys)
+Plan = tuple[list[tuple[str, "Summary", bool]], tuple[str, str] | None]
 
 
 class Summary:
@@ -142,6 +144,7 @@ class MetricStore:
         self.shapes_full = False  # more distinct shapes than MAX_SHAPES: counts of holders are estimates
         self.tags: dict[tuple[str, str], list[Any]] = {}  # (framework, tag) -> [records, first pos, last pos]
         self._view: list[tuple[int, Event]] | None = None
+        self._plans: dict[tuple[str, ...], Plan] = {}  # raw keys of a record -> the summaries it updates (_plan)
 
     # -- ingest -------------------------------------------------------------------------------------------
     def _pin(self, pos: int, ev: Event) -> None:
@@ -170,7 +173,11 @@ class MetricStore:
     def add(self, ev: Event) -> None:
         """One merged record (parsers/metrics.py), in log order. Every reference this record's summaries, tag and
         heaps take is to its own position, the newest: they are counted here and pinned once at the end, after the
-        older positions they replace are unpinned (the pins' dict ends as _pin/_unpin one by one would leave it)."""
+        older positions they replace are unpinned (the pins' dict ends as _pin/_unpin one by one would leave it).
+        A raw key's summary that holds a finite value already takes a finite value here, written out (_step's
+        branches for a first, a non-finite or a repeated point cannot be taken: each raw key is once in a record,
+        and every earlier point is at a lower position); the summaries a record of these keys updates are worked
+        out once per set of keys (_plan)."""
         if self._lazy is not None:
             self._settle(1)
         pos = self.total
@@ -178,32 +185,49 @@ class MetricStore:
         self._view = None
         f = ev.fields
         values: dict[str, float] = f["values"]
-        sums = self.sums
-        best: dict[str, Any] = {}
+        shape = tuple(values)
+        plan = self._plans.get(shape)
+        if plan is None:
+            plan = self._plan(shape)
+        steps, share = plan
         drop: list[int] = []  # older positions a summary, heap or tag of this record no longer refers to
         refs = 0  # references to pos
-        for k, v in values.items():
-            s = sums.get(k)
-            if s is None:
-                s = sums[k] = Summary()
-            refs += _step(s, pos, v, k, drop)
-            c = canonical(k)
-            if c is not None:
-                if c[0] not in best or c[1] < best[c[0]][0]:
-                    best[c[0]] = (c[1], k)
-            else:
-                fn = reward_function(k)
-                if fn is not None:
-                    refs += _step(self.fns.setdefault(fn, Summary()), pos, v, k, drop)
-        for name, (_, k) in best.items():
-            refs += _step(self.canon.setdefault(name, Summary()), pos, values[k], k, drop)
-        if "response_length" in best and "response_length_max" in best:
+        for k, s, once in steps:
+            v = values[k]
+            lo = s.lo
+            if not once or lo is None or v - v != 0:
+                refs += _step(s, pos, v, k, drop)
+            else:  # _step, for a summary with a finite point before and a finite value
+                s.n += 1
+                point = (pos, v, k)
+                drop.append(s.last[0])  # type: ignore[index]  # (set with lo)
+                s.last = point
+                refs += 1
+                if v != 0:
+                    s.nonzero += 1
+                if v < lo[1]:
+                    drop.append(lo[0])
+                    s.lo = point
+                    refs += 1
+                else:
+                    hi = s.hi
+                    if v > hi[1]:  # type: ignore[index]  # (set with lo)
+                        drop.append(hi[0])  # type: ignore[index]
+                        s.hi = point
+                        refs += 1
+                top = s.top
+                if len(top) < TOP:
+                    heapq.heappush(top, (v, pos, k))
+                    refs += 1
+                elif v > top[0][0]:
+                    drop.append(heapq.heapreplace(top, (v, pos, k))[1])
+                    refs += 1
+        if share is not None:
             # the mean response length as a share of the step's longest (checks/series.mean_length_at_cap): its
             # highest values keep the steps nearest the cap in view, however rare
-            mean, longest = values[best["response_length"][1]], values[best["response_length_max"][1]]
+            mean, longest = values[share[0]], values[share[1]]
             if longest > 0 and mean - mean == 0:
                 refs += _step(self.canon.setdefault(SHARE, Summary()), pos, mean / longest, SHARE, drop)
-        shape = tuple(values)
         if shape in self.shapes:
             self.shapes[shape] += 1
         elif len(self.shapes) < MAX_SHAPES:
@@ -237,6 +261,34 @@ class MetricStore:
             self._sample[pos] = (h, ev)
             if len(self._sample) > self.cap:
                 self._thin()
+
+    def _plan(self, keys: tuple[str, ...]) -> Plan:
+        """The summaries a record of these raw keys updates, in add()'s order, each with the raw key whose value it
+        takes and whether it takes one value of a record only (a reward function's may take two): each key's, the
+        reward function's it holds, each canonical series' (its preferred alias's key); and the keys of the mean and
+        longest response length when it holds both (their share's summary is made once a record gives it a value).
+        The summaries are made now, as add() of this first record of the keys would make them."""
+        steps: list[tuple[str, Summary, bool]] = []
+        best: dict[str, tuple[int, str]] = {}
+        for k in keys:
+            s = self.sums.get(k)
+            if s is None:
+                s = self.sums[k] = Summary()
+            steps.append((k, s, True))
+            c = canonical(k)
+            if c is None:
+                fn = reward_function(k)
+                if fn is not None:
+                    steps.append((k, self.fns.setdefault(fn, Summary()), False))
+            elif c[0] not in best or c[1] < best[c[0]][0]:
+                best[c[0]] = (c[1], k)
+        steps.extend((k, self.canon.setdefault(name, Summary()), True) for name, (_, k) in best.items())
+        share = ((best["response_length"][1], best["response_length_max"][1])
+                 if "response_length" in best and "response_length_max" in best else None)
+        plan = (steps, share)
+        if len(self._plans) < MAX_SHAPES:
+            self._plans[keys] = plan
+        return plan
 
     def _thin(self) -> None:
         while len(self._sample) > self.cap:
@@ -406,7 +458,7 @@ class MetricStore:
     def __getstate__(self) -> dict[str, Any]:
         """A worker's result is pickled to go back to the parent: the tail's and the sample's rows travel made."""
         self.view()
-        return self.__dict__
+        return {**self.__dict__, "_plans": {}}  # (worked out again from the summaries that travel)
 
     # -- answers ------------------------------------------------------------------------------------------
     @property
@@ -479,6 +531,7 @@ class MetricStore:
         self._tail.extend((p + off, ev) for p, ev in other._tail)
         for p, (ev, refs) in other._pins.items():
             self._pins[p + off] = [ev, refs]
+        self._plans.clear()  # (its summaries are replaced)
         for mine, theirs in ((self.sums, other.sums), (self.canon, other.canon), (self.fns, other.fns)):
             for k, s in theirs.items():
                 mine[k] = _joined(mine.get(k), s, off, self)
