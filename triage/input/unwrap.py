@@ -32,7 +32,7 @@ from typing import Any, BinaryIO
 from triage.prefixes import LINE_PREFIX
 
 MIN_WIDTH = 80  # narrower widths are ordinary short lines, not a terminal's
-HEAD = 64 << 10  # bytes of the head the width is decided on
+HEAD = 16 << 10  # bytes of the head the width is decided on (a paste shows its width in its first long lines)
 PIECE = 1 << 16  # bytes read at a time
 FRAME = re.compile(rb'\s*File "')
 FRAME_REST = re.compile(rb'[^"\s]*", line \d+')  # the rest of a frame cut in its path
@@ -45,20 +45,19 @@ NOT_CONTINUATION = re.compile(
 
 
 def _continues(piece: bytes, nxt: bytes, width: int) -> bool:
-    """Whether nxt goes on where piece (a line of the wrap width) was cut: within a word or a number, or at a blank."""
-    if not (0 < len(nxt) <= width) or b"\r" in nxt or NOT_CONTINUATION.match(nxt):
+    """Whether nxt goes on where piece (a line of the wrap width) was cut: within a word or a number, or at a blank.
+    The byte tests come first: most pairs of a log fail them."""
+    if not (0 < len(nxt) <= width) or b"\r" in nxt:
         return False
-    if nxt[:8].translate(DIGITS_0) == piece[:8].translate(DIGITS_0):  # records of one format (`step:12 - loss:...`)
-        return False
-    if FRAME.match(piece):  # a frame cut in its path, or in its function's name; not a code line that lost its indent
-        return FRAME_REST.match(nxt) is not None if b'", line ' not in piece else FUNC_REST.fullmatch(nxt) is not None
     last, first = piece[-1:], nxt[:1]
-    if first == b" " or last == b" ":
-        return True
-    if not last.isalnum():
-        return False
-    return first.islower() or first.isdigit() or (last.isupper() and first.isupper()) or (
-        last.isdigit() and first.isalpha() and first.islower())
+    if FRAME.match(piece):  # a frame cut in its path, or in its function's name; not a code line that lost its indent
+        cut = FRAME_REST.match(nxt) is not None if b'", line ' not in piece else FUNC_REST.fullmatch(nxt) is not None
+    elif first == b" " or last == b" ":
+        cut = True
+    else:
+        cut = last.isalnum() and (first.islower() or first.isdigit() or (last.isupper() and first.isupper()))
+    return (cut and nxt[:8].translate(DIGITS_0) != piece[:8].translate(DIGITS_0)  # records of one format
+            and NOT_CONTINUATION.match(nxt) is None)
 
 
 def _wrapped(line: bytes, width: int) -> bool:
@@ -66,15 +65,21 @@ def _wrapped(line: bytes, width: int) -> bool:
 
 
 def wrap_width(head: bytes) -> int:
-    """The width the head's lines were hard-wrapped at, 0 when they were not."""
+    """The width the head's lines were hard-wrapped at, 0 when they were not. Most heads stop at the first test:
+    no two long lines of one length (counted in C)."""
     lines = head.split(b"\n")[:-1]  # the last piece may be cut short by the head's end
-    lengths = Counter(n for n in map(len, lines) if n >= MIN_WIDTH)
-    twice = {n for n, k in lengths.items() if k >= 2}
+    lens = list(map(len, lines))
+    long = [n for n in lens if n >= MIN_WIDTH]
+    if len(set(long)) == len(long):
+        return 0
+    twice = {n for n, k in Counter(long).items() if k >= 2}
     seen: Counter[int] = Counter()
-    for a, b in set(zip(lines, lines[1:])):  # distinct pairs: a line printed twice is no evidence of a width
-        n = len(a)
-        if n in twice and _wrapped(a, n) and _continues(a, b, n):
-            seen[n] += 1
+    done: set[tuple[bytes, bytes]] = set()  # distinct pairs: a line printed twice is no evidence of a width
+    for i in [i for i, n in enumerate(lens[:-1]) if n in twice]:
+        a, b = lines[i], lines[i + 1]
+        if (a, b) not in done and _wrapped(a, lens[i]) and _continues(a, b, lens[i]):
+            done.add((a, b))
+            seen[lens[i]] += 1
     if not seen:
         return 0
     width, count = seen.most_common(1)[0]
