@@ -64,6 +64,7 @@ def test_the_extra_corpus_is_there() -> None:
     assert len(CASES) == 449
     assert len(CASES) == 454
     assert len(CASES) == 456
+    assert len(CASES) == 455
 
 
 @pytest.mark.parametrize("case", CASES)
