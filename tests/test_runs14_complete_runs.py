@@ -110,6 +110,7 @@ def test_a_judge_that_rejects_the_token_is_a_verifier_failure() -> None:
     assert (f.rule, f.category, f.severity) == ("verifier.judge-auth-error", "verifier", "error")
     assert [(e.file, e.line) for e in f.evidence] == [("eval_0826.log", 272), ("eval_0826.log", 273)]
     assert f.numbers["status"] == 401
+    assert knob_names(f) == ["judge.api_key"]
     assert warnings_or_worse(report) == ["verifier.judge-auth-error"]
     assert exit_of(report) == 1
 
