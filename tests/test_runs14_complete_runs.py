@@ -110,6 +110,7 @@ def test_a_judge_that_rejects_the_token_is_a_verifier_failure() -> None:
     assert (f.rule, f.category, f.severity) == ("verifier.judge-auth-error", "verifier", "error")
     assert [(e.file, e.line) for e in f.evidence] == [("eval_0826.log", 272), ("eval_0826.log", 273)]
     assert f.numbers["status"] == 401
+    assert knob_names(f) == ["judge.api_key"]
     assert warnings_or_worse(report) == ["verifier.judge-auth-error"]
     assert exit_of(report) == 1
 
@@ -123,3 +124,23 @@ def test_a_hub_download_refused_with_401_is_not_the_judge(tmp_path: Path) -> Non
         "https://huggingface.co/meta-llama/Llama-2-7b-hf/resolve/main/config.json\n"
     )})
     assert "verifier.judge-auth-error" not in by_rule(report)
+
+
+def test_an_exception_chained_before_the_interrupt_is_still_reported(tmp_path: Path) -> None:
+    """Only the part of a traceback chain that ends in KeyboardInterrupt is the stop."""
+    report = triage_files(tmp_path, {"train.log": (
+        "step:3 - actor/pg_loss:0.1\n"
+        "Traceback (most recent call last):\n"
+        '  File "/app/train.py", line 40, in step\n'
+        "    run_batch()\n"
+        "RuntimeError: shard index table is inconsistent\n"
+        "\n"
+        "During handling of the above exception, another exception occurred:\n"
+        "\n"
+        "Traceback (most recent call last):\n"
+        '  File "/app/train.py", line 44, in step\n'
+        "    time.sleep(5)\n"
+        "KeyboardInterrupt\n"
+    )})
+    texts = [e.text for f in report.findings for e in f.evidence if f.severity != "info"]
+    assert "RuntimeError: shard index table is inconsistent" in texts

@@ -373,17 +373,21 @@ def _stop_echoes(stop: Line | None, found: list[Chain], unclaimed: list[Line]) -
     """The lines that announce the stop before its marker: when the marker ends a traceback (`KeyboardInterrupt:
     MQLLMEngine terminated`, Ctrl-C through vLLM 0.7's engine loop), the traceback's first line and the line its
     logger printed the same message on just before it (logger.exception: `ERROR ... MQLLMEngine terminated`) are
-    the stop too. Returns those of `unclaimed` (the traceback's head and the echo), in line order."""
+    the stop too. Only the part of a chain that ends in the marker: an exception chained before it ("During
+    handling of the above exception ...") happened before the stop and stays. Returns those of `unclaimed` (that
+    part's lines and the echo), in line order."""
     if stop is None:
         return []
     chain = next((c for c in found if any(f is stop for f in c.finals)), None)
     if chain is None:
         return []
     message = exception_name(stop)[1]
-    start = chain.head.lineno
+    part = next(i for i, f in enumerate(chain.finals) if f is stop)
+    start = chain.finals[part - 1].lineno + 1 if part else chain.head.lineno
+    echo_from = start if part else start - ECHO_BEFORE
     return [ln for ln in unclaimed
             if start <= ln.lineno < stop.lineno
-            or message and start - ECHO_BEFORE <= ln.lineno < start and ln.msg.strip() == message]
+            or message and echo_from <= ln.lineno < start and ln.msg.strip() == message]
 
 
 # Frames of reward code: verl utils/reward_score/ and reward managers (compute_score, default_compute_score),
