@@ -103,15 +103,17 @@ def test_a_ggml_cuda_error_that_is_not_memory_is_no_oom(tmp_path: Path) -> None:
     assert not [f for f in report.findings if f.category in ("serving-oom-retraction", "trainer-oom")]
 
 
-@pytest.mark.parametrize(("prefix", "file", "line", "numbers"), [
-    ("1104-", "xinference.log", 1, {"input_tokens": 33430, "context_length": 32768}),
-    ("1105-", "client.log", 1, {"input_tokens": 52113, "context_length": 51200}),
-    ("1101-", "engine.log", 6, {"total_tokens": 1281, "context_length": 1280}),
-    ("1103-", "agent.log", 1, {"input_tokens": 65537, "response_tokens": 65536, "context_length": 131072}),
+@pytest.mark.parametrize(("prefix", "rule", "file", "line", "numbers"), [
+    ("1104-", "prompt.llamacpp-context-exceeded", "xinference.log", 1, {"input_tokens": 33430, "context_length": 32768}),
+    ("1105-", "prompt.context-length-exceeded", "client.log", 1, {"input_tokens": 52113, "context_length": 51200}),
+    ("1101-", "prompt.context-length-exceeded", "engine.log", 6, {"total_tokens": 1281, "context_length": 1280}),
+    ("1103-", "prompt.context-length-exceeded", "agent.log", 1,
+     {"input_tokens": 65537, "response_tokens": 65536, "context_length": 131072}),
 ])
-def test_more_servers_context_refusals_carry_their_numbers(prefix: str, file: str, line: int, numbers: dict) -> None:
+def test_more_servers_context_refusals_carry_their_numbers(prefix: str, rule: str, file: str, line: int,
+                                                           numbers: dict) -> None:
     f = top(triage_dir(case(prefix) / "input"))
-    assert (f.category, f.rule) == ("prompt-budget", "prompt.context-length-exceeded")
+    assert (f.category, f.rule) == ("prompt-budget", rule)
     assert (f.evidence[0].file, f.evidence[0].line) == (file, line)
     assert {k: f.numbers[k] for k in numbers} == numbers
     assert "inference.max_context_length" in knob_names(f)

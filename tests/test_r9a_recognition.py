@@ -117,7 +117,9 @@ def test_cann_el0004_allocation_failure_is_a_trainer_oom():
     report = triage_dir(EXTRA / "814-llamafactory-npu-ds3-offload-el0004-rtmalloc-oom" / "input")
     f = top(report)
     assert (f.category, f.rule, f.severity) == ("trainer-oom", "trainer.cuda-oom", "error")
-    assert [(e.file, e.line) for e in f.evidence] == [("train.log", 3), ("train.log", 7)]
+    # the OOM record and its rtMalloc line, then the runtime's trail that followed it (folded in since s14)
+    assert [(e.file, e.line) for e in f.evidence] == [("train.log", 3), ("train.log", 7), ("train.log", 11),
+                                                      ("train.log", 12)]
     assert "EL0004" in f.evidence[0].text
     assert {"trainer.micro_batch_size", "trainer.activation_recompute"} <= set(knob_names(f))
 
