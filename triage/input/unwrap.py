@@ -66,13 +66,22 @@ def _wrapped(line: bytes, width: int) -> bool:
 
 def wrap_width(head: bytes) -> int:
     """The width the head's lines were hard-wrapped at, 0 when they were not. Most heads stop at the first test:
-    no two long lines of one length (counted in C)."""
+    the widest line is plain and no other line is as long."""
     lines = head.split(b"\n")[:-1]  # the last piece may be cut short by the head's end
     lens = list(map(len, lines))
-    long = [n for n in lens if n >= MIN_WIDTH]
-    if len(set(long)) == len(long):
-        return 0
-    twice = {n for n, k in Counter(long).items() if k >= 2}
+    top = max(lens, default=0)
+    widest = lines[lens.index(top)] if lines else b""
+    if widest.isascii() and b"\r" not in widest and b"\t" not in widest:
+        # a terminal cuts every line wider than itself: a plain line (ASCII, no tab or \r) rules out every width
+        # below its length, so only the widest line's length can be the width
+        if top < MIN_WIDTH or lens.count(top) < 2:
+            return 0
+        twice = {top}
+    else:
+        long = [n for n in lens if n >= MIN_WIDTH]
+        if len(set(long)) == len(long):
+            return 0
+        twice = {n for n, k in Counter(long).items() if k >= 2}
     seen: Counter[int] = Counter()
     done: set[tuple[bytes, bytes]] = set()  # distinct pairs: a line printed twice is no evidence of a width
     for i in [i for i, n in enumerate(lens[:-1]) if n in twice]:
