@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import shutil
 
-from conftest import REAL, by_rule, run, write_run
+from conftest import REAL, by_rule, extra_input, run, write_run
 
 CASE_040 = REAL / "040-verl-step-response-clip-ratio-0p52" / "input"
 CASE_058 = REAL / "058-verl-agent-loop-slowest-sample-long-tail" / "input"
@@ -50,6 +50,14 @@ def test_run_summary_of_a_real_verl_step(lib):
     # advantages differ (max 1.789, min -0.730) and a single step proves nothing about publication
     assert "health.no-policy-gradient" not in found and "health.publication-missing" not in found
     assert report.findings[0].rule == "gen.cap-hit-rate"  # the summary never outranks a problem
+
+
+def test_a_summary_without_rl_metrics_says_so(lib):
+    # verl's reference gemma SFT log (real-extra 1173): loss and lr only, 59 step records
+    f = by_rule(run(extra_input("1173-"), lib))["health.summary"]
+    assert f.severity == "info"
+    assert f.title == "Run health: 59 metric records, no reward, gradient norm or response length among them"
+    assert (f.evidence[0].line, f.evidence[-1].line) == (63, 131)
 
 
 def test_publication_seen_in_a_real_verl_step(lib):

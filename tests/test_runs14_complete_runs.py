@@ -82,6 +82,8 @@ def test_a_verl_run_whose_slowest_sample_sets_each_rollout_warns_of_the_tail() -
     assert (f.rule, f.category, f.severity) == ("gen.slowest-sample-tail", "generation-tail", "warning")
     assert (f.evidence[0].file, f.evidence[0].line) == ("output.log", 172)
     assert (f.numbers["slowest_response_length"], f.numbers["max_response_length"]) == (5522, 5522)
+    # 5,522 tokens is the step's longest response, not the cap (8,096): the title says only what was checked
+    assert f.title == "The slowest sample was the step's longest response and set the rollout time"
     assert round(f.numbers["slowest_seconds"] / f.numbers["mean_seconds"], 2) == 2.05
     assert "inference.max_response_length" in knob_names(f)
     assert exit_of(report) == 0

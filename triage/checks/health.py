@@ -230,6 +230,8 @@ def run_summary(params: dict[str, Any], run: Run) -> list[CheckResult]:
     stages = _stage_times(run, str(params.get("stage_pattern") or ""))
     if stages:
         numbers["stage_seconds"] = stages
+    if not facts:  # an SFT or eval log: metric lines, none of the keys a useful RL run records
+        facts.append(f"{total} metric records, no reward, gradient norm or response length among them")
     numbers["arithmetic"] = ", ".join(facts)
     evidence = [records[0].line] + ([records[-1].line] if len(records) > 1 else [])
     return [CheckResult(evidence=evidence, count=total, numbers=numbers)]
