@@ -67,6 +67,7 @@ FORMS: dict[str, Callable[[str], str]] = {
     "ray-cpp-worker": lambda s: "[2023-07-11 15:20:05,144 I 42067 42067] core_worker_process.cc:107: " + s,
     "c10": lambda s: "[rank1]:[E1224 13:23:05.483840160 ProcessGroupNCCL.cpp:542] " + s,  # OpenRLHF#621
     "c10-old": lambda s: "[E ProcessGroupNCCL.cpp:737] " + s,  # torch < 2.2 (OFA#271)
+    "markdown-quote": lambda s: ">> " + s,  # a log quoted in an issue thread (real-extra 302, simpleRL-reason#95)
 }
 
 

@@ -21,10 +21,6 @@ KNOWN_MISSES = {
     "204-video-r1-grpo-rewards-all-zero-pretty-dict":
         "one record only (read whole now, every reward function 0, reward_std 0, grad_norm 1.93): persistence is "
         "not shown, and one zero iteration is not a pattern (test_metric_series); the user says every step is so",
-    "302-simplerl-verl-math-verify-comparison-timeout-main-task":
-        "the stored excerpt stops inside math_verify's frames, before the exception line (a cut traceback through "
-        "reward code is named since s14, cases 1132-1136), but every line keeps the '>> ' quote marker the user "
-        "pasted, so its frames are not read as a traceback's (without the marker it is verifier.reward-exception)",
     "335-verl-multiturn-overlong-prompt-tensor-size-mismatch":
         "overlong prompts not filtered in verl's multi-turn path show only as a torch.cat shape mismatch (2048 vs "
         "2106); nothing printed ties the width to data.max_prompt_length: reported as other",

@@ -61,6 +61,7 @@ LINE_PREFIX = (
     r"|\[\d+,\d+\]<std(?:out|err)>:"  # Open MPI --tag-output: `[1,0]<stderr>:`
     # Ray 1.x `(pid=N, ip=A)` (its daemons' lines `(pid=raylet)`, `(pid=gcs_server)`), vLLM V1 `(VllmWorker rank=1 pid=N)`
     r"|\((?:[A-Za-z_][\w.-]*\s)?(?:rank=\d+\s)?pid=(?:\d+|[a-z_]+)(?:, ip=[0-9a-fA-F.:]+)?\)\s?"
+    r"|>{1,2} "  # a Markdown quote (a log pasted as `> ` or `>> ` lines in an issue thread); a frame's indent stays
     r")"
 )
 
