@@ -216,6 +216,8 @@ class Chain:
     cut: bool = False  # the log ends inside this traceback: `final` is its last frame line, no exception line
     finals: list[Line] = field(default_factory=list)  # each exception line that ended a part of the chain, in order
     after_error: bool = False  # the line just before it is an error-level message (logger.exception's own line)
+    last_frame: Line | None = None  # its innermost frame line (`File "...", line N, in f`) seen so far
+    raise_echo: Line | None = None  # the `raise X("...")` source line echoed under that frame, if it is one
 
 
 def chains(lines: list[Line]) -> list[Chain]:
@@ -249,6 +251,7 @@ def chains(lines: list[Line]) -> list[Chain]:
                 cur = Chain(ln, before=header(ln.lineno))
                 out.append(cur)
             last_frame = ln.lineno
+            cur.last_frame, cur.raise_echo = ln, None
             if len(cur.frames) < 40:
                 cur.frames.append(msg.strip()[:300])
         elif cur is not None and awaiting and 0 < ln.lineno - last_frame <= CHAIN and (
@@ -256,6 +259,8 @@ def chains(lines: list[Line]) -> list[Chain]:
             cur.final = ln
             cur.finals.append(ln)
             awaiting = False
+        elif cur is not None and ln.lineno == last_frame + 1 and msg.lstrip().startswith("raise "):
+            cur.raise_echo = ln  # the statement that raised, under the innermost frame: it names what a cut lost
         elif "RayTaskError" in msg and EXC_LINE.match(msg):
             cur = Chain(ln, final=ln, before=header(ln.lineno), finals=[ln])
             out.append(cur)
@@ -268,11 +273,21 @@ def chains(lines: list[Line]) -> list[Chain]:
     # A traceback that the log ends inside, printed by its logger at error level (logger.exception: vLLM's workers and
     # engine core, Ray-prefixed) or running through reward code (a grader's frames) with no logged message before it
     # (a caught error's message line names that failure itself): the process died while printing it or the paste was
-    # cut before its exception line. It is the process's last exception, named by its innermost frame.
+    # cut before its exception line. It is the process's last exception, named by its innermost frame (that frame's
+    # line is its evidence, or the `raise X("...")` it echoes: a trailing source or caret line, Hydra's
+    # HYDRA_FULL_ERROR hint, a `...` say nothing).
     if out and out[-1].final is None and out[-1].frames and last_line is not None \
             and (is_error_level(out[-1].head) or through_reward_code(out[-1]) and not out[-1].after_error) \
             and 0 <= last_line.lineno - last_frame <= CHAIN:
-        out[-1].final, out[-1].cut = last_line, True
+        out[-1].final, out[-1].cut = out[-1].raise_echo or out[-1].last_frame or last_line, True
+    # A traceback through reward code whose exception line is missing before other lines go on (a paste cut in the
+    # middle, `...` for the elided rest, another process's lines after it): Python prints a traceback only for an
+    # exception, so the reward code raised there; the chain ends in its innermost frame, as above. Not after a logged
+    # message (that line names the failure) and not without frames.
+    for c in out:
+        if c.final is None and c.frames and c.last_frame is not None and not c.after_error \
+                and through_reward_code(c):
+            c.final, c.cut = c.raise_echo or c.last_frame, True
     return [c for c in out if c.final is not None]
 
 
@@ -396,24 +411,29 @@ def _stop_echoes(stop: Line | None, found: list[Chain], unclaimed: list[Line]) -
 # remote_rm_fn, Math-Verify's grader, sandboxes and judges.
 # Not a whole `verifiers/` tree: PrimeIntellect's verifiers package runs rollout environments (its generate and
 # env code call the policy engine); only its rubrics/ score. Scoring helpers named score_* (reasoning-gym's
-# _score_output, score_answer) are reward code whatever the trainer around them.
+# _score_output, score_answer) are reward code whatever the trainer around them. The math graders' equality checks
+# are too: Hendrycks MATH's is_equiv (verl utils/reward_score/math.py), Qwen2.5-Math's grader math_equal /
+# symbolic_equal / numeric_equal (copied into verl reward_score/prime_math/grader.py, simpleRL-reason, rllm); a
+# frame of PyTorch, JAX or TensorFlow itself is never one (JAX's shape_poly has a symbolic_equal of its own).
 REWARD_FRAME = re.compile(
     r'File "[^"]*(?:/reward_score/|/reward_manager/|/rewards?/|/reward_func\w*|reward\w*\.py|/rubrics?/|math_verify/'
     r'|/sandbox\w*/|/judges?/|compute_score\w*\.py)'
-    r'|, in (?:compute_score|default_compute_score|reward_fn|\w+_reward|reward_func\w*|compute_reward\w*|get_reward\w*'
-    r'|_calculate_rewards'
+    r'|, in (?:compute_score|default_compute_score|reward_fn|\w+_reward|reward_func\w*|_?compute_reward\w*|_?get_reward\w*'
+    r'|_calculate_rewards|is_equiv\w*|math_equal\w*|symbolic_equal|numeric_equal'
     r'|remote_rm_fn|verify|grade\w*|_?score_\w+)\s*$'
 )
 
 
 # Frames inside an inference engine's own package: its `verify` is speculative decoding checking draft tokens
 # (SGLang speculative/eagle_worker*.py, vLLM spec_decode), its `*_reward.py` a reward model it serves; an exception
-# there is the engine's failure, not a reward function's.
-ENGINE_FRAME = re.compile(r'File "[^"]*/(?:sglang/srt|vllm|vllm_ascend|tensorrt_llm|lmdeploy|text_generation_server)/')
+# there is the engine's failure, not a reward function's. Nor is a frame of a tensor framework's own package reward
+# code, whatever its function is called (JAX's shape_poly.symbolic_equal compares shape dimensions).
+ENGINE_FRAME = re.compile(r'File "[^"]*/(?:sglang/srt|vllm|vllm_ascend|tensorrt_llm|lmdeploy|text_generation_server'
+                          r'|torch|jax|jaxlib|tensorflow)/')
 
 
 def is_reward_frame(frame: str) -> bool:
-    """A traceback frame in reward code (REWARD_FRAME), not in an inference engine's own package."""
+    """A traceback frame in reward code (REWARD_FRAME), not in an inference engine's or tensor framework's package."""
     return REWARD_FRAME.search(frame) is not None and ENGINE_FRAME.search(frame) is None
 
 
