@@ -163,3 +163,15 @@ def test_rays_host_memory_kill_of_the_driver_is_other_not_trainer_oom():
     assert f.category == "other" and f.rule == "other.host-oom"
     assert [(e.file, e.line) for e in f.evidence] == [("train.log", 2)]
     assert not [g for g in report.findings if g.category == "trainer-oom"]
+
+
+def test_a_stack_dump_through_reward_code_in_the_middle_of_a_log_is_not_a_reward_exception(tmp_path: Path):
+    # faulthandler's dump of every thread (here from a hang), one thread standing in the reward function: no thread
+    # raised, and the lines after it show the run going on.
+    text = (
+        "Thread 0x00007f3a2bfff700 (most recent call first):\n"
+        '  File "/usr/lib/python3.10/threading.py", line 324 in wait\n'
+        '  File "/workspace/verl/verl/utils/reward_score/math.py", line 40 in is_equiv\n'
+        '  File "/workspace/verl/verl/workers/reward_manager/naive.py", line 100 in __call__\n'
+        "\n" + VERL_STEPS)
+    assert "verifier.reward-exception" not in by_rule(triage_files(tmp_path, {"train.log": text}))

@@ -277,7 +277,8 @@ def chains(lines: list[Line]) -> list[Chain]:
     # line is its evidence, or the `raise X("...")` it echoes: a trailing source or caret line, Hydra's
     # HYDRA_FULL_ERROR hint, a `...` say nothing).
     if out and out[-1].final is None and out[-1].frames and last_line is not None \
-            and (is_error_level(out[-1].head) or through_reward_code(out[-1]) and not out[-1].after_error) \
+            and (is_error_level(out[-1].head)
+                 or through_reward_code(out[-1]) and not out[-1].after_error and not stack_dump(out[-1])) \
             and 0 <= last_line.lineno - last_frame <= CHAIN:
         out[-1].final, out[-1].cut = out[-1].raise_echo or out[-1].last_frame or last_line, True
     # A traceback through reward code whose exception line is missing before other lines go on (a paste cut in the
@@ -286,7 +287,7 @@ def chains(lines: list[Line]) -> list[Chain]:
     # message (that line names the failure) and not without frames.
     for c in out:
         if c.final is None and c.frames and c.last_frame is not None and not c.after_error \
-                and through_reward_code(c):
+                and through_reward_code(c) and not stack_dump(c):
             c.final, c.cut = c.raise_echo or c.last_frame, True
     return [c for c in out if c.final is not None]
 
@@ -444,6 +445,17 @@ SYMPY_FRAME = re.compile(r'File "[^"]*/(?:sympy|latex2sympy2?\w*)/')
 TORCH_FRAME = re.compile(r'File "[^"]*/torch/')
 
 
+# faulthandler's stack dump (`Thread 0x... (most recent call first):`, Python 3.3-3.13, printed by a watchdog or a
+# fatal signal while a run hangs) writes its frames as `File "x.py", line N in f`, without the comma of a traceback's
+# `line N, in f`: it lists where every thread stood, and none of them raised.
+DUMP_FRAME = re.compile(r'File "[^"]*", line \d+ in ')
+
+
+def stack_dump(c: Chain) -> bool:
+    """Whether a chain's frames are a stack dump's (faulthandler), not a traceback's."""
+    return bool(c.frames) and all(DUMP_FRAME.search(f) for f in c.frames)
+
+
 def through_reward_code(c: Chain) -> bool:
     """Whether a chain's frames run through reward code (is_reward_frame), or through SymPy without PyTorch."""
     return any(is_reward_frame(f) for f in c.frames) or (
@@ -584,7 +596,7 @@ def describe_frames(frames: list[str]) -> str:
     return " <- ".join(out)
 
 
-__all__ = ["Chain", "Exits", "LEVELS", "SIGNAL_ANCHORS", "LEVEL_ANCHORS", "REWARD_FRAME", "callee_of", "chains",
+__all__ = ["Chain", "DUMP_FRAME", "Exits", "LEVELS", "SIGNAL_ANCHORS", "LEVEL_ANCHORS", "REWARD_FRAME", "callee_of", "chains",
            "describe_frames", "events_of", "exception_name", "fatal_event", "is_error_level", "is_warning_level",
-           "is_reward_frame", "judge", "level_of", "reward_chains", "shutdown_event", "through_reward_code",
+           "is_reward_frame", "judge", "level_of", "reward_chains", "shutdown_event", "stack_dump", "through_reward_code",
            "traceback_end"]
