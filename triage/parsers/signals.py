@@ -414,7 +414,7 @@ def _stop_echoes(stop: Line | None, found: list[Chain], unclaimed: list[Line]) -
 # env code call the policy engine); only its rubrics/ score. Scoring helpers named score_* (reasoning-gym's
 # _score_output, score_answer) are reward code whatever the trainer around them. The math graders' equality checks
 # are too: Hendrycks MATH's is_equiv (verl utils/reward_score/math.py), Qwen2.5-Math's grader math_equal /
-# symbolic_equal / numeric_equal (copied into verl reward_score/prime_math/grader.py, simpleRL-reason, rllm); a
+# symbolic_equal / numeric_equal (copied into verl's reward_score/prime_math/grader.py and RLinf's rstar2 grader); a
 # frame of PyTorch, JAX or TensorFlow itself is never one (JAX's shape_poly has a symbolic_equal of its own).
 REWARD_FRAME = re.compile(
     r'File "[^"]*(?:/reward_score/|/reward_manager/|/rewards?/|/reward_func\w*|reward\w*\.py|/rubrics?/|math_verify/'
