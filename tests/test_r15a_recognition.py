@@ -127,3 +127,37 @@ def test_warmup_502_through_a_proxy_after_a_fast_start_is_other_not_cold_start()
     assert f.category not in SIX
     assert [(e.file, e.line) for e in f.evidence][:1] == [("server.log", 11)]
     assert not [x for x in report.findings if x.category == "cold-start"]
+
+
+# vllm issue 18260 (vLLM 0.8.5.post1, Llama 3.3 70B at TP 8 in a RunPod container): the API server's wait in 0.8.x's
+# core_client.py words, between the workers' `(VllmWorker rank=N pid=M)` lines.
+VLLM_085_WAIT = [
+    "2025-05-16T13:08:58.099318151Z (VllmWorker rank=0 pid=249) DEBUG 05-16 13:08:58 [parallel_state.py:867] "
+    "world_size=8 rank=0 local_rank=0 distributed_init_method=tcp://127.0.0.1:39977 backend=nccl",
+    "2025-05-16T13:12:16.645427617Z DEBUG 05-16 13:12:16 [core_client.py:425] Waiting for 1 core engine proc(s) to "
+    "start: {0}",
+]
+
+
+def test_vllm_08_core_client_wait_is_a_startup_wait_and_the_worker_prefix_names_its_process():
+    from triage.model import Line
+    from triage.parsers import startup
+    from triage.scan.origins import split_ray
+
+    msg, actor, pid, _ = split_ray(VLLM_085_WAIT[0])
+    assert (actor, pid) == ("VllmWorker", "249")
+    assert "world_size=8 rank=0" in msg
+    text = VLLM_085_WAIT[1]
+    msg, actor, pid, repeat = split_ray(text)
+    ev = startup.parse(Line("<t>", 2, text, msg, actor, pid, repeat))
+    assert ev is not None and ev.fields["phase"] == "wait"
+
+
+def test_a_vllm_08_wait_of_minutes_that_nothing_answers_is_a_cold_start_warning(tmp_path):
+    waits = "".join(f"2025-05-16T13:{m:02d}:{s:02d}.645427617Z DEBUG 05-16 13:{m:02d}:{s:02d} [core_client.py:425] "
+                    f"Waiting for 1 core engine proc(s) to start: {{0}}\n"
+                    for m in range(12, 16) for s in range(6, 60, 10))
+    report = triage_files(tmp_path, {"vllm.log": VLLM_085_WAIT[0] + "\n" + waits})
+    f = top(report)
+    assert (f.category, f.severity) == ("cold-start", "warning")
+    assert "core engine proc(s) to start" in f.evidence[0].text

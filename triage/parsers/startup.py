@@ -29,7 +29,8 @@ phases, each with its duration when the line gives one:
                   TRL async GRPO `Still waiting for vLLM server`, kubelet `Readiness probe failed: ...`, Ray Serve
                   `Deployment 'X' ... has N replicas that have taken more than 30s to initialize|be scheduled`;
                   the engines' own front ends waiting for their workers, every 10 s: vLLM V1's API server `Waiting
-                  for 1 local, 0 remote core engine proc(s) to start.` (`v1/engine/utils.py`, DEBUG, 0.8 -> 0.25),
+                  for 1 local, 0 remote core engine proc(s) to start.` (`v1/engine/utils.py`, DEBUG, 0.8 -> 0.25;
+                  0.8.x's `core_client.py` words it `Waiting for 1 core engine proc(s) to start: {0}`, vllm#18260),
                   TGI's launcher `Waiting for shard 0 to be ready...` (0.x) / `Waiting for shard to be ready...
                   rank=N` (1.x-3.x, also as the `message` of its JSON output); tt-inference-server's prompt
                   client `Service not ready after 1181.1s, waiting 10.0s before polling (timeout: 1200.0s)`;
@@ -97,6 +98,7 @@ WAIT = re.compile(r"health check is pending|Please wait for \w+ server to become
                   r"|replicas? that (?:have|has) taken more than \d+ ?s to (?:initialize|be scheduled)"
                   r"|[Ww]aiting for (?:the )?(?:\w+ )?server to (?:be ready|start|become ready|come up|be available)"
                   r"|Waiting for \d+ local, \d+ remote core engine proc\(s\) to start"
+                  r"|Waiting for \d+ core engine proc\(s\) to start"
                   r"|Waiting for shard(?: \d+)? to be ready"
                   r"|(?:[Ss]ervice|[Ss]erver) not ready after [\d.]+ ?s, waiting"
                   r"|[Ii]nference server was not reached after [\d.]+ ?s(?:econds)?\b")
