@@ -161,3 +161,20 @@ def test_a_vllm_08_wait_of_minutes_that_nothing_answers_is_a_cold_start_warning(
     f = top(report)
     assert (f.category, f.severity) == ("cold-start", "warning")
     assert "core engine proc(s) to start" in f.evidence[0].text
+
+
+def test_an_oom_before_jupyter_style_vllm_frames_is_the_engines():
+    # vllm issue 8073: the error block of a Databricks notebook, IPython 8's `File /path:N, in f(...)` frames
+    f = top(_case("1213"))
+    assert (f.category, f.rule) == ("serving-oom-retraction", "serving.engine-cuda-oom")
+    assert [(e.file, e.line) for e in f.evidence] == [("trace.txt", 1)]
+    assert f.numbers["tried"] == 1.86
+
+
+def test_the_same_oom_before_jupyter_style_trl_frames_stays_the_trainers(tmp_path):
+    report = triage_files(tmp_path, {"cell.txt": (
+        "OutOfMemoryError: CUDA out of memory. Tried to allocate 1.86 GiB. GPU 0 has a total capacity of 21.99 GiB "
+        "of which 337.38 MiB is free.\n"
+        "File /usr/local/lib/python3.11/dist-packages/trl/trainer/grpo_trainer.py:1056, in GRPOTrainer._compute_loss("
+        "self, model, inputs)\n")})
+    assert top(report).category == "trainer-oom"

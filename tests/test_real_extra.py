@@ -56,10 +56,6 @@ KNOWN_MISSES = {
         "a vGPU limiter's refusal (hijack_call.c CUDA_ERROR_OUT_OF_MEMORY) and a segfault are all the lines hold: it is "
         "read as an out-of-memory, but nothing printed says the process was LMDeploy's engine (that is in the thread's "
         "prose), so the side stays unknown and the OOM goes to the trainer, as for any unplaced OOM",
-    "1213-vllm-v0-spec-decode-llama31-minitron-draft-accelerator-oom-notebook":
-        "the OOM is followed by Jupyter/IPython-style frames (`File /path/vllm/spec_decode/...py:402, in f(...)`), which "
-        "the traceback machinery (Python, C prefilter) does not read as frames; only quoted `File \"...\", line N` frames "
-        "place a line on the engine, so the OOM stays unplaced and goes to the trainer",
 }
 
 
