@@ -178,3 +178,31 @@ def test_the_same_oom_before_jupyter_style_trl_frames_stays_the_trainers(tmp_pat
         "File /usr/local/lib/python3.11/dist-packages/trl/trainer/grpo_trainer.py:1056, in GRPOTrainer._compute_loss("
         "self, model, inputs)\n")})
     assert top(report).category == "trainer-oom"
+
+
+# vLLM V0's metrics row (metrics.py, the form of vllm issue 12314), every 5 s; `prompt` > 0 marks a new request.
+def _v0_row(minute: int, second: int, running: int, prompt: float = 0.0, pending: int = 0) -> str:
+    return (f"INFO 01-22 18:{minute:02d}:{second:02d} metrics.py:449] Avg prompt throughput: {prompt} tokens/s, Avg "
+            f"generation throughput: 41.7 tokens/s, Running: {running} reqs, Swapped: 0 reqs, Pending: {pending} reqs, "
+            f"GPU KV cache usage: 2.0%, CPU KV cache usage: 0.0%.\n")
+
+
+def _one_at_a_time(start: int, minutes: int) -> str:
+    rows = [_v0_row(start, 0, 1, prompt=812.4)]
+    rows += [_v0_row(start + m, s, 1) for m in range(minutes) for s in range(5 if m == 0 else 0, 60, 5)]
+    return "".join(rows)
+
+
+def test_a_low_concurrency_eval_server_cut_inside_a_long_answer_is_no_straggler_warning(tmp_path):
+    # two long answers one after the other, never more than one request, the log stops inside the second
+    report = triage_files(tmp_path, {"vllm.log": _one_at_a_time(10, 7) + _one_at_a_time(18, 7)})
+    lone = by_rule(report).get("tail.stats-lone-decode")
+    assert lone is not None and lone.severity == "info"
+    assert not [f for f in report.findings if f.category == "generation-tail" and f.severity != "info"]
+
+
+def test_the_same_lone_answer_after_a_batch_drained_is_a_straggler(tmp_path):
+    batch = "".join(_v0_row(9, s, 16, pending=4) for s in range(0, 60, 5))
+    report = triage_files(tmp_path, {"vllm.log": batch + _one_at_a_time(10, 7)[len(_v0_row(10, 0, 1, 812.4)):]})
+    f = by_rule(report)["tail.stats-lone-decode"]
+    assert (f.category, f.severity) == ("generation-tail", "warning")
