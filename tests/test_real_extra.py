@@ -52,11 +52,15 @@ KNOWN_MISSES = {
         "vLLM's 'please provide at least one prompt' and the engine core's death are all the log holds; that lm-eval "
         "truncated every prompt to max_model_len - max_gen_toks <= 0 is only in the reporter's analysis, and an empty "
         "prompt list also comes from empty data: reported as other.engine-crash",
+    "1212-monkeyocr-lmdeploy-pytorch-l20-vgpu-hijack-cuda-oom-cache-max-entry-count":
+        "a vGPU limiter's refusal (hijack_call.c CUDA_ERROR_OUT_OF_MEMORY) and a segfault are all the lines hold: it is "
+        "read as an out-of-memory, but nothing printed says the process was LMDeploy's engine (that is in the thread's "
+        "prose), so the side stays unknown and the OOM goes to the trainer, as for any unplaced OOM",
 }
 
 
 def test_the_extra_corpus_is_there() -> None:
-    assert len(CASES) == 529
+    assert len(CASES) == 543
 
 
 @pytest.mark.parametrize("case", CASES)

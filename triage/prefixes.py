@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import json
 
-RAY_ACTOR = r"\((?P<actor>[A-Za-z_][\w.:-]*)(?: pid=(?P<pid>\d+))?(?:, ip=(?P<ip>[0-9a-fA-F.:]+))?\)"
+# A Ray actor `(Name pid=N, ip=A)`, and vLLM V1's worker processes, which put their rank before the pid
+# (`(VllmWorker rank=0 pid=233)`, vllm/v1/executor/multiproc_executor.py 0.8 -> 0.9).
+RAY_ACTOR = r"\((?P<actor>[A-Za-z_][\w.:-]*)(?: rank=\d+)?(?: pid=(?P<pid>\d+))?(?:, ip=(?P<ip>[0-9a-fA-F.:]+))?\)"
 
 # Prefixes that launchers, container runtimes and loggers put in front of a message; removed (repeatedly) so
 # rules, traceback detection and templates see the message itself. Evidence keeps the full line.

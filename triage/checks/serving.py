@@ -144,12 +144,22 @@ def _straggled(es: EngineStats, e: Episode, max_running: float) -> bool:
     long request at a time) held no batch back."""
     first = e._first.lineno
     if e._last.lineno >= es.last_lineno():
-        return True
+        # the log ends inside it (still decoding, or cut off): a batch's tail, unless the engine never ran a batch
+        # at all, one or two requests at a time through several episodes (an eval or chat client): its log stopped
+        # in the middle of one more long answer, and nothing waited on it
+        return es.lone_episodes.count <= 1 or _ever_batched(es, max_running)
     i = bisect_left(es.lineno, first)
     before = es.lineno[i - 1] if i else 0
     if es.folded_ends and es.folded_ends[0][0] < first and es.folded_ends[-1][0] > before:
         return True  # rows just before it were folded away (never lone ones): what ran then is not known
     return any(es.running[j] > max_running or es.queue[j] > 0 for j in range(max(0, i - DRAIN_ROWS), i))
+
+
+def _ever_batched(es: EngineStats, max_running: float) -> bool:
+    """Whether the engine's rows ever ran more than `max_running` requests or queued any (rows folded away by the
+    prefilter count as unknown, so as batched)."""
+    return (max(es.running, default=0.0) > max_running or (es.peak_queue() or 0.0) > 0
+            or bool(es.folded_ends))
 
 
 def pressure_seen(run: Run, file: str | None = None) -> tuple[float, int, int]:

@@ -15,7 +15,9 @@ phases, each with its duration when the line gives one:
                   `... end. elapsed=X s` (2024-12 -> now; log-formats.md A.c) and their `begin` lines; vLLM
                   `Graph capturing finished in X secs[, took Y GiB]` (V0 `model_runner.py`, V1 `gpu_model_runner.py`).
 - `engine_init`   vLLM `init engine (profile, create kv cache, warmup model) took X seconds` (V0 `llm_engine.py`,
-                  V1 `core.py`): the whole engine init after the weights.
+                  V1 `core.py`): the whole engine init after the weights. Other engines' own total, `init done in
+                  X s` / `initialization finished in X s` / `startup completed in X s` (colibri's Kimi K3 engine,
+                  `[K3] init done in 2540.5s | 93 layers | ...`, JustVugg/colibri#853): the whole start, load included.
 - `profile`       vLLM `Memory profiling takes X seconds` (V0 `worker.py`, V1 `gpu_worker.py`), `Initial
                   profiling/warmup run took X s` (V1 `monitor.py`, 2026).
 - `ready`         SGLang `The server is fired up and ready to roll!`; vLLM `Starting vLLM API server` (V1 to
@@ -27,7 +29,8 @@ phases, each with its duration when the line gives one:
                   TRL async GRPO `Still waiting for vLLM server`, kubelet `Readiness probe failed: ...`, Ray Serve
                   `Deployment 'X' ... has N replicas that have taken more than 30s to initialize|be scheduled`;
                   the engines' own front ends waiting for their workers, every 10 s: vLLM V1's API server `Waiting
-                  for 1 local, 0 remote core engine proc(s) to start.` (`v1/engine/utils.py`, DEBUG, 0.8 -> 0.25),
+                  for 1 local, 0 remote core engine proc(s) to start.` (`v1/engine/utils.py`, DEBUG, 0.8 -> 0.25;
+                  0.8.x's `core_client.py` words it `Waiting for 1 core engine proc(s) to start: {0}`, vllm#18260),
                   TGI's launcher `Waiting for shard 0 to be ready...` (0.x) / `Waiting for shard to be ready...
                   rank=N` (1.x-3.x, also as the `message` of its JSON output); tt-inference-server's prompt
                   client `Service not ready after 1181.1s, waiting 10.0s before polling (timeout: 1200.0s)`;
@@ -95,11 +98,15 @@ WAIT = re.compile(r"health check is pending|Please wait for \w+ server to become
                   r"|replicas? that (?:have|has) taken more than \d+ ?s to (?:initialize|be scheduled)"
                   r"|[Ww]aiting for (?:the )?(?:\w+ )?server to (?:be ready|start|become ready|come up|be available)"
                   r"|Waiting for \d+ local, \d+ remote core engine proc\(s\) to start"
+                  r"|Waiting for \d+ core engine proc\(s\) to start"
                   r"|Waiting for shard(?: \d+)? to be ready"
                   r"|(?:[Ss]ervice|[Ss]erver) not ready after [\d.]+ ?s, waiting"
                   r"|[Ii]nference server was not reached after [\d.]+ ?s(?:econds)?\b")
 # TGI launcher: one shard up, with its start time (`Shard ready in 189.037403751s rank=0`, 1.x-3.x).
 SHARD_READY = re.compile(r"Shard ready in (?P<seconds>[\d.]+) ?s")
+# An engine's own total start time in plain words (colibri `[K3] init done in 2540.5s | ...`).
+INIT_DONE = re.compile(r"(?<![\w.])(?:[Ii]nit(?:iali[sz]ation)?|[Ss]tart-?up) (?:is )?(?:done|finished|complete[d]?) in "
+                       r"(?P<seconds>\d+(?:\.\d+)?) ?(?:s\b|secs?\b|seconds?\b)")
 TIMEOUT = re.compile(
     r"(?i)(?:server|engine|worker)s? (?:is )?not (?:ready|healthy) (?:with)?in (?P<deadline>[\d.]+) ?s"
     r"|(?:server|engine|worker|vLLM|SGLang|model)s? (?:is |was )?(?:still )?not (?:ready|healthy|up) after "
@@ -132,7 +139,12 @@ ANCHORS = ("Load weight end", "Load weight begin", "graph end", "graph begin", "
            "servers timeout", "server timeout", "graph bs [",
            "not ready after", "not healthy after", "not up after", "was not reached after",
            "taken more than", "core engine proc", "Waiting for shard", "Shard ready in",
-           "Processed prompts: ", "shared memory broadcast block")
+           "Processed prompts: ", "shared memory broadcast block",
+           "nit done in", "nit finished in", "nit completed in", "nitialization done in", "nitialization finished in",
+           "nitialization complete in", "nitialization completed in", "nitialisation done in",
+           "nitialisation finished in", "nitialisation completed in", "tartup done in", "tartup finished in",
+           "tartup completed in", "tartup complete in", "tart-up done in", "tart-up finished in",
+           "tart-up completed in")
 
 # Wall-clock prefixes: SGLang `[2025-09-05 20:48:29`, Python logging `2025-03-18 10:24:40,134`, vLLM `INFO 06-02 11:03:11`.
 TS = re.compile(r"(?:\d{4}-)?(?P<mo>\d\d)-(?P<d>\d\d)[ T](?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d)")
@@ -197,6 +209,10 @@ def _parse(line: Line, msg: str) -> Event | None:
         m = SHARD_READY.search(msg)
         if m:
             return _event(line, "engine_init", "tgi", "shard", float(m["seconds"]))
+    if " in " in msg and ("nit" in msg or "tart" in msg):
+        m = INIT_DONE.search(msg)
+        if m:
+            return _event(line, "engine_init", "engine", "init", float(m["seconds"]))
     if "DeepGEMM JIT Pre-Compile" in msg and DEEPGEMM.search(msg):
         return _event(line, "compile", "sglang", "deepgemm", None, mark="begin")
     m = TIMEOUT.search(msg)

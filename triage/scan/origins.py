@@ -170,13 +170,20 @@ class SideFinder:
 
     def __init__(self, markers: Mapping[str, Any], actors: dict[str, str]):
         self.markers = markers
-        self.actors = actors
+        # `Name*` in sides.yaml names a family of processes (vLLM's `EngineCore_DP3`, `Worker_TP1_EP1`)
+        self.actors = {a: s for a, s in actors.items() if not a.endswith("*")}
+        self.actor_prefixes = tuple((a[:-1], s) for a, s in actors.items() if a.endswith("*"))
         # a traceback window is re-read for every hit, and a storm's messages differ in their numbers only
         self.of_text = KeyMemo(self._of_text, [rx.pattern for rx in markers.values()])
         self.callee = KeyMemo(callee_of, [CALL_ERROR.pattern, VERIFIER_URL.pattern, ENGINE_URL.pattern])
 
     def of_actor(self, actor: str) -> str:
-        return self.actors.get(actor, "")
+        side = self.actors.get(actor)
+        if side is None:
+            side = next((s for prefix, s in self.actor_prefixes if actor.startswith(prefix)), "")
+            if len(self.actors) < 4096:  # remember the answer; a log names few actors
+                self.actors[actor] = side
+        return side
 
     def _of_text(self, text: str) -> str:
         return next((side for side, rx in self.markers.items() if rx.search(text)), "")

@@ -33,10 +33,12 @@ from triage.scan.series import JoinedRecords, RunSeries
 from triage.template import FAMILY_TEXT
 
 # Error-like text: candidates for the unclassified report and context for tracebacks (a frame's `File \"` as a
-# JSON log record escapes it: Docker's json-file log, prefixes.json_message).
+# JSON log record escapes it: Docker's json-file log, prefixes.json_message). IPython / Jupyter print a frame as
+# `File /path/pkg/mod.py:402, in Class.method(self, ...)` (IPython 8, a notebook's traceback pasted from Colab or
+# Databricks): kept as context so the side lookup reads its path (vllm issue 8073's vllm/spec_decode frames).
 ERROR_ANCHORS = ("Error", "Exception", "Traceback", "FATAL", "Fatal", "Killed", "exit code", "ERROR", "failed",
                  "Failed", "Errno", "Segmentation", "File \"", "File \\\"", "CRITICAL", "Aborted", "ray::", "exit status",
-                 "exitcode")
+                 "exitcode", "File /")
 ERRORISH = re.compile(
     r"^(?:[a-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Failure|Fault|Timeout)\b(?:\([^)]*\))?:|(?:^|[\s\[(|])(?:ERROR|FATAL|Fatal|CRITICAL)\b"
     r"|\bKilled\b|exit(?:ed with)? (?:code|status) -?[1-9]|\bexitcode\s*:\s*-?[1-9]|Segmentation fault|\bfailed\b"
