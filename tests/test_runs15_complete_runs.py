@@ -1,0 +1,110 @@
+"""Complete public run logs (real-extra 1260-1267): what a whole run's log shows, read as a whole.
+
+Two mechanisms are tested on their own inputs besides the cases: a health probe answering 503 before the engine is
+ready is not a failed request (other.engine-http-error-responses), and the run-health summary reads a metric under
+the name with the most records, not a one-row run summary that hides the console's non-finite records."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from conftest import FIXTURES, triage_dir
+from domain import SIX
+
+from triage.library.rules import Rule, load_library
+from triage.model import SEVERITY_RANK
+from triage.report.gate import scan_exit
+
+EXTRA = FIXTURES / "real-extra"
+
+
+def _case(number: str) -> Path:
+    (found,) = [p for p in EXTRA.iterdir() if p.name.startswith(f"{number}-")]
+    return found / "input"
+
+
+def _rule(rule_id: str) -> Rule:
+    rule = load_library().rule(rule_id)
+    assert rule is not None
+    return rule
+
+
+def test_unsloth_grpo_every_step_nan_grad_norm_is_the_finding_and_the_summary_says_so() -> None:
+    report = triage_dir(_case("1260"))
+    top = report.findings[0]
+    assert (top.rule, top.category, top.severity) == ("health.grads-non-finite", "other", "error")
+    assert [(e.file, e.line) for e in top.evidence] == [("train_grpo.log", 163), ("train_grpo.log", 412)]
+    assert (top.numbers["metric"], top.numbers["non_finite"], top.numbers["records"]) == ("grad_norm", 20, 47)
+    assert scan_exit(report.findings, "error", complete=report.coverage_complete) == 1
+    (summary,) = [f for f in report.findings if f.rule == "health.summary"]
+    # the wandb summary's single `train/grad_norm` row (0.21, finite) must not stand for the console's 47 records
+    assert summary.numbers["grad_norm_metric"] == "grad_norm"
+    assert summary.numbers["grad_norm_non_finite"] == 20
+    assert "grad_norm 20 non-finite" in summary.numbers["arithmetic"]
+
+
+def test_run_summary_prefers_the_metric_name_with_most_records(tmp_path: Path) -> None:
+    rows = [f"{{'loss': 0.0, 'grad_norm': {'nan' if i < 3 else 0.5}, 'learning_rate': 1e-06, 'epoch': 0.{i}}}"
+            for i in range(6)]
+    (tmp_path / "train.log").write_text("\n".join(rows + ["wandb:           train/grad_norm 0.5"]) + "\n")
+    (summary,) = [f for f in triage_dir(tmp_path).findings if f.rule == "health.summary"]
+    assert summary.numbers["grad_norm_metric"] == "grad_norm"
+    assert summary.numbers["grad_norm_non_finite"] == 3
+
+
+def test_sglang_nvfp4_start_abandoned_in_capture_is_cold_start() -> None:
+    report = triage_dir(_case("1262"))
+    top = report.findings[0]
+    assert (top.rule, top.category) == ("cold.startup-abandoned", "cold-start")
+    assert top.evidence[0].file == "sglang-versuch2.log" and top.evidence[0].line == 43
+    assert "Load weight end" in top.evidence[0].text
+    assert top.numbers["seconds"] == pytest.approx(548.9)
+    assert "compile.cache" in {k.name for k in top.knobs}
+
+
+def test_health_probe_503_before_ready_is_no_http_error_in_a_passed_nightly_test() -> None:
+    report = triage_dir(_case("1265"))
+    assert not [f for f in report.findings if f.rule == "other.engine-http-error-responses"]
+    assert all(SEVERITY_RANK[f.severity] > SEVERITY_RANK["warning"] for f in report.findings)
+    assert not [f for f in report.findings if f.category in SIX and SEVERITY_RANK[f.severity] <= 1]
+    assert scan_exit(report.findings, "error", complete=report.coverage_complete) == 0
+
+
+@pytest.mark.parametrize("line", [
+    '........[2026-01-17 10:01:35] INFO:     172.22.3.244:34864 - "GET /health HTTP/1.1" 503 Service Unavailable',
+    '[2026-01-17 10:01:45] INFO:     172.22.3.244:58846 - "GET /health_generate HTTP/1.1" 503 Service Unavailable',
+    'INFO:     127.0.0.1:40110 - "GET /ping HTTP/1.1" 503 Service Unavailable',
+    'INFO:     127.0.0.1:40110 - "GET /health?timeout=5 HTTP/1.1" 503 Service Unavailable',
+])
+def test_health_probes_are_not_failed_requests(line: str) -> None:
+    assert _rule("other.engine-http-error-responses").search(line) is None
+
+
+@pytest.mark.parametrize(("line", "path", "status"), [
+    ('INFO:     10.0.0.1:45400 - "POST /generate HTTP/1.1" 503 Service Unavailable', "/generate", "503"),
+    ('INFO:     10.0.0.1:45400 - "POST /v1/chat/completions HTTP/1.1" 500 Internal Server Error',
+     "/v1/chat/completions", "500"),
+    ('INFO:     10.0.0.5:41022 - "GET /healthz_report HTTP/1.1" 500 Internal Server Error', "/healthz_report", "500"),
+])
+def test_rollout_requests_answered_with_errors_still_count(line: str, path: str, status: str) -> None:
+    m = _rule("other.engine-http-error-responses").search(line)
+    assert m is not None and (m.group("path"), m.group("status")) == (path, status)
+
+
+def test_verl_opd_run_waits_on_its_longest_generation() -> None:
+    report = triage_dir(_case("1267"))
+    top = report.findings[0]
+    assert (top.rule, top.category, top.severity) == ("gen.slowest-sample-tail", "generation-tail", "warning")
+    assert (top.evidence[0].file, top.evidence[0].line) == ("output.log", 208)
+    assert top.evidence[0].text.startswith("step:1 - global_seqlen/min:")
+    assert top.count == 26
+    assert "inference.max_response_length" in {k.name for k in top.knobs}
+    assert scan_exit(report.findings, "error", complete=report.coverage_complete) == 0
+
+
+@pytest.mark.parametrize("number", ["1261", "1263", "1264", "1266"])
+def test_healthy_complete_runs_raise_nothing(number: str) -> None:
+    report = triage_dir(_case(number))
+    assert not [f for f in report.findings if SEVERITY_RANK[f.severity] <= SEVERITY_RANK["warning"]]
+    assert scan_exit(report.findings, "error", complete=report.coverage_complete) == 0
