@@ -108,3 +108,29 @@ def test_healthy_complete_runs_raise_nothing(number: str) -> None:
     report = triage_dir(_case(number))
     assert not [f for f in report.findings if SEVERITY_RANK[f.severity] <= SEVERITY_RANK["warning"]]
     assert scan_exit(report.findings, "error", complete=report.coverage_complete) == 0
+
+
+def test_vllm_v1_engine_start_failure_names_the_engine_core_exception_not_the_wrapper() -> None:
+    report = triage_dir(_case("1268"))
+    top = report.findings[0]
+    assert (top.rule, top.category, top.severity) == ("other.fatal-exit", "other", "error")
+    assert (top.numbers["exception"], top.numbers["message"]) == ("TypeError", "type 'array.array' is not subscriptable")
+    assert ("vllm_serve.log", 208) in [(e.file, e.line) for e in top.evidence]
+    assert not any("See root cause above" in e.text for e in top.evidence)
+    assert scan_exit(report.findings, "error", complete=report.coverage_complete) == 1
+
+
+def test_see_root_cause_above_points_to_the_earlier_exception(tmp_path: Path) -> None:
+    (tmp_path / "serve.log").write_text("\n".join([
+        "(EngineCore_DP0 pid=3709) Traceback (most recent call last):",
+        '(EngineCore_DP0 pid=3709)   File "/usr/lib/python3.12/site-packages/vllm/v1/engine/core.py", line 691, in run',
+        "(EngineCore_DP0 pid=3709)     raise ValueError(msg)",
+        "(EngineCore_DP0 pid=3709) ValueError: unsupported quantization method 'fp5'",
+        "(APIServer pid=3653) Traceback (most recent call last):",
+        '(APIServer pid=3653)   File "/usr/lib/python3.12/site-packages/vllm/v1/engine/utils.py", line 782, in wait',
+        '(APIServer pid=3653)     raise RuntimeError("Engine core initialization failed. "',
+        "(APIServer pid=3653) RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}",
+    ]) + "\n")
+    (fatal,) = [f for f in triage_dir(tmp_path).findings if f.rule == "other.fatal-exit"]
+    assert fatal.numbers["exception"] == "ValueError"
+    assert any(e.line == 4 for e in fatal.evidence)
