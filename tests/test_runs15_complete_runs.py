@@ -134,3 +134,38 @@ def test_see_root_cause_above_points_to_the_earlier_exception(tmp_path: Path) ->
     (fatal,) = [f for f in triage_dir(tmp_path).findings if f.rule == "other.fatal-exit"]
     assert fatal.numbers["exception"] == "ValueError"
     assert any(e.line == 4 for e in fatal.evidence)
+
+
+def test_verl_responses_shrinking_to_nine_tokens_while_the_score_falls_is_a_collapse() -> None:
+    report = triage_dir(_case("1270"))
+    top = report.findings[0]
+    assert (top.rule, top.category, top.severity) == ("health.response-collapse", "other", "warning")
+    assert [(e.file, e.line) for e in top.evidence] == [("output.log", 293), ("output.log", 297)]
+    assert top.evidence[-1].text.startswith("step:59 - global_seqlen/min:")
+    assert top.numbers["length_early"] == pytest.approx(970.01, abs=0.01)
+    assert top.numbers["length_late"] == pytest.approx(9.818, abs=0.001)
+    assert top.numbers["reward_late"] < top.numbers["reward_early"] < -0.5
+    assert not top.knobs
+    assert scan_exit(report.findings, "error", complete=report.coverage_complete) == 0
+
+
+def _verl_steps(tmp_path: Path, rows: list[tuple[float, float]]) -> list[str]:
+    lines = [f"step:{i} - critic/score/mean:{score} - response_length/mean:{length} - actor/entropy:0.3"
+             for i, (score, length) in enumerate(rows, 1)]
+    (tmp_path / "output.log").write_text("\n".join(lines) + "\n")
+    return [f.rule for f in triage_dir(tmp_path).findings]
+
+
+def test_short_answers_that_score_better_are_no_collapse(tmp_path: Path) -> None:
+    rows = [(0.2, 950.0)] * 6 + [(0.7, 30.0)] * 6
+    assert "health.response-collapse" not in _verl_steps(tmp_path, rows)
+
+
+def test_responses_shrinking_by_half_are_no_collapse(tmp_path: Path) -> None:
+    rows = [(-0.5, 950.0)] * 6 + [(-0.6, 480.0)] * 6
+    assert "health.response-collapse" not in _verl_steps(tmp_path, rows)
+
+
+def test_responses_at_nine_tokens_with_a_falling_score_are_a_collapse(tmp_path: Path) -> None:
+    rows = [(-0.5, 950.0)] * 6 + [(-0.9, 9.0), (-0.85, 9.5), (-0.95, 8.8), (-0.9, 9.1), (-0.88, 9.4), (-0.91, 9.2)]
+    assert "health.response-collapse" in _verl_steps(tmp_path, rows)
