@@ -169,3 +169,12 @@ def test_responses_shrinking_by_half_are_no_collapse(tmp_path: Path) -> None:
 def test_responses_at_nine_tokens_with_a_falling_score_are_a_collapse(tmp_path: Path) -> None:
     rows = [(-0.5, 950.0)] * 6 + [(-0.9, 9.0), (-0.85, 9.5), (-0.95, 8.8), (-0.9, 9.1), (-0.88, 9.4), (-0.91, 9.2)]
     assert "health.response-collapse" in _verl_steps(tmp_path, rows)
+
+
+def test_verl_run_whose_responses_grow_into_the_cap_is_a_generation_tail_not_a_collapse() -> None:
+    report = triage_dir(_case("1271"))
+    top = report.findings[0]
+    assert (top.rule, top.category) == ("gen.cap-hit-rate", "generation-tail")
+    assert top.evidence[0].file == "output.log" and top.evidence[0].text.startswith("step:157 - ")
+    assert "inference.max_response_length" in {k.name for k in top.knobs}
+    assert not [f for f in report.findings if f.rule in ("health.response-collapse", "health.policy-collapse")]
