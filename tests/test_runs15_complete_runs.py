@@ -178,3 +178,25 @@ def test_verl_run_whose_responses_grow_into_the_cap_is_a_generation_tail_not_a_c
     assert top.evidence[0].file == "output.log" and top.evidence[0].text.startswith("step:157 - ")
     assert "inference.max_response_length" in {k.name for k in top.knobs}
     assert not [f for f in report.findings if f.rule in ("health.response-collapse", "health.policy-collapse")]
+
+
+def test_a_static_pool_risk_of_a_server_that_was_ready_and_never_served_is_information() -> None:
+    report = triage_dir(_case("1272"))
+    (pool,) = [f for f in report.findings if f.rule == "config.pool-fits-few-sequences"]
+    assert pool.severity == "info"
+    assert "no request was seen in the pool" in pool.numbers["not_materialised"]
+    assert (pool.numbers["pool_tokens"], pool.numbers["sequence_budget"], pool.numbers["full_sequences"],
+            pool.numbers["admitted"]) == (833344, 65536, 12, 64)
+    assert not [f for f in report.findings if f.category in SIX and SEVERITY_RANK[f.severity] <= 1]
+    assert scan_exit(report.findings, "error", complete=report.coverage_complete) == 0
+
+
+def test_the_same_pool_risk_stays_a_warning_when_the_engine_served(tmp_path: Path) -> None:
+    lines = (_case("1272") / "Qwen3VL_vllm-server.out").read_text().splitlines()
+    end = next(i for i, ln in enumerate(lines) if "Application startup complete" in ln)
+    stats = ("(APIServer pid=1939745) INFO 01-07 02:40:17 [loggers.py:236] Engine 000: Avg prompt throughput: 900.0 "
+             "tokens/s, Avg generation throughput: 45.0 tokens/s, Running: 60 reqs, Waiting: 12 reqs, GPU KV cache "
+             "usage: 99.1%, Prefix cache hit rate: 0.0%")
+    (tmp_path / "server.out").write_text("\n".join(lines[:end + 1] + [stats] * 6) + "\n")
+    (pool,) = [f for f in triage_dir(tmp_path).findings if f.rule == "config.pool-fits-few-sequences"]
+    assert pool.severity == "warning"
