@@ -184,7 +184,7 @@ def test_a_static_pool_risk_of_a_server_that_was_ready_and_never_served_is_infor
     report = triage_dir(_case("1272"))
     (pool,) = [f for f in report.findings if f.rule == "config.pool-fits-few-sequences"]
     assert pool.severity == "info"
-    assert "no request was seen in the pool" in pool.numbers["not_materialised"]
+    assert "and was stopped: no request was seen in the pool" in pool.numbers["not_materialised"]
     assert (pool.numbers["pool_tokens"], pool.numbers["sequence_budget"], pool.numbers["full_sequences"],
             pool.numbers["admitted"]) == (833344, 65536, 12, 64)
     assert not [f for f in report.findings if f.category in SIX and SEVERITY_RANK[f.severity] <= 1]
@@ -198,5 +198,12 @@ def test_the_same_pool_risk_stays_a_warning_when_the_engine_served(tmp_path: Pat
              "tokens/s, Avg generation throughput: 45.0 tokens/s, Running: 60 reqs, Waiting: 12 reqs, GPU KV cache "
              "usage: 99.1%, Prefix cache hit rate: 0.0%")
     (tmp_path / "server.out").write_text("\n".join(lines[:end + 1] + [stats] * 6) + "\n")
+    (pool,) = [f for f in triage_dir(tmp_path).findings if f.rule == "config.pool-fits-few-sequences"]
+    assert pool.severity == "warning"
+
+
+def test_a_log_that_just_ends_after_ready_keeps_the_pool_risk_a_warning(tmp_path: Path) -> None:
+    lines = (_case("1272") / "Qwen3VL_vllm-server.out").read_text().splitlines()
+    (tmp_path / "server.out").write_text("\n".join(ln for ln in lines if "CANCELLED" not in ln) + "\n")
     (pool,) = [f for f in triage_dir(tmp_path).findings if f.rule == "config.pool-fits-few-sequences"]
     assert pool.severity == "warning"
