@@ -207,3 +207,18 @@ def test_a_log_that_just_ends_after_ready_keeps_the_pool_risk_a_warning(tmp_path
     (tmp_path / "server.out").write_text("\n".join(ln for ln in lines if "CANCELLED" not in ln) + "\n")
     (pool,) = [f for f in triage_dir(tmp_path).findings if f.rule == "config.pool-fits-few-sequences"]
     assert pool.severity == "warning"
+
+
+def test_vllm_launcher_whose_second_start_found_its_port_taken() -> None:
+    report = triage_dir(_case("1273"))
+    top = report.findings[0]
+    assert (top.rule, top.category, top.severity) == ("other.port-in-use", "other", "error")
+    assert (top.evidence[0].file, top.evidence[0].line) == ("vllm_server.log", 178)
+    assert top.evidence[0].text == "OSError: [Errno 98] Address already in use"
+    assert scan_exit(report.findings, "error", complete=report.coverage_complete) == 1
+
+
+def test_trl_weight_sync_server_with_1690_updates_is_healthy() -> None:
+    report = triage_dir(_case("1274"))
+    assert all(SEVERITY_RANK[f.severity] > SEVERITY_RANK["warning"] for f in report.findings)
+    assert scan_exit(report.findings, "error", complete=report.coverage_complete) == 0
