@@ -222,3 +222,24 @@ def test_trl_weight_sync_server_with_1690_updates_is_healthy() -> None:
     report = triage_dir(_case("1274"))
     assert all(SEVERITY_RANK[f.severity] > SEVERITY_RANK["warning"] for f in report.findings)
     assert scan_exit(report.findings, "error", complete=report.coverage_complete) == 0
+
+
+def test_the_first_launch_s_rejected_flags_are_named_below_the_relaunch_s_port_error() -> None:
+    findings = triage_dir(_case("1273")).findings
+    assert [f.rule for f in findings[:2]] == ["other.port-in-use", "other.cli-argument-error"]
+    cli = findings[1]
+    assert (cli.severity, cli.evidence[0].file, cli.evidence[0].line) == ("error", "vllm_server.log", 144)
+    assert cli.numbers["what"] == ("unrecognized arguments: --attention-backend FLASHINFER --enable-metrics "
+                                   "--metrics-port 8001")
+
+
+def test_a_launch_that_only_failed_argument_parsing_names_the_flag(tmp_path: Path) -> None:
+    (tmp_path / "serve.log").write_text("\n".join([
+        "INFO 02-12 18:37:28 __init__.py:190] Automatically detected platform cuda.",
+        "usage: vllm serve [-h] [--config CONFIG] [--host HOST] [--port PORT] model_tag",
+        "vllm serve: error: the following arguments are required: model_tag",
+    ]) + "\n")
+    top = triage_dir(tmp_path).findings[0]
+    assert (top.rule, top.category, top.severity) == ("other.cli-argument-error", "other", "error")
+    assert top.numbers["what"] == "the following arguments are required: model_tag"
+    assert top.evidence[0].line == 3
