@@ -107,6 +107,7 @@ _register("pool_is_input_limit", cc.pool_is_input_limit)
 _register("rewards_all_zero", ts.rewards_all_zero, min_steps=whole(3))
 _register("policy_collapse", ts.policy_collapse, min_steps=whole(5), ratio=number(0.25), min_collapsed=whole(1),
           entropy_floor=number(0.01))
+_register("response_collapse", ts.response_collapse, min_steps=whole(5), ratio=number(0.05), max_tokens=number(64))
 _register("no_eos", ts.no_eos, min_steps=whole(2))
 _register("mean_length_at_cap", ts.mean_length_at_cap, min_share=number(0.95), min_steps=whole(2))
 _register("step_time_trend", ts.step_time_trend, growth=number(5.0), stall=number(8.0), min_seconds=number(60.0),

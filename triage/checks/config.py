@@ -12,7 +12,7 @@ from typing import Any
 
 from triage.checks.base import CheckResult, Run
 from triage.checks.serving import pressure_brief, pressure_seen
-from triage.checks.startup import engines
+from triage.checks.startup import engines, served_files
 from triage.effective_config import RESOLVED, Config, Setting
 from triage.model import Line
 
@@ -291,7 +291,28 @@ def _quiet(params: dict[str, Any], run: Run, *settings: Setting | None) -> str:
                 f"(peak usage {peak:.2f}), briefly, with no retraction")
     if peak < 0 and not retracted and _stopped_starting(run, files):
         return "the engine's log stops inside its startup, before it was ready, so no request reached the pool"
+    if peak < 0 and not rows and not retracted and _ready_unused(run, files):
+        return ("the engine was ready, logged no stats row and no generation, and was stopped: no request was seen "
+                "in the pool")
     return ""
+
+
+def _ready_unused(run: Run, files: set[str]) -> bool:
+    """Every engine that allocated the pool said it was ready, none of them then logged a stats row or an offline
+    generation (what `served_files` counts as serving), and its file records the stop (a signal, a scheduler's
+    cancellation: an orderly-shutdown marker after the ready line): the server's whole life is in view, started and
+    left idle until it was stopped (real-extra 1272: vLLM 0.12, ready, no request in eight hours, then Slurm's time
+    limit). Its pool never held a request, so a static pool risk is information. A log that merely ends after the
+    ready line says nothing about what came next."""
+    mine = [e for e in engines(run) if not files or e.file in files]
+    if not mine or not all(e.ready for e in mine):
+        return False
+    stops = [ev.line for ev in run.events if ev.kind == "shutdown"]
+    if not all(any(ln.file == e.file and ln.lineno > e.ready[0].line.lineno for ln in stops) for e in mine):
+        return False
+    served = served_files(run)
+    return not any(e.file in served for e in mine) and not any(
+        es.origin.startswith(e.file) for es in run.engines.values() for e in mine)
 
 
 def _stopped_starting(run: Run, files: set[str]) -> bool:

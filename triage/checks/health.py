@@ -205,7 +205,9 @@ def run_summary(params: dict[str, Any], run: Run) -> list[CheckResult]:
         keys = list(keys) + [k for k in run.aliases(label) if k not in keys]  # every framework's name for it
         found = [(k, s) for k in keys if (s := run.summary(k)) is not None and s.n]
         if found:
-            key, s = found[0]
+            # the name with the most records: a wandb run summary's one `train/grad_norm` row at the end must not
+            # stand for the 47 `grad_norm` records of the console, 20 of them nan (real-extra 1260)
+            key, s = max(found, key=lambda ks: ks[1].n)
             numbers[f"{label}_metric"] = key
             numbers[f"{label}_non_finite"] = s.bad
             if s.lo is not None and s.hi is not None:

@@ -147,6 +147,43 @@ def policy_collapse(params: dict[str, Any], run: Run) -> list[CheckResult]:
                         numbers={"records": min_steps, "reward": values[0], "arithmetic": arithmetic})]
 
 
+def response_collapse(params: dict[str, Any], run: Run) -> list[CheckResult]:
+    """The responses shrank to a sliver of their early length and stayed there while the reward did not improve:
+    in each of the last `min_steps` records the mean response length is at most `ratio` of its median over the
+    run's first `min_steps` records (or over all the earlier ones, whichever is larger) and at most `max_tokens`,
+    and the reward's mean over those records is no better than its early median. The policy settled on near-empty
+    answers that score no better (real-extra 1270: verl, ~950 tokens, then 9-12 tokens for 19 steps as the score
+    fell from -0.55 to -0.9; the entropy did not fall, so policy_collapse, which needs a constant reward and a
+    collapsed entropy, does not see it). A constant reward is policy_collapse's case."""
+    min_steps = int(params.get("min_steps", 5))
+    ratio = float(params.get("ratio", 0.05))
+    lengths = [p for p in run.canon("response_length") if math.isfinite(p[1])]
+    if len(lengths) < 2 * min_steps:
+        return []
+    tail, before = lengths[-min_steps:], lengths[:-min_steps]
+    early = max(median(v for _, v, _ in before), median(v for _, v, _ in lengths[:min_steps]))
+    late = max(v for _, v, _ in tail)
+    if early <= 0 or late > ratio * early or late > float(params.get("max_tokens", 64)):
+        return []
+    reward_of = {id(ev): (v, key) for ev, v, key in run.canon("reward") if math.isfinite(v)}
+    late_rewards = [reward_of[id(ev)][0] for ev, _, _ in tail if id(ev) in reward_of]
+    early_rewards = [reward_of[id(ev)][0] for ev, _, _ in before if id(ev) in reward_of]
+    if len(late_rewards) < min_steps or not early_rewards:
+        return []  # no reward beside the lengths: a shorter answer may be the better one
+    if max(late_rewards) - min(late_rewards) <= 1e-9:
+        return []  # constant: policy_collapse's
+    reward_early, reward_late = median(early_rewards), sum(late_rewards) / len(late_rewards)
+    if reward_late > reward_early:
+        return []  # the short answers score better: the policy learned to be brief
+    reward_key = next(reward_of[id(ev)][1] for ev, _, _ in tail if id(ev) in reward_of)
+    arithmetic = (f"{tail[0][2]} {early:g} -> at most {late:g} in the last {min_steps} records; "
+                  f"{reward_key} {reward_early:.4g} -> {reward_late:.4g}")
+    return [CheckResult(evidence=_ev(tail, 0, -1), count=min_steps,
+                        numbers={"records": min_steps, "length_early": early, "length_late": late,
+                                 "reward_early": reward_early, "reward_late": reward_late,
+                                 "arithmetic": arithmetic})]
+
+
 # -- the response cap -----------------------------------------------------------------------------------------
 
 def no_eos(params: dict[str, Any], run: Run) -> list[CheckResult]:

@@ -132,8 +132,12 @@ DOTTED_EXC_LINE = re.compile(
 # A final exception whose message sends the reader to a traceback printed before it: vLLM V1's EngineDeadError
 # ("EngineCore encountered an issue. See stack trace (above) for the root cause.", vllm/v1/engine/exceptions.py),
 # vLLM V0's API server ("Engine process failed to start. See stack trace for the root cause.", 0.6-0.8) and
-# transformers' lazy-import wrapper ("... because of the following error (look up to see its traceback)").
-POINTS_ABOVE = re.compile(r"See stack trace (?:\(above\) )?for the root cause|look up to see its traceback")
+# transformers' lazy-import wrapper ("... because of the following error (look up to see its traceback)") and vLLM
+# V1's API server when an engine core died while starting ("Engine core initialization failed. See root cause above.
+# Failed core proc(s): {...}", wait_for_engine_startup in vllm/v1/engine/utils.py, 0.8 to 0.27; real-extra 1268,
+# where the engine core's TypeError from a flashinfer import is the cause).
+POINTS_ABOVE = re.compile(r"See stack trace (?:\(above\) )?for the root cause|look up to see its traceback"
+                          r"|See root cause above")
 # Headers of exceptions logged by the asyncio loop, the garbage collector or a thread that dies alone: they do
 # not end the process that printed them.
 NOT_FATAL_HEAD = re.compile(
