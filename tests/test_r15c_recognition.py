@@ -152,3 +152,26 @@ def test_c10d_exit_warnings_after_a_finished_run_are_no_failure():
         report = triage_dir(EXTRA / case / "input")
         assert not [f for f in report.findings if f.category in SIX]
         assert not [f for f in report.findings if SEVERITY_RANK[f.severity] <= 1]
+
+
+def test_ray_gcs_unreachable_is_named_not_its_retry_line():
+    # verl#659 and MM-EUREKA#54 (MASTER_ADDR unset): the retry warning, then the client's timeout
+    for case, line in (("1256-verl-grpo-example-gpu-cluster-ray-gcs-connect-timeout-cluster-id", 2),
+                       ("1257-mm-eureka-qwen-7b-ray-start-empty-master-addr-gcs-address-6379", 5)):
+        f = top(triage_dir(EXTRA / case / "input"))
+        assert (f.category, f.rule, f.severity) == ("other", "other.ray-gcs-unreachable", "error")
+        assert f.numbers["what"] == "Failed to get cluster ID from GCS server"
+        assert [(e.file, e.line) for e in f.evidence][:1] == [("train.log", line)]
+
+
+def test_the_one_exception_line_a_job_printed_is_the_process_end():
+    f = top(triage_dir(EXTRA / "1249-miles-megatron-debug-rollout-only-attributeerror-parallel-state" / "input"))
+    assert (f.category, f.rule, f.severity) == ("other", "other.fatal-exit", "error")
+    assert f.numbers["exception"] == "AttributeError"
+    assert [(e.file, e.line) for e in f.evidence] == [("stage.log", 1)]
+
+
+def test_a_per_item_error_ending_a_log_full_of_handled_tracebacks_is_no_process_end():
+    # real-extra 605: the env's parse errors, logged with tracebacks and caught; the log stops after one more
+    report = triage_dir(EXTRA / "605-verl-gui-cursor-agent-loop-format-errors-two-steps" / "input")
+    assert "other.fatal-exit" not in [f.rule for f in report.findings]

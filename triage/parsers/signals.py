@@ -279,6 +279,15 @@ def chains(lines: list[Line]) -> list[Chain]:
             and (is_error_level(out[-1].head) or through_reward_code(out[-1]) and not out[-1].after_error) \
             and 0 <= last_line.lineno - last_frame <= CHAIN:
         out[-1].final, out[-1].cut = last_line, True
+    # The one exception line of a file with no traceback at all, as its last candidate line: a paste of the line a
+    # job printed when it failed (MILES' "AttributeError: 'MegatronTrainRayActor' object has no attribute
+    # 'parallel_state'", miles#751). It is the process's last exception like a traceback's final line (judge still
+    # asks that the log end soon after it, with no progress). Not where tracebacks or other exception lines came
+    # before it: a per-item error a program logs and goes on from (real-extra 605) ends such logs as often.
+    if not out and last_line is not None and not last_line.msg[:1].isspace() \
+            and (m := EXC_LINE.match(last_line.msg)) and m.group("message") \
+            and not any(ln is not last_line and EXC_LINE.match(ln.msg) for ln in lines):
+        out.append(Chain(last_line, final=last_line, finals=[last_line], before=header(last_line.lineno)))
     return [c for c in out if c.final is not None]
 
 
