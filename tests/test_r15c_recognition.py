@@ -164,13 +164,6 @@ def test_ray_gcs_unreachable_is_named_not_its_retry_line():
         assert [(e.file, e.line) for e in f.evidence][:1] == [("train.log", line)]
 
 
-def test_the_one_exception_line_a_job_printed_is_the_process_end():
-    f = top(triage_dir(EXTRA / "1249-miles-megatron-debug-rollout-only-attributeerror-parallel-state" / "input"))
-    assert (f.category, f.rule, f.severity) == ("other", "other.fatal-exit", "error")
-    assert f.numbers["exception"] == "AttributeError"
-    assert [(e.file, e.line) for e in f.evidence] == [("stage.log", 1)]
-
-
 def test_a_per_item_error_ending_a_log_full_of_handled_tracebacks_is_no_process_end():
     # real-extra 605: the env's parse errors, logged with tracebacks and caught; the log stops after one more
     report = triage_dir(EXTRA / "605-verl-gui-cursor-agent-loop-format-errors-two-steps" / "input")

@@ -136,6 +136,9 @@ DOTTED_EXC_LINE = re.compile(
 # vLLM V0's API server ("Engine process failed to start. See stack trace for the root cause.", 0.6-0.8) and
 # transformers' lazy-import wrapper ("... because of the following error (look up to see its traceback)").
 POINTS_ABOVE = re.compile(r"See stack trace (?:\(above\) )?for the root cause|look up to see its traceback")
+# An exception that only says a retry loop gave up (SGLang's utils retry(): "Exception: retry() exceed maximum number
+# of retries.", 0.5.x; tenacity's RetryError): the error it was retrying, chained above it, is the cause.
+RETRIES_WRAPPER = re.compile(r"(?i)exceed(?:ed)? (?:the )?maximum number of retries|^(?:[\w.]+\.)?RetryError\b")
 # A launcher's exception that only reports that a child process failed (torch elastic's ChildFailedError, torchrun
 # and accelerate launch, torch 1.9-2.x: "torch.distributed.elastic.multiprocessing.errors.ChildFailedError:" then the
 # Root Cause table): the child's own exception printed before it is the cause.
@@ -279,15 +282,6 @@ def chains(lines: list[Line]) -> list[Chain]:
             and (is_error_level(out[-1].head) or through_reward_code(out[-1]) and not out[-1].after_error) \
             and 0 <= last_line.lineno - last_frame <= CHAIN:
         out[-1].final, out[-1].cut = last_line, True
-    # The one exception line of a file with no traceback at all, as its last candidate line: a paste of the line a
-    # job printed when it failed (MILES' "AttributeError: 'MegatronTrainRayActor' object has no attribute
-    # 'parallel_state'", miles#751). It is the process's last exception like a traceback's final line (judge still
-    # asks that the log end soon after it, with no progress). Not where tracebacks or other exception lines came
-    # before it: a per-item error a program logs and goes on from (real-extra 605) ends such logs as often.
-    if not out and last_line is not None and not last_line.msg[:1].isspace() \
-            and (m := EXC_LINE.match(last_line.msg)) and m.group("message") \
-            and not any(ln is not last_line and EXC_LINE.match(ln.msg) for ln in lines):
-        out.append(Chain(last_line, final=last_line, finals=[last_line], before=header(last_line.lineno)))
     return [c for c in out if c.final is not None]
 
 
@@ -369,6 +363,10 @@ def judge(found: list[Chain], marks: list[Line], hits: list[Hit], unclaimed: lis
                 final = next((f for c in reversed(found) for f in reversed(c.finals) if f.lineno < final.lineno
                               and not POINTS_ABOVE.search(f.msg) and exception_name(f)[0]
                               and not exception_name(f)[0].endswith("Warning")), final)
+            elif RETRIES_WRAPPER.search(final.msg) and len(last.finals) > 1:
+                # a retry helper giving up after the error it retried ("During handling of the above exception":
+                # SGLang's test retry(), "retry() exceed maximum number of retries."): the chained error is the cause
+                final = next((f for f in reversed(last.finals[:-1]) if _fatal_line(f)), final)
             elif LAUNCHER_WRAPPER.search(final.msg):
                 # a launcher's summary that a child failed (torch elastic's ChildFailedError): the cause is the
                 # child's own last exception printed above it in the same output (often chained to it, the
