@@ -168,3 +168,12 @@ def test_a_per_item_error_ending_a_log_full_of_handled_tracebacks_is_no_process_
     # real-extra 605: the env's parse errors, logged with tracebacks and caught; the log stops after one more
     report = triage_dir(EXTRA / "605-verl-gui-cursor-agent-loop-format-errors-two-steps" / "input")
     assert "other.fatal-exit" not in [f.rule for f in report.findings]
+
+
+def test_a_child_killed_by_a_signal_keeps_the_launchers_own_cause(tmp_path):
+    # the same output, but the Root Cause table says the child was killed (-9): that table names the cause
+    exc = "ValueError: rollout_routed_experts is required in rollout_data when use_rollout_routing_replay is set."
+    log = (RANK_THEN_TORCHRUN.replace("{exc}", exc).replace("failed (exitcode: 1)", "failed (exitcode: -9)")
+           .replace("exitcode  : 1 (pid: 24024)", "exitcode  : -9 (pid: 24024)"))
+    f = top(triage_files(tmp_path, {"train.log": log}))
+    assert (f.category, f.rule) == ("other", "other.killed-sigkill")

@@ -143,6 +143,7 @@ RETRIES_WRAPPER = re.compile(r"(?i)exceed(?:ed)? (?:the )?maximum number of retr
 # and accelerate launch, torch 1.9-2.x: "torch.distributed.elastic.multiprocessing.errors.ChildFailedError:" then the
 # Root Cause table): the child's own exception printed before it is the cause.
 LAUNCHER_WRAPPER = re.compile(r"\bChildFailedError\b")
+LAUNCHER_GENERIC = frozenset({"other.job-failed"})  # the launcher's own "a child failed" rows, no cause in them
 # Headers of exceptions logged by the asyncio loop, the garbage collector or a thread that dies alone: they do
 # not end the process that printed them.
 NOT_FATAL_HEAD = re.compile(
@@ -367,11 +368,15 @@ def judge(found: list[Chain], marks: list[Line], hits: list[Hit], unclaimed: lis
                 # a retry helper giving up after the error it retried ("During handling of the above exception":
                 # SGLang's test retry(), "retry() exceed maximum number of retries."): the chained error is the cause
                 final = next((f for f in reversed(last.finals[:-1]) if _fatal_line(f)), final)
-            elif LAUNCHER_WRAPPER.search(final.msg):
-                # a launcher's summary that a child failed (torch elastic's ChildFailedError): the cause is the
-                # child's own last exception printed above it in the same output (often chained to it, the
-                # launcher's traceback starting right after), however unknown its wording
+            elif LAUNCHER_WRAPPER.search(final.msg) and not any(
+                    final.lineno < h.line.lineno <= end + TAIL and h.rule not in LAUNCHER_GENERIC
+                    and severity_of(h.rule)[0] == "error" for h in hits):
+                # a launcher's summary that a child failed (torch elastic's ChildFailedError) whose table names no
+                # cause of its own (a signal: other.killed-sigkill, a segfault): the cause is the child's own last
+                # exception printed just above it in the same output (often chained to it, the launcher's
+                # traceback starting right after), however unknown its wording
                 child = next((f for c in reversed(found) for f in reversed(c.finals) if f.lineno < final.lineno
+                              and last.head.lineno - f.lineno <= TAIL
                               and not LAUNCHER_WRAPPER.search(f.msg) and _fatal_line(f) and not progress_after(f)
                               and not (c is not last and _benign(c))), None)
                 if child is not None:
