@@ -73,10 +73,10 @@ def test_torch_elastic_and_nccl_teardown_lines_fold_under_the_watchdog_timeout()
 def test_exceptions_chained_into_the_fatal_one_are_not_unexplained() -> None:
     report = triage_dir(case("918-"))
     f = top(report)
-    assert f.rule == "other.fatal-exit"
+    assert f.rule == "other.hub-unreachable"  # named since r15c (was the generic other.fatal-exit)
     assert f.evidence[-1].line == 73
     assert f.evidence[-1].text.startswith("OSError: We couldn't connect to 'https://huggingface.co'")
-    assert [x.rule for x in report.findings] == ["other.fatal-exit"]
+    assert [x.rule for x in report.findings] == ["other.hub-unreachable"]
 
 
 def test_training_step_ooms_name_the_micro_batch_and_log_prob_knobs() -> None:

@@ -115,9 +115,11 @@ def is_warning_level(line: Line) -> bool:
 TRACEBACK = "Traceback (most recent call last)"
 FRAME = re.compile(r'^\s*File "[^"]*", line \d+')
 # A traceback's final line: `[pkg.]Name[(Inner)]: message` or a bare `[pkg.]Name` (StopIteration: a DataLoader or
-# data iterator that ran dry, printed unqualified as a builtin).
+# data iterator that ran dry, printed unqualified as a builtin); Python's base `Exception: message` too (raised bare
+# by libraries: tokenizers' "Exception: expected value at line 1 column 1").
 EXC_LINE = re.compile(
-    r"^\s{0,4}(?:[a-z_]\w*\.)*(?P<name>[A-Z]\w*(?:Error|Exception|Failure|Fault|Exit|Interrupt|Exhausted|Died|Iteration))"
+    r"^\s{0,4}(?:[a-z_]\w*\.)*(?P<name>[A-Z]\w*(?:Error|Exception|Failure|Fault|Exit|Interrupt|Exhausted|Died|Iteration)"
+    r"|Exception(?=:))"
     r"(?:\((?P<inner>[^)]*)\))?(?::\s?(?P<message>.*)|\s*)$"
 )
 # Inside a traceback (right after its frames) the final line may name a class without those endings, qualified by
@@ -138,6 +140,14 @@ DOTTED_EXC_LINE = re.compile(
 # where the engine core's TypeError from a flashinfer import is the cause).
 POINTS_ABOVE = re.compile(r"See stack trace (?:\(above\) )?for the root cause|look up to see its traceback"
                           r"|See root cause above")
+# An exception that only says a retry loop gave up (SGLang's utils retry(): "Exception: retry() exceed maximum number
+# of retries.", 0.5.x; tenacity's RetryError): the error it was retrying, chained above it, is the cause.
+RETRIES_WRAPPER = re.compile(r"(?i)exceed(?:ed)? (?:the )?maximum number of retries|^(?:[\w.]+\.)?RetryError\b")
+# A launcher's exception that only reports that a child process failed (torch elastic's ChildFailedError, torchrun
+# and accelerate launch, torch 1.9-2.x: "torch.distributed.elastic.multiprocessing.errors.ChildFailedError:" then the
+# Root Cause table): the child's own exception printed before it is the cause.
+LAUNCHER_WRAPPER = re.compile(r"\bChildFailedError\b")
+LAUNCHER_GENERIC = frozenset({"other.job-failed"})  # the launcher's own "a child failed" rows, no cause in them
 # Headers of exceptions logged by the asyncio loop, the garbage collector or a thread that dies alone: they do
 # not end the process that printed them.
 NOT_FATAL_HEAD = re.compile(
@@ -374,6 +384,23 @@ def judge(found: list[Chain], marks: list[Line], hits: list[Hit], unclaimed: lis
                 final = next((f for c in reversed(found) for f in reversed(c.finals) if f.lineno < final.lineno
                               and not POINTS_ABOVE.search(f.msg) and exception_name(f)[0]
                               and not exception_name(f)[0].endswith("Warning")), final)
+            elif RETRIES_WRAPPER.search(final.msg) and len(last.finals) > 1:
+                # a retry helper giving up after the error it retried ("During handling of the above exception":
+                # SGLang's test retry(), "retry() exceed maximum number of retries."): the chained error is the cause
+                final = next((f for f in reversed(last.finals[:-1]) if _fatal_line(f)), final)
+            elif LAUNCHER_WRAPPER.search(final.msg) and not any(
+                    final.lineno < h.line.lineno <= end + TAIL and h.rule not in LAUNCHER_GENERIC
+                    and severity_of(h.rule)[0] == "error" for h in hits):
+                # a launcher's summary that a child failed (torch elastic's ChildFailedError) whose table names no
+                # cause of its own (a signal: other.killed-sigkill, a segfault): the cause is the child's own last
+                # exception printed just above it in the same output (often chained to it, the launcher's
+                # traceback starting right after), however unknown its wording
+                child = next((f for c in reversed(found) for f in reversed(c.finals) if f.lineno < final.lineno
+                              and last.head.lineno - f.lineno <= TAIL
+                              and not LAUNCHER_WRAPPER.search(f.msg) and _fatal_line(f) and not progress_after(f)
+                              and not (c is not last and _benign(c))), None)
+                if child is not None:
+                    final, end = child, child.until or child.lineno
             ex.fatal, ex.chain = final, last
             ex.fatal_rule = next((h.rule for h in hits if h.line is final), "")
             if not ex.fatal_rule:
@@ -509,6 +536,12 @@ def _survived_before(last: Chain, found: list[Chain], progress_after: Callable[[
 
 def _benign(c: Chain) -> bool:
     return bool(NOT_FATAL_HEAD.search(c.before) or NOT_FATAL_HEAD.search(c.head.msg))
+
+
+def _fatal_line(line: Line) -> bool:
+    """Whether an exception line names an exception that can end a process (not a warning, not SystemExit(0))."""
+    name, message = exception_name(line)
+    return bool(name) and not name.endswith("Warning") and not (name == "SystemExit" and message in ("", "0", "None"))
 
 
 def _fatal_name(c: Chain) -> bool:

@@ -40,7 +40,7 @@ ERROR_ANCHORS = ("Error", "Exception", "Traceback", "FATAL", "Fatal", "Killed", 
                  "Failed", "Errno", "Segmentation", "File \"", "File \\\"", "CRITICAL", "Aborted", "ray::", "exit status",
                  "exitcode", "File /")
 ERRORISH = re.compile(
-    r"^(?:[a-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Failure|Fault|Timeout)\b(?:\([^)]*\))?:|(?:^|[\s\[(|])(?:ERROR|FATAL|Fatal|CRITICAL)\b"
+    r"^(?:[a-z_]\w*\.)*(?:[A-Z]\w*(?:Error|Exception|Failure|Fault|Timeout)|Exception)\b(?:\([^)]*\))?:|(?:^|[\s\[(|])(?:ERROR|FATAL|Fatal|CRITICAL)\b"
     r"|\bKilled\b|exit(?:ed with)? (?:code|status) -?[1-9]|\bexitcode\s*:\s*-?[1-9]|Segmentation fault|\bfailed\b"
     r"|\bFailed\b|^(?:[a-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)\s*$"
     # a program's own "Error in X: ..." / "Error computing Y: ..." (no exception class, no level)
@@ -86,7 +86,9 @@ def exception_line(msg: str) -> bool:
     return FINAL_EXC.match(msg) is not None or signals.EXC_LINE.match(msg) is not None
 
 
-FINAL_EXC = re.compile(r"^\s?(?:[a-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Failure|Fault|Exit)\b(?:\([^)]*\))?:")
+# `Name: message` where Name ends in Error/Exception/...; Python's base class itself too (`Exception: msg`, raised
+# bare by libraries: tokenizers' "Exception: expected value at line 1 column 1" for an unparsable tokenizer.json).
+FINAL_EXC = re.compile(r"^\s?(?:[a-z_]\w*\.)*(?:[A-Z]\w*(?:Error|Exception|Failure|Fault|Exit)|Exception)\b(?:\([^)]*\))?:")
 FRAME = re.compile(r'^\s*File "[^"]*", line \d+')
 SIZE = re.compile(r"^(-?[\d.]+)\s*(bytes|B|KiB|MiB|GiB|TiB|KB|MB|GB|TB)$")
 UNIT_GIB = {"bytes": 1 / 2**30, "B": 1 / 2**30, "KiB": 1 / 2**20, "MiB": 1 / 2**10, "GiB": 1.0, "TiB": 1024.0,
