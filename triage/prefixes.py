@@ -32,7 +32,8 @@ LINE_PREFIX = (
     # ISO timestamp (GitHub Actions, CRI, tracing): one blank, more only before a level word, so the indentation
     # of the line behind the stamp (a traceback frame, a stack dump) stays with the message
     r"|\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?\s(?:\s+(?=[A-Z]{4,8}\b))?"
-    r"|(?:INFO|WARNING|ERROR|DEBUG|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? \[?[\w.]+:\d+\] "  # vLLM logger
+    # vLLM logger; a line with nothing after it (a logged traceback's blank line) ends at the bracket
+    r"|(?:INFO|WARNING|ERROR|DEBUG|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? \[?[\w.]+:\d+\](?: |$)"
     r"|(?:INFO|WARNING|ERROR|DEBUG|CRITICAL):(?:[\w.]+:|\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+:)\s?"  # logging basic
     r"|-\s(?:[\w.-]+\s-\s)?(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL)\s-\s"  # logging `- name - LEVEL - `
     r"|\|\s*(?:TRACE|DEBUG|INFO|SUCCESS|WARNING|ERROR|CRITICAL)\s*\|\s*[^\s|]+ - "  # loguru `| ERROR    | m:f:1 - `
@@ -43,7 +44,13 @@ LINE_PREFIX = (
     r"|\[\d\d/\d\d/\d\d \d\d:\d\d:\d\d\] (?:DEBUG {4}|INFO {5}|WARNING {2}|ERROR {4}|CRITICAL )"  # rich's handler
     r"|(?:stdout|stderr) [FP] "  # CRI (containerd, CRI-O) file: `<time> stderr F `
     # syslog and journalctl `May 01 10:00:00 host prog[pid]: ` (`kernel: `); moreutils' ts alone `May 01 10:00:00 `
-    r"|[A-Za-z]{3} [ \d]\d \d\d:\d\d:\d\d (?:[\w.-]+ (?:[\w./@-]+\[\d+\]|kernel): )?"
+    r"|[A-Za-z]{3} [ \d]\d \d\d:\d\d:\d\d(?:\.\d+)? (?:[\w.-]+ (?:[\w./@-]+\[\d+\]|kernel): )?"
+    # after such a stamp, a logger's bracketed level padded to eight and its file:line padded to a column (parallax,
+    # GradientHQ/parallax issue 210: `Nov 10 09:03:46.891 [ERROR   ] launch.py:175             CUDA out of memory`)
+    r"|\[(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) *\] [\w.-]+\.py:\d+ +"
+    # a terminal log viewer's frame around each line (k9s, lazydocker...: `│ ERROR 09-27 06:46:46 engine.py:157] ...`,
+    # vllm issue 6976); the closing `│` and its padding go with the trailing blanks (origins.split_ray)
+    r"|│ "
     r"|\[[\w.-]+:\d+\]:"  # a launcher's host and local rank: `[gpu187:1]:`
     # glog and what copies its format (gRPC, abseil, torch elastic >= 2.4's Python logging): level, month and day
     # (glog >= 0.7: year too; abseil before its clock is set: `0000 00:00:<epoch seconds>`), time, thread id,

@@ -73,6 +73,8 @@ def split_ray(text: str) -> tuple[str, str, str, int]:
         if r:
             repeat = int(r.group("n"))
             msg = msg[: r.start()]
+    if msg.endswith("│"):  # the closing side of a log viewer's frame (prefixes.LINE_PREFIX opens it)
+        msg = msg[:-1].rstrip()
     end = _prefix_end(msg)
     if end:
         if not actor:  # a process prefix with a pid (Ray 1.x, vLLM V1) among the container, time or rank prefixes
