@@ -28,6 +28,9 @@ LINE_PREFIX = (
     r"|[\w-]+\.py:\d+ - "  # slime/MILES `model.py:918 - `
     r"|[\w.-]+\s+\|\s"  # docker compose: `worker-longctx-1  | `
     r"|\[[A-Za-z_]*\d+\]:\s?"  # torchrun: `[rank24]: `, `--tee`'s role and local rank `[default0]:`
+    # a writer's process id in brackets before each line its launcher relays (`[80846] Traceback ...`): three to
+    # seven digits, so a message's own list mark (`[1] `) stays
+    r"|\[\d{3,7}\] "
     r"|\d{1,4}: (?=\S|\s+File|\s+\S)"  # srun -l: `0: `
     # ISO timestamp (GitHub Actions, CRI, tracing): one blank, more only before a level word, so the indentation
     # of the line behind the stamp (a traceback frame, a stack dump) stays with the message
