@@ -108,12 +108,10 @@ JOINED_FINAL = re.compile(
 
 def joined_final(msg: str) -> str:
     """The final exception of a traceback joined onto one line (`msg` starts with its header), '' when none."""
-    last = None
-    for last in JOINED_LAST_FRAME.finditer(msg):
-        pass
-    if last is None:
+    end = max((f.end() for f in JOINED_LAST_FRAME.finditer(msg)), default=-1)
+    if end < 0:
         return ""
-    m = JOINED_FINAL.search(msg, last.end())
+    m = JOINED_FINAL.search(msg, end)
     return msg[m.start():].strip() if m else ""
 
 
