@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 from conftest import extra_input, triage_dir
+from test_line_forms import _report
 
 from triage.analyze import Settings, analyze
 from triage.model import Report
-from triage.scan import native as c_helper
 from triage.scan.origins import joined_final, split_ray
 
 
@@ -103,13 +103,9 @@ REWARD_TB = [
 
 
 def _scan(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, native: bool, data: bytes) -> Report:
-    if native and not c_helper.available():
-        pytest.skip("the C prefilter is not built")
-    if native:
-        monkeypatch.delenv("TRIAGE_NO_NATIVE", raising=False)
-    else:
-        monkeypatch.setenv("TRIAGE_NO_NATIVE", "1")
-    run = tmp_path / "run"
+    """triage over a run whose train.log holds `data` as it is, on the scan path asked for (test_line_forms sets it)."""
+    _report(tmp_path, monkeypatch, native, [])
+    run = tmp_path / "bytes"
     run.mkdir()
     (run / "train.log").write_bytes(data)
     return analyze(Settings(paths=[str(run)]))
