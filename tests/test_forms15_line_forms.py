@@ -36,6 +36,14 @@ def _top(report: Report) -> tuple[str, str, str, int]:
     ("1287", "other.monitored-barrier-failed", "train.log", 1, {"who": 1, "peer": 0}),
     # LlamaFactory#6000: rank 0 names rank 6; the paste starts inside the traceback
     ("1288", "other.monitored-barrier-failed", "train.log", 15, {"who": 6, "ms": 180000000000}),
+    # DeepSpeed#4488: torch < 2.2's `[E ProcessGroupGloo.cpp:138]` glued to the end of a tqdm bar
+    ("1292", "other.monitored-barrier-failed", "train.log", 10, {"who": 3, "peer": 0}),
+    # wenet#2552: gloo's receive timed out after 30 s, behind a `2024/06/05 12:08:28 ` stamp
+    ("1293", "other.gloo-peer-timeout", "train.log", 1, {"what": "recv", "ms": 30000}),
+    # vllm-ascend#2248: every rank's store read, one line a rank
+    ("1294", "other.store-rendezvous-timeout", "node0.log", 1, {"what": "waitForInput", "ms": 1800000}),
+    # vllm-ascend#7015: colour codes without their escape byte around vLLM V1's process prefix
+    ("1295", "other.fatal-exit", "serve.log", 5, {"exception": "TimeoutError"}),
     # vllm#6976 behind a log viewer's frame; vllm-windows#72 behind vLLM V1's process prefix
     ("1290", "other.cuda-error", "pod.log", 1, {}),
     ("1291", "other.cuda-error", "serve.log", 1, {}),
@@ -194,6 +202,8 @@ def test_ray_deduplication_notes_count_the_repeats(tmp_path: Path, monkeypatch: 
     ("(Worker_PP0 pid=23220) ERROR 07-15 21:01:01 [multiproc_executor.py:1007]", ""),
     ("[80846] torch.OutOfMemoryError: CUDA out of memory.", "torch.OutOfMemoryError: CUDA out of memory."),
     ("[1] first item of a list", "[1] first item of a list"),  # a message's own list mark stays
+    # colour codes that lost their escape byte, the reset as `[0;0m` (vllm-ascend#7015)
+    ("[0;36m(EngineCore_DP0 pid=224)[0;0m ERROR 03-03 10:59:11 [core.py:938] TimeoutError", "TimeoutError"),
 ])
 def test_more_prefixes_are_split_off(line: str, msg: str) -> None:
     assert split_ray(line)[0] == msg

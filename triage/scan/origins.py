@@ -28,7 +28,7 @@ LINE_PREFIXES = re.compile(f"(?:{LINE_PREFIX}){{0,4}}")  # up to four of them, i
 # bytes): `[36m(WorkerDict pid=N, ip=A)[0m message`. Only before a Ray prefix and right after it, so a bracketed
 # word of a message is never touched.
 COLOUR_RESIDUE = re.compile(r"^\[\d{1,3}(?:;\d{1,3})*m(?=\()")
-COLOUR_RESET = re.compile(r"^\[0?m ?")
+COLOUR_RESET = re.compile(r"^\[\d{0,3}(?:;\d{1,3})*m ?")  # `[0m`, `[m`, `[0;0m` (vllm-ascend issue 7015)
 SGLANG_TAG = re.compile(
     r"^\[(?:\d{4}-\d{2}-\d{2} )?\d{2}:\d{2}:\d{2}(?:[.,]\d{3,6})?"
     r"(?P<tags>(?: (?:DP|PP|ATTN_CP|MOE_DP|TP|EP)\d+)*)\] "
