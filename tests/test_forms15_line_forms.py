@@ -1,7 +1,8 @@
-"""The same failures in other line forms (real-extra 1280-1291): a traceback joined onto one line, a relayed process
+"""The same failures in other line forms (real-extra 1280-1295): a traceback joined onto one line, a relayed process
 id in brackets, a UTF-16 file from a PowerShell redirect, two ranks' tracebacks interleaved without a prefix, Ray's
-de-duplication notes, a log viewer's box frame, parallax's bracket-level logger; and what the threads in those
-forms failed with (a rank that left a monitored barrier, a c10d store read that timed out, a host thread limit).
+de-duplication notes, a log viewer's box frame, parallax's bracket-level logger, colour codes without their escape;
+what the threads in those forms failed with (a rank that left a monitored barrier, a Gloo peer that stopped
+answering, a c10d store read that timed out, a host thread limit); and the verdict of a run on several machines.
 
 Each real case asserts the rule, the evidence file:line and the numbers read off it; each synthetic form is a real
 line of a thread written the way another program prints it, on both scan paths."""
@@ -16,6 +17,8 @@ from test_line_forms import _report
 
 from triage.analyze import Settings, analyze
 from triage.model import Report
+from triage.prefixes import writer_of
+from triage.report.common import verdict
 from triage.scan.origins import joined_final, split_ray
 
 
@@ -207,3 +210,43 @@ def test_ray_deduplication_notes_count_the_repeats(tmp_path: Path, monkeypatch: 
 ])
 def test_more_prefixes_are_split_off(line: str, msg: str) -> None:
     assert split_ray(line)[0] == msg
+
+
+# -- the verdict of a run on many nodes ---------------------------------------------------------------------------
+def _two_nodes(root: Path) -> Path:
+    """A run copied off two machines, one directory each: node 02's trainer rank 13 ran out of memory (accelerate#1519's
+    OOM line behind torchrun's prefix), node 01's rank 2 then timed out in the all-reduce (OpenRLHF#621's watchdog)."""
+    run = root / "run"
+    for node in ("gpu-node-01", "gpu-node-02"):
+        (run / node).mkdir(parents=True)
+    (run / "gpu-node-01" / "train.log").write_text(
+        "step 1\n[rank2]:[E1224 13:23:05.483840160 ProcessGroupNCCL.cpp:542] [Rank 2] Watchdog caught collective "
+        "operation timeout: WorkNCCL(SeqNum=808, OpType=ALLREDUCE, NumelIn=9801523, NumelOut=9801523, "
+        "Timeout(ms)=600000) ran for 600020 milliseconds before timing out.\n")
+    (run / "gpu-node-02" / "train.log").write_text("".join("[rank13]: " + s + "\n" for s in OOM_TB))
+    return run
+
+
+def test_the_verdict_names_the_node_and_rank_of_a_multi_node_root_cause(tmp_path: Path) -> None:
+    report = analyze(Settings(paths=[str(_two_nodes(tmp_path))]))
+    assert verdict(report) == ("error: trainer-oom: Trainer CUDA OOM in the backward pass "
+                               "(on gpu-node-02, rank 13: gpu-node-02/train.log:6)")
+
+
+def test_the_verdict_of_one_machine_stays_short(tmp_path: Path) -> None:
+    run = _two_nodes(tmp_path)
+    report = analyze(Settings(paths=[str(run / "gpu-node-02")]))
+    assert verdict(report) == "error: trainer-oom: Trainer CUDA OOM in the backward pass"
+
+
+@pytest.mark.parametrize("text, writer", [
+    ("[rank13]: torch.OutOfMemoryError: CUDA out of memory.", "rank 13"),
+    ("[default3]:torch.OutOfMemoryError: CUDA out of memory.", "local rank 3"),
+    ("[gpu187:1]:torch.cuda.OutOfMemoryError: CUDA out of memory.", "gpu187 local rank 1"),
+    ("3: torch.OutOfMemoryError: CUDA out of memory.", "rank 3"),
+    ("[1,5]<stderr>:torch.OutOfMemoryError: CUDA out of memory.", "rank 5"),
+    ("(WorkerDict pid=616, ip=192.168.149.159) torch.OutOfMemoryError: CUDA out of memory.", "ip 192.168.149.159"),
+    ("torch.OutOfMemoryError: CUDA out of memory.", ""),
+])
+def test_the_writer_an_evidence_line_names(text: str, writer: str) -> None:
+    assert writer_of(text) == writer

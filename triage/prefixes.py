@@ -14,6 +14,7 @@ line's, so the native and Python scan paths (which both call split_ray on the sa
 from __future__ import annotations
 
 import json
+import re
 
 RAY_ACTOR = r"\((?P<actor>[A-Za-z_][\w.:-]*)(?: pid=(?P<pid>\d+))?(?:, ip=(?P<ip>[0-9a-fA-F.:]+))?\)"
 
@@ -105,3 +106,28 @@ def json_message(line: str) -> str | None:
         if isinstance(v, str):
             return " ".join(v.rstrip("\r\n").splitlines())
     return None
+
+
+# Who wrote an evidence line, from its prefix, for the verdict of a run on many nodes: torchrun's `[rank13]:` (global
+# rank) and `[default3]:` (local rank), srun -l's `3: ` and Open MPI's `[1,3]<stderr>:` (task and rank), a launcher's
+# `[gpu187:1]:` (host and local rank), a Ray worker's `(Name pid=N, ip=A.B.C.D)` (the node's address).
+WRITER = re.compile(
+    r"\[[Rr]ank(?P<rank>\d+)\]:|\[default(?P<local>\d+)\]:|^(?P<task>\d{1,4}): |\[\d+,(?P<mpi>\d+)\]<std"
+    r"|\[(?P<host>[\w.-]+):(?P<hlocal>\d+)\]:|^\([A-Za-z_][\w.:-]*(?: pid=\d+)?, ip=(?P<ip>[0-9a-fA-F.:]+)\)"
+)
+
+
+def writer_of(text: str) -> str:
+    """`rank 13`, `local rank 3`, `gpu187 local rank 1`, `ip 10.0.0.2`: the writer an evidence line's prefix names;
+    '' when it names none."""
+    m = WRITER.search(text, 0, 200)
+    if m is None:
+        return ""
+    g = m.groupdict()
+    if g["rank"] or g["mpi"] or g["task"]:
+        return f"rank {g['rank'] or g['mpi'] or g['task']}"
+    if g["local"]:
+        return f"local rank {g['local']}"
+    if g["host"]:
+        return f"{g['host']} local rank {g['hlocal']}"
+    return f"ip {g['ip']}"
