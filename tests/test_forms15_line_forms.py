@@ -1,4 +1,4 @@
-"""The same failures in other line forms (real-extra 1280-1295): a traceback joined onto one line, a relayed process
+"""The same failures in other line forms (real-extra 1280-1296): a traceback joined onto one line, a relayed process
 id in brackets, a UTF-16 file from a PowerShell redirect, two ranks' tracebacks interleaved without a prefix, Ray's
 de-duplication notes, a log viewer's box frame, parallax's bracket-level logger, colour codes without their escape;
 what the threads in those forms failed with (a rank that left a monitored barrier, a Gloo peer that stopped
@@ -47,6 +47,8 @@ def _top(report: Report) -> tuple[str, str, str, int]:
     ("1294", "other.store-rendezvous-timeout", "node0.log", 1, {"what": "waitForInput", "ms": 1800000}),
     # vllm-ascend#7015: colour codes without their escape byte around vLLM V1's process prefix
     ("1295", "other.fatal-exit", "serve.log", 5, {"exception": "TimeoutError"}),
+    # SimpleTuner#3176: an AOTInductor graph's allocation failed; the allocator's expandable-segments warning says why
+    ("1296", "trainer.compiled-graph-alloc-failed", "simpletuner.log", 1, {"call": "empty_strided"}),
     # vllm#6976 behind a log viewer's frame; vllm-windows#72 behind vLLM V1's process prefix
     ("1290", "other.cuda-error", "pod.log", 1, {}),
     ("1291", "other.cuda-error", "serve.log", 1, {}),
