@@ -1,4 +1,4 @@
-"""The same failures in other line forms (real-extra 1280-1296): a traceback joined onto one line, a relayed process
+"""The same failures in other line forms (real-extra 1280-1297): a traceback joined onto one line, a relayed process
 id in brackets, a UTF-16 file from a PowerShell redirect, two ranks' tracebacks interleaved without a prefix, Ray's
 de-duplication notes, a log viewer's box frame, parallax's bracket-level logger, colour codes without their escape;
 what the threads in those forms failed with (a rank that left a monitored barrier, a Gloo peer that stopped
@@ -73,7 +73,7 @@ def test_a_symptom_folds_into_the_thread_limit() -> None:
     assert not [f for f in report.findings if f.rule == "other.actor-died"]
 
 
-@pytest.mark.parametrize("case", ["1290", "1291"])
+@pytest.mark.parametrize("case", ["1290", "1291", "1297"])
 def test_torchs_cuda_advice_and_blank_error_lines_are_no_findings_of_their_own(case: str) -> None:
     report = triage_dir(extra_input(case))
     assert [f.rule for f in report.findings] == ["other.cuda-error"]
