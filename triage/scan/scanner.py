@@ -723,10 +723,7 @@ class Scanner:
                     follow.append((hit, rule))
                 break
             else:
-                # an error-level line with nothing after its prefixes (the blank lines of a logged traceback, vLLM's
-                # `ERROR ... [multiproc_executor.py:1007]` alone) says nothing of its own
-                if (is_errorish(line.msg) or error_level_only(line)) and not FRAME.match(line.msg) \
-                        and line.msg.strip():
+                if (is_errorish(line.msg) or error_level_only(line)) and not FRAME.match(line.msg):
                     errorish.add(line, id(line) not in marks and line is not tail and not exception_line(line.msg),
                                  newest=False)
         for hit, rule in follow:  # attach the traceback's final exception line to its header
