@@ -68,6 +68,8 @@ FORMS: dict[str, Callable[[str], str]] = {
     "c10": lambda s: "[rank1]:[E1224 13:23:05.483840160 ProcessGroupNCCL.cpp:542] " + s,  # OpenRLHF#621
     "c10-old": lambda s: "[E ProcessGroupNCCL.cpp:737] " + s,  # torch < 2.2 (OFA#271)
     "markdown-quote": lambda s: ">> " + s,  # a log quoted in an issue thread (real-extra 302, simpleRL-reason#95)
+    "pid-bracket": lambda s: "[80846] " + s,  # a launcher relaying its child's lines behind the child's pid
+    "viewer-box": lambda s: "│ " + s.ljust(150) + " │",  # a terminal log viewer's frame (real-extra 1290, vllm#6976)
 }
 
 

@@ -45,6 +45,10 @@ KNOWN_MISSES = {
         "one NCCL set-up line (rank 1 timed out getting rank 0's unique id from the c10d store): that rank 0 was still "
         "loading and quantizing is only in the reporter's prose; the line alone is a rendezvous that did not form, "
         "which the library files as other without load evidence (958-961)",
+    "1282-parallax-windows-rtx4090-layer-allocation-cuda-oom-bracket-level-log":
+        "a bare torch OOM line and parallax's own `[ERROR   ] launch.py:175` line, no frame, process prefix or file "
+        "name of a known engine: nothing in the excerpt says an inference engine printed it (`launch.py` is also "
+        "DeepSpeed's and torch's launcher), so the frameless CUDA OOM goes to the trainer as every such line does",
     "1033-rllm-verl-deepscaler-critic-score-all-zero-solve-none-128":
         "one verl step record (score max 0 over 128 prompts, solve_none 128); the thread's 'always' is in its title, "
         "not in the stored lines: one zero-reward record is not a pattern (test_metric_series), as for 204 and 804",
@@ -60,7 +64,7 @@ KNOWN_MISSES = {
 
 
 def test_the_extra_corpus_is_there() -> None:
-    assert len(CASES) == 577
+    assert len(CASES) == 595
 
 
 @pytest.mark.parametrize("case", CASES)

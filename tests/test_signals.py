@@ -21,7 +21,8 @@ SIGNALS = FIXTURES / "signals"
 EXPECTED = {
     "ttrl-reward-manager-keyerror.log": ("verifier.reward-exception", 12, {"ended_process": "ttrl-reward-manager-keyerror.log:12"},
                                          "verifier.reward_function", True),
-    "rllib-rollout-worker-keyerror.log": ("other.fatal-exit", 2, {"exception": "KeyError", "message": "3 at time: 1.65088e+09"},
+    # the traceback has no `Traceback` header (Ray's "Pushed Error" line stands for it): the exception line leads
+    "rllib-rollout-worker-keyerror.log": ("other.fatal-exit", 14, {"exception": "KeyError", "message": "3 at time: 1.65088e+09"},
                                           None, True),
     "vllm-v0-aborted-requests.vllm.log": ("gen.vllm-aborted-requests", 3, {}, "rollout.timeout", False),
     "mcp-tool-timeout.log": ("gen.agent-tool-timeout", 1, {"tool": "browser_type", "seconds": 5}, "rollout.timeout", False),

@@ -14,6 +14,7 @@ line's, so the native and Python scan paths (which both call split_ray on the sa
 from __future__ import annotations
 
 import json
+import re
 
 # A Ray actor `(Name pid=N, ip=A)`, and vLLM V1's worker processes, which put their rank before the pid
 # (`(VllmWorker rank=0 pid=233)`, vllm/v1/executor/multiproc_executor.py 0.8 -> 0.9).
@@ -30,11 +31,15 @@ LINE_PREFIX = (
     r"|[\w-]+\.py:\d+ - "  # slime/MILES `model.py:918 - `
     r"|[\w.-]+\s+\|\s"  # docker compose: `worker-longctx-1  | `
     r"|\[[A-Za-z_]*\d+\]:\s?"  # torchrun: `[rank24]: `, `--tee`'s role and local rank `[default0]:`
+    # a writer's process id in brackets before each line its launcher relays (`[80846] Traceback ...`): three to
+    # seven digits, so a message's own list mark (`[1] `) stays
+    r"|\[\d{3,7}\] "
     r"|\d{1,4}: (?=\S|\s+File|\s+\S)"  # srun -l: `0: `
     # ISO timestamp (GitHub Actions, CRI, tracing): one blank, more only before a level word, so the indentation
     # of the line behind the stamp (a traceback frame, a stack dump) stays with the message
     r"|\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?\s(?:\s+(?=[A-Z]{4,8}\b))?"
-    r"|(?:INFO|WARNING|ERROR|DEBUG|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? \[?[\w.]+:\d+\] "  # vLLM logger
+    # vLLM logger; a line with nothing after it (a logged traceback's blank line) ends at the bracket
+    r"|(?:INFO|WARNING|ERROR|DEBUG|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? \[?[\w.]+:\d+\](?: |$)"
     r"|(?:INFO|WARNING|ERROR|DEBUG|CRITICAL):(?:[\w.]+:|\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+:)\s?"  # logging basic
     r"|-\s(?:[\w.-]+\s-\s)?(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL)\s-\s"  # logging `- name - LEVEL - `
     r"|\|\s*(?:TRACE|DEBUG|INFO|SUCCESS|WARNING|ERROR|CRITICAL)\s*\|\s*[^\s|]+ - "  # loguru `| ERROR    | m:f:1 - `
@@ -45,7 +50,13 @@ LINE_PREFIX = (
     r"|\[\d\d/\d\d/\d\d \d\d:\d\d:\d\d\] (?:DEBUG {4}|INFO {5}|WARNING {2}|ERROR {4}|CRITICAL )"  # rich's handler
     r"|(?:stdout|stderr) [FP] "  # CRI (containerd, CRI-O) file: `<time> stderr F `
     # syslog and journalctl `May 01 10:00:00 host prog[pid]: ` (`kernel: `); moreutils' ts alone `May 01 10:00:00 `
-    r"|[A-Za-z]{3} [ \d]\d \d\d:\d\d:\d\d (?:[\w.-]+ (?:[\w./@-]+\[\d+\]|kernel): )?"
+    r"|[A-Za-z]{3} [ \d]\d \d\d:\d\d:\d\d(?:\.\d+)? (?:[\w.-]+ (?:[\w./@-]+\[\d+\]|kernel): )?"
+    # after such a stamp, a logger's bracketed level padded to eight and its file:line padded to a column (parallax,
+    # GradientHQ/parallax issue 210: `Nov 10 09:03:46.891 [ERROR   ] launch.py:175             CUDA out of memory`)
+    r"|\[(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) *\] [\w.-]+\.py:\d+ +"
+    # a terminal log viewer's frame around each line (k9s, lazydocker...: `│ ERROR 09-27 06:46:46 engine.py:157] ...`,
+    # vllm issue 6976); the closing `│` and its padding go with the trailing blanks (origins.split_ray)
+    r"|│ "
     r"|\[[\w.-]+:\d+\]:"  # a launcher's host and local rank: `[gpu187:1]:`
     # glog and what copies its format (gRPC, abseil, torch elastic >= 2.4's Python logging): level, month and day
     # (glog >= 0.7: year too; abseil before its clock is set: `0000 00:00:<epoch seconds>`), time, thread id,
@@ -97,3 +108,28 @@ def json_message(line: str) -> str | None:
         if isinstance(v, str):
             return " ".join(v.rstrip("\r\n").splitlines())
     return None
+
+
+# Who wrote an evidence line, from its prefix, for the verdict of a run on many nodes: torchrun's `[rank13]:` (global
+# rank) and `[default3]:` (local rank), srun -l's `3: ` and Open MPI's `[1,3]<stderr>:` (task and rank), a launcher's
+# `[gpu187:1]:` (host and local rank), a Ray worker's `(Name pid=N, ip=A.B.C.D)` (the node's address).
+WRITER = re.compile(
+    r"\[[Rr]ank(?P<rank>\d+)\]:|\[default(?P<local>\d+)\]:|^(?P<task>\d{1,4}): |\[\d+,(?P<mpi>\d+)\]<std"
+    r"|\[(?P<host>[\w.-]+):(?P<hlocal>\d+)\]:|^\([A-Za-z_][\w.:-]*(?: pid=\d+)?, ip=(?P<ip>[0-9a-fA-F.:]+)\)"
+)
+
+
+def writer_of(text: str) -> str:
+    """`rank 13`, `local rank 3`, `gpu187 local rank 1`, `ip 10.0.0.2`: the writer an evidence line's prefix names;
+    '' when it names none."""
+    m = WRITER.search(text, 0, 200)
+    if m is None:
+        return ""
+    g = m.groupdict()
+    if g["rank"] or g["mpi"] or g["task"]:
+        return f"rank {g['rank'] or g['mpi'] or g['task']}"
+    if g["local"]:
+        return f"local rank {g['local']}"
+    if g["host"]:
+        return f"{g['host']} local rank {g['hlocal']}"
+    return f"ip {g['ip']}"

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from triage.checks.base import CheckResult, Run
+from triage.parsers import signals
 from triage.parsers.signals import describe_frames
 
 
@@ -18,7 +19,9 @@ def fatal_exit(params: dict[str, Any], run: Run) -> list[CheckResult]:
         f = ev.fields
         evidence = [ev.line]
         first = f.get("first")
-        if first is not None and first is not ev.line:
+        # the chain's head leads when it is the traceback's header; a paste that starts inside the traceback has a
+        # frame line there, which says less than the exception line (real-extra 1288)
+        if first is not None and first is not ev.line and signals.TRACEBACK in first.msg[:80]:
             evidence.insert(0, first)
         where = describe_frames(f.get("frames") or [])
         name, message = f.get("exception", ""), f.get("message", "")[:160]

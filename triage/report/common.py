@@ -20,6 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 from triage.model import Evidence, Finding, Knob, LogFile, Report, Timeline
+from triage.prefixes import writer_of
 from triage.report import RenderOptions
 from triage.report.gate import at_gate
 
@@ -134,7 +135,24 @@ def verdict(report: Report) -> str:
         return f"{clean_run} in what was read ({missing} file(s): see coverage)" if missing else clean_run
     top = active[0]
     missing = not_read(report)
-    return f"{top.severity}: {top.category}: {top.title}" + (f" (coverage incomplete: {missing})" if missing else "")
+    return f"{top.severity}: {top.category}: {top.title}{located(report, top)}" + (
+        f" (coverage incomplete: {missing})" if missing else "")
+
+
+def located(report: Report, f: Finding) -> str:
+    """` (on gpu-node-02, rank 13: gpu-node-02/train.log:4)`: the machine and the writer of a finding's first evidence
+    line, for a report over several machines (a merged report's nodes, or files under more than one top directory:
+    a directory a node); '' for one machine, whose file:line the findings below give."""
+    if not f.evidence:
+        return ""
+    e = f.evidence[0]
+    tops = {lf.rel.split("/", 1)[0] for lf in report.files if "/" in lf.rel and lf.status == "read"}
+    nodes = {lf.node for lf in report.files if lf.node}
+    if len(nodes) < 2 and len(tops) < 2:
+        return ""
+    machine = e.node or (e.file.split("/", 1)[0] if "/" in e.file else "")
+    parts = [p for p in (machine, writer_of(e.text)) if p]
+    return f" (on {', '.join(parts)}: {where(f)})" if parts else f" ({where(f)})"
 
 
 def coverage_counts(report: Report) -> str:

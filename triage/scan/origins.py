@@ -28,7 +28,7 @@ LINE_PREFIXES = re.compile(f"(?:{LINE_PREFIX}){{0,4}}")  # up to four of them, i
 # bytes): `[36m(WorkerDict pid=N, ip=A)[0m message`. Only before a Ray prefix and right after it, so a bracketed
 # word of a message is never touched.
 COLOUR_RESIDUE = re.compile(r"^\[\d{1,3}(?:;\d{1,3})*m(?=\()")
-COLOUR_RESET = re.compile(r"^\[0?m ?")
+COLOUR_RESET = re.compile(r"^\[\d{0,3}(?:;\d{1,3})*m ?")  # `[0m`, `[m`, `[0;0m` (vllm-ascend issue 7015)
 SGLANG_TAG = re.compile(
     r"^\[(?:\d{4}-\d{2}-\d{2} )?\d{2}:\d{2}:\d{2}(?:[.,]\d{3,6})?"
     r"(?P<tags>(?: (?:DP|PP|ATTN_CP|MOE_DP|TP|EP)\d+)*)\] "
@@ -73,6 +73,8 @@ def split_ray(text: str) -> tuple[str, str, str, int]:
         if r:
             repeat = int(r.group("n"))
             msg = msg[: r.start()]
+    if msg.endswith("│"):  # the closing side of a log viewer's frame (prefixes.LINE_PREFIX opens it)
+        msg = msg[:-1].rstrip()
     end = _prefix_end(msg)
     if end:
         if not actor:  # a process prefix with a pid (Ray 1.x, vLLM V1) among the container, time or rank prefixes
@@ -87,12 +89,36 @@ def split_ray(text: str) -> tuple[str, str, str, int]:
                 actor, pid = r2.group("actor"), r2.group("pid") or ""
                 msg = msg[r2.end():]
                 msg = msg[_prefix_end(msg):]
+    if msg.startswith("Traceback (most recent call last)") and JOINED_TB.match(msg):
+        msg = joined_final(msg) or msg
     return msg, actor, pid, repeat
 
 
+# A whole traceback on one line, its newlines lost on the way (a JSON log field flattened by a log shipper, a
+# tracker that joined a paste; open-r1 issue 152: `Traceback (most recent call last): File "...", line 263, in main
+# ... torch.OutOfMemoryError: CUDA out of memory. ...`): what rules read of it is its final exception, the first
+# `Name: message` (or a bare `Name` at the line's end) after its last frame that is not the source's own `raise Name`.
+JOINED_TB = re.compile(r'Traceback \(most recent call last\):?\s+File "')
+JOINED_LAST_FRAME = re.compile(r'File "[^"]*", line \d+(?:, in \S+)?')
+JOINED_FINAL = re.compile(
+    r"(?<=\s)(?<!raise )(?<!except )(?:[a-z_]\w*\.)*[A-Z]\w*"
+    r"(?:Error|Exception|Failure|Fault|Exit|Interrupt|Exhausted|Died|Iteration)(?:\([^)]*\))?(?::\s|\s*$)"
+)
+
+
+def joined_final(msg: str) -> str:
+    """The final exception of a traceback joined onto one line (`msg` starts with its header), '' when none."""
+    end = max((f.end() for f in JOINED_LAST_FRAME.finditer(msg)), default=-1)
+    if end < 0:
+        return ""
+    m = JOINED_FINAL.search(msg, end)
+    return msg[m.start():].strip() if m else ""
+
+
 # The writer a line's prefix names, when several write to one stream: torchrun's `[rank3]:` / `[default3]:`, srun -l's
-# `3: `, Open MPI's `[1,3]<stderr>:`, a launcher's `[host:3]:`, a process's `pid=N` (Ray, vLLM V1).
-STREAM = re.compile(r"\[(?:rank|default|Rank)?(\d+)\]:|^(\d{1,4}): |\[\d+,(\d+)\]<std|\[([\w.-]+:\d+)\]:|pid=(\d+)")
+# `3: `, Open MPI's `[1,3]<stderr>:`, a launcher's `[host:3]:`, a process's `pid=N` (Ray, vLLM V1) or relayed `[80846] `.
+STREAM = re.compile(r"\[(?:rank|default|Rank)?(\d+)\]:|^(\d{1,4}): |\[\d+,(\d+)\]<std|\[([\w.-]+:\d+)\]:|pid=(\d+)"
+                    r"|^\[(\d{3,7})\] ")
 
 
 def stream_of(line: Line) -> str:
@@ -207,6 +233,14 @@ class SideFinder:
 
     def of_line(self, line: Line) -> str:
         return self.of_actor(line.actor) or self.of_text(line.msg)
+
+    def of_joined(self, line: Line) -> str:
+        """The side a traceback joined onto one line names by its frames, innermost first ('' for another line)."""
+        if line.text is line.msg or "Traceback (most recent call last)" not in line.text \
+                or not JOINED_TB.search(line.text):
+            return ""
+        frames = [m.group(0) for m in JOINED_LAST_FRAME.finditer(line.text)]
+        return next((side for side in map(self.of_text, reversed(frames)) if side), "")
 
 
 class Context:

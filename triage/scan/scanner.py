@@ -636,7 +636,7 @@ class Scanner:
         key = (line.lineno, id(line))
         side = side_cache.get(key)
         if side is None:
-            side = self.sides.side(line.lineno, line.actor, line.msg, ctx, lf.side)
+            side = self.sides.of_joined(line) or self.sides.side(line.lineno, line.actor, line.msg, ctx, lf.side)
             side_cache[key] = side
         if rule.side and side not in rule.side:
             return None

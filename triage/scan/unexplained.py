@@ -18,8 +18,22 @@ Lines the C prefilter counted per key (scan/errfold.py) come as records (`native
 
 from __future__ import annotations
 
+import re
+
 from triage.model import Line
 from triage.template import shape
+
+# The advice torch appends to every CUDA error's message (c10/cuda/CUDAException.cpp c10_cuda_check_implementation,
+# torch 1.13+; torch 2.8+ adds the "Search for `cudaErrorIllegalAddress' in ..." line first). A logger that prints the
+# exception at ERROR level repeats its level on each of these lines (vLLM's workers and engine core: vllm issues 6976,
+# 23921, vllm-windows issue 72): part of the error line above them, never an unexplained line of their own; nor is
+# an error-level line with nothing after its prefixes (a logged traceback's blank lines, vLLM's `ERROR ...
+# [multiproc_executor.py:1007]` alone).
+CUDA_ADVICE = re.compile(
+    r"(?:CUDA kernel errors might be asynchronously reported at some other API call|For debugging consider passing "
+    r"CUDA_LAUNCH_BLOCKING=1|Compile with .TORCH_USE_CUDA_DSA. to enable device-side assertions|Search for .cuda\w+. in "
+    r"https://docs\.nvidia\.com/cuda/cuda-runtime-api/group__CUDART__TYPES\.html)"
+)
 
 
 class Fold:
@@ -64,6 +78,8 @@ class Unexplained:
         exception line, not a mark, not the file's last line). `newest`: the scan's newest line (held until the next
         one comes); else a line met after the scan (a claim whose conditions failed), folded at once. `shape`: the
         shape it folds under, when the caller knows it (the registered shape of an errfold key, as `natives`)."""
+        if not line.msg.strip() or CUDA_ADVICE.match(line.msg):
+            return
         if not foldable or line.lineno >= self.shut_at:
             self.lines.append(line)
         elif not newest:
