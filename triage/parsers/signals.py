@@ -129,6 +129,50 @@ EXC_LINE = re.compile(
 DOTTED_EXC_LINE = re.compile(
     r"^\s?(?:[a-z_]\w*\.)+(?P<name>[A-Z][a-z]\w*?)(?:\((?P<inner>[^)]*)\))?(?::\s?(?P<message>.*)|\s*)$"
 )
+
+# -- tracebacks in other renderings ---------------------------------------------------------------------------
+# rich's traceback (Textualize/rich rich/traceback.py, `Traceback._render_stack`, rich 10-14; printed by
+# rich.traceback.install(), typer's pretty exceptions, RichHandler(rich_tracebacks=True)) draws the stack in a panel:
+# a `╭──── Traceback (most recent call last) ────╮` top, one `│ /path/file.py:123 in func │` line a frame
+# (`│ in func:123 │` when the file is not on disk), the frame's source lines and locals under it, `╰────╯`, then
+# the plain `ExceptionType: message` line. A log shown in a boxed pane (k9s, a TUI log viewer) puts `│ ` and ` │`
+# around every line of a plain traceback. BOXED reads the line inside the frame; RICH_FRAME / RICH_FRAME_NOFILE the
+# frame's place, which `unboxed` writes as Python's own frame line so every reader of frames sees one. A path too
+# long for the panel wraps: the function's name goes to the next line (the frame keeps its file and line), a path
+# cut in the middle is no frame.
+BOX_SIDE = "│"
+BOXED = re.compile(r"^[│┃]\s?(?P<inner>.*?)\s*[│┃]?\s*$")
+BOX_TOP = re.compile(r"^[╭┏┌][─━ ]+(?P<title>[^─━╮┓┐]*?)\s*[─━]+[╮┓┐]\s*$")
+RICH_FRAME = re.compile(r"^(?P<path>(?=[^\s:]*[/\\])[^\s:]+|[A-Za-z]:\\\S+?):(?P<line>\d+)(?: in(?: (?P<func>\S+))?)?$")
+RICH_FRAME_NOFILE = re.compile(r"^in (?P<func>\S+):(?P<line>\d+)$")
+# What makes a boxed line a candidate line (scanner anchors): a rich frame's absolute path or file-less form. The
+# annotation lines under loguru's `diagnose` frames (`│    └ <value>`, loguru/_better_exceptions.py, as in the
+# better_exceptions package) hold a `└ `; they continue the traceback (chains()).
+RENDER_ANCHORS = ("│ /", "│ in ", "└ ")
+ANNOTATION = re.compile(r"^\s*(?:[│┃]\s*)*└ ")
+WIDE_CHAIN = 120  # lines a rendered traceback's source, locals and annotation lines may put between its frame lines
+
+
+def unboxed(msg: str) -> str | None:
+    """The message inside a box-drawn line when it is a traceback's part (its header, a frame, an exception line), as
+    the plain traceback prints it; None for any other line (a box-drawn table's row stays as it is)."""
+    if msg[:1] in "╭┏┌":
+        top = BOX_TOP.match(msg)
+        return top.group("title") + ":" if top and top.group("title").startswith(TRACEBACK) else None
+    m = BOXED.match(msg)
+    if m is None:
+        return None
+    inner = m.group("inner")
+    f = RICH_FRAME.match(inner) or RICH_FRAME_NOFILE.match(inner)
+    if f is not None:
+        path = f.groupdict().get("path") or "<unknown>"
+        func = f.group("func")
+        return f'  File "{path}", line {f.group("line")}' + (f", in {func}" if func else "")
+    if FRAME.match(inner) or inner.startswith(TRACEBACK) or EXC_LINE.match(inner) or DOTTED_EXC_LINE.match(inner):
+        return inner
+    return None
+
+
 # A final exception whose message sends the reader to a traceback printed before it: vLLM V1's EngineDeadError
 # ("EngineCore encountered an issue. See stack trace (above) for the root cause.", vllm/v1/engine/exceptions.py),
 # vLLM V0's API server ("Engine process failed to start. See stack trace for the root cause.", 0.6-0.8) and
@@ -212,6 +256,7 @@ class Chain:
     head: Line
     final: Line | None = None
     before: str = ""  # the messages of the candidate lines just before the chain (its logger's header)
+    gap: int = CHAIN  # lines its parts may lie apart: WIDE_CHAIN for a rendered traceback (rich's panel, loguru's)
     frames: list[str] = field(default_factory=list)  # the frame lines (`File "...", line N, in f`), innermost last
     cut: bool = False  # the log ends inside this traceback: `final` is its last frame line, no exception line
     finals: list[Line] = field(default_factory=list)  # each exception line that ended a part of the chain, in order
@@ -235,23 +280,24 @@ def chains(lines: list[Line]) -> list[Chain]:
     last_line: Line | None = None
     for ln in lines:
         msg = ln.msg
+        gap = cur.gap if cur is not None else CHAIN
         if TRACEBACK in msg[:80]:
             awaiting = True
-            if cur is None or cur.final is None and ln.lineno - last_frame > CHAIN or (
-                    cur.final is not None and ln.lineno - (cur.final.until or cur.final.lineno) > CHAIN):
+            if cur is None or cur.final is None and ln.lineno - last_frame > gap or (
+                    cur.final is not None and ln.lineno - (cur.final.until or cur.final.lineno) > gap):
                 cur = Chain(ln, before=header(ln.lineno), after_error=after_error(ln.lineno))
                 out.append(cur)
             last_frame = ln.lineno
         elif 'File "' in msg and FRAME.match(msg):
             awaiting = True
-            if cur is None or ln.lineno - last_frame > CHAIN and (
-                    cur.final is None or ln.lineno - cur.final.lineno > CHAIN):
+            if cur is None or ln.lineno - last_frame > gap and (
+                    cur.final is None or ln.lineno - cur.final.lineno > gap):
                 cur = Chain(ln, before=header(ln.lineno))
                 out.append(cur)
             last_frame = ln.lineno
             if len(cur.frames) < 40:
                 cur.frames.append(msg.strip()[:300])
-        elif cur is not None and awaiting and 0 < ln.lineno - last_frame <= CHAIN and (
+        elif cur is not None and awaiting and 0 < ln.lineno - last_frame <= gap and (
                 EXC_LINE.match(msg) or DOTTED_EXC_LINE.match(msg)):
             cur.final = ln
             cur.finals.append(ln)
@@ -261,6 +307,10 @@ def chains(lines: list[Line]) -> list[Chain]:
             out.append(cur)
             last_frame = ln.lineno
             awaiting = True  # the remote traceback that follows ends in the remote exception
+        elif cur is not None and awaiting and "└ " in msg and 0 < ln.lineno - last_frame <= gap and ANNOTATION.match(msg):
+            last_frame = ln.lineno  # loguru's values under a frame's source line: the traceback goes on
+        if cur is not None and last_frame == ln.lineno and any(c in ln.text for c in "│╭└"):
+            cur.gap = WIDE_CHAIN  # rich's panel: source lines and locals (no candidates) lie between its frames
         recent.append(ln)
         if len(recent) > 3:
             del recent[0]

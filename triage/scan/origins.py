@@ -16,7 +16,7 @@ from typing import Any
 
 from triage.model import Line
 from triage.parsers.sglang import RETRACTED
-from triage.parsers.signals import CALL_ERROR, ENGINE_URL, EXC_LINE, FRAME, TRACEBACK, VERIFIER_URL, callee_of
+from triage.parsers.signals import CALL_ERROR, ENGINE_URL, EXC_LINE, FRAME, TRACEBACK, VERIFIER_URL, callee_of, unboxed
 from triage.prefixes import LINE_PREFIX, RAY_ACTOR, json_message
 from triage.scan.digitkey import key, linecache_enabled, runs_alike
 
@@ -87,7 +87,14 @@ def split_ray(text: str) -> tuple[str, str, str, int]:
                 actor, pid = r2.group("actor"), r2.group("pid") or ""
                 msg = msg[r2.end():]
                 msg = msg[_prefix_end(msg):]
+    if msg[:1] in BOX_STARTS:  # a traceback drawn in a box (rich's panel, a boxed log pane): the plain line inside
+        inner = unboxed(msg)
+        if inner is not None:
+            msg = inner
     return msg, actor, pid, repeat
+
+
+BOX_STARTS = "│┃╭┏┌"
 
 
 # The writer a line's prefix names, when several write to one stream: torchrun's `[rank3]:` / `[default3]:`, srun -l's
