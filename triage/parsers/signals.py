@@ -145,17 +145,38 @@ BOXED = re.compile(r"^[│┃]\s?(?P<inner>.*?)\s*[│┃]?\s*$")
 BOX_TOP = re.compile(r"^[╭┏┌][─━ ]+(?P<title>[^─━╮┓┐]*?)\s*[─━]+[╮┓┐]\s*$")
 RICH_FRAME = re.compile(r"^(?P<path>(?=[^\s:]*[/\\])[^\s:]+|[A-Za-z]:\\\S+?):(?P<line>\d+)(?: in(?: (?P<func>\S+))?)?$")
 RICH_FRAME_NOFILE = re.compile(r"^in (?P<func>\S+):(?P<line>\d+)$")
+# IPython >= 8 (IPython/core/ultratb.py, VerboseTB) heads a frame `File /path/x.py:67, in func(args)` (`~` for the home
+# directory, a relative path), a notebook cell's `Cell In[12], line 3`, the frame's source lines under it with `---->`
+# at the line that ran: Jupyter output pasted from a notebook (unsloth's and TRL's GRPO notebooks).
+IPYTHON_FRAME = re.compile(r"^\s*(?:File (?P<path>[^\s\"]\S*?):(?P<line>\d+), in (?P<func>[\w<>.]+)|Cell (?P<cell>In\s?\[\d*\]), line (?P<cline>\d+))")
 # What makes a boxed line a candidate line (scanner anchors): a rich frame's absolute path or file-less form. The
 # annotation lines under loguru's `diagnose` frames (`│    └ <value>`, loguru/_better_exceptions.py, as in the
 # better_exceptions package) hold a `└ `; they continue the traceback (chains()).
-RENDER_ANCHORS = ("│ /", "│ in ", "└ ")
+RENDER_ANCHORS = ("│ /", "│ in ", "└ ", "File /", "File ~", "File .", "Cell In", "panicked at")
+# A Rust panic (std's default panic hook, library/std/src/panicking.rs): `thread 'main' panicked at 'msg',
+# src/x.rs:12:5` (Rust < 1.73), `thread 'main' panicked at src/x.rs:12:5:` with the message on the next line (1.73+),
+# `thread 'main' (73) panicked at ...` (1.89+ adds the thread id); `stack backtrace:` and numbered frames follow with
+# RUST_BACKTRACE. A Python extension built with pyo3 (HF tokenizers, sglang's router, vLLM's Rust parts) raises
+# pyo3_runtime.PanicException after it, a Rust program (sgl-model-gateway, vllm.rs, mistral.rs) stops there or
+# loses the thread. It is the final line of a chain of its own, named `panic`.
+RUST_PANIC = re.compile(
+    r"^\s*thread '(?P<thread>[^']*)'(?: \(\d+\))? panicked at (?:'(?P<message>.*)', \S+:\d+(?::\d+)?|\S+:\d+(?::\d+)?:?)\s*$"
+)
 ANNOTATION = re.compile(r"^\s*(?:[│┃]\s*)*└ ")
 WIDE_CHAIN = 120  # lines a rendered traceback's source, locals and annotation lines may put between its frame lines
 
 
 def unboxed(msg: str) -> str | None:
     """The message inside a box-drawn line when it is a traceback's part (its header, a frame, an exception line), as
-    the plain traceback prints it; None for any other line (a box-drawn table's row stays as it is)."""
+    the plain traceback prints it, or an IPython frame line as Python's; None for any other line (a box-drawn table's
+    row stays as it is)."""
+    if msg[:1] not in "│┃╭┏┌":
+        i = IPYTHON_FRAME.match(msg)
+        if i is None:
+            return None
+        if i.group("cell"):
+            return f'  File "<{i.group("cell")}>", line {i.group("cline")}'
+        return f'  File "{i.group("path")}", line {i.group("line")}, in {i.group("func")}'
     if msg[:1] in "╭┏┌":
         top = BOX_TOP.match(msg)
         return top.group("title") + ":" if top and top.group("title").startswith(TRACEBACK) else None
@@ -307,10 +328,15 @@ def chains(lines: list[Line]) -> list[Chain]:
             out.append(cur)
             last_frame = ln.lineno
             awaiting = True  # the remote traceback that follows ends in the remote exception
+        elif "panicked at" in msg and RUST_PANIC.match(msg):
+            cur = Chain(ln, final=ln, before=header(ln.lineno), finals=[ln])
+            out.append(cur)
+            last_frame = ln.lineno
+            awaiting = True  # pyo3's PanicException traceback that may follow ends the same chain
         elif cur is not None and awaiting and "└ " in msg and 0 < ln.lineno - last_frame <= gap and ANNOTATION.match(msg):
             last_frame = ln.lineno  # loguru's values under a frame's source line: the traceback goes on
-        if cur is not None and last_frame == ln.lineno and any(c in ln.text for c in "│╭└"):
-            cur.gap = WIDE_CHAIN  # rich's panel: source lines and locals (no candidates) lie between its frames
+        if cur is not None and last_frame == ln.lineno and msg not in ln.text:
+            cur.gap = WIDE_CHAIN  # rendered (rich's panel, IPython): source lines and locals lie between its frames
         recent.append(ln)
         if len(recent) > 3:
             del recent[0]
@@ -327,7 +353,11 @@ def chains(lines: list[Line]) -> list[Chain]:
 
 
 def exception_name(line: Line) -> tuple[str, str]:
-    """(exception class, message) of a final exception line; ("", "") when it is not one."""
+    """(exception class, message) of a final exception line; ("", "") when it is not one. A Rust panic is `panic`."""
+    if "panicked at" in line.msg:
+        p = RUST_PANIC.match(line.msg)
+        if p is not None:
+            return "panic", p.group("message") or ""
     m = EXC_LINE.match(line.msg)
     dotted = None if m else DOTTED_EXC_LINE.match(line.msg)
     m = m or dotted
