@@ -208,3 +208,57 @@ def test_a_rust_panic_ends_the_process_and_pyo3s_traceback_continues_its_chain()
     f = top(triage_dir(EXTRA / "1302-tokenizers-unigram-train-panic-pyo3-panicexception" / "input"))
     assert (f.category, f.rule) == ("other", "other.fatal-exit")
     assert "PanicException: called `Result::unwrap()` on an `Err` value: Internal" in f.title
+
+
+# RL Swarm's trainer (hivemind_grpo_trainer) logs "Exception during training" at error level, then the traceback of the
+# exception that stopped it; the paste ends inside it, in the reward function's frames (the shape of rl-swarm issue
+# 340). Math-Verify logs its own caught comparison errors the same way (logger.exception), but its traceback starts
+# in the grader.
+SWARM_CUT = (
+    "INFO:hivemind_exp.trainer.hivemind_grpo_trainer:hibernating gentle bat:📈 Training round: 849 stage: 0\n"
+    "ERROR:hivemind_exp.trainer.hivemind_grpo_trainer:hibernating gentle bat:Exception during training\n"
+    "Traceback (most recent call last):\n"
+    '  File "/root/rl-swarm/hivemind_exp/trainer/hivemind_grpo_trainer.py", line 338, in train\n'
+    "    self._train()\n"
+    '  File "/root/rl-swarm/.venv/lib/python3.12/site-packages/trl/trainer/grpo_trainer.py", line 1020, in'
+    " _generate_and_score_completions\n"
+    "    output_reward_func = reward_func(prompts=prompts, completions=completions, **reward_kwargs)\n"
+    '  File "/root/rl-swarm/hivemind_exp/gsm8k/stage1_rewards.py", line 88, in correctness_reward_func\n'
+    '    responses = [completion[0]["content"] for completion in completions]\n'
+)
+MATH_VERIFY_CUT = (
+    "ERROR:math_verify.grader:Error during comparison\n"
+    "Traceback (most recent call last):\n"
+    '  File "/usr/local/lib/python3.10/dist-packages/math_verify/grader.py", line 700, in'
+    " compare_single_extraction_wrapper\n"
+    "    return compare_single_extraction(g, t)\n"
+    '  File "/usr/local/lib/python3.10/dist-packages/sympy/core/relational.py", line 398, in __bool__\n'
+    '    raise TypeError("cannot determine truth value of Relational")\n'
+)
+
+
+def test_a_logged_traceback_cut_after_it_left_the_reward_code_is_the_reward_exception(tmp_path):
+    f = top(triage_files(tmp_path, {"swarm.log": SWARM_CUT}))
+    assert (f.category, f.rule, f.severity) == ("verifier", "verifier.reward-exception", "error")
+    assert f.evidence[0].line == 8 and "stage1_rewards.py" in f.evidence[0].text
+    assert "verifier.reward_function" in knob_names(f)
+
+
+def test_a_graders_own_logged_traceback_cut_in_the_grader_is_not_the_reward_exception(tmp_path):
+    report = triage_files(tmp_path, {"train.log": MATH_VERIFY_CUT})
+    assert not [f for f in report.findings if f.rule == "verifier.reward-exception" or f.severity == "error"]
+
+
+def test_escaped_reward_code_reads_the_outermost_frame():
+    def chain(*frames: str) -> signals.Chain:
+        c = signals.Chain(Line("x.log", 1, "Traceback (most recent call last):", "Traceback (most recent call last):"))
+        c.frames = list(frames)
+        return c
+    trainer = 'File "/app/trl/trainer/grpo_trainer.py", line 1020, in _generate_and_score_completions'
+    reward = 'File "/app/rewards/math_reward.py", line 18, in accuracy_reward'
+    grader = 'File "/usr/lib/python3.10/site-packages/math_verify/grader.py", line 700, in compare_single_extraction'
+    sympy = 'File "/usr/lib/python3.10/site-packages/sympy/core/relational.py", line 398, in __bool__'
+    assert signals.escaped_reward_code(chain(trainer, reward))
+    assert not signals.escaped_reward_code(chain(grader, sympy))
+    assert not signals.escaped_reward_code(chain(sympy, grader))
+    assert not signals.escaped_reward_code(chain(trainer))

@@ -341,6 +341,14 @@ def chains(lines: list[Line]) -> list[Chain]:
         if len(recent) > 3:
             del recent[0]
         last_line = ln
+    # A traceback its logger printed just after an error line (logger.exception: RL Swarm's trainer logs "Exception
+    # during training", then the traceback) that the log ends inside, whose frames run from code outside the reward
+    # code into it: the reward code raised and the exception left it, up to the caller that logged it and stopped. A
+    # grader that catches its own error (Math-Verify's "Error during comparison", math_verify/grader.py) logs a
+    # traceback that starts in reward code: that one stays a caught error.
+    if out and out[-1].final is None and out[-1].frames and out[-1].after_error and last_line is not None \
+            and escaped_reward_code(out[-1]) and 0 <= last_line.lineno - last_frame <= CHAIN:
+        out[-1].final, out[-1].cut = last_line, True
     # A traceback that the log ends inside, printed by its logger at error level (logger.exception: vLLM's workers and
     # engine core, Ray-prefixed) or running through reward code (a grader's frames) with no logged message before it
     # (a caught error's message line names that failure itself): the process died while printing it or the paste was
@@ -502,6 +510,13 @@ def is_reward_frame(frame: str) -> bool:
 # sympy/): a chain that holds a torch frame is not the grader's.
 SYMPY_FRAME = re.compile(r'File "[^"]*/(?:sympy|latex2sympy2?\w*)/')
 TORCH_FRAME = re.compile(r'File "[^"]*/torch/')
+
+
+def escaped_reward_code(c: Chain) -> bool:
+    """Whether a chain's frames run into reward code from outside it: its outermost frame is not reward code (nor
+    SymPy's, which a grader calls), an inner one is."""
+    return bool(c.frames) and not is_reward_frame(c.frames[0]) and SYMPY_FRAME.search(c.frames[0]) is None \
+        and through_reward_code(c)
 
 
 def through_reward_code(c: Chain) -> bool:
