@@ -512,17 +512,17 @@ SYMPY_FRAME = re.compile(r'File "[^"]*/(?:sympy|latex2sympy2?\w*)/')
 TORCH_FRAME = re.compile(r'File "[^"]*/torch/')
 
 
+def through_reward_code(c: Chain) -> bool:
+    """Whether a chain's frames run through reward code (is_reward_frame), or through SymPy without PyTorch."""
+    return any(is_reward_frame(f) for f in c.frames) or (
+        any(SYMPY_FRAME.search(f) for f in c.frames) and not any(TORCH_FRAME.search(f) for f in c.frames))
+
+
 def escaped_reward_code(c: Chain) -> bool:
     """Whether a chain's frames run into reward code from outside it: its outermost frame is not reward code (nor
     SymPy's, which a grader calls), an inner one is."""
     return bool(c.frames) and not is_reward_frame(c.frames[0]) and SYMPY_FRAME.search(c.frames[0]) is None \
         and through_reward_code(c)
-
-
-def through_reward_code(c: Chain) -> bool:
-    """Whether a chain's frames run through reward code (is_reward_frame), or through SymPy without PyTorch."""
-    return any(is_reward_frame(f) for f in c.frames) or (
-        any(SYMPY_FRAME.search(f) for f in c.frames) and not any(TORCH_FRAME.search(f) for f in c.frames))
 
 
 def reward_chains(found: list[Chain]) -> list[Chain]:
