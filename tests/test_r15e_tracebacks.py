@@ -262,3 +262,29 @@ def test_escaped_reward_code_reads_the_outermost_frame():
     assert not signals.escaped_reward_code(chain(grader, sympy))
     assert not signals.escaped_reward_code(chain(sympy, grader))
     assert not signals.escaped_reward_code(chain(trainer))
+
+
+def test_ipython_7_frames_through_a_reward_function_end_in_the_reward_exception(tmp_path):
+    # IPython < 8 (Colab until 2024): `path in func(args)` heads a frame, the line that ran is the `-->` row below
+    text = (
+        "---------------------------------------------------------------------------\n"
+        "KeyError                                  Traceback (most recent call last)\n"
+        "<ipython-input-12-3a8b6a1c2a57> in <cell line: 1>()\n"
+        "----> 1 trainer.train()\n"
+        "\n"
+        "/usr/local/lib/python3.10/dist-packages/trl/trainer/grpo_trainer.py in _generate_and_score_completions(self, inputs)\n"
+        "    839                 reward_kwargs = {key: [example[key] for example in inputs] for key in keys}\n"
+        "--> 840                 output_reward_func = reward_func(prompts=prompts, completions=completions, **reward_kwargs)\n"
+        "    841                 rewards_per_func[:, i] = torch.tensor(output_reward_func, dtype=torch.float32, device=device)\n"
+        "\n"
+        "<ipython-input-9-0f2d1c3b4e5a> in correctness_reward_func(prompts, completions, answer, **kwargs)\n"
+        "      3     responses = [completion[0]['content'] for completion in completions]\n"
+        "----> 4     q = prompts[0][-1]['content']\n"
+        "\n"
+        "KeyError: 'content'\n"
+    )
+    f = top(triage_files(tmp_path, {"notebook.log": text}))
+    assert (f.category, f.rule) == ("verifier", "verifier.reward-exception")
+    assert f.evidence[0].line == 15
+    assert split_ray("/usr/lib/python3.10/site-packages/x.py:12: UserWarning: y in z")[0] == (
+        "/usr/lib/python3.10/site-packages/x.py:12: UserWarning: y in z")

@@ -149,10 +149,15 @@ RICH_FRAME_NOFILE = re.compile(r"^in (?P<func>\S+):(?P<line>\d+)$")
 # directory, a relative path), a notebook cell's `Cell In[12], line 3`, the frame's source lines under it with `---->`
 # at the line that ran: Jupyter output pasted from a notebook (unsloth's and TRL's GRPO notebooks).
 IPYTHON_FRAME = re.compile(r"^\s*(?:File (?P<path>[^\s\"]\S*?):(?P<line>\d+), in (?P<func>[\w<>.]+)|Cell (?P<cell>In\s?\[\d*\]), line (?P<cline>\d+))")
+# IPython < 8 (Colab until 2024) heads a frame `/path/x.py in func(args)` or `<ipython-input-3-9b2e> in <module>()`,
+# with the line that ran on the `--> 67` row below (no candidate line): the frame reads line 0.
+IPYTHON7_FRAME = re.compile(
+    r"^(?P<path>(?:/|~/|\.{1,2}/|[A-Za-z]:\\)\S*\.py|<ipython-input-[\w-]+>) in (?P<func>[^\s(][^(]*?)\(.*\)\s*$")
 # What makes a boxed line a candidate line (scanner anchors): a rich frame's absolute path or file-less form. The
 # annotation lines under loguru's `diagnose` frames (`│    └ <value>`, loguru/_better_exceptions.py, as in the
 # better_exceptions package) hold a `└ `; they continue the traceback (chains()).
-RENDER_ANCHORS = ("│ /", "│ in ", "└ ", "File /", "File ~", "File .", "Cell In", "panicked at")
+RENDER_ANCHORS = ("│ /", "│ in ", "└ ", "File /", "File ~", "File .", "Cell In", ".py in ", "<ipython-input-",
+                  "panicked at")
 # A Rust panic (std's default panic hook, library/std/src/panicking.rs): `thread 'main' panicked at 'msg',
 # src/x.rs:12:5` (Rust < 1.73), `thread 'main' panicked at src/x.rs:12:5:` with the message on the next line (1.73+),
 # `thread 'main' (73) panicked at ...` (1.89+ adds the thread id); `stack backtrace:` and numbered frames follow with
@@ -173,7 +178,8 @@ def unboxed(msg: str) -> str | None:
     if msg[:1] not in "│┃╭┏┌":
         i = IPYTHON_FRAME.match(msg)
         if i is None:
-            return None
+            i = IPYTHON7_FRAME.match(msg) if " in " in msg else None
+            return None if i is None else f'  File "{i.group("path")}", line 0, in {i.group("func")}'
         if i.group("cell"):
             return f'  File "<{i.group("cell")}>", line {i.group("cline")}'
         return f'  File "{i.group("path")}", line {i.group("line")}, in {i.group("func")}'
@@ -514,15 +520,22 @@ TORCH_FRAME = re.compile(r'File "[^"]*/torch/')
 
 def through_reward_code(c: Chain) -> bool:
     """Whether a chain's frames run through reward code (is_reward_frame), or through SymPy without PyTorch."""
-    return any(is_reward_frame(f) for f in c.frames) or (
+    return any(is_reward_frame(f) or REWARD_FUNC_FRAME.search(f) for f in c.frames) or (
         any(SYMPY_FRAME.search(f) for f in c.frames) and not any(TORCH_FRAME.search(f) for f in c.frames))
+
+
+# A reward function named for what it rewards: `correctness_reward_func`, `xmlcount_reward_func`, `int_reward_func`
+# (willccbb's GRPO demo, copied into unsloth's notebooks and RL Swarm), `format_reward_fn`; in a notebook its frame's
+# file is a cell (`<ipython-input-9-...>`, `<In[9]>`), so the name is all there is.
+REWARD_FUNC_FRAME = re.compile(r", in \w*reward_(?:func|fn)\w*\s*$")
 
 
 def escaped_reward_code(c: Chain) -> bool:
     """Whether a chain's frames run into reward code from outside it: its outermost frame is not reward code (nor
     SymPy's, which a grader calls), an inner one is."""
-    return bool(c.frames) and not is_reward_frame(c.frames[0]) and SYMPY_FRAME.search(c.frames[0]) is None \
-        and through_reward_code(c)
+    first = c.frames[0] if c.frames else ""
+    return bool(first) and not is_reward_frame(first) and REWARD_FUNC_FRAME.search(first) is None \
+        and SYMPY_FRAME.search(first) is None and through_reward_code(c)
 
 
 def reward_chains(found: list[Chain]) -> list[Chain]:
