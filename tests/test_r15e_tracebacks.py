@@ -143,26 +143,6 @@ def test_ipython_frames_make_a_chain_and_a_metric_keyerror_is_not_the_reward_pat
         '  File "~/rl/rewards.py", line 19, in format_reward')
 
 
-def test_a_reward_exception_through_ipython_frames_is_the_reward_exception(tmp_path):
-    text = (
-        "---------------------------------------------------------------------------\n"
-        "ZeroDivisionError                         Traceback (most recent call last)\n"
-        "Cell In[14], line 2\n"
-        "      1 trainer = GRPOTrainer(model=model, reward_funcs=[len_reward], args=args, train_dataset=ds)\n"
-        "----> 2 trainer.train()\n"
-        "\n"
-        "File ~/grpo/rewards.py:12, in len_reward(completions, **kwargs)\n"
-        "     10 def len_reward(completions, **kwargs):\n"
-        "     11     lengths = [len(c) for c in completions]\n"
-        "---> 12     return [l / (max(lengths) - min(lengths)) for l in lengths]\n"
-        "\n"
-        "ZeroDivisionError: division by zero\n"
-    )
-    f = top(triage_files(tmp_path, {"notebook.log": text}))
-    assert (f.category, f.rule) == ("verifier", "verifier.reward-exception")
-    assert f.evidence[0].line == 12
-
-
 def test_loguru_diagnose_frames_with_annotations_end_in_the_exception(tmp_path):
     values = "".join(f"              │             └ <value {i}>\n" for i in range(12))
     text = (
@@ -264,27 +244,41 @@ def test_escaped_reward_code_reads_the_outermost_frame():
     assert not signals.escaped_reward_code(chain(trainer))
 
 
-def test_ipython_7_frames_through_a_reward_function_end_in_the_reward_exception(tmp_path):
-    # IPython < 8 (Colab until 2024): `path in func(args)` heads a frame, the line that ran is the `-->` row below
-    text = (
-        "---------------------------------------------------------------------------\n"
-        "KeyError                                  Traceback (most recent call last)\n"
-        "<ipython-input-12-3a8b6a1c2a57> in <cell line: 1>()\n"
-        "----> 1 trainer.train()\n"
-        "\n"
-        "/usr/local/lib/python3.10/dist-packages/trl/trainer/grpo_trainer.py in _generate_and_score_completions(self, inputs)\n"
-        "    839                 reward_kwargs = {key: [example[key] for example in inputs] for key in keys}\n"
-        "--> 840                 output_reward_func = reward_func(prompts=prompts, completions=completions, **reward_kwargs)\n"
-        "    841                 rewards_per_func[:, i] = torch.tensor(output_reward_func, dtype=torch.float32, device=device)\n"
-        "\n"
-        "<ipython-input-9-0f2d1c3b4e5a> in correctness_reward_func(prompts, completions, answer, **kwargs)\n"
-        "      3     responses = [completion[0]['content'] for completion in completions]\n"
-        "----> 4     q = prompts[0][-1]['content']\n"
-        "\n"
-        "KeyError: 'content'\n"
-    )
+
+# A reward function raising in a notebook, as IPython 8 prints it (`File path:N, in f(args)`, `Cell In[n], line N`) and
+# as IPython < 8 does (Colab until 2024: `path in f(args)`, `<ipython-input-N-x> in <cell line: 1>()`, the line on
+# the `-->` row), the reward function a notebook cell's (named *_reward_func) or a file's.
+IPYTHON8_REWARD = (
+    "ZeroDivisionError                         Traceback (most recent call last)\n"
+    "Cell In[14], line 2\n"
+    "----> 2 trainer.train()\n"
+    "\n"
+    "File ~/grpo/rewards.py:12, in len_reward(completions, **kwargs)\n"
+    "     11     lengths = [len(c) for c in completions]\n"
+    "---> 12     return [l / (max(lengths) - min(lengths)) for l in lengths]\n"
+    "\n"
+    "ZeroDivisionError: division by zero\n"
+)
+IPYTHON7_REWARD = (
+    "KeyError                                  Traceback (most recent call last)\n"
+    "<ipython-input-12-3a8b6a1c2a57> in <cell line: 1>()\n"
+    "----> 1 trainer.train()\n"
+    "\n"
+    "/usr/local/lib/python3.10/dist-packages/trl/trainer/grpo_trainer.py in _generate_and_score_completions(self, inputs)\n"
+    "--> 840                 output_reward_func = reward_func(prompts=prompts, completions=completions, **reward_kwargs)\n"
+    "\n"
+    "<ipython-input-9-0f2d1c3b4e5a> in correctness_reward_func(prompts, completions, answer, **kwargs)\n"
+    "      3     responses = [completion[0]['content'] for completion in completions]\n"
+    "----> 4     q = prompts[0][-1]['content']\n"
+    "\n"
+    "KeyError: 'content'\n"
+)
+
+
+@pytest.mark.parametrize("text,line", [(IPYTHON8_REWARD, 9), (IPYTHON7_REWARD, 12)])
+def test_a_reward_exception_through_ipython_frames_is_the_reward_exception(tmp_path, text, line):
     f = top(triage_files(tmp_path, {"notebook.log": text}))
     assert (f.category, f.rule) == ("verifier", "verifier.reward-exception")
-    assert f.evidence[0].line == 15
+    assert f.evidence[0].line == line
     assert split_ray("/usr/lib/python3.10/site-packages/x.py:12: UserWarning: y in z")[0] == (
         "/usr/lib/python3.10/site-packages/x.py:12: UserWarning: y in z")
