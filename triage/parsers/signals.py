@@ -131,6 +131,77 @@ EXC_LINE = re.compile(
 DOTTED_EXC_LINE = re.compile(
     r"^\s?(?:[a-z_]\w*\.)+(?P<name>[A-Z][a-z]\w*?)(?:\((?P<inner>[^)]*)\))?(?::\s?(?P<message>.*)|\s*)$"
 )
+
+# -- tracebacks in other renderings ---------------------------------------------------------------------------
+# rich's traceback (Textualize/rich rich/traceback.py, `Traceback._render_stack`, rich 10-14; printed by
+# rich.traceback.install(), typer's pretty exceptions, RichHandler(rich_tracebacks=True)) draws the stack in a panel:
+# a `╭──── Traceback (most recent call last) ────╮` top, one `│ /path/file.py:123 in func │` line a frame
+# (`│ in func:123 │` when the file is not on disk), the frame's source lines and locals under it, `╰────╯`, then
+# the plain `ExceptionType: message` line. A log shown in a boxed pane (k9s, a TUI log viewer) puts `│ ` and ` │`
+# around every line of a plain traceback. BOXED reads the line inside the frame; RICH_FRAME / RICH_FRAME_NOFILE the
+# frame's place, which `unboxed` writes as Python's own frame line so every reader of frames sees one. A path too
+# long for the panel wraps: the function's name goes to the next line (the frame keeps its file and line), a path
+# cut in the middle is no frame.
+BOX_SIDE = "│"
+BOXED = re.compile(r"^[│┃]\s?(?P<inner>.*?)\s*[│┃]?\s*$")
+BOX_TOP = re.compile(r"^[╭┏┌][─━ ]+(?P<title>[^─━╮┓┐]*?)\s*[─━]+[╮┓┐]\s*$")
+RICH_FRAME = re.compile(r"^(?P<path>(?=[^\s:]*[/\\])[^\s:]+|[A-Za-z]:\\\S+?):(?P<line>\d+)(?: in(?: (?P<func>\S+))?)?$")
+RICH_FRAME_NOFILE = re.compile(r"^in (?P<func>\S+):(?P<line>\d+)$")
+# IPython >= 8 (IPython/core/ultratb.py, VerboseTB) heads a frame `File /path/x.py:67, in func(args)` (`~` for the home
+# directory, a relative path), a notebook cell's `Cell In[12], line 3`, the frame's source lines under it with `---->`
+# at the line that ran: Jupyter output pasted from a notebook (unsloth's and TRL's GRPO notebooks).
+IPYTHON_FRAME = re.compile(r"^\s*(?:File (?P<path>[^\s\"]\S*?):(?P<line>\d+), in (?P<func>[\w<>.]+)|Cell (?P<cell>In\s?\[\d*\]), line (?P<cline>\d+))")
+# IPython < 8 (Colab until 2024) heads a frame `/path/x.py in func(args)` or `<ipython-input-3-9b2e> in <module>()`,
+# with the line that ran on the `--> 67` row below (no candidate line): the frame reads line 0.
+IPYTHON7_FRAME = re.compile(
+    r"^(?P<path>(?:/|~/|\.{1,2}/|[A-Za-z]:\\)\S*\.py|<ipython-input-[\w-]+>) in (?P<func>[^\s(][^(]*?)\(.*\)\s*$")
+# What makes a boxed line a candidate line (scanner anchors): a rich frame's absolute path or file-less form. The
+# annotation lines under loguru's `diagnose` frames (`│    └ <value>`, loguru/_better_exceptions.py, as in the
+# better_exceptions package) hold a `└ `; they continue the traceback (chains()).
+RENDER_ANCHORS = ("│ /", "│ in ", "└ ", "File /", "File ~", "File .", "Cell In", ".py in ", "<ipython-input-",
+                  "panicked at")
+# A Rust panic (std's default panic hook, library/std/src/panicking.rs): `thread 'main' panicked at 'msg',
+# src/x.rs:12:5` (Rust < 1.73), `thread 'main' panicked at src/x.rs:12:5:` with the message on the next line (1.73+),
+# `thread 'main' (73) panicked at ...` (1.89+ adds the thread id); `stack backtrace:` and numbered frames follow with
+# RUST_BACKTRACE. A Python extension built with pyo3 (HF tokenizers, sglang's router, vLLM's Rust parts) raises
+# pyo3_runtime.PanicException after it, a Rust program (sgl-model-gateway, vllm.rs, mistral.rs) stops there or
+# loses the thread. It is the final line of a chain of its own, named `panic`.
+RUST_PANIC = re.compile(
+    r"^\s*thread '(?P<thread>[^']*)'(?: \(\d+\))? panicked at (?:'(?P<message>.*)', \S+:\d+(?::\d+)?|\S+:\d+(?::\d+)?:?)\s*$"
+)
+ANNOTATION = re.compile(r"^\s*(?:[│┃]\s*)*└ ")
+WIDE_CHAIN = 120  # lines a rendered traceback's source, locals and annotation lines may put between its frame lines
+
+
+def unboxed(msg: str) -> str | None:
+    """The message inside a box-drawn line when it is a traceback's part (its header, a frame, an exception line), as
+    the plain traceback prints it, or an IPython frame line as Python's; None for any other line (a box-drawn table's
+    row stays as it is)."""
+    if msg[:1] not in "│┃╭┏┌":
+        i = IPYTHON_FRAME.match(msg)
+        if i is None:
+            i = IPYTHON7_FRAME.match(msg) if " in " in msg else None
+            return None if i is None else f'  File "{i.group("path")}", line 0, in {i.group("func")}'
+        if i.group("cell"):
+            return f'  File "<{i.group("cell")}>", line {i.group("cline")}'
+        return f'  File "{i.group("path")}", line {i.group("line")}, in {i.group("func")}'
+    if msg[:1] in "╭┏┌":
+        top = BOX_TOP.match(msg)
+        return top.group("title") + ":" if top and top.group("title").startswith(TRACEBACK) else None
+    m = BOXED.match(msg)
+    if m is None:
+        return None
+    inner = m.group("inner")
+    f = RICH_FRAME.match(inner) or RICH_FRAME_NOFILE.match(inner)
+    if f is not None:
+        path = f.groupdict().get("path") or "<unknown>"
+        func = f.group("func")
+        return f'  File "{path}", line {f.group("line")}' + (f", in {func}" if func else "")
+    if FRAME.match(inner) or inner.startswith(TRACEBACK) or EXC_LINE.match(inner) or DOTTED_EXC_LINE.match(inner):
+        return inner
+    return None
+
+
 # A final exception whose message sends the reader to a traceback printed before it: vLLM V1's EngineDeadError
 # ("EngineCore encountered an issue. See stack trace (above) for the root cause.", vllm/v1/engine/exceptions.py),
 # vLLM V0's API server ("Engine process failed to start. See stack trace for the root cause.", 0.6-0.8) and
@@ -226,6 +297,7 @@ class Chain:
     head: Line
     final: Line | None = None
     before: str = ""  # the messages of the candidate lines just before the chain (its logger's header)
+    gap: int = CHAIN  # lines its parts may lie apart: WIDE_CHAIN for a rendered traceback (rich's panel, loguru's)
     frames: list[str] = field(default_factory=list)  # the frame lines (`File "...", line N, in f`), innermost last
     cut: bool = False  # the log ends inside this traceback: `final` is its last frame line, no exception line
     finals: list[Line] = field(default_factory=list)  # each exception line that ended a part of the chain, in order
@@ -251,24 +323,25 @@ def chains(lines: list[Line]) -> list[Chain]:
     last_line: Line | None = None
     for ln in lines:
         msg = ln.msg
+        gap = cur.gap if cur is not None else CHAIN
         if TRACEBACK in msg[:80]:
             awaiting = True
-            if cur is None or cur.final is None and ln.lineno - last_frame > CHAIN or (
-                    cur.final is not None and ln.lineno - (cur.final.until or cur.final.lineno) > CHAIN):
+            if cur is None or cur.final is None and ln.lineno - last_frame > gap or (
+                    cur.final is not None and ln.lineno - (cur.final.until or cur.final.lineno) > gap):
                 cur = Chain(ln, before=header(ln.lineno), after_error=after_error(ln.lineno))
                 out.append(cur)
             last_frame = ln.lineno
         elif 'File "' in msg and FRAME.match(msg):
             awaiting = True
-            if cur is None or ln.lineno - last_frame > CHAIN and (
-                    cur.final is None or ln.lineno - cur.final.lineno > CHAIN):
+            if cur is None or ln.lineno - last_frame > gap and (
+                    cur.final is None or ln.lineno - cur.final.lineno > gap):
                 cur = Chain(ln, before=header(ln.lineno))
                 out.append(cur)
             last_frame = ln.lineno
             cur.last_frame, cur.raise_echo = ln, None
             if len(cur.frames) < 40:
                 cur.frames.append(msg.strip()[:300])
-        elif cur is not None and awaiting and 0 < ln.lineno - last_frame <= CHAIN and (
+        elif cur is not None and awaiting and 0 < ln.lineno - last_frame <= gap and (
                 EXC_LINE.match(msg) or DOTTED_EXC_LINE.match(msg)):
             cur.final = ln
             cur.finals.append(ln)
@@ -280,10 +353,27 @@ def chains(lines: list[Line]) -> list[Chain]:
             out.append(cur)
             last_frame = ln.lineno
             awaiting = True  # the remote traceback that follows ends in the remote exception
+        elif "panicked at" in msg and RUST_PANIC.match(msg):
+            cur = Chain(ln, final=ln, before=header(ln.lineno), finals=[ln])
+            out.append(cur)
+            last_frame = ln.lineno
+            awaiting = True  # pyo3's PanicException traceback that may follow ends the same chain
+        elif cur is not None and awaiting and "└ " in msg and 0 < ln.lineno - last_frame <= gap and ANNOTATION.match(msg):
+            last_frame = ln.lineno  # loguru's values under a frame's source line: the traceback goes on
+        if cur is not None and last_frame == ln.lineno and msg not in ln.text:
+            cur.gap = WIDE_CHAIN  # rendered (rich's panel, IPython): source lines and locals lie between its frames
         recent.append(ln)
         if len(recent) > 3:
             del recent[0]
         last_line = ln
+    # A traceback its logger printed just after an error line (logger.exception: RL Swarm's trainer logs "Exception
+    # during training", then the traceback) that the log ends inside, whose frames run from code outside the reward
+    # code into it: the reward code raised and the exception left it, up to the caller that logged it and stopped. A
+    # grader that catches its own error (Math-Verify's "Error during comparison", math_verify/grader.py) logs a
+    # traceback that starts in reward code: that one stays a caught error.
+    if out and out[-1].final is None and out[-1].frames and out[-1].after_error and last_line is not None \
+            and escaped_reward_code(out[-1]) and 0 <= last_line.lineno - last_frame <= CHAIN:
+        out[-1].final, out[-1].cut = last_line, True
     # A traceback that the log ends inside, printed by its logger at error level (logger.exception: vLLM's workers and
     # engine core, Ray-prefixed) or running through reward code (a grader's frames) with no logged message before it
     # (a caught error's message line names that failure itself): the process died while printing it or the paste was
@@ -307,7 +397,11 @@ def chains(lines: list[Line]) -> list[Chain]:
 
 
 def exception_name(line: Line) -> tuple[str, str]:
-    """(exception class, message) of a final exception line; ("", "") when it is not one."""
+    """(exception class, message) of a final exception line; ("", "") when it is not one. A Rust panic is `panic`."""
+    if "panicked at" in line.msg:
+        p = RUST_PANIC.match(line.msg)
+        if p is not None:
+            return "panic", p.group("message") or ""
     m = EXC_LINE.match(line.msg)
     dotted = None if m else DOTTED_EXC_LINE.match(line.msg)
     m = m or dotted
@@ -489,8 +583,22 @@ def stack_dump(c: Chain) -> bool:
 
 def through_reward_code(c: Chain) -> bool:
     """Whether a chain's frames run through reward code (is_reward_frame), or through SymPy without PyTorch."""
-    return any(is_reward_frame(f) for f in c.frames) or (
+    return any(is_reward_frame(f) or REWARD_FUNC_FRAME.search(f) for f in c.frames) or (
         any(SYMPY_FRAME.search(f) for f in c.frames) and not any(TORCH_FRAME.search(f) for f in c.frames))
+
+
+# A reward function named for what it rewards: `correctness_reward_func`, `xmlcount_reward_func`, `int_reward_func`
+# (willccbb's GRPO demo, copied into unsloth's notebooks and RL Swarm), `format_reward_fn`; in a notebook its frame's
+# file is a cell (`<ipython-input-9-...>`, `<In[9]>`), so the name is all there is.
+REWARD_FUNC_FRAME = re.compile(r", in \w*reward_(?:func|fn)\w*\s*$")
+
+
+def escaped_reward_code(c: Chain) -> bool:
+    """Whether a chain's frames run into reward code from outside it: its outermost frame is not reward code (nor
+    SymPy's, which a grader calls), an inner one is."""
+    first = c.frames[0] if c.frames else ""
+    return bool(first) and not is_reward_frame(first) and REWARD_FUNC_FRAME.search(first) is None \
+        and SYMPY_FRAME.search(first) is None and through_reward_code(c)
 
 
 def reward_chains(found: list[Chain]) -> list[Chain]:

@@ -16,7 +16,7 @@ from typing import Any
 
 from triage.model import Line
 from triage.parsers.sglang import RETRACTED
-from triage.parsers.signals import CALL_ERROR, ENGINE_URL, EXC_LINE, FRAME, TRACEBACK, VERIFIER_URL, callee_of
+from triage.parsers.signals import CALL_ERROR, ENGINE_URL, EXC_LINE, FRAME, TRACEBACK, VERIFIER_URL, callee_of, unboxed
 from triage.prefixes import LINE_PREFIX, RAY_ACTOR, json_message
 from triage.scan.digitkey import key, linecache_enabled, runs_alike
 
@@ -89,9 +89,17 @@ def split_ray(text: str) -> tuple[str, str, str, int]:
                 actor, pid = r2.group("actor"), r2.group("pid") or ""
                 msg = msg[r2.end():]
                 msg = msg[_prefix_end(msg):]
+    if msg[:1] in BOX_STARTS or msg.startswith(("File ", "Cell In", "/", "~/", "<ipython-input-")) \
+            and not msg.startswith('File "'):
+        inner = unboxed(msg)  # a traceback drawn in a box (rich's panel, a boxed log pane), IPython's: as Python's
+        if inner is not None:
+            msg = inner
     if msg.startswith("Traceback (most recent call last)") and JOINED_TB.match(msg):
         msg = joined_final(msg) or msg
     return msg, actor, pid, repeat
+
+
+BOX_STARTS = "│┃╭┏┌"
 
 
 # A whole traceback on one line, its newlines lost on the way (a JSON log field flattened by a log shipper, a
