@@ -105,11 +105,12 @@ def test_rich_frame_lines_read_as_pythons_frames():
         '  File "/usr/lib/python3.11/site-packages/trl/trainer/grpo_trainer.py", line 1102')
     # the panel's header behind a Ray actor's prefix
     assert split_ray(f"(TaskRunner pid=12) {PANEL_TOP}")[0] == "Traceback (most recent call last):"
-    # a source row and a locals row are no frame; a box-drawn stats table's row keeps its text
+    # a source row and a locals row are no frame; a box-drawn stats table's row keeps its cells (the outer `│ ` and
+    # ` │` go as a log viewer's frame does: prefixes.LINE_PREFIX)
     src = row("❱ 41 │   for content, sol in zip(contents, solution[\"answer\"]):")
-    assert split_ray(src)[0] == src
+    assert split_ray(src)[0] == src.strip("│ ")
     table = "│ ppo_actor/seq_len/max │ 4.3120e+03 │ ppo_actor/new_logp/avg │ -2.8348e-01 │"
-    assert split_ray(table)[0] == table
+    assert split_ray(table)[0] == table.strip("│ ")
 
 
 def test_a_plain_traceback_in_a_boxed_log_pane_is_read_inside_the_box():

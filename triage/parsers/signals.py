@@ -179,6 +179,9 @@ def unboxed(msg: str) -> str | None:
     row stays as it is)."""
     if msg[:1] not in "│┃╭┏┌":
         i = IPYTHON_FRAME.match(msg)
+        # a rich frame whose box a log viewer's prefix took off (prefixes.LINE_PREFIX's `│ `)
+        if i is None and (r := RICH_FRAME.match(msg) or RICH_FRAME_NOFILE.match(msg)) is not None:
+            return _frame(r)
         if i is None:
             i = IPYTHON7_FRAME.match(msg) if " in " in msg else None
             return None if i is None else f'  File "{i.group("path")}", line 0, in {i.group("func")}'
@@ -194,12 +197,16 @@ def unboxed(msg: str) -> str | None:
     inner = m.group("inner")
     f = RICH_FRAME.match(inner) or RICH_FRAME_NOFILE.match(inner)
     if f is not None:
-        path = f.groupdict().get("path") or "<unknown>"
-        func = f.group("func")
-        return f'  File "{path}", line {f.group("line")}' + (f", in {func}" if func else "")
+        return _frame(f)
     if FRAME.match(inner) or inner.startswith(TRACEBACK) or EXC_LINE.match(inner) or DOTTED_EXC_LINE.match(inner):
         return inner
     return None
+
+
+def _frame(f: re.Match[str]) -> str:
+    """A rich frame (RICH_FRAME, RICH_FRAME_NOFILE) as Python's traceback prints it."""
+    path, func = f.groupdict().get("path") or "<unknown>", f.group("func")
+    return f'  File "{path}", line {f.group("line")}' + (f", in {func}" if func else "")
 
 
 # A final exception whose message sends the reader to a traceback printed before it: vLLM V1's EngineDeadError

@@ -89,7 +89,7 @@ def split_ray(text: str) -> tuple[str, str, str, int]:
                 actor, pid = r2.group("actor"), r2.group("pid") or ""
                 msg = msg[r2.end():]
                 msg = msg[_prefix_end(msg):]
-    if msg[:1] in BOX_STARTS or msg.startswith(("File ", "Cell In", "/", "~/", "<ipython-input-")) \
+    if msg[:1] in BOX_STARTS or msg.startswith(("File ", "Cell In", "/", "~/", "<ipython-input-", "in ")) \
             and not msg.startswith('File "'):
         inner = unboxed(msg)  # a traceback drawn in a box (rich's panel, a boxed log pane), IPython's: as Python's
         if inner is not None:
