@@ -252,3 +252,11 @@ def test_the_verdict_of_one_machine_stays_short(tmp_path: Path) -> None:
 ])
 def test_the_writer_an_evidence_line_names(text: str, writer: str) -> None:
     assert writer_of(text) == writer
+
+
+def test_a_chained_traceback_logged_at_error_level_reads_as_one_failure() -> None:
+    # vllm-ascend issue 7015 (real-extra 1295): the engine core's TimeoutError, Python's "direct cause" line between
+    # its chained tracebacks, and the API server's "AsyncLLM output_handler failed." header, all at ERROR level
+    report = triage_dir(extra_input("1295-"))
+    assert [(f.rule, f.severity, f.evidence[0].line) for f in report.findings] == [
+        ("other.fatal-exit", "error", 5), ("other.exception-wrapper-header", "info", 8)]

@@ -35,6 +35,12 @@ CUDA_ADVICE = re.compile(
     r"https://docs\.nvidia\.com/cuda/cuda-runtime-api/group__CUDART__TYPES\.html)"
 )
 
+# Python's own words between two chained tracebacks (traceback.py, 3.x: `raise ... from`, and an exception raised
+# while handling another): a logger that prints the chain at ERROR level repeats its level on them (vLLM's engine
+# core, real-extra 1295). They join the tracebacks around them; the exceptions are the failures.
+CHAIN_JOIN = re.compile(r"\s*(?:The above exception was the direct cause of the following exception"
+                        r"|During handling of the above exception, another exception occurred):?\s*$")
+
 
 class Fold:
     """The lines of one shape: the first, the last, and how many (their repeat counts summed)."""
@@ -78,7 +84,7 @@ class Unexplained:
         exception line, not a mark, not the file's last line). `newest`: the scan's newest line (held until the next
         one comes); else a line met after the scan (a claim whose conditions failed), folded at once. `shape`: the
         shape it folds under, when the caller knows it (the registered shape of an errfold key, as `natives`)."""
-        if not line.msg.strip() or CUDA_ADVICE.match(line.msg):
+        if not line.msg.strip() or CUDA_ADVICE.match(line.msg) or CHAIN_JOIN.match(line.msg):
             return
         if not foldable or line.lineno >= self.shut_at:
             self.lines.append(line)
