@@ -353,7 +353,7 @@ class Scanner:
                 if chunks is None:
                     stream = open_stream(lf.path, lf.compression, fs.note)
                     if not lf.compression and lf.size <= tables.MAX_BYTES:
-                        stream = kept = _Kept(stream)
+                        stream = kept = _Kept(stream, lf.size + 1)
                 counted = chunks is None and self.needles is not None and hasattr(stream, "readinto")
                 if counted:
                     assert stream is not None
@@ -389,8 +389,8 @@ class Scanner:
         lf = fs.lf
         if lf.size > tables.MAX_BYTES or not lf.path or fs.metrics.pushed or fs.metrics.open:
             return  # a run's own log, whose metric lines the line parsers read, is no paste of a table
-        if kept is not None and kept.ended:
-            data = b"".join(kept.parts)[:lf.size + 1]
+        if kept is not None and (kept.ended or not kept.room):
+            data = b"".join(kept.parts)
         else:
             try:
                 with open_stream(lf.path, lf.compression) as stream:
@@ -838,21 +838,28 @@ class Scanner:
 
 
 class _Kept:
-    """A small file's stream that keeps the bytes read from it, so the metric tables' pass (Scanner._tables) reads
-    them instead of opening the file a second time (half of the opens of a run of per-sample verifier logs, each
-    with its head's wrap test: ~5 % of such a run's CPU). `ended`: the stream was read to its end."""
+    """A small file's stream that keeps the first `room` bytes read from it, so the metric tables' pass
+    (Scanner._tables) reads them instead of opening the file a second time (half of the opens of a run of
+    per-sample verifier logs, each with its head's wrap test). `ended`: the stream was read to its end."""
 
-    __slots__ = ("stream", "parts", "ended")
+    __slots__ = ("stream", "parts", "room", "ended")
 
-    def __init__(self, stream: Any) -> None:
+    def __init__(self, stream: Any, room: int) -> None:
         self.stream = stream
         self.parts: list[bytes] = []
+        self.room = room  # bytes still to keep (a file that grew since discovery is not kept whole)
         self.ended = False
+
+    def _keep(self, data: Any) -> None:
+        if self.room > 0:
+            part = bytes(data[:self.room])
+            self.parts.append(part)
+            self.room -= len(part)
 
     def readinto(self, buffer: Any) -> int:
         n = self.stream.readinto(buffer) or 0
         if n:
-            self.parts.append(bytes(buffer[:n]))
+            self._keep(memoryview(buffer)[:n])
         else:
             self.ended = True
         return n
@@ -860,7 +867,7 @@ class _Kept:
     def read(self, n: int = -1) -> bytes:
         out: bytes = self.stream.read(n)
         if out:
-            self.parts.append(out)
+            self._keep(out)
         if not out or n is None or n < 0:
             self.ended = True
         return out
