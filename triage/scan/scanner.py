@@ -344,7 +344,7 @@ class Scanner:
             fs = FileScan(lf, res)
         fs.ctx = Context(self.reach, fs.pending)
         fs.near = NearFold(self.reach, self.may_group)
-        stream = None
+        stream: Any = None  # the file's stream (a _Kept of it for a small file)
         try:
             if staged is not None:
                 lf.lines = fastscan.parse_chunks(self, fs, staged.items(fs.note), staged.reopen)
@@ -360,7 +360,7 @@ class Scanner:
                     lf.lines = fastscan.scan_file(self, fs, stream, self.progress)
                 else:
                     assert chunks is not None or stream is not None
-                    self._scan_lines(fs, chunks if chunks is not None else iter_chunks(stream))  # type: ignore[arg-type]
+                    self._scan_lines(fs, chunks if chunks is not None else iter_chunks(stream))
                     lf.lines = max(lf.lines, fs.lines_seen)
             if self.progress is not None and (lf.compression or not counted):
                 self.progress.add(lf.size)  # counted when done: the chunks were not the file's own bytes
