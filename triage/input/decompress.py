@@ -68,6 +68,11 @@ def safe_open(path: str) -> BinaryIO:
 
 def safe_fd(path: str) -> int:
     """safe_open's file descriptor, without a file object around it (the caller closes it)."""
+    return _regular(path)[0]
+
+
+def _regular(path: str) -> tuple[int, int]:
+    """(safe_fd's descriptor, the file's size as its fstat gave it)."""
     try:
         fd = os.open(path, _FLAGS | _NOATIME)
     except PermissionError:  # O_NOATIME needs ownership; retry without it
@@ -79,27 +84,28 @@ def safe_fd(path: str) -> int:
             raise
         fd = os.open(path, _FLAGS)
     try:
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
-            raise OSError(f"{special_kind(mode)}: not opened")
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise OSError(f"{special_kind(st.st_mode)}: not opened")
     except BaseException:
         os.close(fd)
         raise
-    return fd
+    return fd, st.st_size
 
 
 class UpTo(io.RawIOBase):
     """The first `limit` bytes of a raw file: the size it had when it was opened."""
 
-    def __init__(self, raw: BinaryIO, note: Note = _quiet, path: str = ""):
+    def __init__(self, raw: BinaryIO, note: Note = _quiet, path: str = "", limit: int | None = None):
         super().__init__()
         self.raw = raw
         self.path = path
-        self.limit = os.fstat(raw.fileno()).st_size
+        self.limit = os.fstat(raw.fileno()).st_size if limit is None else limit  # (limit: the size of raw's fstat)
         self.pos = 0
         self.note = note
         self.grew = False
         self.cut = False
+        self.checked = False  # the size was looked at again once the limit was reached
 
     def readable(self) -> bool:
         return True
@@ -107,7 +113,9 @@ class UpTo(io.RawIOBase):
     def readinto(self, buffer: Any) -> int:
         want = min(len(buffer), self.limit - self.pos)
         if want <= 0:
-            self._check_growth()
+            if not self.checked:  # once: a reader asks again at its end (a buffered reader's fill, then the read)
+                self.checked = True
+                self._check_growth()
             return 0
         with memoryview(buffer) as view:
             n = self.raw.readinto(view.cast("B")[:want]) or 0  # type: ignore[attr-defined]
@@ -250,7 +258,13 @@ def _decompressor(raw: Any, compression: str) -> Any:
 
 def open_log(path: str, compression: str = "", note: Note = _quiet) -> BinaryIO:
     """A read-only byte stream of the file's content as of opening, decompressed when `compression` says so."""
-    raw: Any = UpTo(safe_open(path), note, path)
+    fd, size = _regular(path)  # its fstat gives UpTo its limit (a small file's scan made three fstat calls)
+    try:
+        opened = os.fdopen(fd, "rb", buffering=0)
+    except BaseException:
+        os.close(fd)
+        raise
+    raw: Any = UpTo(opened, note, path, size)
     if not compression:
         return unwrap(io.BufferedReader(raw, buffer_size=PIECE))
     buffered = io.BufferedReader(raw, buffer_size=PIECE)

@@ -359,6 +359,8 @@ def _read_head(path: str, want: int) -> bytes:
         parts = []
         while want > 0 and (got := os.read(fd, want)):
             parts.append(got)
+            if len(got) < want:  # a regular file (safe_fd) reads short only at its end: no read to be told so
+                break
             want -= len(got)
         return b"".join(parts) if len(parts) != 1 else parts[0]
     finally:

@@ -192,6 +192,9 @@ class MetricStore:
         steps, share = plan
         drop: list[int] = []  # older positions a summary, heap or tag of this record no longer refers to
         refs = 0  # references to pos
+        # the `last` points this record takes over: most were the record before of the same keys, one position
+        # given up many times (a pin's count lowered once by all of them, not once each)
+        lastp, lastn = -1, 0
         for k, s, once in steps:
             v = values[k]
             lo = s.lo
@@ -200,7 +203,13 @@ class MetricStore:
             else:  # _step, for a summary with a finite point before and a finite value
                 s.n += 1
                 point = (pos, v, k)
-                drop.append(s.last[0])  # type: ignore[index]  # (set with lo)
+                old = s.last[0]  # type: ignore[index]  # (set with lo); an earlier record's (one value a record)
+                if old == lastp:
+                    lastn += 1
+                elif not lastn:
+                    lastp, lastn = old, 1
+                else:
+                    drop.append(old)
                 s.last = point
                 refs += 1
                 if v != 0:
@@ -228,8 +237,9 @@ class MetricStore:
             mean, longest = values[share[0]], values[share[1]]
             if longest > 0 and mean - mean == 0:
                 refs += _step(self.canon.setdefault(SHARE, Summary()), pos, mean / longest, SHARE, drop)
-        if shape in self.shapes:
-            self.shapes[shape] += 1
+        held = self.shapes.get(shape)
+        if held is not None:
+            self.shapes[shape] = held + 1
         elif len(self.shapes) < MAX_SHAPES:
             self.shapes[shape] = 1
         else:
@@ -245,6 +255,11 @@ class MetricStore:
             t[2] = pos
             refs += 1
         pins = self._pins
+        if lastn:
+            pin = pins[lastp]
+            pin[1] -= lastn
+            if not pin[1]:
+                del pins[lastp]
         for p in drop:
             if p == pos:  # a heap of a summary this record updated twice (two keys of one reward function)
                 refs -= 1

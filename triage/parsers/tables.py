@@ -51,8 +51,10 @@ _ALIGNED_FIRST = re.compile(_ALIGNED)
 
 
 def may_hold(data: bytes) -> bool:
-    """Whether a file's bytes may hold a table (a cheap test; `read` decides)."""
-    return bool(_DELIMITED.search(data) or _ALIGNED_ROW.search(data) or _ALIGNED_FIRST.match(data))
+    """Whether a file's bytes may hold a table (a cheap test; `read` decides). A delimited cell needs one of its
+    delimiters, looked for first (a byte search, ~0.1 us; the regex's search of its first set took ~3 ns a byte)."""
+    delimited = (b"|" in data or b"\t" in data or b"\xe2\x94\x82" in data) and _DELIMITED.search(data)
+    return bool(delimited or _ALIGNED_ROW.search(data) or _ALIGNED_FIRST.match(data))
 
 
 def _cells(line: str) -> tuple[list[str], bool] | None:

@@ -340,6 +340,7 @@ class Scanner:
         """One file's result. `chunks`: its text, when it is not read from lf.path (stdin); `staged`: its
         chunks as another process reads and prefilters them (parallel.Staged), for this one to parse."""
         res = FileResult(lf)
+        kept = None  # a small file's bytes as the scan read them (_Kept), for _tables
         joined = self.series is not None and self.series.here()
         if joined:
             assert self.series is not None  # the timers are closed once, by the run (RunSeries.close)
@@ -348,7 +349,7 @@ class Scanner:
             fs = FileScan(lf, res)
         fs.ctx = Context(self.reach, fs.pending)
         fs.near = NearFold(self.reach, self.may_group)
-        stream = None
+        stream: Any = None  # the file's stream (a _Kept of it for a small file)
         try:
             if staged is not None:
                 lf.lines = fastscan.parse_chunks(self, fs, staged.items(fs.note), staged.reopen)
@@ -356,13 +357,15 @@ class Scanner:
             else:
                 if chunks is None:
                     stream = open_stream(lf.path, lf.compression, fs.note)
+                    if not lf.compression and lf.size <= tables.MAX_BYTES:
+                        stream = kept = _Kept(stream, lf.size + 1)
                 counted = chunks is None and self.needles is not None and hasattr(stream, "readinto")
                 if counted:
                     assert stream is not None
                     lf.lines = fastscan.scan_file(self, fs, stream, self.progress)
                 else:
                     assert chunks is not None or stream is not None
-                    self._scan_lines(fs, chunks if chunks is not None else iter_chunks(stream))  # type: ignore[arg-type]
+                    self._scan_lines(fs, chunks if chunks is not None else iter_chunks(stream))
                     lf.lines = max(lf.lines, fs.lines_seen)
             if self.progress is not None and (lf.compression or not counted):
                 self.progress.add(lf.size)  # counted when done: the chunks were not the file's own bytes
@@ -375,7 +378,7 @@ class Scanner:
                 stream.close()
         fs.near.end(fs)
         if chunks is None:  # a file on disk (stdin's text is not read twice)
-            self._tables(fs)
+            self._tables(fs, kept)
         fs.metrics.close()
         if not joined:
             fs.timers.close()
@@ -383,18 +386,22 @@ class Scanner:
         return res
 
     @staticmethod
-    def _tables(fs: FileScan) -> None:
+    def _tables(fs: FileScan, kept: _Kept | None = None) -> None:
         """The metric tables of a small file without metric records of its own (parsers/tables.py), read again from
         its start: their rows hold no literal the prefilter could anchor on. Either scan path ends here, so both read
-        the same tables."""
+        the same tables. `kept`: the file's bytes as the scan read them to their end (the same bytes a second
+        opening reads: the stream stops at the size the file had when opened), else the file is opened again."""
         lf = fs.lf
         if lf.size > tables.MAX_BYTES or not lf.path or fs.metrics.pushed or fs.metrics.open:
             return  # a run's own log, whose metric lines the line parsers read, is no paste of a table
-        try:
-            with open_stream(lf.path, lf.compression) as stream:
-                data = stream.read(lf.size + 1 if not lf.compression else tables.MAX_BYTES + 1)
-        except (OSError, EOFError, ValueError):
-            return  # the scan has said what it could not read
+        if kept is not None and (kept.ended or not kept.room):
+            data = b"".join(kept.parts)
+        else:
+            try:
+                with open_stream(lf.path, lf.compression) as stream:
+                    data = stream.read(lf.size + 1 if not lf.compression else tables.MAX_BYTES + 1)
+            except (OSError, EOFError, ValueError):
+                return  # the scan has said what it could not read
         if not tables.may_hold(data):
             return
         for ev in tables.read("".join(iter_chunks(io.BytesIO(data))).splitlines(), lf.rel):
@@ -833,3 +840,42 @@ class Scanner:
         for ev in (signals.shutdown_event(ex), signals.fatal_event(ex)):
             if ev is not None:
                 res.events.append(ev)
+
+
+class _Kept:
+    """A small file's stream that keeps the first `room` bytes read from it, so the metric tables' pass
+    (Scanner._tables) reads them instead of opening the file a second time (half of the opens of a run of
+    per-sample verifier logs, each with its head's wrap test). `ended`: the stream was read to its end."""
+
+    __slots__ = ("stream", "parts", "room", "ended")
+
+    def __init__(self, stream: Any, room: int) -> None:
+        self.stream = stream
+        self.parts: list[bytes] = []
+        self.room = room  # bytes still to keep (a file that grew since discovery is not kept whole)
+        self.ended = False
+
+    def _keep(self, data: Any) -> None:
+        if self.room > 0:
+            part = bytes(data[:self.room])
+            self.parts.append(part)
+            self.room -= len(part)
+
+    def readinto(self, buffer: Any) -> int:
+        n = self.stream.readinto(buffer) or 0
+        if n:
+            self._keep(memoryview(buffer)[:n])
+        else:
+            self.ended = True
+        return n
+
+    def read(self, n: int = -1) -> bytes:
+        out: bytes = self.stream.read(n)
+        if out:
+            self._keep(out)
+        if not out or n is None or n < 0:
+            self.ended = True
+        return out
+
+    def close(self) -> None:
+        self.stream.close()
