@@ -48,6 +48,8 @@ FORMS: dict[str, Callable[[str], str]] = {
     "torchrun-tee": lambda s: "[default0]:" + s,
     "openmpi": lambda s: "[1,0]<stderr>:" + s,
     "vllm-v1-worker": lambda s: "(VllmWorker rank=2 pid=10743) ERROR 03-16 06:12:38 [multiproc_executor.py:375] " + s,
+    # vLLM >= 0.10 names the module by its path under vllm/ (vllm-ascend issue 5699, real-extra 933)
+    "vllm-module-path": lambda s: "ERROR 02-07 18:18:59 [v1/executor/multiproc_executor.py:824] " + s,
     "ray-1x": lambda s: "(pid=1234, ip=10.0.0.1) " + s,
     "loguru": lambda s: "2024-05-01 10:00:00.123 | ERROR    | __main__:main:42 - " + s,
     "logging": lambda s: "2024-05-01 10:00:00,123 - trainer - ERROR - " + s,

@@ -38,8 +38,9 @@ LINE_PREFIX = (
     # ISO timestamp (GitHub Actions, CRI, tracing): one blank, more only before a level word, so the indentation
     # of the line behind the stamp (a traceback frame, a stack dump) stays with the message
     r"|\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?\s(?:\s+(?=[A-Z]{4,8}\b))?"
-    # vLLM logger; a line with nothing after it (a logged traceback's blank line) ends at the bracket
-    r"|(?:INFO|WARNING|ERROR|DEBUG|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? \[?[\w.]+:\d+\](?: |$)"
+    # vLLM logger; a line with nothing after it (a logged traceback's blank line) ends at the bracket; since 0.10
+    # (2025) the source is the module's path under vllm/ (`[v1/executor/multiproc_executor.py:824]`)
+    r"|(?:INFO|WARNING|ERROR|DEBUG|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? \[?[\w./-]+:\d+\](?: |$)"
     r"|(?:INFO|WARNING|ERROR|DEBUG|CRITICAL):(?:[\w.]+:|\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+:)\s?"  # logging basic
     r"|-\s(?:[\w.-]+\s-\s)?(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL)\s-\s"  # logging `- name - LEVEL - `
     r"|\|\s*(?:TRACE|DEBUG|INFO|SUCCESS|WARNING|ERROR|CRITICAL)\s*\|\s*[^\s|]+ - "  # loguru `| ERROR    | m:f:1 - `
