@@ -52,6 +52,9 @@ FORMS: dict[str, Callable[[str], str]] = {
     "vllm-module-path": lambda s: "ERROR 02-07 18:18:59 [v1/executor/multiproc_executor.py:824] " + s,
     "ray-1x": lambda s: "(pid=1234, ip=10.0.0.1) " + s,
     "loguru": lambda s: "2024-05-01 10:00:00.123 | ERROR    | __main__:main:42 - " + s,
+    # FastChat's logger, its stderr redirected at ERROR (QAnything issue 302, real-extra 1211; LLaVA, sglang's
+    # FastChat worker)
+    "fastchat-stderr": lambda s: "2024-04-27 10:13:05 | ERROR | stderr | " + s,
     "logging": lambda s: "2024-05-01 10:00:00,123 - trainer - ERROR - " + s,
     "json-lines": lambda s: json.dumps({"timestamp": "2024-05-01T10:00:00Z", "level": "ERROR", "message": s}),
     "pdsh": lambda s: "gpu-q-13: " + s,  # DeepSpeed's multi-node runner (real-extra 968)

@@ -44,6 +44,9 @@ LINE_PREFIX = (
     r"|(?:INFO|WARNING|ERROR|DEBUG|CRITICAL):(?:[\w.]+:|\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+:)\s?"  # logging basic
     r"|-\s(?:[\w.-]+\s-\s)?(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL)\s-\s"  # logging `- name - LEVEL - `
     r"|\|\s*(?:TRACE|DEBUG|INFO|SUCCESS|WARNING|ERROR|CRITICAL)\s*\|\s*[^\s|]+ - "  # loguru `| ERROR    | m:f:1 - `
+    # FastChat's build_logger (and what copied it: QAnything, LLaVA): `<time> | LEVEL | logger | ` (its stderr is a
+    # logger at ERROR: `| ERROR | stderr | ` is only the stream, signals.PREFIX_LEVEL reads no level from it)
+    r"|\|\s(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)\s\|\s[\w.-]+\s\|\s"
     # after their `[time]`: DeepSpeed `[INFO] [f.py:1:fn] `, Hydra's job logging `[name][ERROR] - ` (a message's own
     # tags, lmdeploy's `[TM][ERROR] CUDA runtime error`, stay)
     r"|\[(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL)\] \[[\w.-]+:\d+:\w+\] "

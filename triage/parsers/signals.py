@@ -37,7 +37,7 @@ _LEVEL_WORD = {"FATAL": "fatal", "CRITICAL": "critical", "ERROR": "error", "F": 
                "Error": "error"}
 # In the prefix a launcher or logger put in front of the message (split off by origins.LINE_PREFIX).
 PREFIX_LEVEL = re.compile(
-    r"(?:^|[\s\[(|:,])(?P<w>ERROR|CRITICAL|FATAL)(?=[\s\]):|,]|$)"
+    r"(?:^|[\s\[(|:,])(?P<w>ERROR|CRITICAL|FATAL)(?=[\s\]):|,]|$)(?! \| stderr \|)"  # FastChat's stderr: no level
     r"|[\d,.] (?P<ray>[EF]) \d+ \d+\]"  # Ray C++ components: `[2022-04-25 18:24:10,728 E 4497 4497]`
     # glog, gRPC, abseil, torch elastic `E0801 13:23:20.000000 32974 api.py:874]` (glog >= 0.7: `E20240801 ...`);
     # torch c10 `[rank0]:[E1206 10:00:00.123 ...]`, `[E114 ...]`, before torch 2.2 `[E ProcessGroupNCCL.cpp:563]`
@@ -46,7 +46,7 @@ PREFIX_LEVEL = re.compile(
 # In the message's head, for formats whose prefix is not split off.
 HEAD_LEVEL = re.compile(
     r"^(?:\([^)]{1,80}\) )?(?:\[[^\]]{0,60}\]:?)?\s?(?P<w>ERROR|CRITICAL|FATAL)(?=[\s\]):|])"  # `(Worker rank=0 pid=1) ERROR ...`
-    r"|^\s?(?:[-|]\s*)?(?:[\w.]+\s*[-|]\s*)?(?P<w2>ERROR|CRITICAL|FATAL)\s*[-|]"  # `- root - ERROR -`, `| ERROR |`
+    r"|^\s?(?:[-|]\s*)?(?:[\w.]+\s*[-|]\s*)?(?P<w2>ERROR|CRITICAL|FATAL)\s*[-|](?! stderr \|)"  # `- root - ERROR -`, `| ERROR |`
     r"|(?:^|[\[\s:])(?P<glog>[EF])\d{3,4} \d\d:\d\d:\d\d\.\d+\s+\d*"  # glog / torch c10: `E1206 10:00:00.123 ...`
     r"|^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+ (?P<ray>[EF]) \d+ \d+\]"  # Ray C++ components: `[time E pid tid]`
     r"|\blevel=\"?(?P<kv>error|fatal|critical|ERROR|FATAL|CRITICAL)\b"  # logfmt
