@@ -129,3 +129,25 @@ def test_without_the_frame_the_same_exception_line_stays_unexplained(tmp_path: P
     report = triage_files(tmp_path, {"train.log": CUT_REWARD[3] + "\n"})
     assert all(f.category not in SIX for f in report.findings)
     assert report.findings[0].category == "unclassified"
+
+
+@pytest.mark.parametrize("case, file, line, what", [
+    # slime#396: train_async.py asks Ray for the next rollout after the last one (a None future)
+    ("1329", "job.log", 2, "ValueError"),
+    # slime#1780: GLM-4.7 conversion, slime's GLM4-MoE bridge has no HF name for post_self_attn_layernorm
+    ("1330", "convert.log", 2, "NotImplementedError"),
+])
+def test_driver_and_conversion_bugs_end_their_process(case: str, file: str, line: int, what: str) -> None:
+    report = triage_dir(extra_input(case))
+    assert _top(report) == ("other", "other.fatal-exit", file, line)
+    assert report.findings[0].numbers["exception"] == what
+    assert scan_exit(report.findings, "error", complete=report.coverage_complete) == 1
+
+
+def test_an_engine_without_the_model_class_is_the_unsupported_model(tmp_path: Path) -> None:
+    # SGLang's startup in MILES' ROCm CI, as quoted in radixark/miles PR 2407: the image's SGLang has no Inkling model
+    report = triage_files(tmp_path, {"sglang.log": (
+        "ValueError: Cannot find model module. 'InklingForConditionalGeneration' is not a registered model\n")})
+    f = report.findings[0]
+    assert (f.category, f.rule, f.evidence[0].line) == ("other", "other.model-unsupported-by-version", 1)
+    assert f.numbers["what"] == "InklingForConditionalGeneration"
