@@ -151,3 +151,26 @@ def test_an_engine_without_the_model_class_is_the_unsupported_model(tmp_path: Pa
     f = report.findings[0]
     assert (f.category, f.rule, f.evidence[0].line) == ("other", "other.model-unsupported-by-version", 1)
     assert f.numbers["what"] == "InklingForConditionalGeneration"
+
+
+# slime#1022's paste: a job platform's log view, `[ISO time] <job name> >> ` before Ray's prefix
+VIEW = "[2025-12-18T16:24:02+08:00] leihaodi-qwen3-8b-rl-eagle3-20251218-162008s-3da56-cfcd2 >> "
+
+
+@pytest.mark.parametrize("native", [True, False])
+def test_a_traceback_behind_a_platform_log_view_gives_the_bare_finding(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch,
+                                                                        native: bool) -> None:
+    report = _report(tmp_path, monkeypatch, native, [VIEW + s for s in TRACEBACK])
+    assert [(f.rule, f.evidence[0].line) for f in report.findings] == [("trainer.oom-backward", 6)]
+    (tmp_path / "engine").mkdir()
+    engine = _report(tmp_path / "engine", monkeypatch, native,
+                     [VIEW + "(SGLangEngine pid=3111) " + s for s in TRACEBACK])
+    assert engine.findings[0].category == "serving-oom-retraction"
+
+
+def test_the_platform_view_prefix_leaves_the_ray_prefix_and_a_shell_redirect() -> None:
+    assert split_ray(VIEW + "(SGLangEngine pid=3111)   File \"/s/scheduler.py\", line 2683, in run")[:3] == (
+        '  File "/s/scheduler.py", line 2683, in run', "SGLangEngine", "3111")
+    assert split_ray("cat >> file.txt")[0] == "cat >> file.txt"
+    assert split_ray("echo x >> out.log")[0] == "echo x >> out.log"

@@ -71,6 +71,10 @@ LINE_PREFIX = (
     # pdsh (DeepSpeed's multi-node runner): `gpu-q-13: `; a host name with a digit and a dash or dot, so a message's
     # own `gsm8k: 0.7` stays whole
     r"|(?=[a-z0-9.-]*\d)(?=[a-z0-9]*[.-])[a-z0-9][a-z0-9.-]*: (?=\S|\s+File|\s+\S)"
+    # a job platform's log view after its `[ISO time] `: the pod or job name and ` >> ` (slime issue 1022:
+    # `[2025-12-18T16:24:02+08:00] leihaodi-qwen3-8b-rl-eagle3-20251218-162008s-3da56-cfcd2 >> (SGLangEngine pid=3111) `);
+    # a name with a digit and a dash or dot, as pdsh's, so a message's own `cat >> file` stays whole
+    r"|(?=[a-z0-9.-]*\d)(?=[a-z0-9]*[.-])[a-z0-9][a-z0-9.-]* >> "
     r"|\[pod/[\w.-]+/[\w.-]+\] "  # kubectl logs --prefix: `[pod/vllm-0/vllm] `
     r"|\(autoscaler \+[\dhms]+\) "  # Ray's autoscaler: `(autoscaler +2m5s) `
     r"|\[\d+,\d+\]<std(?:out|err)>:"  # Open MPI --tag-output: `[1,0]<stderr>:`
