@@ -18,7 +18,9 @@ import re
 
 # A Ray actor `(Name pid=N, ip=A)`, and vLLM V1's worker processes, which put their rank before the pid
 # (`(VllmWorker rank=0 pid=233)`, vllm/v1/executor/multiproc_executor.py 0.8 -> 0.9).
-RAY_ACTOR = r"\((?P<actor>[A-Za-z_][\w.:-]*)(?: rank=\d+)?(?: pid=(?P<pid>\d+))?(?:, ip=(?P<ip>[0-9a-fA-F.:]+))?\)"
+# An IPv6 node address comes in brackets (`(pid=35379, ip=[fdbd:dccd:cdc2:12c8:0:1c3::])`, slime issue 1656).
+RAY_IP = r"(?:[0-9a-fA-F.:]+|\[[0-9a-fA-F.:]+\])"
+RAY_ACTOR = r"\((?P<actor>[A-Za-z_][\w.:-]*)(?: rank=\d+)?(?: pid=(?P<pid>\d+))?(?:, ip=(?P<ip>" + RAY_IP + r"))?\)"
 
 # Prefixes that launchers, container runtimes and loggers put in front of a message; removed (repeatedly) so
 # rules, traceback detection and templates see the message itself. Evidence keeps the full line.
@@ -73,11 +75,15 @@ LINE_PREFIX = (
     # pdsh (DeepSpeed's multi-node runner): `gpu-q-13: `; a host name with a digit and a dash or dot, so a message's
     # own `gsm8k: 0.7` stays whole
     r"|(?=[a-z0-9.-]*\d)(?=[a-z0-9]*[.-])[a-z0-9][a-z0-9.-]*: (?=\S|\s+File|\s+\S)"
+    # a job platform's log view after its `[ISO time] `: the pod or job name and ` >> ` (slime issue 1022:
+    # `[2025-12-18T16:24:02+08:00] leihaodi-qwen3-8b-rl-eagle3-20251218-162008s-3da56-cfcd2 >> (SGLangEngine pid=3111) `);
+    # a name with a digit and a dash or dot, as pdsh's, so a message's own `cat >> file` stays whole
+    r"|(?=[a-z0-9.-]*\d)(?=[a-z0-9]*[.-])[a-z0-9][a-z0-9.-]* >> "
     r"|\[pod/[\w.-]+/[\w.-]+\] "  # kubectl logs --prefix: `[pod/vllm-0/vllm] `
     r"|\(autoscaler \+[\dhms]+\) "  # Ray's autoscaler: `(autoscaler +2m5s) `
     r"|\[\d+,\d+\]<std(?:out|err)>:"  # Open MPI --tag-output: `[1,0]<stderr>:`
     # Ray 1.x `(pid=N, ip=A)` (its daemons' lines `(pid=raylet)`, `(pid=gcs_server)`), vLLM V1 `(VllmWorker rank=1 pid=N)`
-    r"|\((?:[A-Za-z_][\w.-]*\s)?(?:rank=\d+\s)?pid=(?:\d+|[a-z_]+)(?:, ip=[0-9a-fA-F.:]+)?\)\s?"
+    r"|\((?:[A-Za-z_][\w.-]*\s)?(?:rank=\d+\s)?pid=(?:\d+|[a-z_]+)(?:, ip=" + RAY_IP + r")?\)\s?"
     r"|>{1,2} "  # a Markdown quote (a log pasted as `> ` or `>> ` lines in an issue thread); a frame's indent stays
     r")"
 )
@@ -119,7 +125,7 @@ def json_message(line: str) -> str | None:
 # `[gpu187:1]:` (host and local rank), a Ray worker's `(Name pid=N, ip=A.B.C.D)` (the node's address).
 WRITER = re.compile(
     r"\[[Rr]ank(?P<rank>\d+)\]:|\[default(?P<local>\d+)\]:|^(?P<task>\d{1,4}): |\[\d+,(?P<mpi>\d+)\]<std"
-    r"|\[(?P<host>[\w.-]+):(?P<hlocal>\d+)\]:|^\([A-Za-z_][\w.:-]*(?: pid=\d+)?, ip=(?P<ip>[0-9a-fA-F.:]+)\)"
+    r"|\[(?P<host>[\w.-]+):(?P<hlocal>\d+)\]:|^\((?:[A-Za-z_][\w.:-]*)?(?: ?pid=\d+)?, ip=(?P<ip>" + RAY_IP + r")\)"
 )
 
 

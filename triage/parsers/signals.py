@@ -159,7 +159,11 @@ IPYTHON7_FRAME = re.compile(
 # annotation lines under loguru's `diagnose` frames (`│    └ <value>`, loguru/_better_exceptions.py, as in the
 # better_exceptions package) hold a `└ `; they continue the traceback (chains()).
 RENDER_ANCHORS = ("│ /", "│ in ", "└ ", "File /", "File ~", "File .", "Cell In", ".py in ", "<ipython-input-",
-                  "panicked at")
+                  "panicked at", '.py", line ')
+# A frame line whose head a paste or a viewer's column cut off: `slime/slime_plugins/models/glm4.py", line 11, in
+# get_glm_spec` (a paste that starts inside Python's `  File "/root/slime/...` line, slime issue 1656). The path's end,
+# `.py"` and `, line N` stay, which nothing but a frame prints: read as the frame it was.
+CUT_FRAME = re.compile(r'^(?P<path>[^\s"]*\.py)", line (?P<line>\d+)(?:, in (?P<func>\S+))?\s*$')
 # A Rust panic (std's default panic hook, library/std/src/panicking.rs): `thread 'main' panicked at 'msg',
 # src/x.rs:12:5` (Rust < 1.73), `thread 'main' panicked at src/x.rs:12:5:` with the message on the next line (1.73+),
 # `thread 'main' (73) panicked at ...` (1.89+ adds the thread id); `stack backtrace:` and numbered frames follow with
@@ -175,9 +179,11 @@ WIDE_CHAIN = 120  # lines a rendered traceback's source, locals and annotation l
 
 def unboxed(msg: str) -> str | None:
     """The message inside a box-drawn line when it is a traceback's part (its header, a frame, an exception line), as
-    the plain traceback prints it, or an IPython frame line as Python's; None for any other line (a box-drawn table's
-    row stays as it is)."""
+    the plain traceback prints it, or an IPython frame line or a frame line cut before its path's end (CUT_FRAME) as
+    Python's; None for any other line (a box-drawn table's row stays as it is)."""
     if msg[:1] not in "│┃╭┏┌":
+        if '", line ' in msg and (c := CUT_FRAME.match(msg)) is not None:
+            return _frame(c)
         i = IPYTHON_FRAME.match(msg)
         # a rich frame whose box a log viewer's prefix took off (prefixes.LINE_PREFIX's `│ `)
         if i is None and (r := RICH_FRAME.match(msg) or RICH_FRAME_NOFILE.match(msg)) is not None:
@@ -204,7 +210,7 @@ def unboxed(msg: str) -> str | None:
 
 
 def _frame(f: re.Match[str]) -> str:
-    """A rich frame (RICH_FRAME, RICH_FRAME_NOFILE) as Python's traceback prints it."""
+    """A rich frame (RICH_FRAME, RICH_FRAME_NOFILE) or a cut one (CUT_FRAME) as Python's traceback prints it."""
     path, func = f.groupdict().get("path") or "<unknown>", f.group("func")
     return f'  File "{path}", line {f.group("line")}' + (f", in {func}" if func else "")
 

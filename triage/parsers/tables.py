@@ -24,6 +24,7 @@ from sys import intern
 
 from triage.model import Event, Line
 from triage.parsers.vocabulary import canonical, reward_function
+from triage.prefixes import RAY_IP
 
 MAX_BYTES = 2 << 20  # files read for tables: a paste or a notes file, not a run's whole log
 MAX_LINE = 600  # a longer line is no table row
@@ -32,7 +33,7 @@ MAX_ROWS = 5000  # rows of one table read
 NAME = re.compile(r"[A-Za-z_][\w/@.\-]{0,80}")
 NUMBER = re.compile(r"-?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|nan|NaN|inf|-inf")
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
-RAY = re.compile(r"^\(\w+ pid=\d+(?:, ip=[\d.]+)?\)\s*")
+RAY = re.compile(r"^\(\w+ pid=\d+(?:, ip=" + RAY_IP + r")?\)\s*")
 BOX = set("─━═┼┤├╪╡╞╤╧╒╕╘╛┌┐└┘┬┴│|-:+ ")  # the rules and frame of a box-drawn table (AReaL's stats tables)
 RULE = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(?:\|\s*:?-{3,}:?\s*)*\|?\s*$")  # | --- | :---: | ---: |
 ELLIPSIS = {"...", "…", "⋮"}

@@ -454,6 +454,12 @@ static Py_ssize_t ray_prefix(const unsigned char *b, Py_ssize_t p, Py_ssize_t li
     }
     if (t + 6 <= lim && !memcmp(b + t, ", ip=", 5) && RAY_CLASS[b[t + 5]] & C_IP)
         for (t += 5; t < lim && RAY_CLASS[b[t]] & C_IP; t++) {}
+    else if (t + 7 <= lim && !memcmp(b + t, ", ip=[", 6) && RAY_CLASS[b[t + 6]] & C_IP) {
+        /* an IPv6 node address in brackets: `, ip=[fdbd:dccd::1]` (prefixes.RAY_IP) */
+        for (t += 6; t < lim && RAY_CLASS[b[t]] & C_IP; t++) {}
+        if (t >= lim || b[t] != ']') return 0;
+        t++;
+    }
     return t < lim && b[t] == ')' ? t + 1 - p : 0;
 }
 

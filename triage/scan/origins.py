@@ -90,7 +90,7 @@ def split_ray(text: str) -> tuple[str, str, str, int]:
                 msg = msg[r2.end():]
                 msg = msg[_prefix_end(msg):]
     if msg[:1] in BOX_STARTS or msg.startswith(("File ", "Cell In", "/", "~/", "<ipython-input-", "in ")) \
-            and not msg.startswith('File "'):
+            and not msg.startswith('File "') or '.py", line ' in msg and not msg.lstrip().startswith('File "'):
         inner = unboxed(msg)  # a traceback drawn in a box (rich's panel, a boxed log pane), IPython's: as Python's
         if inner is not None:
             msg = inner
