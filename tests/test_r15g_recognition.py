@@ -1,4 +1,4 @@
-"""Recognition round 15 (r15g): verl threads of every category (real-extra 1340-1351).
+"""Recognition round 15 (r15g): verl threads of every category (real-extra 1340-1352).
 
 - An inference engine refusing a per-step token budget below its context at start-up (vLLM's SchedulerConfig check,
   plain and pydantic "Value error," forms; verl's and EasyR1's own rollout checks) is a configuration rejected before
@@ -8,6 +8,9 @@
 - torch_memory_saver failing a driver call with a result other than 2 is no out-of-memory (1347, verl PR 1911).
 - A driver's own check that the Ray cluster lacks the GPUs it asks for stops the start: cold-start with the
   resource knob, as the Ray placement rules (1348, verl issue 539).
+- transformers raising for a model directory without a file it must read (verl's FSDP save reloading a missing
+  generation_config.json) is other.model-file-missing; SGLang's logged note about the same file stays info (1352,
+  verl issue 2658).
 - verl's rollout failures that were already recognised stay so: vLLM's cumem wake-up OOM (1340), a missing vLLM
   module (1341), NCCL watchdog timeouts (1342, 1345), illegal memory access (1349, 1350), Ray's host OOM kill (1351).
 """
@@ -123,3 +126,18 @@ def test_a_rollout_illegal_memory_access_is_other_at_its_exception_line(prefix: 
     assert f.category == "other"
     assert "illegal memory access" in f.evidence[0].text
     assert f.evidence[0].line == line
+
+
+def test_a_model_directory_without_a_file_transformers_reads_is_a_missing_file():
+    f = top(triage_dir(extra_input("1352-")))
+    assert (f.category, f.rule, f.severity) == ("other", "other.model-file-missing", "error")
+    assert [(e.file, e.line) for e in f.evidence] == [("error.txt", 1)]
+    assert (f.numbers["path"], f.numbers["file"]) == ("/workspace/model", "generation_config.json")
+
+
+def test_sglangs_logged_missing_generation_config_stays_the_info_note(tmp_path: Path):
+    line = ("[2026-05-14 09:44:58] Failed to load generation config for Qwen/Qwen3-8B: Qwen/Qwen3-8B does not appear to "
+            "have a file named generation_config.json.\n")
+    report = triage_files(tmp_path, {"server.log": line})
+    assert "other.model-file-missing" not in by_rule(report)
+    assert by_rule(report)["other.no-generation-config"].severity == "info"
