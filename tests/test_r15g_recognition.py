@@ -1,4 +1,4 @@
-"""Recognition round 15 (r15g): verl threads of every category (real-extra 1340-1352).
+"""Recognition round 15 (r15g): verl threads of every category (real-extra 1340-1354).
 
 - An inference engine refusing a per-step token budget below its context at start-up (vLLM's SchedulerConfig check,
   plain and pydantic "Value error," forms; verl's and EasyR1's own rollout checks) is a configuration rejected before
@@ -11,6 +11,9 @@
 - transformers raising for a model directory without a file it must read (verl's FSDP save reloading a missing
   generation_config.json) is other.model-file-missing; SGLang's logged note about the same file stays info (1352,
   verl issue 2658).
+- A vision-language forward with fewer image placeholder tokens than image features is a prompt cut to its limit
+  (1354, open-r1-multimodal issue 28); more tokens than features is an extra placeholder, from generation or data
+  (1353, NoisyRollout issue 3): the rule's `when` compares the two numbers (features-tokens).
 - verl's rollout failures that were already recognised stay so: vLLM's cumem wake-up OOM (1340), a missing vLLM
   module (1341), NCCL watchdog timeouts (1342, 1345), illegal memory access (1349, 1350), Ray's host OOM kill (1351).
 """
@@ -22,6 +25,8 @@ from pathlib import Path
 import pytest
 from conftest import by_rule, extra_input, knob_names, top, triage_dir, triage_files
 from domain import SIX
+
+from triage.scan.scanner import condition_value, thresholds_hold
 
 
 def test_vllm_refusing_a_step_budget_below_max_model_len_is_a_config_rejection_not_a_prompt_over_budget():
@@ -141,3 +146,29 @@ def test_sglangs_logged_missing_generation_config_stays_the_info_note(tmp_path: 
     report = triage_files(tmp_path, {"server.log": line})
     assert "other.model-file-missing" not in by_rule(report)
     assert by_rule(report)["other.no-generation-config"].severity == "info"
+
+
+def test_fewer_image_tokens_than_features_is_a_prompt_cut_to_its_limit():
+    f = top(triage_dir(extra_input("1354-")))
+    assert (f.category, f.rule, f.severity) == ("prompt-budget", "prompt.vision-tokens-truncated", "error")
+    assert [(e.file, e.line) for e in f.evidence] == [("error.log", 2)]
+    assert (f.numbers["tokens"], f.numbers["features"]) == (8142, 11392)
+    assert "miles.rollout_max_prompt_len" in knob_names(f)
+
+
+def test_more_image_tokens_than_features_is_an_extra_placeholder_not_a_cut_prompt():
+    report = triage_dir(extra_input("1353-"))
+    f = top(report)
+    assert (f.category, f.rule) == ("other", "other.vision-tokens-extra")
+    assert (f.numbers["tokens"], f.numbers["features"]) == (1333, 1332)
+    assert "prompt.vision-tokens-truncated" not in by_rule(report)
+
+
+def test_a_when_field_may_be_a_difference_or_a_sum_of_the_numbers():
+    numbers = {"tokens": 8142, "features": 11392}
+    assert condition_value(numbers, "features-tokens") == 3250
+    assert condition_value(numbers, "tokens - features") == -3250
+    assert condition_value(numbers, "tokens+features") == 19534
+    assert condition_value(numbers, "features-missing") is None
+    assert thresholds_hold([{"field": "features-tokens", "min": 1}], numbers)
+    assert not thresholds_hold([{"field": "tokens-features", "min": 1}], numbers)
