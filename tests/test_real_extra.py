@@ -60,11 +60,17 @@ KNOWN_MISSES = {
         "a vGPU limiter's refusal (hijack_call.c CUDA_ERROR_OUT_OF_MEMORY) and a segfault are all the lines hold: it is "
         "read as an out-of-memory, but nothing printed says the process was LMDeploy's engine (that is in the thread's "
         "prose), so the side stays unknown and the OOM goes to the trainer, as for any unplaced OOM",
+    "1340-verl-dapo-vllm082-cumem-allocator-wake-oom":
+        "category right (serving-oom-retraction, vLLM's cumem wake-up OOM), but the thread's workarounds are an "
+        "attention backend (XFORMERS) and sp/tp 1, no knob of ours: the label names none, so the knob check cannot pass",
+    "1346-verl-sandbox-fusion-image-sandboxerror-write-transport-closed":
+        "category right (verifier, the sandbox's SandboxError), but the thread's fix is the sandbox image itself, no "
+        "knob of ours: the label names none, so the knob check cannot pass",
 }
 
 
 def test_the_extra_corpus_is_there() -> None:
-    assert len(CASES) == 610
+    assert len(CASES) == 625
 
 
 @pytest.mark.parametrize("case", CASES)

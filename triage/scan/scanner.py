@@ -123,13 +123,18 @@ def numbers_of(mo: Any) -> dict[str, Any]:
     return {k: number(v) for k, v in mo.groupdict().items() if v is not None}
 
 
+CONDITION_TERM = re.compile(r"\s*([+-]?)\s*([^+\-\s]+)")
+
+
 def condition_value(numbers: dict[str, Any], name: str) -> float | None:
+    """The number a `when` field names: one of the match's numbers, or a sum or difference of them ("a+b",
+    "features-tokens"); None when one is missing."""
     total = 0.0
-    for part in name.split("+"):
-        v = numbers.get(part.strip())
+    for sign, part in CONDITION_TERM.findall(name):
+        v = numbers.get(part)
         if not isinstance(v, (int, float)):
             return None
-        total += v
+        total += -v if sign == "-" else v
     return total
 
 
