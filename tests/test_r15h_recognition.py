@@ -10,6 +10,8 @@ Trinity-RFT).
   the same words an autotuner logs after skipping a tactic.
 - Trinity-RFT's explorer scheduler "Timeout when running task ..." is a rollout timeout, its Explorer actor the
   rollout side, though the task's repr names reward_fn (issue 403, real-extra 1368).
+- A traceback pasted without its frames: the raising statement's echo (`assert ...`, `raise X(...)`) or Python
+  3.11's caret line, then its exception line, end a chain (rllm issues 158 and 147, R1-V PR 44: real-extra 1369-1371).
 """
 
 from __future__ import annotations
@@ -138,3 +140,38 @@ def test_trinity_older_scheduler_wording_without_batch(tmp_path):
         "Task(task_desc='2+2', reward_fn=None, reward_fn_args={})\n")})
     f = top(report)
     assert (f.rule, f.numbers["runner"], f.numbers["side"]) == ("gen.rollout-timeout", 3, "rollout")
+
+
+# -- a traceback's tail without its frames --------------------------------------------------------------------
+
+def test_an_assert_echo_then_its_assertion_error_is_a_process_end():
+    report = _case("1369")
+    f = top(report)
+    assert (f.category, f.rule, f.severity) == ("other", "other.fatal-exit", "error")
+    assert [(e.file, e.line) for e in f.evidence] == [("train.log", 3)]
+    assert f.numbers["exception"] == "AssertionError"
+    assert scan_exit(report.findings, "error", complete=report.coverage_complete) == 1
+
+
+def test_a_caret_line_then_an_exception_behind_host_and_rank_prefixes_is_a_process_end():
+    f = top(_case("1371"))
+    assert (f.rule, f.numbers["exception"]) == ("other.fatal-exit", "AttributeError")
+    assert [(e.file, e.line) for e in f.evidence] == [("train.log", 3)]
+
+
+def test_a_raise_echo_ends_in_the_exception_it_names(tmp_path):
+    f = top(triage_files(tmp_path, {"run.log": (
+        '    raise ValueError(f"unknown dataset {name}")\n'
+        "ValueError: unknown dataset gsm8k_v2\n")}))
+    assert (f.rule, f.numbers["exception"], f.evidence[0].line) == ("other.fatal-exit", "ValueError", 2)
+
+
+def test_an_echo_followed_by_another_exception_or_far_away_is_no_traceback(tmp_path):
+    report = triage_files(tmp_path, {"run.log": (
+        "    assert batch is not None\n"
+        "ValueError: the batch is empty\n"
+        "    raise KeyError(name)\n"
+        "step 3 done\n"
+        "step 4 done\n"
+        "KeyError: 'gsm8k'\n")})
+    assert "other.fatal-exit" not in _rules(report)
