@@ -32,6 +32,11 @@ def _rules(report) -> list[str]:
     return [f.rule for f in report.findings]
 
 
+def _paste(tmp_path, name: str, *lines: str):
+    """A pasted log of `lines`, one file, triaged."""
+    return triage_files(tmp_path, {name: "".join(line + "\n" for line in lines)})
+
+
 # -- a frame glued to prose -----------------------------------------------------------------------------------
 
 def test_a_frame_glued_to_prose_ends_a_traceback_in_its_keyerror():
@@ -58,12 +63,9 @@ def test_a_frame_quoted_in_a_string_or_cut_before_its_function_stays_prose():
 
 
 def test_prose_glued_frame_in_a_fresh_paste(tmp_path):
-    report = triage_files(tmp_path, {"issue.log": (
-        'I run the example and got:File "/opt/app/train.py", line 88, in main\n'
-        "    trainer.fit()\n"
-        "ZeroDivisionError: division by zero\n")})
-    f = top(report)
-    assert (f.rule, f.numbers["exception"]) == ("other.fatal-exit", "ZeroDivisionError")
+    report = _paste(tmp_path, "issue.log", 'I run the example and got:File "/opt/app/train.py", line 88, in main',
+                    "    trainer.fit()", "ZeroDivisionError: division by zero")
+    assert (top(report).rule, top(report).numbers["exception"]) == ("other.fatal-exit", "ZeroDivisionError")
     assert scan_exit(report.findings, "error", complete=report.coverage_complete) == 1
 
 
@@ -87,10 +89,10 @@ def test_the_retry_warning_folds_under_the_store_timeout_that_follows():
 
 
 def test_the_store_clients_final_timed_out_line_is_the_rendezvous_failure(tmp_path):
-    report = triage_files(tmp_path, {"worker.log": (
+    report = _paste(tmp_path, "worker.log", (
         "[E419 13:27:42.317323202 TCPStore.cpp:390] [c10d] TCP client failed to connect/validate to host "
         "nccl-master:29500 - timed out (try=0, timeout=120000ms): The client socket has timed out after 120000ms "
-        "while trying to connect to (nccl-master, 29500).\n")})
+        "while trying to connect to (nccl-master, 29500)."))
     f = top(report)
     assert (f.rule, f.severity) == ("other.store-rendezvous-timeout", "error")
     assert (f.numbers["host"], f.numbers["port"], f.numbers["ms"]) == ("nccl-master", 29500, 120000)
@@ -110,9 +112,8 @@ def test_a_raised_trtllm_assertion_names_the_check_and_its_source():
 
 
 def test_an_autotuner_skipping_a_tactic_is_no_trtllm_failure(tmp_path):
-    report = triage_files(tmp_path, {"serve.log": (
-        "flashinfer.jit: [Autotuner]: Skipping tactic <MoERunner> 14, due to failure:\n"
-        "[TensorRT-LLM][ERROR] Assertion failed: Failed to initialize cutlass TMA WS grouped gemm.\n")})
+    report = _paste(tmp_path, "serve.log", "flashinfer.jit: [Autotuner]: Skipping tactic <MoERunner> 14, due to failure:",
+                    "[TensorRT-LLM][ERROR] Assertion failed: Failed to initialize cutlass TMA WS grouped gemm.")
     assert "other.trtllm-assertion" not in _rules(report)
 
 
@@ -135,10 +136,9 @@ def test_trinity_scheduler_timeout_is_a_rollout_timeout_not_the_reward_path():
 
 
 def test_trinity_older_scheduler_wording_without_batch(tmp_path):
-    report = triage_files(tmp_path, {"explorer.log": (
+    f = top(_paste(tmp_path, "explorer.log", (
         "(Explorer pid=2003) ERROR 06-12 10:01:02 scheduler.py:80] Timeout when running task at runner 3: "
-        "Task(task_desc='2+2', reward_fn=None, reward_fn_args={})\n")})
-    f = top(report)
+        "Task(task_desc='2+2', reward_fn=None, reward_fn_args={})")))
     assert (f.rule, f.numbers["runner"], f.numbers["side"]) == ("gen.rollout-timeout", 3, "rollout")
 
 
@@ -160,18 +160,12 @@ def test_a_caret_line_then_an_exception_behind_host_and_rank_prefixes_is_a_proce
 
 
 def test_a_raise_echo_ends_in_the_exception_it_names(tmp_path):
-    f = top(triage_files(tmp_path, {"run.log": (
-        '    raise ValueError(f"unknown dataset {name}")\n'
-        "ValueError: unknown dataset gsm8k_v2\n")}))
+    f = top(_paste(tmp_path, "run.log", '    raise ValueError(f"unknown dataset {name}")',
+                   "ValueError: unknown dataset gsm8k_v2"))
     assert (f.rule, f.numbers["exception"], f.evidence[0].line) == ("other.fatal-exit", "ValueError", 2)
 
 
 def test_an_echo_followed_by_another_exception_or_far_away_is_no_traceback(tmp_path):
-    report = triage_files(tmp_path, {"run.log": (
-        "    assert batch is not None\n"
-        "ValueError: the batch is empty\n"
-        "    raise KeyError(name)\n"
-        "step 3 done\n"
-        "step 4 done\n"
-        "KeyError: 'gsm8k'\n")})
+    report = _paste(tmp_path, "run.log", "    assert batch is not None", "ValueError: the batch is empty",
+                    "    raise KeyError(name)", "step 3 done", "step 4 done", "KeyError: 'gsm8k'")
     assert "other.fatal-exit" not in _rules(report)
