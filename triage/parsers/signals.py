@@ -174,6 +174,16 @@ RUST_PANIC = re.compile(
     r"^\s*thread '(?P<thread>[^']*)'(?: \(\d+\))? panicked at (?:'(?P<message>.*)', \S+:\d+(?::\d+)?|\S+:\d+(?::\d+)?:?)\s*$"
 )
 ANNOTATION = re.compile(r"^\s*(?:[│┃]\s*)*└ ")
+# The end of a traceback pasted without its frames: the statement that raised, echoed as Python prints it under the
+# innermost frame, then the exception line. Python 3.11+ marks the failing expression with a caret line (`^^^^`,
+# `~~~~^^^^`), which nothing else in a Python log prints; an `assert` echo ends in AssertionError and a `raise X(...)`
+# echo in X (R1-V PR 44: `if self.state.global_step != self._last_loaded_step:` / carets / AttributeError; rllm
+# issue 158: the `assert len(actor_names) == ...` line, a blank line, AssertionError). Those lines are candidates
+# (ECHO_ANCHORS) so the exception line after them ends a chain of its own.
+ECHO_ANCHORS = ("^^^", "assert ", "raise ")
+CARETS = re.compile(r"^\s*[~^]*\^[~^]*\s*$")
+ECHO_STATEMENT = re.compile(r"^\s*(?:assert\s|raise\s+(?:[a-z_]\w*\.)*(?P<raised>[A-Z]\w*))")
+ECHO_GAP = 2  # lines from the echo (caret line or statement) to its exception line: a blank line a paste put between
 WIDE_CHAIN = 120  # lines a rendered traceback's source, locals and annotation lines may put between its frame lines
 
 
@@ -334,6 +344,7 @@ def chains(lines: list[Line]) -> list[Chain]:
 
     awaiting = False  # frames seen since the last final line: the next exception line ends them
     last_line: Line | None = None
+    echo: tuple[int, str] | None = None  # the last echoed statement or caret line outside a traceback (ECHO_ANCHORS)
     for ln in lines:
         msg = ln.msg
         gap = cur.gap if cur is not None else CHAIN
@@ -361,6 +372,10 @@ def chains(lines: list[Line]) -> list[Chain]:
             awaiting = False
         elif cur is not None and ln.lineno == last_frame + 1 and msg.lstrip().startswith("raise "):
             cur.raise_echo = ln  # the statement that raised, under the innermost frame: it names what a cut lost
+        elif not awaiting and echo and 0 < ln.lineno - echo[0] <= ECHO_GAP and echoed_by(echo[1], msg):
+            cur = Chain(ln, final=ln, before=header(ln.lineno), finals=[ln])  # a traceback's tail, its frames not pasted
+            out.append(cur)
+            echo = None
         elif "RayTaskError" in msg and EXC_LINE.match(msg):
             cur = Chain(ln, final=ln, before=header(ln.lineno), finals=[ln])
             out.append(cur)
@@ -373,6 +388,8 @@ def chains(lines: list[Line]) -> list[Chain]:
             awaiting = True  # pyo3's PanicException traceback that may follow ends the same chain
         elif cur is not None and awaiting and "└ " in msg and 0 < ln.lineno - last_frame <= gap and ANNOTATION.match(msg):
             last_frame = ln.lineno  # loguru's values under a frame's source line: the traceback goes on
+        if not awaiting and ("^" in msg and CARETS.match(msg) or ECHO_STATEMENT.match(msg)):
+            echo = (ln.lineno, msg)
         if cur is not None and last_frame == ln.lineno and msg not in ln.text:
             cur.gap = WIDE_CHAIN  # rendered (rich's panel, IPython): source lines and locals lie between its frames
         recent.append(ln)
@@ -407,6 +424,19 @@ def chains(lines: list[Line]) -> list[Chain]:
                 and through_reward_code(c) and not stack_dump(c):
             c.final, c.cut = c.raise_echo or c.last_frame, True
     return [c for c in out if c.final is not None]
+
+
+def echoed_by(echo: str, msg: str) -> bool:
+    """Whether `msg` is the exception line the echoed line (a caret line, an `assert` or `raise` statement) ends in."""
+    m = EXC_LINE.match(msg) or DOTTED_EXC_LINE.match(msg)
+    if m is None:
+        return False
+    if CARETS.match(echo):
+        return True
+    s = ECHO_STATEMENT.match(echo)
+    if s is None:
+        return False
+    return m.group("name") == (s.group("raised") or "AssertionError")
 
 
 def exception_name(line: Line) -> tuple[str, str]:

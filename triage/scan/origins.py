@@ -96,10 +96,20 @@ def split_ray(text: str) -> tuple[str, str, str, int]:
             msg = inner
     if msg.startswith("Traceback (most recent call last)") and JOINED_TB.match(msg):
         msg = joined_final(msg) or msg
+    elif 'File "' in msg and not FRAME.match(msg):
+        g = GLUED_FRAME.search(msg)
+        if g:  # a frame pasted on the end of prose: the frame, as Python prints it
+            msg = "  " + g.group(0).rstrip()
     return msg, actor, pid, repeat
 
 
 BOX_STARTS = "│┃╭┏┌"
+# A traceback's frame glued to the text before it: a tracker post that runs prose into the pasted traceback with no
+# newline (verl issue 1710: `...运行bash run.sh 。一直出现File "/usr/.../qwen2.py", line 405, in load_weights`). Only a
+# whole frame that ends the line counts (file, line and function), right after a character that is not a quote or
+# an opening bracket, or after a colon and a space (a frame quoted inside a string or a repr stays what it is); the
+# source and exception lines below it continue the traceback as usual.
+GLUED_FRAME = re.compile(r'(?:(?<=[^\s\'"(\[{=])|(?<=[:：] ))File "[^"]+", line \d+, in [\w<>.]+\s*$')
 
 
 # A whole traceback on one line, its newlines lost on the way (a JSON log field flattened by a log shipper, a

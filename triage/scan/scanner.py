@@ -196,7 +196,7 @@ class Scanner:
         parser_anchors = {a for p in PARSERS for a in p.ANCHORS}
         anchors = (set(by_anchor) | parser_anchors | set(ERROR_ANCHORS) | set(ERRORISH_WORDS)
                    | set(signals.SIGNAL_ANCHORS) | set(signals.LEVEL_ANCHORS) | set(signals.BENIGN_ANCHORS)
-                   | set(signals.RENDER_ANCHORS))
+                   | set(signals.RENDER_ANCHORS) | set(signals.ECHO_ANCHORS))
         self._prefilter: re.Pattern[str] | None = None  # compiled on first use: the C prefilter's runs never need it
         self.anchor_list = sorted(by_anchor)
         self.anchors = tuple(sorted(anchors))
