@@ -62,7 +62,8 @@ RATE = {"min_count": whole(3), "min_rate": number(0.02), "error_rate": number(0.
 _register("pool_saturation", pool_saturation)
 _register("metric_threshold", metric_threshold, **THRESHOLD)
 _register("dataset_filtered", dataset_filtered, min=number(0.1))
-_register("generation_tail", generation_tail, min_ratio=number(1.8), min_gen_share=number(0.3))
+_register("generation_tail", generation_tail, min_ratio=number(1.8), min_gen_share=number(0.3),
+          min_clip_ratio=number(0.0), clip_keys=words([]))
 _register("first_step_slow", startup.first_step_slow, keys=words([]), min_ratio=number(3.0), min_seconds=number(120),
           min_steps=whole(3), dominated_share=number(0.5), collapse_length_ratio=number(2.0), minor_share=number(0.0),
           length_keys=words(list(startup.LENGTH_KEYS)))
@@ -73,7 +74,7 @@ _register("publication_missing", health.publication_missing, min_steps=whole(2),
 _register("run_summary", health.run_summary, reward_keys=words([]), grad_keys=words([]), length_keys=words([]),
           stage_pattern=text(""))
 _register("cap_hits", health.cap_hits, **THRESHOLD, max_keys=words([]), mean_keys=words([]), resolved_after=whole(0),
-          sparse_records=whole(0), isolated_max=whole(0))
+          sparse_records=whole(0), isolated_max=whole(0), pooled_records=whole(0))
 _register("prompt_response_over_context", cc.prompt_response_over_context)
 _register("prompt_limit_derived", cc.prompt_limit_derived)
 _register("pack_budget_below_context", cc.pack_budget_below_context)
