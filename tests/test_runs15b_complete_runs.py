@@ -94,3 +94,34 @@ def test_a_reasoning_parser_without_delimiters_is_information(tmp_path: Path) ->
     (f,) = [f for f in report.findings if f.rule == "other.reasoning-parser-no-delimiters"]
     assert (f.severity, f.evidence[0].line) == ("info", 1)
     assert not [f for f in report.findings if SEVERITY_RANK[f.severity] <= SEVERITY_RANK["warning"]]
+
+
+@pytest.mark.parametrize(("number", "lineno", "line"), [
+    ("1394", 1783, "AssertionError: 14.65 not less than or equal to 8"),
+    ("1395", 534, "AssertionError: 445.51 not greater than or equal to 496.3225806451613"),
+])
+def test_a_nightly_threshold_failure_is_its_assertion_and_unittests_heading_is_not_unexplained(
+        number: str, lineno: int, line: str) -> None:
+    report = triage_dir(_case(number))
+    top = report.findings[0]
+    assert (top.rule, top.category, top.severity) == ("other.fatal-exit", "other", "error")
+    assert (top.evidence[-1].line, top.evidence[-1].text) == (lineno, line)
+    assert not [f for f in report.findings if f.category == "unclassified"]
+    assert scan_exit(report.findings, "error", complete=report.coverage_complete) == 1
+
+
+@pytest.mark.parametrize(("heading", "unexplained"), [
+    ("ERROR: test_qwen3_32b (__main__.TestQwen3_32B.test_qwen3_32b)", False),   # Python 3.11+
+    ("FAIL: test_accuracy (test_gsm8k.TestGSM8K)", False),                       # Python <= 3.10
+    ("ERROR [0.412s]: test_throughput (__main__.TestPerf.test_throughput)", False),  # xmlrunner
+    ("ERROR: the rollout worker lost its engine (rank 3)", True),
+])
+def test_unittests_summary_heading_titles_the_traceback_under_it(
+        tmp_path: Path, heading: str, unexplained: bool) -> None:
+    text = ("=" * 70 + "\n" + heading + "\n" + "-" * 70 + "\n" + "Traceback (most recent call last):\n"
+            '  File "/w/test_perf.py", line 12, in test_throughput\n    self.assertGreaterEqual(a, b)\n'
+            "AssertionError: 96.76 not greater than or equal to 108.9\n\n" + "-" * 70 + "\nRan 1 test in 361.556s\n\n"
+            "FAILED (errors=1)\n")
+    report = triage_files(tmp_path, {"test.log": text})
+    assert report.findings[0].evidence[-1].text == "AssertionError: 96.76 not greater than or equal to 108.9"
+    assert bool([f for f in report.findings if f.category == "unclassified"]) is unexplained

@@ -35,6 +35,11 @@ CUDA_ADVICE = re.compile(
     r"https://docs\.nvidia\.com/cuda/cuda-runtime-api/group__CUDART__TYPES\.html)"
 )
 
+# Python unittest's heading of each failed test in its summary (Lib/unittest/runner.py TextTestResult.printErrorList:
+# "FLAVOUR: description" between its ==== and ---- rules, description "test_x (module.Class)" to 3.10, "test_x
+# (module.Class.test_x)" from 3.11; xmlrunner adds the elapsed "[0.123s]"): it titles the traceback printed under it,
+# whose exception line is the failure (SGLang's Ascend nightly tests, real-extra 986, 1394-1395).
+TEST_RUNNER_HEADING = re.compile(r"(?:ERROR|FAIL)(?: \[[\d.]+s\])?: \w+ \((?:\w+\.)+\w+\)\s*$")
 
 class Fold:
     """The lines of one shape: the first, the last, and how many (their repeat counts summed)."""
@@ -78,7 +83,7 @@ class Unexplained:
         exception line, not a mark, not the file's last line). `newest`: the scan's newest line (held until the next
         one comes); else a line met after the scan (a claim whose conditions failed), folded at once. `shape`: the
         shape it folds under, when the caller knows it (the registered shape of an errfold key, as `natives`)."""
-        if not line.msg.strip() or CUDA_ADVICE.match(line.msg):
+        if not line.msg.strip() or CUDA_ADVICE.match(line.msg) or TEST_RUNNER_HEADING.match(line.msg):
             return
         if not foldable or line.lineno >= self.shut_at:
             self.lines.append(line)
