@@ -30,11 +30,12 @@ def test_a_hybrid_window_models_pool_is_its_full_layer_pool() -> None:
 
 
 def test_harmless_and_silent_engine_warnings_are_named() -> None:
-    """vLLM's reasoning parser without delimiters (answers may come back empty: a reward reading them scores zero)
-    is a named warning; SGLang's missing generation_config.json is information, not an unexplained warning."""
+    """vLLM's reasoning parser without delimiters is named, as information: vLLM prints it by design for parsers
+    that split on token ids or choose per request, and the start-up line alone shows no empty answer (runs15b);
+    SGLang's missing generation_config.json is information, not an unexplained warning."""
     rules = {f.rule: f for f in triage_dir(FIXTURES / "real-extra" / "654-vllm-0251-laguna-int4-262k-serve-bench-shutdown"
                                            / "input").findings}
-    assert rules["other.reasoning-parser-no-delimiters"].severity == "warning"
+    assert rules["other.reasoning-parser-no-delimiters"].severity == "info"
     assert rules["other.reasoning-parser-no-delimiters"].evidence[0].line == 24
     info = {f.rule: f for f in triage_dir(CASE).findings}["other.no-generation-config"]
     assert (info.severity, info.evidence[0].line) == ("info", 33)

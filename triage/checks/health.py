@@ -249,6 +249,15 @@ def _below_cap(ev: Event, max_keys: list[str], cap: Any) -> bool:
     return longest is not None and limit > 0 and longest[1] < limit
 
 
+def _granularity(values: list[float], most: int) -> int | None:
+    """The smallest N <= `most` such that every ratio is a whole number of 1/N (the fewest completions a step that
+    could give these ratios), or None."""
+    for n in range(1, most + 1):
+        if all(abs(v * n - round(v * n)) < 1e-6 for v in values):
+            return n
+    return None
+
+
 def cap_hits(params: dict[str, Any], run: Run) -> list[CheckResult]:
     """A share of responses at the response cap of at least `min` (a clip or truncation ratio), with the
     length distribution and the configured cap beside it."""
@@ -310,5 +319,22 @@ def cap_hits(params: dict[str, Any], run: Run) -> list[CheckResult]:
         result.severity = "info"
         result.title = "Responses hit the response-length cap on an isolated step ({arithmetic})"
         return [result]
+    # A ratio that only ever moves in steps of 1/N for a small N (0, 0.25, 0.5: 4 completions a step) counts one or
+    # two completions per hit. Over the threshold on a minority of such records while the share pooled over all of
+    # them stays under it is a few long answers, not a run that keeps hitting its cap (a TRL GRPO run: 2 and 1 of 4
+    # capped on 2 of 5 records, 15% pooled, real-extra 1388). Information, with the pooled share.
+    pooled_min = int(params.get("pooled_records") or 0)
+    series = [v for _, v in run.series(key) if math.isfinite(v)]
+    per_step = _granularity(series, int(params.get("few_completions") or 0))
+    if pooled_min and per_step and len(series) >= pooled_min and 2 * count < len(series):
+        pooled = sum(series) / len(series)
+        if pooled < result.numbers["threshold"]:
+            numbers["records"], numbers["pooled_share"] = len(series), round(pooled, 4)
+            numbers["ratio_step"] = f"1/{per_step}"
+            numbers["arithmetic"] = (f"{text}, on {count} of {len(series)} records moving in steps of 1/{per_step}; "
+                                     f"{100 * pooled:.1f}% over all of them")
+            result.severity = "info"
+            result.title = "Responses hit the response-length cap on a few steps ({arithmetic})"
+            return [result]
     numbers["arithmetic"] = text
     return [result]

@@ -41,6 +41,12 @@ CUDA_ADVICE = re.compile(
 CHAIN_JOIN = re.compile(r"\s*(?:The above exception was the direct cause of the following exception"
                         r"|During handling of the above exception, another exception occurred):?\s*$")
 
+# Python unittest's heading of each failed test in its summary (Lib/unittest/runner.py TextTestResult.printErrorList:
+# "FLAVOUR: description" between its ==== and ---- rules, description "test_x (module.Class)" to 3.10, "test_x
+# (module.Class.test_x)" from 3.11; xmlrunner adds the elapsed "[0.123s]"): it titles the traceback printed under it,
+# whose exception line is the failure (SGLang's Ascend nightly tests, real-extra 986, 1394-1395).
+TEST_RUNNER_HEADING = re.compile(r"(?:ERROR|FAIL)(?: \[[\d.]+s\])?: \w+ \((?:\w+\.)+\w+\)\s*$")
+
 
 class Fold:
     """The lines of one shape: the first, the last, and how many (their repeat counts summed)."""
@@ -84,7 +90,8 @@ class Unexplained:
         exception line, not a mark, not the file's last line). `newest`: the scan's newest line (held until the next
         one comes); else a line met after the scan (a claim whose conditions failed), folded at once. `shape`: the
         shape it folds under, when the caller knows it (the registered shape of an errfold key, as `natives`)."""
-        if not line.msg.strip() or CUDA_ADVICE.match(line.msg) or CHAIN_JOIN.match(line.msg):
+        if not line.msg.strip() or CUDA_ADVICE.match(line.msg) or CHAIN_JOIN.match(line.msg) \
+                or TEST_RUNNER_HEADING.match(line.msg):
             return
         if not foldable or line.lineno >= self.shut_at:
             self.lines.append(line)
