@@ -76,16 +76,13 @@ def test_a_kv_pool_that_preempts_at_full_usage_warns_and_names_the_memory_share(
     assert "inference.sglang_mem_fraction_static" in knob_names(f)
 
 
-def test_a_verl_run_whose_slowest_sample_sets_each_rollout_warns_of_the_tail() -> None:
+def test_a_verl_run_with_almost_no_capped_responses_has_only_the_ordinary_batch_tail() -> None:
+    # 180 steps whose slowest agent-loop sample is often the step's longest response at about twice the mean sample
+    # time, but clip_ratio averages 0-0.3%: the normal tail of a synchronous rollout, not a rollout held up by capped
+    # generations (gen.slowest-sample-tail's min_clip_ratio); nothing in the six at warning, nothing gates
     report = triage_dir(case("1169-"))
-    f = top(report)
-    assert (f.rule, f.category, f.severity) == ("gen.slowest-sample-tail", "generation-tail", "warning")
-    assert (f.evidence[0].file, f.evidence[0].line) == ("output.log", 172)
-    assert (f.numbers["slowest_response_length"], f.numbers["max_response_length"]) == (5522, 5522)
-    # 5,522 tokens is the step's longest response, not the cap (8,096): the title says only what was checked
-    assert f.title == "The slowest sample was the step's longest response and set the rollout time"
-    assert round(f.numbers["slowest_seconds"] / f.numbers["mean_seconds"], 2) == 2.05
-    assert "inference.max_response_length" in knob_names(f)
+    assert "gen.slowest-sample-tail" not in {f.rule for f in report.findings}
+    assert not [f for f in report.findings if f.category == "generation-tail" and f.severity != "info"]
     assert exit_of(report) == 0
 
 

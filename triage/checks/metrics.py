@@ -60,6 +60,16 @@ def generation_tail(params: dict[str, Any], run: Run) -> list[CheckResult]:
     """verl agent loop: the slowest sample generated the longest response and took far longer than the mean."""
     min_ratio = float(params.get("min_ratio", 1.8))
     min_share = float(params.get("min_gen_share", 0.3))
+    # A run whose steps report their clip ratio and put on average under `min_clip_ratio` of the responses at the
+    # cap: the slowest sample is the ordinary tail of each batch, not a rollout held up by capped generations (verl
+    # OPD console logs at 0.1-1% clipped, real-extra 1380-1384; 2.4% and 4% keep the finding, 1267 and 1385).
+    floor = float(params.get("min_clip_ratio", 0.0))
+    for key in params.get("clip_keys") or []:
+        clips = [v for _, v in run.series(key) if math.isfinite(v)]
+        if clips:
+            if sum(clips) / len(clips) < floor:
+                return []
+            break
     hits: list[tuple[Event, dict[str, float]]] = []
     for ev, slow_len in run.series("timing_s/agent_loop/slowest/response_length"):  # a record needs them all
         v = ev.fields["values"]
