@@ -46,6 +46,9 @@ LINE_PREFIX = (
     r"|(?:INFO|WARNING|ERROR|DEBUG|CRITICAL):(?:[\w.]+:|\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+:)\s?"  # logging basic
     r"|-\s(?:[\w.-]+\s-\s)?(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL)\s-\s"  # logging `- name - LEVEL - `
     r"|\|\s*(?:TRACE|DEBUG|INFO|SUCCESS|WARNING|ERROR|CRITICAL)\s*\|\s*[^\s|]+ - "  # loguru `| ERROR    | m:f:1 - `
+    # AReaL's logger (areal and realhf, 2025-2026; AReaL issue 979): `20260304-10:31:13.128 LocalScheduler ERROR: `,
+    # after its `(AReaL) ` tag
+    r"|\d{8}-\d\d:\d\d:\d\d(?:\.\d+)? [\w.-]+(?: [\w.-]+){0,3} (?:DEBUG|INFO|WARNING|ERROR|CRITICAL): "
     # FastChat's build_logger (and what copied it: QAnything, LLaVA): `<time> | LEVEL | logger | ` (its stderr is a
     # logger at ERROR: `| ERROR | stderr | ` is only the stream, signals.PREFIX_LEVEL reads no level from it)
     r"|\|\s(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)\s\|\s[\w.-]+\s\|\s"
