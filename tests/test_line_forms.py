@@ -52,6 +52,8 @@ FORMS: dict[str, Callable[[str], str]] = {
     "vllm-module-path": lambda s: "ERROR 02-07 18:18:59 [v1/executor/multiproc_executor.py:824] " + s,
     "ray-1x": lambda s: "(pid=1234, ip=10.0.0.1) " + s,
     "loguru": lambda s: "2024-05-01 10:00:00.123 | ERROR    | __main__:main:42 - " + s,
+    "ray-no-pid": lambda s: "(pid=) " + s,  # Ray 2.x before it knows the worker's pid (real-extra 987)
+    "tsl": lambda s: "2025-07-18 19:09:55.245872: E torch_xla/csrc/runtime/pjrt_computation_client.cpp:682] " + s,
     "areal": lambda s: "(AReaL) 20260304-10:31:13.128 SyncRPCServer ERROR: " + s,  # AReaL issue 979 (real-extra 1365)
     # FastChat's logger, its stderr redirected at ERROR (QAnything issue 302, real-extra 1211; LLaVA, sglang's
     # FastChat worker)

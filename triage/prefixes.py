@@ -49,6 +49,9 @@ LINE_PREFIX = (
     # AReaL's logger (areal and realhf, 2025-2026; AReaL issue 979): `20260304-10:31:13.128 LocalScheduler ERROR: `,
     # after its `(AReaL) ` tag
     r"|\d{8}-\d\d:\d\d:\d\d(?:\.\d+)? [\w.-]+(?: [\w.-]+){0,3} (?:DEBUG|INFO|WARNING|ERROR|CRITICAL): "
+    # TensorFlow's, XLA's and torch_xla's C++ logging (tsl/platform/default/logging.cc): `2025-07-18 19:09:55.245872: W
+    # torch_xla/csrc/runtime/pjrt_computation_client.cpp:682] ` (real-extra 987); its level is read from it
+    r"|\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+: [IWEF] [\w./-]+:\d+\] "
     # FastChat's build_logger (and what copied it: QAnything, LLaVA): `<time> | LEVEL | logger | ` (its stderr is a
     # logger at ERROR: `| ERROR | stderr | ` is only the stream, signals.PREFIX_LEVEL reads no level from it)
     r"|\|\s(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)\s\|\s[\w.-]+\s\|\s"
@@ -86,7 +89,9 @@ LINE_PREFIX = (
     r"|\(autoscaler \+[\dhms]+\) "  # Ray's autoscaler: `(autoscaler +2m5s) `
     r"|\[\d+,\d+\]<std(?:out|err)>:"  # Open MPI --tag-output: `[1,0]<stderr>:`
     # Ray 1.x `(pid=N, ip=A)` (its daemons' lines `(pid=raylet)`, `(pid=gcs_server)`), vLLM V1 `(VllmWorker rank=1 pid=N)`
-    r"|\((?:[A-Za-z_][\w.-]*\s)?(?:rank=\d+\s)?pid=(?:\d+|[a-z_]+)(?:, ip=" + RAY_IP + r")?\)\s?"
+    # Ray 2.x also writes `(pid=)`, no pid, for a worker's lines it relays before it knows the process (verl on TPU,
+    # real-extra 987)
+    r"|\((?:[A-Za-z_][\w.-]*\s)?(?:rank=\d+\s)?pid=(?:\d+|[a-z_]+)?(?:, ip=" + RAY_IP + r")?\)\s?"
     r"|>{1,2} "  # a Markdown quote (a log pasted as `> ` or `>> ` lines in an issue thread); a frame's indent stays
     r")"
 )

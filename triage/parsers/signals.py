@@ -42,6 +42,7 @@ PREFIX_LEVEL = re.compile(
     # glog, gRPC, abseil, torch elastic `E0801 13:23:20.000000 32974 api.py:874]` (glog >= 0.7: `E20240801 ...`);
     # torch c10 `[rank0]:[E1206 10:00:00.123 ...]`, `[E114 ...]`, before torch 2.2 `[E ProcessGroupNCCL.cpp:563]`
     r"|(?:^|[\s\[:\]])(?P<glog>[EF])\d{3,8} \d\d:\d\d:\d|\[(?P<c10>[EF]) [\w./-]+:\d+\]"
+    r"|\d: (?P<tsl>[EF]) [\w./-]+:\d+\]"  # TensorFlow/XLA C++ logging: `2025-07-18 19:09:55.245872: E file.cc:42]`
 )
 # In the message's head, for formats whose prefix is not split off.
 HEAD_LEVEL = re.compile(
@@ -81,7 +82,8 @@ def is_error_level(line: Line) -> bool:
 # level (glog pads the month, `W0114`; torch c10 does not: `[W114 12:02:28.872705088 compiler_depend.ts:83]`,
 # `[W929 ...]`, so January to September have three digits), or a Python `warnings` record (`/.../torchvision/io/image.py:13: UserWarning: ...`).
 PREFIX_WARNING = re.compile(r"(?:^|[\s\[(|:,])WARN(?:ING)?(?=[\s\]):|,]|$)|(?:^|[\s\[:\]])W\d{3,8} \d\d:\d\d:\d"
-                            r"|\[W [\w./-]+:\d+\]|[\d,.] W \d+ \d+\]")  # glog, torch c10 (both forms), Ray C++
+                            r"|\[W [\w./-]+:\d+\]|[\d,.] W \d+ \d+\]"  # glog, torch c10 (both forms), Ray C++
+                            r"|\d: W [\w./-]+:\d+\]")  # TensorFlow/XLA C++ logging
 # The same in the message's head, for formats whose prefix is not split off: pip's `WARNING: Retrying (...)`,
 # `[rank7]:[W1217 01:28:11.167 compiler_depend.ts:83] Warning: ...` (torch_npu / c10), `W1206 10:00:00.123 ...`.
 HEAD_WARNING = re.compile(
