@@ -191,6 +191,16 @@ def test_a_rust_panic_ends_the_process_and_pyo3s_traceback_continues_its_chain()
     assert "PanicException: called `Result::unwrap()` on an `Err` value: Internal" in f.title
 
 
+def test_a_panic_whose_message_follows_its_location_is_named_by_that_message():
+    # Rust >= 1.73 prints `thread 'x' panicked at file:line:col:` and the message on the next line (llguidance's
+    # token trie under vLLM, vllm issue 21204): the message names the failure, and is no unexplained line of its own
+    report = triage_dir(EXTRA / "1303-vllm-guidance-backend-granite-toktrie-rust-panic-request-hangs" / "input")
+    (f,) = report.findings
+    assert (f.category, f.rule, f.severity) == ("other", "other.fatal-exit", "error")
+    assert [(e.file, e.line) for e in f.evidence][:1] == [("server.log", 1)]
+    assert f.title == "A process ended with panic: assertion failed: num_parents < 0xff"
+
+
 # RL Swarm's trainer (hivemind_grpo_trainer) logs "Exception during training" at error level, then the traceback of the
 # exception that stopped it; the paste ends inside it, in the reward function's frames (the shape of rl-swarm issue
 # 340). Math-Verify logs its own caught comparison errors the same way (logger.exception), but its traceback starts

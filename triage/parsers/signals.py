@@ -329,6 +329,7 @@ class Chain:
     after_error: bool = False  # the line just before it is an error-level message (logger.exception's own line)
     last_frame: Line | None = None  # its innermost frame line (`File "...", line N, in f`) seen so far
     raise_echo: Line | None = None  # the `raise X("...")` source line echoed under that frame, if it is one
+    detail: Line | None = None  # the line after a Rust panic that holds its message (Rust 1.73+: `panicked at f:l:c:`)
 
 
 def chains(lines: list[Line]) -> list[Chain]:
@@ -388,6 +389,10 @@ def chains(lines: list[Line]) -> list[Chain]:
             out.append(cur)
             last_frame = ln.lineno
             awaiting = True  # pyo3's PanicException traceback that may follow ends the same chain
+        elif cur is not None and cur.final is cur.head and ln.lineno == cur.head.lineno + 1 \
+                and "panicked at" in cur.head.msg and not exception_name(cur.head)[1] \
+                and not msg.lstrip().startswith(("note:", "stack backtrace")):
+            cur.detail = ln  # Rust >= 1.73 prints the panic's message on the line after its location
         elif cur is not None and awaiting and "└ " in msg and 0 < ln.lineno - last_frame <= gap and ANNOTATION.match(msg):
             last_frame = ln.lineno  # loguru's values under a frame's source line: the traceback goes on
         if not awaiting and ("^" in msg and CARETS.match(msg) or ECHO_STATEMENT.match(msg)):
@@ -714,6 +719,8 @@ def fatal_event(ex: Exits) -> Event | None:
     if ex.fatal is None:
         return None
     name, message = exception_name(ex.fatal)
+    if name == "panic" and not message and ex.chain is not None and ex.chain.detail is not None:
+        message = ex.chain.detail.msg.strip()
     frames = ex.chain.frames if ex.chain is not None else []
     if ex.chain is not None and ex.chain.cut:
         name, message = "traceback cut", "the log ends inside an error-level traceback"

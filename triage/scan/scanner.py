@@ -839,7 +839,9 @@ class Scanner:
             # The chain's own last line, when it only pointed up to the cause judge took (vLLM's EngineDeadError),
             # is that failure's wrapper.
             wrapper = ex.chain.final if ex.chain is not None and ex.chain.final is not ex.fatal else None
-            res.unclaimed = [ln for ln in res.unclaimed if ln is not ex.fatal and ln is not wrapper and not (
+            detail = ex.chain.detail if ex.chain is not None else None  # a Rust panic's message line
+            res.unclaimed = [ln for ln in res.unclaimed if ln is not ex.fatal and ln is not wrapper
+                             and ln is not detail and not (
                 head < ln.lineno < ex.fatal.lineno and signals.EXC_LINE.match(ln.msg) and any(
                     0 <= t - (ln.until or ln.lineno) - CHAINED_GAP <= CHAINED_MESSAGE for t in starts))]
         for ev in (signals.shutdown_event(ex), signals.fatal_event(ex)):
