@@ -63,6 +63,14 @@ KNOWN_MISSES = {
     "1340-verl-dapo-vllm082-cumem-allocator-wake-oom":
         "category right (serving-oom-retraction, vLLM's cumem wake-up OOM), but the thread's workarounds are an "
         "attention backend (XFORMERS) and sp/tp 1, no knob of ours: the label names none, so the knob check cannot pass",
+    "1433-lmdeploy-022-gradio-exceed-session-max-length-warning-was-max-new-tokens":
+        "the gradio page's 'exceed session max length' message is read as the session window filling up "
+        "(prompt.lmdeploy-session-exhausted), which is what it means since LMDeploy PR 1207; in 0.2.4 it showed for "
+        "any length finish, and the thread found the page's max-new-tokens cap cut the answer: the line cannot tell",
+    "1434-lmdeploy-api-server-chat-empty-content-finish-reason-length-session-length-reached":
+        "the pretty-printed chat.completion body (content empty, finish_reason 'length', completion_tokens 0 of "
+        "total 8223) says the session had no room left only across lines; no rule reads a response body's fields "
+        "together, and one line alone ('\"completion_tokens\": 0') is no failure",
     "1346-verl-sandbox-fusion-image-sandboxerror-write-transport-closed":
         "category right (verifier, the sandbox's SandboxError), but the thread's fix is the sandbox image itself, no "
         "knob of ours: the label names none, so the knob check cannot pass",

@@ -256,6 +256,15 @@ def _may_be_config(text: str) -> bool:
     return text.startswith(CONFIG_WORDS) or _CONFIG_LINE.search(text) is not None
 
 
+# A .json that is a server's reply saved as is (an OpenAI-compatible error body {"error": ...} or {"object": "error",
+# ...}, a TGI/Inference API {"error": "Input validation error: ..."}, a chat/text completion with its usage) is the
+# evidence itself, not a configuration: it is scanned line by line like any log.
+_API_BODY = re.compile(
+    r'\s*\{\s*(?:"error"\s*:|"object"\s*:\s*"(?:error|chat\.completion|text_completion)"'
+    r'|"id"\s*:\s*"[^"]{0,80}"\s*,\s*"object"\s*:\s*"(?:error|chat\.completion|text_completion)")'
+)
+
+
 def decide_kind(name: str, text: str) -> str:
     """Name and content together. Engine markers are distinctive, so clear engine content wins over
     a generic name (a Ray `worker-*.err` holding SGLang lines); otherwise the name decides."""
@@ -275,7 +284,7 @@ def decide_kind(name: str, text: str) -> str:
             return "metrics"  # per-step records ({"step": 3, "loss": ..., "reward": ...}), whatever words they hold
         return "verifier" if LOWER_MARKERS["verifier"].search(text[:4096].lower()) else "metrics"
     if suffixes and suffixes[-1] == ".json":
-        return "config"
+        return "text" if _API_BODY.match(text) else "config"
     if _may_be_config(text) and looks_like_config(text):  # a run configuration whatever its name (run.cfg, args)
         return "config"
     scores = Scores(text)
