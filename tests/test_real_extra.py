@@ -63,6 +63,10 @@ KNOWN_MISSES = {
     "1340-verl-dapo-vllm082-cumem-allocator-wake-oom":
         "category right (serving-oom-retraction, vLLM's cumem wake-up OOM), but the thread's workarounds are an "
         "attention backend (XFORMERS) and sp/tp 1, no knob of ours: the label names none, so the knob check cannot pass",
+    "1405-vllm-omni-qwen3-omni-timed-out-waiting-for-ready-300s-incomplete-weights":
+        "category right (cold-start, the stage engine never reported READY within 300 s), but the thread's fix was "
+        "re-downloading incomplete checkpoint files (a longer stage_init_timeout did not help): no knob of ours, so the "
+        "label names none and the knob check cannot pass",
     "1346-verl-sandbox-fusion-image-sandboxerror-write-transport-closed":
         "category right (verifier, the sandbox's SandboxError), but the thread's fix is the sandbox image itself, no "
         "knob of ours: the label names none, so the knob check cannot pass",
@@ -70,7 +74,7 @@ KNOWN_MISSES = {
 
 
 def test_the_extra_corpus_is_there() -> None:
-    assert len(CASES) == 653
+    assert len(CASES) == 660
 
 
 @pytest.mark.parametrize("case", CASES)
