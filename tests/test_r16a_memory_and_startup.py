@@ -8,9 +8,12 @@
 - A serverless platform's start-up deadline for the engine's container, Modal's "Runner has been initializing for
   too long: 300 seconds", after vLLM's torch.compile on a cold cache (real-extra 1404, modal-examples issue 1154):
   cold-start, the launcher's deadline.
+- bash's "Killed" translated by the locale, zh_CN's "已杀死" alone or in a job line (real-extra 1408, dreamerv3 issue
+  203, a host-RAM kill): other.killed-sigkill.
 - Blind right, kept right: vLLM V1's "No available memory for the cache blocks" (1400), a CUDA OOM during vLLM 0.3's
   graph capture behind RunPod's newest-first log viewer (1403), TensorRT-LLM's runtime-buffer cudaMallocAsync OOM at
-  Triton model load (1407), and a TensorRT-LLM start that only reports its KV allocation (1406, quiet).
+  Triton model load (1407), the kernel OOM killer's dmesg line beside DeepSpeed's launcher kills
+  (1409), and a TensorRT-LLM start that only reports its KV allocation (1406, quiet).
 """
 
 from __future__ import annotations
@@ -96,3 +99,23 @@ def test_tensorrt_llm_runtime_buffer_oom_at_model_load_is_the_engines():
 def test_a_tensorrt_llm_start_reporting_its_kv_allocation_stays_quiet():
     report = _case("1406")
     assert not [f for f in report.findings if f.category in SIX and f.severity in ("error", "warning")]
+
+
+def test_the_shells_killed_in_a_chinese_locale_is_the_sigkill_report():
+    f = top(_case("1408"))
+    assert (f.category, f.rule, f.severity) == ("other", "other.killed-sigkill", "error")
+    assert [(e.file, e.line) for e in f.evidence] == [("train.log", 6)]
+
+
+def test_bashs_job_line_with_the_translated_word_is_a_sigkill_and_a_scripts_own_word_is_not(tmp_path):
+    report = triage_files(tmp_path, {"run.log": "[1]+  已杀死               nohup python train.py\n"})
+    assert top(report).rule == "other.killed-sigkill"
+    quiet = triage_files(tmp_path / "q", {"run.log": "12345 进程已杀死\n"})
+    assert not [f for f in quiet.findings if f.rule == "other.killed-sigkill"]
+
+
+def test_the_kernel_oom_killer_line_beside_the_deepspeed_launchers_kills_is_the_host_oom():
+    f = top(_case("1409"))
+    assert (f.category, f.rule) == ("other", "other.host-oom-killer")
+    assert [(e.file, e.line) for e in f.evidence][:1] == [("dmesg.txt", 1)]
+    assert f.category not in SIX
