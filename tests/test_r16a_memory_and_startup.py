@@ -18,14 +18,12 @@
 
 from __future__ import annotations
 
-from conftest import FIXTURES, knob_names, top, triage_dir, triage_files
+from conftest import extra_input, knob_names, top, triage_dir, triage_files
 from domain import SIX
 
-EXTRA = FIXTURES / "real-extra"
 
-
-def _case(name: str):
-    return triage_dir(next(EXTRA.glob(name + "-*")) / "input")
+def _case(prefix: str):
+    return triage_dir(extra_input(prefix))
 
 
 def test_ray_kill_details_name_the_host_memory_and_its_numbers():
@@ -44,14 +42,14 @@ def test_the_raylet_summary_cut_by_a_hard_wrap_still_names_the_kill():
     assert "killed due to memory pressure (OOM)" in f.evidence[0].text
 
 
+RAY_25_KILL = ("(autoscaler +2m) Task map_task failed due to oom. Error: 1 worker(s) were killed due to the node "
+               "running low on memory. Memory on the node (IP: 10.0.50.112, ID: 4cb25bc0) was 28.62GB / 30.00GB "
+               "(0.954017), which exceeds the memory usage threshold of 0.950000\n")
+
+
 def test_ray_25_worker_s_were_killed_wording_is_the_same_host_oom(tmp_path):
-    report = triage_files(tmp_path, {"driver.log": (
-        "(autoscaler +2m) Task map_task failed due to oom. Error: 1 worker(s) were killed due to the node running low "
-        "on memory. Memory on the node (IP: 10.0.50.112, ID: 4cb25bc0) was 28.62GB / 30.00GB (0.954017), which "
-        "exceeds the memory usage threshold of 0.950000\n")})
-    f = top(report)
-    assert (f.category, f.rule) == ("other", "other.host-oom")
-    assert f.numbers["total_gb"] == 30.0
+    f = top(triage_files(tmp_path, {"driver.log": RAY_25_KILL}))
+    assert (f.category, f.rule, f.numbers["total_gb"], f.numbers["threshold"]) == ("other", "other.host-oom", 30.0, 0.95)
 
 
 def test_a_memory_report_below_its_threshold_is_no_kill(tmp_path):
