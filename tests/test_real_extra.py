@@ -67,6 +67,10 @@ KNOWN_MISSES = {
         "category right (cold-start, the stage engine never reported READY within 300 s), but the thread's fix was "
         "re-downloading incomplete checkpoint files (a longer stage_init_timeout did not help): no knob of ours, so the "
         "label names none and the knob check cannot pass",
+    "1410-skyrl-colocated-tinker-vllm-026-l4-sampler-warmup-oom-engine-core-init-failed":
+        "a bare torch OOM (no frame, no process prefix) in one pasted block and vLLM's 'Engine core initialization "
+        "failed' in another file: a process is placed by markers in its own traceback or file, so the OOM goes to the "
+        "trainer as every unplaced OOM does (as for 1282); that the engine's start printed it is only in the PR's prose",
     "1346-verl-sandbox-fusion-image-sandboxerror-write-transport-closed":
         "category right (verifier, the sandbox's SandboxError), but the thread's fix is the sandbox image itself, no "
         "knob of ours: the label names none, so the knob check cannot pass",
@@ -74,7 +78,7 @@ KNOWN_MISSES = {
 
 
 def test_the_extra_corpus_is_there() -> None:
-    assert len(CASES) == 663
+    assert len(CASES) == 664
 
 
 @pytest.mark.parametrize("case", CASES)
