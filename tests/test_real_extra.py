@@ -71,6 +71,10 @@ KNOWN_MISSES = {
         "a bare torch OOM (no frame, no process prefix) in one pasted block and vLLM's 'Engine core initialization "
         "failed' in another file: a process is placed by markers in its own traceback or file, so the OOM goes to the "
         "trainer as every unplaced OOM does (as for 1282); that the engine's start printed it is only in the PR's prose",
+    "1411-vllm-07-mqllmengine-waiting-for-output-startup-hang-nccl-p2p-4-pcie-gpus":
+        "seventeen V0 'Waiting for output from MQLLMEngine' DEBUG lines are all the excerpt holds: the client prints that "
+        "whenever a 10 s poll brings no output, an idle server too, so it is no start-up failure by itself; the NCCL P2P "
+        "hang (fixed by NCCL_P2P_DISABLE=1) is only in the reporter's later comment, and nothing is reported",
     "1346-verl-sandbox-fusion-image-sandboxerror-write-transport-closed":
         "category right (verifier, the sandbox's SandboxError), but the thread's fix is the sandbox image itself, no "
         "knob of ours: the label names none, so the knob check cannot pass",
@@ -78,7 +82,7 @@ KNOWN_MISSES = {
 
 
 def test_the_extra_corpus_is_there() -> None:
-    assert len(CASES) == 664
+    assert len(CASES) == 665
 
 
 @pytest.mark.parametrize("case", CASES)
