@@ -71,6 +71,18 @@ KNOWN_MISSES = {
         "the pretty-printed chat.completion body (content empty, finish_reason 'length', completion_tokens 0 of "
         "total 8223) says the session had no room left only across lines; no rule reads a response body's fields "
         "together, and one line alone ('\"completion_tokens\": 0') is no failure",
+    "1405-vllm-omni-qwen3-omni-timed-out-waiting-for-ready-300s-incomplete-weights":
+        "category right (cold-start, the stage engine never reported READY within 300 s), but the thread's fix was "
+        "re-downloading incomplete checkpoint files (a longer stage_init_timeout did not help): no knob of ours, so the "
+        "label names none and the knob check cannot pass",
+    "1410-skyrl-colocated-tinker-vllm-026-l4-sampler-warmup-oom-engine-core-init-failed":
+        "a bare torch OOM (no frame, no process prefix) in one pasted block and vLLM's 'Engine core initialization "
+        "failed' in another file: a process is placed by markers in its own traceback or file, so the OOM goes to the "
+        "trainer as every unplaced OOM does (as for 1282); that the engine's start printed it is only in the PR's prose",
+    "1411-vllm-07-mqllmengine-waiting-for-output-startup-hang-nccl-p2p-4-pcie-gpus":
+        "seventeen V0 'Waiting for output from MQLLMEngine' DEBUG lines are all the excerpt holds: the client prints that "
+        "whenever a 10 s poll brings no output, an idle server too, so it is no start-up failure by itself; the NCCL P2P "
+        "hang (fixed by NCCL_P2P_DISABLE=1) is only in the reporter's later comment, and nothing is reported",
     "1346-verl-sandbox-fusion-image-sandboxerror-write-transport-closed":
         "category right (verifier, the sandbox's SandboxError), but the thread's fix is the sandbox image itself, no "
         "knob of ours: the label names none, so the knob check cannot pass",
@@ -78,7 +90,7 @@ KNOWN_MISSES = {
 
 
 def test_the_extra_corpus_is_there() -> None:
-    assert len(CASES) == 673
+    assert len(CASES) == 685
 
 
 @pytest.mark.parametrize("case", CASES)
