@@ -6,6 +6,10 @@
   `other.engine-http-client-errors` is information there (`if_served`). Where no engine served (slime's abort
   requests answered 422, real-extra 1321) the same answers stay a warning; 5xx answers keep their own rule.
 - vLLM's "Error with model ..." is a request for a model the server does not serve (a 404), not an engine failure.
+- A traceback a Ray worker's logger printed as one error record, after which the same worker logged another record
+  of its own, was caught: the worker went on (verl GUI-agent rollouts failing to parse one model answer, real-extra
+  1470/1471), so it is no process's end; quoted model prose ("I need to verify ...", "I misjudged ...") in such a
+  line is not the reward path.
 - A multi-node nightly benchmark whose server nodes end "OK" while the benchmark node's throughput assertion fails is
   a failed run: the assertion is the finding, the gloo resets of the teardown are its echoes (real-extra 1463).
 """
@@ -17,8 +21,10 @@ from conftest import FIXTURES, triage_dir
 from domain import SIX
 
 from triage.library.rules import LibraryError, load_library
-from triage.model import SEVERITY_RANK
+from triage.model import SEVERITY_RANK, Line
+from triage.parsers import signals
 from triage.report.gate import scan_exit
+from triage.scan.origins import split_ray
 
 EXTRA = FIXTURES / "real-extra"
 
@@ -123,3 +129,83 @@ def test_healthy_whole_logs_stay_quiet(num: str) -> None:
     report = triage_dir(_case(num))
     assert not [f for f in report.findings if SEVERITY_RANK[f.severity] <= SEVERITY_RANK["warning"]]
     assert scan_exit(report.findings, "error", complete=report.coverage_complete) == 0
+
+
+@pytest.mark.parametrize("num", ["1470", "1471"])
+def test_caught_per_item_traceback_of_a_rollout_worker_that_went_on_is_no_process_end(num: str) -> None:
+    report = triage_dir(_case(num))
+    assert not [f for f in report.findings if f.rule == "other.fatal-exit"]
+    assert not [f for f in report.findings if f.category in SIX and SEVERITY_RANK[f.severity] <= 1]
+    assert scan_exit(report.findings, "error", complete=report.coverage_complete) == 0
+
+
+def test_the_caught_exception_stays_visible_as_an_unexplained_line() -> None:
+    report = triage_dir(_case("1471"))
+    f = next(f for f in report.findings if f.category == "unclassified" and "TypeError" in f.title)
+    assert (f.severity, f.evidence[0].file, f.evidence[0].line) == ("warning", "verl_demo.log", 918)
+
+
+def _line(text: str, lineno: int) -> Line:
+    """A candidate line as the scanner makes it: the Ray actor and pid and the logger prefixes split off."""
+    msg, actor, pid, repeat = split_ray(text)
+    return Line("w.log", lineno, text, msg, actor=actor, pid=pid, repeat=repeat)
+
+
+def _chain(lines: list[Line]) -> signals.Chain:
+    found = signals.chains(lines)
+    assert len(found) == 1
+    return found[0]
+
+
+HEAD = "(CursorLoopWorker pid=7) ERROR:2025-12-25 23:46:30,691:Traceback (most recent call last):"
+FRAME = '(CursorLoopWorker pid=7)   File "/x/env_and_state.py", line 270, in _extract_action_and_update_cursor'
+EXC = "(CursorLoopWorker pid=7) TypeError: cannot unpack non-iterable NoneType object"
+
+
+def test_went_on_needs_a_later_record_of_the_same_process() -> None:
+    lines = [_line(HEAD, 10), _line(FRAME, 11), _line(EXC, 13),
+             _line("(CursorLoopWorker pid=7) ERROR:2025-12-25 23:46:30,692:Error extracting action for item 49873", 15)]
+    assert signals.went_on(_chain(lines), lines)
+    other = [*lines[:3], _line("(CursorLoopWorker pid=8) ERROR:2025-12-25 23:46:30,692:Error extracting action", 15)]
+    assert not signals.went_on(_chain(other), other)  # another process's record says nothing of this one
+
+
+def test_went_on_is_not_a_dying_process_logging_its_way_out() -> None:
+    lines = [_line(HEAD, 10), _line(FRAME, 11), _line(EXC, 13),
+             _line("(CursorLoopWorker pid=7) ERROR:2025-12-25 23:46:31,000:Fatal error, exiting", 15)]
+    assert not signals.went_on(_chain(lines), lines)
+
+
+def test_went_on_is_not_an_uncaught_traceback() -> None:
+    lines = [_line("(CursorLoopWorker pid=7) Traceback (most recent call last):", 10), _line(FRAME, 11),
+             _line(EXC, 13), _line("(CursorLoopWorker pid=7) ERROR:2025-12-25 23:46:30,692:Error extracting", 15)]
+    assert not signals.went_on(_chain(lines), lines)
+
+
+def test_went_on_skips_the_source_lines_a_logger_prefixes_on_every_traceback_line() -> None:
+    p = "(Worker pid=32199) ERROR 03-18 15:48:56 [multiproc_executor.py:880] "
+    lines = [_line(p + "Traceback (most recent call last):", 1),
+             _line(p + '  File "/opt/vllm/v1/executor/multiproc_executor.py", line 875, in worker_busy_loop', 2),
+             _line(p + "    output = func(*args, **kwargs)", 3), _line(p + "             ^^^^^^^^^^^^^^^^^^^^^", 4)]
+    found = signals.chains(lines)
+    assert found and found[-1].cut
+    assert not signals.went_on(found[-1], lines)
+
+
+@pytest.mark.parametrize("line", [
+    "(CursorLoopWorker pid=2036792) ValueError: step 0 - extract action failed from: Thought: It seems that I need to "
+    "verify the VISA payment option.",
+    "(CursorLoopWorker pid=2036795) ValueError: step 1 - extract action failed from: Thought: I just clicked on the "
+    "menu icon but it seems I misjudged the target position",
+])
+def test_quoted_model_prose_is_not_the_reward_path(line: str) -> None:
+    assert _rule("vocabulary.reward-path-error").search(line) is None
+
+
+@pytest.mark.parametrize("line", [
+    "ERROR: LLMJudge request failed: 429 Too Many Requests",
+    "ERROR: verify() raised on sample 3: ZeroDivisionError",
+    "ERROR: judge_client timed out after 60 s",
+])
+def test_reward_path_words_still_count(line: str) -> None:
+    assert _rule("vocabulary.reward-path-error").search(line) is not None
