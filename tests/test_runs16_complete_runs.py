@@ -209,3 +209,24 @@ def test_quoted_model_prose_is_not_the_reward_path(line: str) -> None:
 ])
 def test_reward_path_words_still_count(line: str) -> None:
     assert _rule("vocabulary.reward-path-error").search(line) is not None
+
+
+def test_decode_node_npu_graph_capture_oom_names_the_graph_sizes_and_the_static_fraction() -> None:
+    report = triage_dir(_case("1474"))
+    top = report.findings[0]
+    assert (top.rule, top.category, top.severity) == ("serving.engine-oom-graph-capture", "serving-oom-retraction",
+                                                      "error")
+    assert (top.evidence[0].file, top.evidence[0].line) == ("d.txt", 1116)
+    assert top.numbers["tried"] == pytest.approx(4.0) and top.numbers["capacity"] == pytest.approx(61.28)
+    knobs = {k.name: k.current for k in top.knobs}
+    assert knobs["inference.sglang_cuda_graph_max_bs_decode"] == 24
+    assert knobs["inference.sglang_mem_fraction_static"] == pytest.approx(0.8)
+
+
+@pytest.mark.parametrize("num", ["1472", "1473"])
+def test_npu_moe_dispatch_kernel_failure_is_an_engine_crash(num: str) -> None:
+    report = triage_dir(_case(num))
+    top = report.findings[0]
+    assert (top.rule, top.category, top.severity) == ("other.engine-crash", "other", "error")
+    assert "Scheduler hit an exception" in top.evidence[0].text
+    assert not [f for f in report.findings if f.category in SIX and SEVERITY_RANK[f.severity] <= 1]
