@@ -30,7 +30,7 @@ RULE_KEYS = {
     "id", "category", "severity", "title", "anchor", "match", "side", "not_side", "near", "not_near",
     "within", "when", "knobs", "knobs_when", "not_knobs", "explain", "examples", "priority",
     "symptom_of", "reveals", "min_count", "info_below", "check", "params", "follow", "source", "errors_only",
-    "if_warned",
+    "if_warned", "if_served",
 }
 REQUIRED = ("id", "category", "severity", "title", "knobs", "explain")
 MIN_ANCHOR = 3  # an anchor is a literal the C prefilter files under byte pairs; shorter ones match everything
@@ -112,6 +112,9 @@ class Rule:
     # the severity when every line it claimed was printed as a warning by its own program (which caught what the
     # line reports and went on: a logger WARNING level, a Python warnings record); "" keeps `severity`
     if_warned: str = ""
+    # the severity when every line it claimed is in the file of an engine that said it was ready and then served
+    # (checks/startup.served_files): what the line reports did not stop that engine; "" keeps `severity`
+    if_served: str = ""
     origin: str = ""  # file:line where the rule is defined
 
     @property
@@ -457,9 +460,10 @@ def _rule(raw: dict[str, Any], path: Path, lib: Library, fragments: dict[str, st
     when = _conditions(raw, "when", where, knobs)
     if not isinstance(raw.get("errors_only", False), bool):
         raise LibraryError(f"{where}: errors_only must be true or false")
-    if_warned = raw.get("if_warned", "")
-    if if_warned and (not isinstance(if_warned, str) or if_warned not in SEVERITIES):
-        raise LibraryError(f"{where}: if_warned {_quoted(if_warned)} is not one of {', '.join(SEVERITIES)}")
+    if_warned, if_served = raw.get("if_warned", ""), raw.get("if_served", "")
+    for key, value in (("if_warned", if_warned), ("if_served", if_served)):
+        if value and (not isinstance(value, str) or value not in SEVERITIES):
+            raise LibraryError(f"{where}: {key} {_quoted(value)} is not one of {', '.join(SEVERITIES)}")
     params = _mapping(raw, "params", where)
     if params and not check:
         raise LibraryError(f"{where}: params without a check")
@@ -494,6 +498,7 @@ def _rule(raw: dict[str, Any], path: Path, lib: Library, fragments: dict[str, st
         follow=follow,
         errors_only=bool(raw.get("errors_only", False)),
         if_warned=if_warned,
+        if_served=if_served,
         origin=f"{path}:{line}",
     )
 

@@ -25,6 +25,7 @@ Rules match one wording each; these signals hold across wordings, so a failure n
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -476,12 +477,14 @@ class Exits:
 
 
 def judge(found: list[Chain], marks: list[Line], hits: list[Hit], unclaimed: list[Line], file_lines: int,
-          progress_after: Callable[[Line], bool], severity_of: Callable[[str], tuple[str, str]]) -> Exits:
+          progress_after: Callable[[Line], bool], severity_of: Callable[[str], tuple[str, str]],
+          lines: list[Line] | None = None) -> Exits:
     """Decide, for one file, the orderly shutdown (if any) and the exception that ended its process (if any).
 
     `found`: the file's traceback chains (`chains`); `marks`: lines holding a shutdown or signal-exit marker; `hits`: the rule claims (pruned here of teardown
     noise); `unclaimed`: error-like lines no rule claimed (pruned likewise); `progress_after(line)`: whether the
-    process that printed `line` showed progress later; `severity_of(rule_id)`: (severity, category) of a rule."""
+    process that printed `line` showed progress later; `severity_of(rule_id)`: (severity, category) of a rule;
+    `lines`: the file's candidate lines in order (`went_on` reads who printed what after a caught traceback)."""
     ex = Exits()
     signal_exits = {id(ln) for ln in marks if SIGNAL_EXIT.search(ln.msg)}
     first_error = min((h.line.lineno for h in hits if severity_of(h.rule)[0] == "error"), default=1 << 62)
@@ -521,7 +524,7 @@ def judge(found: list[Chain], marks: list[Line], hits: list[Hit], unclaimed: lis
         end = final.until or final.lineno
         if (final.lineno < at and not _benign(last) and _fatal_name(last) and file_lines - end <= TAIL
                 and not SHUTDOWN.search(final.msg) and not progress_after(final)
-                and not _survived_before(last, found, progress_after)):
+                and not _survived_before(last, found, progress_after) and not went_on(last, lines or [])):
             if POINTS_ABOVE.search(final.msg):
                 # the last exception only says its cause was printed above it (vLLM V1's EngineDeadError after the
                 # worker's traceback): the cause is the latest real exception before it
@@ -690,6 +693,38 @@ def _survived_before(last: Chain, found: list[Chain], progress_after: Callable[[
         return False
     return any(c is not last and c.final is not None and c.final.lineno < last.head.lineno and _signature(c) == sig
                and progress_after(c.final) for c in found)
+
+
+def went_on(c: Chain, lines: list[Line]) -> bool:
+    """A traceback its logger printed as one error record (`ERROR:<time>:Traceback ...`: the program formatted the
+    exception it caught into a log message) by a process that Ray names (`(Actor pid=N)`), after whose end the same
+    process logged another record of its own that is no traceback, exception or shutdown line: the process was alive
+    after it and went on (verl GUI-agent rollout workers log a failed parse of one model answer so, then "Error
+    extracting action for item N", real-extra 1470/1471). An uncaught exception (no logger level on its first line)
+    and a process that only logs its way out (a shutdown or exit message) are not excused this way."""
+    if c.final is None or not c.head.pid or not is_error_level(c.head):
+        return False
+    end = max(c.final.until or c.final.lineno, c.last_frame.lineno if c.last_frame is not None else 0)
+    i = bisect_right([ln.lineno for ln in lines], end)
+    for ln in lines[i:i + WENT_ON_LOOK]:
+        msg = ln.msg
+        if ln.pid != c.head.pid or ln.actor != c.head.actor or not msg.strip() or msg[0] in " \t^~":
+            continue  # another process's line, or the traceback's own source and caret lines (a logger that
+            # prefixes every line of it, vLLM's workers: real-extra 363, 364)
+        if TRACEBACK in msg[:80] or FRAME.match(msg) or EXC_LINE.match(msg) or DOTTED_EXC_LINE.match(msg) \
+                or SHUTDOWN.search(msg) or PROCESS_EXIT.search(msg):
+            return False
+        if level_of(ln):
+            return True
+    return False
+
+
+# candidate lines after a caught traceback within which its process's next own record is looked for
+WENT_ON_LOOK = 200
+# a record a dying process logs after its traceback (SGLang "Received sigquit ...", vLLM "EngineCore failed to
+# start", "... exiting", "Fatal ...", "... died"): the traceback was its end, not something it went on from
+PROCESS_EXIT = re.compile(r"(?i)\b(?:exit(?:ing|ed)?|fatal|abort(?:ing|ed)?|terminat\w*|died|dead|kill(?:ed|ing)?"
+                          r"|failed to start|sigquit|shut(?:ting)? ?down|crash\w*)\b")
 
 
 def _benign(c: Chain) -> bool:

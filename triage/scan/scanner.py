@@ -823,7 +823,8 @@ class Scanner:
 
         found = signals.chains(ctx.lines)
         self._reward_frames(found, res, claimed)
-        ex = signals.judge(found, res.marks, res.hits, res.unclaimed, lf.lines, progress_after, self._rule_kind)
+        ex = signals.judge(found, res.marks, res.hits, res.unclaimed, lf.lines, progress_after, self._rule_kind,
+                           ctx.lines)
         if ex.fatal is not None:
             ex.fatal_rule = ex.fatal_rule or claimed.get(id(ex.fatal), "")
             # reported as the process's end, or explained by the rule that claimed a line of its block (torch
