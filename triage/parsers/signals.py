@@ -287,7 +287,11 @@ TB_FRAME = re.compile(r'File "[^"]*", line \d')
 
 def traceback_end(text: str, bol: int, eol: int) -> int:
     """Where that line starts, for the line text[bol:eol] (eol: its newline, or len(text)); -1 when the line is no
-    frame or no such line follows (a blank line, another prefix, more indented lines, the text's end)."""
+    frame or no such line follows (a blank line, another prefix, more indented lines, the text's end). After a Rust
+    panic's location line (Rust >= 1.73, `thread 'x' panicked at f.rs:1:2:`) it is the next line behind the same
+    prefix, which holds the panic's message (`called `Option::unwrap()` on a `None` value`, no anchor of its own)."""
+    if "panicked at " in text[bol:eol]:
+        return panic_detail(text, bol, eol)
     f = text.find('File "', bol, eol)
     if f < 0 or not TB_FRAME.match(text, f, eol):
         return -1
@@ -313,6 +317,25 @@ def traceback_end(text: str, bol: int, eol: int) -> int:
             return -1
         p = nl + 1
     return -1
+
+
+def panic_detail(text: str, bol: int, eol: int) -> int:
+    """Where the message line of the Rust panic at text[bol:eol] starts: the next line when the panic line ends in
+    its location's `:` and the next line has the same prefix and some text after it; -1 otherwise."""
+    k = text.find("thread '", bol, eol)
+    e = eol
+    while e > bol and text[e - 1] in " \t\r":
+        e -= 1
+    if k < 0 or e == bol or text[e - 1] != ":":
+        return -1
+    p = eol + 1
+    prefix = text[bol:k]
+    if p >= len(text) or not text.startswith(prefix, p):
+        return -1
+    q = p + len(prefix)
+    while q < len(text) and text[q] in " \t":
+        q += 1
+    return -1 if q >= len(text) or text[q] in "\r\n" else p
 
 
 @dataclass
