@@ -159,9 +159,10 @@ IPYTHON7_FRAME = re.compile(
     r"^(?P<path>(?:/|~/|\.{1,2}/|[A-Za-z]:\\)\S*\.py|<ipython-input-[\w-]+>) in (?P<func>[^\s(][^(]*?)\(.*\)\s*$")
 # What makes a boxed line a candidate line (scanner anchors): a rich frame's absolute path or file-less form. The
 # annotation lines under loguru's `diagnose` frames (`│    └ <value>`, loguru/_better_exceptions.py, as in the
-# better_exceptions package) hold a `└ `; they continue the traceback (chains()).
+# better_exceptions package) hold a `└ `; they continue the traceback (chains()). pytest's summary line of a failed test
+# (`FAILED `, PYTEST_SUMMARY) may hold no error word (`- assert None is not None`).
 RENDER_ANCHORS = ("│ /", "│ in ", "└ ", "File /", "File ~", "File .", "Cell In", ".py in ", "<ipython-input-",
-                  "panicked at", '.py", line ')
+                  "panicked at", '.py", line ', "FAILED ")
 # A frame line whose head a paste or a viewer's column cut off: `slime/slime_plugins/models/glm4.py", line 11, in
 # get_glm_spec` (a paste that starts inside Python's `  File "/root/slime/...` line, slime issue 1656). The path's end,
 # `.py"` and `, line N` stay, which nothing but a frame prints: read as the frame it was.
@@ -175,6 +176,12 @@ CUT_FRAME = re.compile(r'^(?P<path>[^\s"]*\.py)", line (?P<line>\d+)(?:, in (?P<
 RUST_PANIC = re.compile(
     r"^\s*thread '(?P<thread>[^']*)'(?: \(\d+\))? panicked at (?:'(?P<message>.*)', \S+:\d+(?::\d+)?|\S+:\d+(?::\d+)?:?)\s*$"
 )
+# pytest's short test summary (_pytest/terminal.py, `-r` report, pytest >= 6): `FAILED tests/x.py::test_y[p] - Exc: msg`
+# (`ERROR` for a failure outside the test's call: setup, teardown, collection), the first line of the test's
+# exception after ` - `; a bare `assert ...` for an assert rewritten by pytest, `Failed: msg` for pytest.fail. It is
+# the last thing a CI job's test step prints about a failed test: a chain of its own, ended by that exception.
+PYTEST_SUMMARY = re.compile(r"^(?:FAILED|ERROR) (?P<node>\S+\.py(?:::\S.*?)?) - (?P<crash>\S.*)$")
+PYTEST_OUTCOME = re.compile(r"^(?P<name>Failed|assert)(?::\s?|\s)(?P<message>.*)$")
 ANNOTATION = re.compile(r"^\s*(?:[│┃]\s*)*└ ")
 # The end of a traceback pasted without its frames: the statement that raised, echoed as Python prints it under the
 # innermost frame, then the exception line. Python 3.11+ marks the failing expression with a caret line (`^^^^`,
@@ -407,6 +414,10 @@ def chains(lines: list[Line]) -> list[Chain]:
             out.append(cur)
             last_frame = ln.lineno
             awaiting = True  # the remote traceback that follows ends in the remote exception
+        elif msg.startswith(("FAILED ", "ERROR ")) and PYTEST_SUMMARY.match(msg) and exception_name(ln)[0]:
+            cur = Chain(ln, final=ln, before=header(ln.lineno), finals=[ln])  # pytest's summary of a failed test
+            out.append(cur)
+            awaiting = False
         elif "panicked at" in msg and RUST_PANIC.match(msg):
             cur = Chain(ln, final=ln, before=header(ln.lineno), finals=[ln])
             out.append(cur)
@@ -475,13 +486,19 @@ def exception_name(line: Line) -> tuple[str, str]:
         p = RUST_PANIC.match(line.msg)
         if p is not None:
             return "panic", p.group("message") or ""
-    m = EXC_LINE.match(line.msg)
-    dotted = None if m else DOTTED_EXC_LINE.match(line.msg)
+    msg = line.msg
+    if msg.startswith(("FAILED ", "ERROR ")) and (t := PYTEST_SUMMARY.match(msg)) is not None:
+        msg = t.group("crash")  # the test's exception
+        o = PYTEST_OUTCOME.match(msg)
+        if o is not None:
+            return ("AssertionError", msg) if o.group("name") == "assert" else ("Failed", o.group("message").strip())
+    m = EXC_LINE.match(msg)
+    dotted = None if m else DOTTED_EXC_LINE.match(msg)
     m = m or dotted
     if not m:
         return "", ""
     # a class without the usual endings keeps its module, which says what it is (`_queue.Empty`, not `Empty`)
-    name = line.msg[:m.end("name")].lstrip() if dotted else m.group("name")
+    name = msg[:m.end("name")].lstrip() if dotted else m.group("name")
     if m.group("inner") and name == "RayTaskError":
         name = f"RayTaskError({m.group('inner')})"
     return name, (m.group("message") or "").strip()

@@ -1,0 +1,144 @@
+"""The same failures in other line forms (real-extra 1490-1491): a Rust panic whose message line holds no error word,
+a Rust inference engine's own crate in its log lines, pytest's short test summary (`FAILED <test> - <exception>`) and
+its session outcome line.
+
+Each real case asserts the rule, the evidence file:line and the numbers read off it; each synthetic form is a real
+line of a thread written the way another program prints it, on both scan paths."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from conftest import extra_input, triage_dir
+from test_line_forms import _report
+
+from triage.model import Line, Report
+from triage.parsers import signals
+from triage.scan.unexplained import PYTEST_OUTCOMES
+
+
+def _top(report: Report) -> tuple[str, str, str, int]:
+    f = report.findings[0]
+    e = f.evidence[0]
+    return f.category, f.rule, e.file, e.line
+
+
+# -- Rust panics: the message on the line after the location (Rust >= 1.73) ------------------------------------------
+
+# mistral.rs issue 1781 (2025-12): the engine thread's panic in the KV block allocator, as pasted
+PANIC = [
+    "thread '<unnamed>' (1004759) panicked at mistralrs-core/src/paged_attention/block_engine.rs:148:44:",
+    "called `Option::unwrap()` on a `None` value",
+    "stack backtrace:",
+    "   0: __rustc::rust_begin_unwind",
+    "   1: core::panicking::panic_fmt",
+    "   4: mistralrs_core::paged_attention::block_engine::Allocator<T>::allocate",
+]
+
+
+@pytest.mark.parametrize("native", [True, False])
+def test_a_panic_is_named_by_its_message_line_even_when_that_line_holds_no_error_word(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, native: bool) -> None:
+    report = _report(tmp_path, monkeypatch, native, PANIC)
+    top = report.findings[0]
+    assert _top(report) == ("other", "other.fatal-exit", "train.log", 1)
+    assert top.numbers["exception"] == "panic"
+    assert top.numbers["message"] == "called `Option::unwrap()` on a `None` value"
+    assert len(report.findings) == 1  # the message line is no unexplained line of its own
+
+
+@pytest.mark.parametrize("native", [True, False])
+def test_a_ray_relayed_panic_reads_the_message_behind_the_same_prefix(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, native: bool) -> None:
+    lines = ["(SGLangRouter pid=812) " + PANIC[0], "(SGLangRouter pid=812) " + PANIC[1]]
+    top = _report(tmp_path, monkeypatch, native, lines).findings[0]
+    assert top.numbers["message"] == "called `Option::unwrap()` on a `None` value"
+
+
+@pytest.mark.parametrize(("text", "want"), [
+    (PANIC[0] + "\n" + PANIC[1] + "\n", len(PANIC[0]) + 1),
+    # behind a Ray actor's prefix: the next line behind the same prefix
+    ("(R pid=1) thread 'main' panicked at src/a.rs:1:2:\n(R pid=1) boom\n", 50),
+    ("(R pid=1) thread 'main' panicked at src/a.rs:1:2:\n(S pid=2) boom\n", -1),  # another process's line
+    ("thread 'main' panicked at src/a.rs:1:2:\n\nboom\n", -1),  # a blank line: no message told
+    ("thread 'main' panicked at 'boom', src/a.rs:1:2\nnext\n", -1),  # Rust < 1.73: the message is on the line
+    ("thread 'main' panicked at src/a.rs:1:2:", -1),  # the text's end
+])
+def test_the_message_of_a_panic_is_the_next_line_behind_its_prefix(text: str, want: int) -> None:
+    assert signals.traceback_end(text, 0, text.find("\n") if "\n" in text else len(text)) == want
+
+
+def test_the_engine_crash_of_a_rust_server_is_the_engines_out_of_memory() -> None:
+    # mistral.rs#1781: the panic, and the engine's own `mistralrs_core::engine` line with the driver's OOM
+    report = triage_dir(extra_input("1490"))
+    top = report.findings[0]
+    assert _top(report) == ("serving-oom-retraction", "serving.engine-cuda-oom", "error.txt", 1)
+    assert top.numbers["side"] == "engine"
+    assert "inference.sglang_mem_fraction_static" in [k.name for k in top.knobs]
+
+
+@pytest.mark.parametrize("native", [True, False])
+def test_mistralrs_core_marks_the_engine_whatever_the_files_name(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, native: bool) -> None:
+    line = ('2025-12-22T14:46:50.586091Z ERROR mistralrs_core::engine: step - Model failed with error: '
+            'DriverError(CUDA_ERROR_OUT_OF_MEMORY, "out of memory")')
+    report = _report(tmp_path, monkeypatch, native, [line])
+    assert _top(report)[:2] == ("serving-oom-retraction", "serving.engine-cuda-oom")
+
+
+# -- pytest's short test summary ---------------------------------------------------------------------------------------
+
+def test_a_ci_jobs_failed_test_summary_is_read_as_the_trainers_out_of_memory() -> None:
+    # trl#4237: the CI job's quoted OOM line and its `FAILED tests/...::test - torch.OutOfMemoryError: ...` summary
+    report = triage_dir(extra_input("1491"))
+    top = report.findings[0]
+    assert _top(report) == ("trainer-oom", "trainer.cuda-oom", "ci.log", 1)
+    assert [e.line for e in top.evidence] == [1, 4]
+    assert top.numbers["tried"] == 2.11
+    assert "PYTORCH_CUDA_ALLOC_CONF" in [k.name for k in top.knobs]
+
+
+# ollama#8616's summary lines (pytest 8.3), a session outcome line after them
+SUMMARY = [
+    "=========================== short test summary info ============================",
+    "FAILED tests/_1_misc_test.py::test_t6_func[mistral:latest] - assert None is not None",
+    "FAILED tests/_2_rag_test.py::test_t7_func[qwen2:latest-chroma] - assert 768 == 384",
+    "============= 2 failed, 123 passed, 3 warnings in 2104.55s (0:35:04) =============",
+]
+
+
+@pytest.mark.parametrize("native", [True, False])
+def test_a_failed_tests_summary_line_ends_a_chain_with_the_tests_exception(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, native: bool) -> None:
+    report = _report(tmp_path, monkeypatch, native, SUMMARY)
+    top = report.findings[0]
+    assert _top(report) == ("other", "other.fatal-exit", "train.log", 3)
+    assert (top.numbers["exception"], top.numbers["message"]) == ("AssertionError", "assert 768 == 384")
+    assert [f.rule for f in report.findings] == ["other.fatal-exit"]  # the outcome counts are no failure of their own
+
+
+@pytest.mark.parametrize(("line", "name", "message"), [
+    # vllm-omni#4537's title: pytest.fail's outcome
+    ("FAILED tests/diffusion/offloader/test_diffusion_cpu_offload.py::test_cpu_offload_diffusion_model[OmniGen2/OmniGen2]"
+     " - Failed: Inference failed", "Failed", "Inference failed"),
+    # vllm#20214's summary (its Buildkite time stamp split off as the line's prefix)
+    ("FAILED spec_decode/e2e/test_eagle_correctness.py::test_llama3_eagle_e2e_greedy_correctness[1-1-32] - "
+     "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 116.00 MiB.", "OutOfMemoryError",
+     "CUDA out of memory. Tried to allocate 116.00 MiB."),
+    ("ERROR tests/test_rollout.py::test_generate - RuntimeError: engine failed to start", "RuntimeError",
+     "engine failed to start"),
+    ("FAILED in 3 of 5 tests - ValueError: bad", "", ""),  # no test id: not a summary line
+])
+def test_the_exception_of_a_summary_line_is_read_after_its_test_id(line: str, name: str, message: str) -> None:
+    assert signals.exception_name(Line("t.log", 1, line, line)) == (name, message)
+
+
+@pytest.mark.parametrize(("line", "outcome"), [
+    ("========================= 1 failed, 11 passed in 98.12s ==========================", True),
+    ("============= 2 failed, 123 passed, 3 warnings in 2104.55s (0:35:04) =============", True),
+    ("==== 3 errors in 0.51s ====", True),
+    ("===== step 3 failed in 2.0s =====", False),
+])
+def test_pytests_session_outcome_line_is_recognised(line: str, outcome: bool) -> None:
+    assert (PYTEST_OUTCOMES.match(line) is not None) is outcome
