@@ -142,3 +142,68 @@ def test_the_exception_of_a_summary_line_is_read_after_its_test_id(line: str, na
 ])
 def test_pytests_session_outcome_line_is_recognised(line: str, outcome: bool) -> None:
     assert (PYTEST_OUTCOMES.match(line) is not None) is outcome
+
+
+# -- rich's logging handler: a logged traceback wrapped inside the message column --------------------------------------
+
+def _rich_log(path: Path, width: int, show_path: bool = True) -> list[str]:
+    """A real RichHandler rendering (rich, as installed) of a logged engine traceback into a file `width` wide."""
+    import logging
+
+    from rich.console import Console
+    from rich.logging import RichHandler
+
+    def oom() -> None:
+        raise RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.11 GiB "
+                           "of which 1.05 GiB is free.")
+
+    # the engine's frame under its package's path, as a site-packages install prints it
+    ns: dict[str, object] = {"oom": oom}
+    exec(compile("def load_model():\n    oom()\n",  # noqa: S102 - a frame with an engine's path, for the traceback
+                 "/usr/local/lib/python3.10/dist-packages/sglang/srt/model_executor/model_runner.py", "exec"), ns)
+    with path.open("w") as fh:
+        handler = RichHandler(console=Console(file=fh, width=width, color_system=None), show_path=show_path)
+        log = logging.getLogger(f"forms16.rich.{width}.{show_path}")
+        log.propagate = False
+        log.setLevel(logging.INFO)
+        log.addHandler(handler)
+        log.info("step 1 done")
+        try:
+            ns["load_model"]()  # type: ignore[operator]
+        except RuntimeError:
+            log.exception("Scheduler hit an exception")
+        log.removeHandler(handler)
+    return path.read_text().splitlines()
+
+
+@pytest.mark.parametrize("native", [True, False])
+@pytest.mark.parametrize(("width", "show_path"), [(100, True), (120, True), (160, True), (70, False), (80, False)])
+def test_a_traceback_rich_wrapped_in_its_column_is_read_whole(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, native: bool, width: int, show_path: bool) -> None:
+    lines = _rich_log(tmp_path / "render.log", width, show_path)
+    assert max(map(len, lines)) == width  # rows padded to the console's width
+    if width < 160:  # the frame's path is cut where the column ends
+        assert not any("/dist-packages/sglang/srt/model_executor/model_runner.py" in s for s in lines)
+    report = _report(tmp_path, monkeypatch, native, lines)
+    top = report.findings[0]
+    assert (top.rule, top.numbers["side"], top.numbers["tried"]) == ("serving.engine-cuda-oom", "engine", 2.0)
+    first = top.evidence[0]
+    assert "CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.11 GiB" in first.text
+    assert lines[first.line - 1].strip() in first.text  # at the number of the row the joined line starts on
+
+
+def test_rows_of_a_rich_log_that_were_not_wrapped_stay_as_they_are(tmp_path: Path) -> None:
+    import io
+
+    from triage.input.unwrap import rich_layout, unwrap
+    lines = _rich_log(tmp_path / "render.log", 120)
+    data = ("\n".join(lines) + "\n").encode()
+    assert rich_layout(data) == (29, 120)
+    out = unwrap(io.BufferedReader(io.BytesIO(data))).read().decode().split("\n")
+    assert len(out) == len(lines) + 1  # every line keeps its number
+    assert out[:3] == lines[:3]  # two records' first rows and the traceback's header: not wrapped
+    frame = next(s for s in out if "sglang/srt" in s)
+    assert frame.strip() == ('File "/usr/local/lib/python3.10/dist-packages/sglang/srt/model_executor/model_runner.py",'
+                             " line 2, in load_model")
+    # a plain log is no RichHandler's
+    assert rich_layout(b"INFO 12-05 10:00:00 [engine.py:12] started\n" * 4) == (0, 0)

@@ -157,11 +157,140 @@ class Unwrapped(io.RawIOBase):
             super().close()
 
 
+# -- rich's logging handler ------------------------------------------------------------------------------------------
+# rich.logging.RichHandler (Textualize/rich, rich/_log_render.py LogRender, rich 10-14) prints each record as a table
+# row: the time (`[12/05/25 10:31:55]`, blank when it repeats the previous record's), the level padded to 8, the
+# message, the source `file.py:123` at the right; every row padded with blanks to the console's width (80 when the
+# output is a file). The message wraps inside its column, at a blank (the blank dropped) or, for a word longer than the
+# column (a traceback frame's path), folded at the column's width; each piece on a row of its own, at the message's
+# column. A logged traceback comes out cut in its frames (`  File` / `"/usr/.../sglang/srt/model_exe` /
+# `cutor/model_runner.py", line 2, in load_model`) and in its exception line, so neither a frame nor the message a
+# rule reads is whole. rich wraps greedily, so a row was wrapped exactly when the next row's first word would not
+# have fitted after it: those rows are joined again, with the blank the wrap dropped (none after a folded row: a
+# chunk of one word, as wide as the column).
+RICH_HEAD = re.compile(rb"(?:\[[^\]\n]{4,40}\]| {8,40}) (?:DEBUG|INFO|WARNING|ERROR|CRITICAL) {1,5}(?=\S)")
+RICH_LEVELS = (b" INFO     ", b" ERROR    ", b" WARNING  ", b" DEBUG    ")  # a level padded to its column: a cheap gate
+RICH_PATH = re.compile(rb" (\S+:\d+) *$")  # the source column of a record's first row
+
+
+def rich_layout(head: bytes) -> tuple[int, int]:
+    """(message column, row width) of a RichHandler log: a record's first row followed by rows of its message at that
+    column, as wide, and two more rows of that layout (another record's first row or more of its message); (0, 0)
+    when the head shows none."""
+    rows: Counter[tuple[int, int]] = Counter()
+    lines = head.split(b"\n")[:-1]
+    layout: tuple[int, int] | None = None
+    for i, a in enumerate(lines):
+        m = RICH_HEAD.match(a)
+        if m is not None:
+            layout = (m.end(), len(a))
+            rows[layout] += 1
+        elif layout is not None and len(a) == layout[1] and a[:layout[0]].isspace() and a[layout[0]:layout[0] + 1] != b" ":
+            rows[layout] += 2  # a row of a message at its column: the layout's own mark
+        else:
+            layout = None if not (layout and len(a) == layout[1] and a[:layout[0]].isspace()) else layout
+    best = max(rows.items(), key=lambda kv: kv[1], default=((0, 0), 0))
+    return best[0] if best[1] >= 5 else (0, 0)
+
+
+class RichJoin:
+    """Rows of a RichHandler log joined into the message lines they were wrapped from (see RICH_HEAD)."""
+
+    def __init__(self, column: int, width: int):
+        self.c, self.w = column, width
+        self.m = width - column  # the message column's width, set by each record's first row
+
+    def piece(self, row: bytes) -> bytes | None:
+        """The message text of a row that goes on a record's message at its column (not indented further)."""
+        if len(row) != self.w or not row[:self.c].isspace() or row[self.c:self.c + 1] in (b" ", b""):
+            return None
+        return row[self.c:].rstrip()
+
+    def join(self, lines: list[bytes], final: bool) -> tuple[list[bytes], int]:
+        """The lines with each wrapped run joined (followed by the empty lines that keep the count), and how many of
+        `lines` were used: a run that may go on in lines not read yet stays, unless `final`."""
+        out: list[bytes] = []
+        i, c = 0, self.c
+        while i < len(lines):
+            row = lines[i]
+            head = RICH_HEAD.match(row) if len(row) == self.w else None
+            text = b""
+            if head is not None and head.end() == c:
+                p = RICH_PATH.search(row)
+                path = len(p.group(1)) + 1 if p is not None and p.start() >= c else 0
+                self.m = self.w - c - path
+                text = row[c:self.w - path].rstrip()
+            elif len(row) == self.w and row[:c].isspace():
+                text = row[c:].rstrip()
+            j, joined, last = i, [row[:c] + text] if text else [row], text
+            while text and j + 1 < len(lines):
+                nxt = self.piece(lines[j + 1])
+                if nxt is None or len(last) + 1 + len(nxt.split(b" ", 1)[0]) <= self.m:
+                    break
+                joined.append(nxt if len(last) >= self.m and b" " not in last else b" " + nxt)  # folded: no blank
+                last = nxt
+                j += 1
+            if text and j + 1 == len(lines) and not final:
+                break  # the next row is not read yet
+            out.append(b"".join(joined) if j > i else row)
+            out.extend([b""] * (j - i))
+            i = j + 1
+        return out, i
+
+
+class RichUnwrapped(io.RawIOBase):
+    """The stream with a RichHandler log's wrapped rows joined (same line count; a joined run is shorter)."""
+
+    def __init__(self, inner: BinaryIO, column: int, width: int):
+        super().__init__()
+        self.inner, self.rows = inner, RichJoin(column, width)
+        self.carry: list[bytes] = []
+        self.tail = b""  # a line not ended yet
+        self.out = b""
+        self.done = False
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        while not self.out and not self.done:
+            self._fill()
+        n = min(len(buffer), len(self.out))
+        with memoryview(buffer) as view:
+            view.cast("B")[:n] = self.out[:n]
+        self.out = self.out[n:]
+        return n
+
+    def _fill(self) -> None:
+        data = self.inner.read(PIECE)
+        if not data:
+            self.done = True
+            out, _ = self.rows.join(self.carry, True)
+            self.out = b"".join(x + b"\n" for x in out) + self.tail
+            self.carry, self.tail = [], b""
+            return
+        lines = (self.tail + data).split(b"\n")
+        self.tail = lines.pop()
+        self.carry.extend(lines)
+        out, used = self.rows.join(self.carry, len(self.carry) > 4096)
+        self.out = b"".join(x + b"\n" for x in out)
+        self.carry = self.carry[used:]
+
+    def close(self) -> None:
+        try:
+            self.inner.close()
+        finally:
+            super().close()
+
+
 def unwrap(stream: Any) -> Any:
     """The stream, or a stream of it with hard-wrapped lines joined when its head shows them. `stream` has peek()
     (an io.BufferedReader); nothing of it is consumed to decide."""
     head = stream.peek(HEAD)[:HEAD]
     width = wrap_width(head) if len(head) > MIN_WIDTH * 2 else 0
-    if not width:
-        return stream
-    return io.BufferedReader(Unwrapped(stream, width), buffer_size=PIECE)
+    if width:
+        return io.BufferedReader(Unwrapped(stream, width), buffer_size=PIECE)
+    column, width = rich_layout(head) if any(w in head for w in RICH_LEVELS) else (0, 0)
+    if column:
+        return io.BufferedReader(RichUnwrapped(stream, column, width), buffer_size=PIECE)
+    return stream
