@@ -207,3 +207,21 @@ def test_rows_of_a_rich_log_that_were_not_wrapped_stay_as_they_are(tmp_path: Pat
                              " line 2, in load_model")
     # a plain log is no RichHandler's
     assert rich_layout(b"INFO 12-05 10:00:00 [engine.py:12] started\n" * 4) == (0, 0)
+
+
+# -- frames of an engine's own package mark the engine ----------------------------------------------------------------
+
+@pytest.mark.parametrize("native", [True, False])
+@pytest.mark.parametrize("path", [
+    "/opt/parallax/src/parallax/server/executor/sglang_executor.py",  # GradientHQ/parallax's executor
+    "/usr/local/lib/python3.11/site-packages/parallax/sglang/model_runner.py",
+])
+def test_an_oom_under_an_inference_engines_frames_is_the_engines(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, native: bool, path: str) -> None:
+    # real-extra 1282's OOM line (parallax issue 210), here under a traceback through parallax's own package
+    lines = ["Traceback (most recent call last):", f'  File "{path}", line 212, in load_model',
+             "    self.model_runner = ModelRunner(...)",
+             "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1014.00 MiB. GPU 0 has a total capacity "
+             "of 23.99 GiB of which 0 bytes is free."]
+    top = _report(tmp_path, monkeypatch, native, lines).findings[0]
+    assert (top.rule, top.numbers["side"]) == ("serving.engine-cuda-oom", "engine")
