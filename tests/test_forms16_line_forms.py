@@ -225,3 +225,16 @@ def test_an_oom_under_an_inference_engines_frames_is_the_engines(
              "of 23.99 GiB of which 0 bytes is free."]
     top = _report(tmp_path, monkeypatch, native, lines).findings[0]
     assert (top.rule, top.numbers["side"]) == ("serving.engine-cuda-oom", "engine")
+
+
+# -- one box mechanism: a heavy box's side is a line prefix as a light one's ------------------------------------------
+
+@pytest.mark.parametrize("side", ["│", "┃"])
+def test_a_boxed_lines_sides_come_off_and_its_level_is_read(side: str) -> None:
+    from triage.parsers.signals import level_of
+    from triage.scan.origins import split_ray
+    # vllm#6976's engine line in a log viewer's frame, drawn light or heavy
+    text = f"{side} ERROR 09-27 06:46:46 engine.py:157] RuntimeError: CUDA error: an illegal memory access was encountered {side}"
+    msg = split_ray(text)[0]
+    assert msg == "RuntimeError: CUDA error: an illegal memory access was encountered"
+    assert level_of(Line("t.log", 1, text, msg)) == "error"

@@ -140,12 +140,11 @@ DOTTED_EXC_LINE = re.compile(
 # a `╭──── Traceback (most recent call last) ────╮` top, one `│ /path/file.py:123 in func │` line a frame
 # (`│ in func:123 │` when the file is not on disk), the frame's source lines and locals under it, `╰────╯`, then
 # the plain `ExceptionType: message` line. A log shown in a boxed pane (k9s, a TUI log viewer) puts `│ ` and ` │`
-# around every line of a plain traceback. BOXED reads the line inside the frame; RICH_FRAME / RICH_FRAME_NOFILE the
-# frame's place, which `unboxed` writes as Python's own frame line so every reader of frames sees one. A path too
+# around every line of a plain traceback. The box's side goes as a line prefix (prefixes.LINE_PREFIX's `│ `/`┃ `, the
+# closing side with the trailing blanks), one mechanism for both; RICH_FRAME / RICH_FRAME_NOFILE read the frame's place
+# left, which `unboxed` writes as Python's own frame line so every reader of frames sees one. A path too
 # long for the panel wraps: the function's name goes to the next line (the frame keeps its file and line), a path
 # cut in the middle is no frame.
-BOX_SIDE = "│"
-BOXED = re.compile(r"^[│┃]\s?(?P<inner>.*?)\s*[│┃]?\s*$")
 BOX_TOP = re.compile(r"^[╭┏┌][─━ ]+(?P<title>[^─━╮┓┐]*?)\s*[─━]+[╮┓┐]\s*$")
 RICH_FRAME = re.compile(r"^(?P<path>(?=[^\s:]*[/\\])[^\s:]+|[A-Za-z]:\\\S+?):(?P<line>\d+)(?: in(?: (?P<func>\S+))?)?$")
 RICH_FRAME_NOFILE = re.compile(r"^in (?P<func>\S+):(?P<line>\d+)$")
@@ -197,14 +196,14 @@ WIDE_CHAIN = 120  # lines a rendered traceback's source, locals and annotation l
 
 
 def unboxed(msg: str) -> str | None:
-    """The message inside a box-drawn line when it is a traceback's part (its header, a frame, an exception line), as
-    the plain traceback prints it, or an IPython frame line or a frame line cut before its path's end (CUT_FRAME) as
-    Python's; None for any other line (a box-drawn table's row stays as it is)."""
-    if msg[:1] not in "│┃╭┏┌":
+    """A rendered traceback's part as the plain traceback prints it: a rich panel's top (its title, the header) or
+    frame (its box's side already taken off as a line prefix), an IPython frame line, a frame line cut before its
+    path's end (CUT_FRAME); None for any other line."""
+    if msg[:1] not in "╭┏┌":
         if '", line ' in msg and (c := CUT_FRAME.match(msg)) is not None:
             return _frame(c)
         i = IPYTHON_FRAME.match(msg)
-        # a rich frame whose box a log viewer's prefix took off (prefixes.LINE_PREFIX's `│ `)
+        # a rich frame, its box's side taken off as a line prefix (prefixes.LINE_PREFIX's `│ `)
         if i is None and (r := RICH_FRAME.match(msg) or RICH_FRAME_NOFILE.match(msg)) is not None:
             return _frame(r)
         if i is None:
@@ -213,19 +212,8 @@ def unboxed(msg: str) -> str | None:
         if i.group("cell"):
             return f'  File "<{i.group("cell")}>", line {i.group("cline")}'
         return f'  File "{i.group("path")}", line {i.group("line")}, in {i.group("func")}'
-    if msg[:1] in "╭┏┌":
-        top = BOX_TOP.match(msg)
-        return top.group("title") + ":" if top and top.group("title").startswith(TRACEBACK) else None
-    m = BOXED.match(msg)
-    if m is None:
-        return None
-    inner = m.group("inner")
-    f = RICH_FRAME.match(inner) or RICH_FRAME_NOFILE.match(inner)
-    if f is not None:
-        return _frame(f)
-    if FRAME.match(inner) or inner.startswith(TRACEBACK) or EXC_LINE.match(inner) or DOTTED_EXC_LINE.match(inner):
-        return inner
-    return None
+    top = BOX_TOP.match(msg)
+    return top.group("title") + ":" if top and top.group("title").startswith(TRACEBACK) else None
 
 
 def _frame(f: re.Match[str]) -> str:
