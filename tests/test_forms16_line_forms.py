@@ -11,18 +11,12 @@ from pathlib import Path
 
 import pytest
 from conftest import extra_input, triage_dir
+from test_forms15_line_forms import _top
 from test_line_forms import _report
 
-from triage.model import Line, Report
+from triage.model import Line
 from triage.parsers import signals
 from triage.scan.unexplained import PYTEST_OUTCOMES
-
-
-def _top(report: Report) -> tuple[str, str, str, int]:
-    f = report.findings[0]
-    e = f.evidence[0]
-    return f.category, f.rule, e.file, e.line
-
 
 # -- Rust panics: the message on the line after the location (Rust >= 1.73) ------------------------------------------
 

@@ -109,13 +109,12 @@ def join(lines: list[bytes], width: int) -> list[bytes]:
     return out
 
 
-class Unwrapped(io.RawIOBase):
-    """The stream with its hard-wrapped lines joined (same length in bytes, same line count)."""
+class _Joined(io.RawIOBase):
+    """A stream of `inner` whose lines _fill() rewrites a piece at a time into `out`."""
 
-    def __init__(self, inner: BinaryIO, width: int):
+    def __init__(self, inner: BinaryIO):
         super().__init__()
-        self.inner, self.width = inner, width
-        self.carry = b""  # a line not ended yet, or a run that may go on in the next piece
+        self.inner = inner
         self.out = b""
         self.done = False
 
@@ -130,6 +129,24 @@ class Unwrapped(io.RawIOBase):
             view.cast("B")[:n] = self.out[:n]
         self.out = self.out[n:]
         return n
+
+    def _fill(self) -> None:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        try:
+            self.inner.close()
+        finally:
+            super().close()
+
+
+class Unwrapped(_Joined):
+    """The stream with its hard-wrapped lines joined (same length in bytes, same line count)."""
+
+    def __init__(self, inner: BinaryIO, width: int):
+        super().__init__(inner)
+        self.width = width
+        self.carry = b""  # a line not ended yet, or a run that may go on in the next piece
 
     def _fill(self) -> None:
         data = self.inner.read(PIECE)
@@ -149,12 +166,6 @@ class Unwrapped(io.RawIOBase):
             return
         self.out = b"".join(x + b"\n" for x in join(lines[:keep], self.width))
         self.carry = b"\n".join(lines[keep:])
-
-    def close(self) -> None:
-        try:
-            self.inner.close()
-        finally:
-            super().close()
 
 
 # -- rich's logging handler ------------------------------------------------------------------------------------------
@@ -180,7 +191,7 @@ def rich_layout(head: bytes) -> tuple[int, int]:
     rows: Counter[tuple[int, int]] = Counter()
     lines = head.split(b"\n")[:-1]
     layout: tuple[int, int] | None = None
-    for i, a in enumerate(lines):
+    for a in lines:
         m = RICH_HEAD.match(a)
         if m is not None:
             layout = (m.end(), len(a))
@@ -238,28 +249,14 @@ class RichJoin:
         return out, i
 
 
-class RichUnwrapped(io.RawIOBase):
+class RichUnwrapped(_Joined):
     """The stream with a RichHandler log's wrapped rows joined (same line count; a joined run is shorter)."""
 
     def __init__(self, inner: BinaryIO, column: int, width: int):
-        super().__init__()
-        self.inner, self.rows = inner, RichJoin(column, width)
+        super().__init__(inner)
+        self.rows = RichJoin(column, width)
         self.carry: list[bytes] = []
         self.tail = b""  # a line not ended yet
-        self.out = b""
-        self.done = False
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer: Any) -> int:
-        while not self.out and not self.done:
-            self._fill()
-        n = min(len(buffer), len(self.out))
-        with memoryview(buffer) as view:
-            view.cast("B")[:n] = self.out[:n]
-        self.out = self.out[n:]
-        return n
 
     def _fill(self) -> None:
         data = self.inner.read(PIECE)
@@ -275,12 +272,6 @@ class RichUnwrapped(io.RawIOBase):
         out, used = self.rows.join(self.carry, len(self.carry) > 4096)
         self.out = b"".join(x + b"\n" for x in out)
         self.carry = self.carry[used:]
-
-    def close(self) -> None:
-        try:
-            self.inner.close()
-        finally:
-            super().close()
 
 
 def unwrap(stream: Any) -> Any:
