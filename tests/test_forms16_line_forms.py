@@ -232,3 +232,13 @@ def test_a_boxed_lines_sides_come_off_and_its_level_is_read(side: str) -> None:
     msg = split_ray(text)[0]
     assert msg == "RuntimeError: CUDA error: an illegal memory access was encountered"
     assert level_of(Line("t.log", 1, text, msg)) == "error"
+
+
+def test_a_routers_panic_is_named_by_the_message_on_its_next_line() -> None:
+    # sglang PR 7619: sgl-router's start-up panic in tokio's blocking-pool shutdown, the message on the next line
+    report = triage_dir(extra_input("1492"))
+    top = report.findings[0]
+    assert _top(report) == ("other", "other.fatal-exit", "router.log", 8)
+    assert top.numbers["exception"] == "panic"
+    assert top.numbers["message"].startswith("Cannot drop a runtime in a context where blocking is not allowed.")
+    assert len(report.findings) == 1
