@@ -242,3 +242,15 @@ def test_a_routers_panic_is_named_by_the_message_on_its_next_line() -> None:
     assert top.numbers["exception"] == "panic"
     assert top.numbers["message"].startswith("Cannot drop a runtime in a context where blocking is not allowed.")
     assert len(report.findings) == 1
+
+
+@pytest.mark.parametrize("native", [True, False])
+def test_a_rayon_pool_that_could_not_start_its_threads_is_the_thread_limit(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, native: bool) -> None:
+    # tokenizers#444's panic as pasted (Rust < 1.73: the message inside the panic line), then pyo3's exception
+    lines = ["thread '<unnamed>' panicked at 'The global thread pool has not been initialized.: ThreadPoolBuildError { "
+             "kind: IOError(Os { code: 11, kind: WouldBlock, message: \"Resource temporarily unavailable\" }) }', "
+             "/github/home/.cargo/registry/src/github.com-1ecc6299db9ec823/rayon-core-1.7.0/src/registry.rs:168:5",
+             "note: run with `RUST_BACKTRACE=1` environment variable to display a backtrace"]
+    report = _report(tmp_path, monkeypatch, native, lines)
+    assert _top(report) == ("other", "other.thread-limit", "train.log", 1)
