@@ -1668,13 +1668,16 @@ static Py_ssize_t panic_end(const unsigned char *b, Py_ssize_t n, Py_ssize_t bol
 }
 
 static int holds(const unsigned char *b, Py_ssize_t bol, Py_ssize_t eol, const char *s, size_t len) {
-    for (Py_ssize_t i = bol; i + (Py_ssize_t)len <= eol; i++)
-        if (b[i] == (unsigned char)s[0] && memcmp(b + i, s, len) == 0) return 1;
+    for (const unsigned char *f; bol + (Py_ssize_t)len <= eol
+         && (f = memchr(b + bol, s[0], (size_t)(eol - bol - (Py_ssize_t)len + 1))) != NULL; bol = f - b + 1)
+        if (memcmp(f, s, len) == 0) return 1;
     return 0;
 }
 
 static Py_ssize_t tb_end(const unsigned char *b, Py_ssize_t n, Py_ssize_t bol, Py_ssize_t eol) {
-    if (holds(b, bol, eol, "panicked at ", 12)) return panic_end(b, n, bol, eol);
+    Py_ssize_t e = eol;  /* a panic's location line ends in `:` (the test every other line fails at once) */
+    while (e > bol && (b[e - 1] == ' ' || b[e - 1] == '\t' || b[e - 1] == '\r')) e--;
+    if (e > bol && b[e - 1] == ':' && holds(b, bol, e, "panicked at ", 12)) return panic_end(b, n, bol, eol);
     Py_ssize_t f = bol;
     for (;;) {  /* the line's first `File "`, then a quote-free path, `", line ` and a digit (signals.TB_FRAME) */
         const unsigned char *c = f < eol ? memchr(b + f, 'F', (size_t)(eol - f)) : NULL;
