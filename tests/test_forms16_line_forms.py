@@ -193,8 +193,10 @@ def test_rows_of_a_rich_log_that_were_not_wrapped_stay_as_they_are(tmp_path: Pat
     lines = _rich_log(tmp_path / "render.log", 120)
     data = ("\n".join(lines) + "\n").encode()
     assert rich_layout(data) == (29, 120)
-    out = unwrap(io.BufferedReader(io.BytesIO(data))).read().decode().split("\n")
-    assert len(out) == len(lines) + 1  # every line keeps its number
+    joined = unwrap(io.BufferedReader(io.BytesIO(data))).read()
+    assert len(joined) == len(data)  # every line keeps its byte offset
+    out = joined.decode().split("\n")
+    assert len(out) == len(lines) + 1  # and its number
     assert out[:3] == lines[:3]  # two records' first rows and the traceback's header: not wrapped
     frame = next(s for s in out if "sglang/srt" in s)
     assert frame.strip() == ('File "/usr/local/lib/python3.10/dist-packages/sglang/srt/model_executor/model_runner.py",'

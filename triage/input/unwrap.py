@@ -20,6 +20,10 @@ more blanks, no escape, bracket, parenthesis or list mark, no launcher/logger pr
 the rest of its path (`...", line N`) or of its function's name, never with a code line that lost its indentation. A line that reaches the
 width with two blanks or more at its end was padded by the terminal: it ends there. Lines holding `\\r` are left
 alone. The width needs two distinct wrapped lines (a line printed twice is no evidence).
+
+A log written by rich's logging handler wraps differently: inside the message column of a table padded to the
+console's width (RICH_HEAD below); its rows are joined by the same rule of a greedy wrap, in the same way (the
+pieces become one line, then empty lines, so numbers and offsets stay).
 """
 
 from __future__ import annotations
@@ -243,14 +247,15 @@ class RichJoin:
                 j += 1
             if text and j + 1 == len(lines) and not final:
                 break  # the next row is not read yet
-            out.append(b"".join(joined) if j > i else row)
+            whole = b"".join(joined)  # padded with the rows' own blanks: every later line keeps its byte offset
+            out.append(whole + b" " * (sum(map(len, lines[i:j + 1])) - len(whole)) if j > i else row)
             out.extend([b""] * (j - i))
             i = j + 1
         return out, i
 
 
 class RichUnwrapped(_Joined):
-    """The stream with a RichHandler log's wrapped rows joined (same line count; a joined run is shorter)."""
+    """The stream with a RichHandler log's wrapped rows joined (same length in bytes, same line count)."""
 
     def __init__(self, inner: BinaryIO, column: int, width: int):
         super().__init__(inner)
