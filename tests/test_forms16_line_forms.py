@@ -1,9 +1,11 @@
-"""The same failures in other line forms (real-extra 1490-1491): a Rust panic whose message line holds no error word,
+"""The same failures in other line forms (real-extra 1490-1492): a Rust panic whose message line holds no error word,
 a Rust inference engine's own crate in its log lines, pytest's short test summary (`FAILED <test> - <exception>`) and
-its session outcome line.
+its session outcome line, a traceback logged through rich's RichHandler (wrapped inside its message column), frames
+of an engine's own package, a box's side drawn light or heavy, and rayon's thread pool refused its threads.
 
 Each real case asserts the rule, the evidence file:line and the numbers read off it; each synthetic form is a real
-line of a thread written the way another program prints it, on both scan paths."""
+line of a thread written the way another program prints it (the RichHandler log is rendered by rich itself), on both
+scan paths."""
 
 from __future__ import annotations
 
