@@ -78,6 +78,7 @@ FORMS: dict[str, Callable[[str], str]] = {
     "markdown-quote": lambda s: ">> " + s,  # a log quoted in an issue thread (real-extra 302, simpleRL-reason#95)
     "pid-bracket": lambda s: "[80846] " + s,  # a launcher relaying its child's lines behind the child's pid
     "viewer-box": lambda s: "│ " + s.ljust(150) + " │",  # a terminal log viewer's frame (real-extra 1290, vllm#6976)
+    "viewer-heavy-box": lambda s: "┃ " + s.ljust(150) + " ┃",  # the same frame drawn heavy (one box mechanism for both)
 }
 
 # Forms whose prefix names an inference engine's process (sides.yaml actors: vLLM V1's `VllmWorker*`).

@@ -66,9 +66,10 @@ LINE_PREFIX = (
     # after such a stamp, a logger's bracketed level padded to eight and its file:line padded to a column (parallax,
     # GradientHQ/parallax issue 210: `Nov 10 09:03:46.891 [ERROR   ] launch.py:175             CUDA out of memory`)
     r"|\[(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) *\] [\w.-]+\.py:\d+ +"
-    # a terminal log viewer's frame around each line (k9s, lazydocker...: `│ ERROR 09-27 06:46:46 engine.py:157] ...`,
-    # vllm issue 6976); the closing `│` and its padding go with the trailing blanks (origins.split_ray)
-    r"|│ "
+    # a box's side in front of each line: a terminal log viewer's frame (k9s, lazydocker...: `│ ERROR 09-27 06:46:46
+    # engine.py:157] ...`, vllm issue 6976), rich's traceback panel (`│ /path/x.py:12 in f │`, signals.unboxed reads the
+    # frame left), a heavy box's `┃ `; the closing side and its padding go with the trailing blanks (origins.split_ray)
+    r"|[│┃] "
     r"|\[[\w.-]+:\d+\]:"  # a launcher's host and local rank: `[gpu187:1]:`
     # glog and what copies its format (gRPC, abseil, torch elastic >= 2.4's Python logging): level, month and day
     # (glog >= 0.7: year too; abseil before its clock is set: `0000 00:00:<epoch seconds>`), time, thread id,

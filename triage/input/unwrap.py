@@ -20,6 +20,10 @@ more blanks, no escape, bracket, parenthesis or list mark, no launcher/logger pr
 the rest of its path (`...", line N`) or of its function's name, never with a code line that lost its indentation. A line that reaches the
 width with two blanks or more at its end was padded by the terminal: it ends there. Lines holding `\\r` are left
 alone. The width needs two distinct wrapped lines (a line printed twice is no evidence).
+
+A log written by rich's logging handler wraps differently: inside the message column of a table padded to the
+console's width (RICH_HEAD below); its rows are joined by the same rule of a greedy wrap, in the same way (the
+pieces become one line, then empty lines, so numbers and offsets stay).
 """
 
 from __future__ import annotations
@@ -109,13 +113,12 @@ def join(lines: list[bytes], width: int) -> list[bytes]:
     return out
 
 
-class Unwrapped(io.RawIOBase):
-    """The stream with its hard-wrapped lines joined (same length in bytes, same line count)."""
+class _Joined(io.RawIOBase):
+    """A stream of `inner` whose lines _fill() rewrites a piece at a time into `out`."""
 
-    def __init__(self, inner: BinaryIO, width: int):
+    def __init__(self, inner: BinaryIO):
         super().__init__()
-        self.inner, self.width = inner, width
-        self.carry = b""  # a line not ended yet, or a run that may go on in the next piece
+        self.inner = inner
         self.out = b""
         self.done = False
 
@@ -130,6 +133,24 @@ class Unwrapped(io.RawIOBase):
             view.cast("B")[:n] = self.out[:n]
         self.out = self.out[n:]
         return n
+
+    def _fill(self) -> None:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        try:
+            self.inner.close()
+        finally:
+            super().close()
+
+
+class Unwrapped(_Joined):
+    """The stream with its hard-wrapped lines joined (same length in bytes, same line count)."""
+
+    def __init__(self, inner: BinaryIO, width: int):
+        super().__init__(inner)
+        self.width = width
+        self.carry = b""  # a line not ended yet, or a run that may go on in the next piece
 
     def _fill(self) -> None:
         data = self.inner.read(PIECE)
@@ -150,11 +171,112 @@ class Unwrapped(io.RawIOBase):
         self.out = b"".join(x + b"\n" for x in join(lines[:keep], self.width))
         self.carry = b"\n".join(lines[keep:])
 
-    def close(self) -> None:
-        try:
-            self.inner.close()
-        finally:
-            super().close()
+
+# -- rich's logging handler ------------------------------------------------------------------------------------------
+# rich.logging.RichHandler (Textualize/rich, rich/_log_render.py LogRender, rich 10-14) prints each record as a table
+# row: the time (`[12/05/25 10:31:55]`, blank when it repeats the previous record's), the level padded to 8, the
+# message, the source `file.py:123` at the right; every row padded with blanks to the console's width (80 when the
+# output is a file). The message wraps inside its column, at a blank (the blank dropped) or, for a word longer than the
+# column (a traceback frame's path), folded at the column's width; each piece on a row of its own, at the message's
+# column. A logged traceback comes out cut in its frames (`  File` / `"/usr/.../sglang/srt/model_exe` /
+# `cutor/model_runner.py", line 2, in load_model`) and in its exception line, so neither a frame nor the message a
+# rule reads is whole. rich wraps greedily, so a row was wrapped exactly when the next row's first word would not
+# have fitted after it: those rows are joined again, with the blank the wrap dropped (none after a folded row: a
+# chunk of one word, as wide as the column).
+RICH_HEAD = re.compile(rb"(?:\[[^\]\n]{4,40}\]| {8,40}) (?:DEBUG|INFO|WARNING|ERROR|CRITICAL) {1,5}(?=\S)")
+RICH_LEVELS = (b" INFO     ", b" ERROR    ", b" WARNING  ", b" DEBUG    ")  # a level padded to its column: a cheap gate
+RICH_PATH = re.compile(rb" (\S+:\d+) *$")  # the source column of a record's first row
+
+
+def rich_layout(head: bytes) -> tuple[int, int]:
+    """(message column, row width) of a RichHandler log: a record's first row followed by rows of its message at that
+    column, as wide, and two more rows of that layout (another record's first row or more of its message); (0, 0)
+    when the head shows none."""
+    rows: Counter[tuple[int, int]] = Counter()
+    lines = head.split(b"\n")[:-1]
+    layout: tuple[int, int] | None = None
+    for a in lines:
+        m = RICH_HEAD.match(a)
+        if m is not None:
+            layout = (m.end(), len(a))
+            rows[layout] += 1
+        elif layout is not None and len(a) == layout[1] and a[:layout[0]].isspace() and a[layout[0]:layout[0] + 1] != b" ":
+            rows[layout] += 2  # a row of a message at its column: the layout's own mark
+        else:
+            layout = None if not (layout and len(a) == layout[1] and a[:layout[0]].isspace()) else layout
+    best = max(rows.items(), key=lambda kv: kv[1], default=((0, 0), 0))
+    return best[0] if best[1] >= 5 else (0, 0)
+
+
+class RichJoin:
+    """Rows of a RichHandler log joined into the message lines they were wrapped from (see RICH_HEAD)."""
+
+    def __init__(self, column: int, width: int):
+        self.c, self.w = column, width
+        self.m = width - column  # the message column's width, set by each record's first row
+
+    def piece(self, row: bytes) -> bytes | None:
+        """The message text of a row that goes on a record's message at its column (not indented further)."""
+        if len(row) != self.w or not row[:self.c].isspace() or row[self.c:self.c + 1] in (b" ", b""):
+            return None
+        return row[self.c:].rstrip()
+
+    def join(self, lines: list[bytes], final: bool) -> tuple[list[bytes], int]:
+        """The lines with each wrapped run joined (followed by the empty lines that keep the count), and how many of
+        `lines` were used: a run that may go on in lines not read yet stays, unless `final`."""
+        out: list[bytes] = []
+        i, c = 0, self.c
+        while i < len(lines):
+            row = lines[i]
+            head = RICH_HEAD.match(row) if len(row) == self.w else None
+            text = b""
+            if head is not None and head.end() == c:
+                p = RICH_PATH.search(row)
+                path = len(p.group(1)) + 1 if p is not None and p.start() >= c else 0
+                self.m = self.w - c - path
+                text = row[c:self.w - path].rstrip()
+            elif len(row) == self.w and row[:c].isspace():
+                text = row[c:].rstrip()
+            j, joined, last = i, [row[:c] + text] if text else [row], text
+            while text and j + 1 < len(lines):
+                nxt = self.piece(lines[j + 1])
+                if nxt is None or len(last) + 1 + len(nxt.split(b" ", 1)[0]) <= self.m:
+                    break
+                joined.append(nxt if len(last) >= self.m and b" " not in last else b" " + nxt)  # folded: no blank
+                last = nxt
+                j += 1
+            if text and j + 1 == len(lines) and not final:
+                break  # the next row is not read yet
+            whole = b"".join(joined)  # padded with the rows' own blanks: every later line keeps its byte offset
+            out.append(whole + b" " * (sum(map(len, lines[i:j + 1])) - len(whole)) if j > i else row)
+            out.extend([b""] * (j - i))
+            i = j + 1
+        return out, i
+
+
+class RichUnwrapped(_Joined):
+    """The stream with a RichHandler log's wrapped rows joined (same length in bytes, same line count)."""
+
+    def __init__(self, inner: BinaryIO, column: int, width: int):
+        super().__init__(inner)
+        self.rows = RichJoin(column, width)
+        self.carry: list[bytes] = []
+        self.tail = b""  # a line not ended yet
+
+    def _fill(self) -> None:
+        data = self.inner.read(PIECE)
+        if not data:
+            self.done = True
+            out, _ = self.rows.join(self.carry, True)
+            self.out = b"".join(x + b"\n" for x in out) + self.tail
+            self.carry, self.tail = [], b""
+            return
+        lines = (self.tail + data).split(b"\n")
+        self.tail = lines.pop()
+        self.carry.extend(lines)
+        out, used = self.rows.join(self.carry, len(self.carry) > 4096)
+        self.out = b"".join(x + b"\n" for x in out)
+        self.carry = self.carry[used:]
 
 
 def unwrap(stream: Any) -> Any:
@@ -162,6 +284,9 @@ def unwrap(stream: Any) -> Any:
     (an io.BufferedReader); nothing of it is consumed to decide."""
     head = stream.peek(HEAD)[:HEAD]
     width = wrap_width(head) if len(head) > MIN_WIDTH * 2 else 0
-    if not width:
-        return stream
-    return io.BufferedReader(Unwrapped(stream, width), buffer_size=PIECE)
+    if width:
+        return io.BufferedReader(Unwrapped(stream, width), buffer_size=PIECE)
+    column, width = rich_layout(head) if any(w in head for w in RICH_LEVELS) else (0, 0)
+    if column:
+        return io.BufferedReader(RichUnwrapped(stream, column, width), buffer_size=PIECE)
+    return stream

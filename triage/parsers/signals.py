@@ -141,12 +141,11 @@ DOTTED_EXC_LINE = re.compile(
 # a `╭──── Traceback (most recent call last) ────╮` top, one `│ /path/file.py:123 in func │` line a frame
 # (`│ in func:123 │` when the file is not on disk), the frame's source lines and locals under it, `╰────╯`, then
 # the plain `ExceptionType: message` line. A log shown in a boxed pane (k9s, a TUI log viewer) puts `│ ` and ` │`
-# around every line of a plain traceback. BOXED reads the line inside the frame; RICH_FRAME / RICH_FRAME_NOFILE the
-# frame's place, which `unboxed` writes as Python's own frame line so every reader of frames sees one. A path too
+# around every line of a plain traceback. The box's side goes as a line prefix (prefixes.LINE_PREFIX's `│ `/`┃ `, the
+# closing side with the trailing blanks), one mechanism for both; RICH_FRAME / RICH_FRAME_NOFILE read the frame's place
+# left, which `unboxed` writes as Python's own frame line so every reader of frames sees one. A path too
 # long for the panel wraps: the function's name goes to the next line (the frame keeps its file and line), a path
 # cut in the middle is no frame.
-BOX_SIDE = "│"
-BOXED = re.compile(r"^[│┃]\s?(?P<inner>.*?)\s*[│┃]?\s*$")
 BOX_TOP = re.compile(r"^[╭┏┌][─━ ]+(?P<title>[^─━╮┓┐]*?)\s*[─━]+[╮┓┐]\s*$")
 RICH_FRAME = re.compile(r"^(?P<path>(?=[^\s:]*[/\\])[^\s:]+|[A-Za-z]:\\\S+?):(?P<line>\d+)(?: in(?: (?P<func>\S+))?)?$")
 RICH_FRAME_NOFILE = re.compile(r"^in (?P<func>\S+):(?P<line>\d+)$")
@@ -160,9 +159,10 @@ IPYTHON7_FRAME = re.compile(
     r"^(?P<path>(?:/|~/|\.{1,2}/|[A-Za-z]:\\)\S*\.py|<ipython-input-[\w-]+>) in (?P<func>[^\s(][^(]*?)\(.*\)\s*$")
 # What makes a boxed line a candidate line (scanner anchors): a rich frame's absolute path or file-less form. The
 # annotation lines under loguru's `diagnose` frames (`│    └ <value>`, loguru/_better_exceptions.py, as in the
-# better_exceptions package) hold a `└ `; they continue the traceback (chains()).
+# better_exceptions package) hold a `└ `; they continue the traceback (chains()). pytest's summary line of a failed test
+# (`FAILED `, PYTEST_SUMMARY) may hold no error word (`- assert None is not None`).
 RENDER_ANCHORS = ("│ /", "│ in ", "└ ", "File /", "File ~", "File .", "Cell In", ".py in ", "<ipython-input-",
-                  "panicked at", '.py", line ')
+                  "panicked at", '.py", line ', "FAILED ")
 # A frame line whose head a paste or a viewer's column cut off: `slime/slime_plugins/models/glm4.py", line 11, in
 # get_glm_spec` (a paste that starts inside Python's `  File "/root/slime/...` line, slime issue 1656). The path's end,
 # `.py"` and `, line N` stay, which nothing but a frame prints: read as the frame it was.
@@ -176,6 +176,12 @@ CUT_FRAME = re.compile(r'^(?P<path>[^\s"]*\.py)", line (?P<line>\d+)(?:, in (?P<
 RUST_PANIC = re.compile(
     r"^\s*thread '(?P<thread>[^']*)'(?: \(\d+\))? panicked at (?:'(?P<message>.*)', \S+:\d+(?::\d+)?|\S+:\d+(?::\d+)?:?)\s*$"
 )
+# pytest's short test summary (_pytest/terminal.py, `-r` report, pytest >= 6): `FAILED tests/x.py::test_y[p] - Exc: msg`
+# (`ERROR` for a failure outside the test's call: setup, teardown, collection), the first line of the test's
+# exception after ` - `; a bare `assert ...` for an assert rewritten by pytest, `Failed: msg` for pytest.fail. It is
+# the last thing a CI job's test step prints about a failed test: a chain of its own, ended by that exception.
+PYTEST_SUMMARY = re.compile(r"^(?:FAILED|ERROR) (?P<node>\S+\.py(?:::\S.*?)?) - (?P<crash>\S.*)$")
+PYTEST_OUTCOME = re.compile(r"^(?P<name>Failed|assert)(?::\s?|\s)(?P<message>.*)$")
 ANNOTATION = re.compile(r"^\s*(?:[│┃]\s*)*└ ")
 # The end of a traceback pasted without its frames: the statement that raised, echoed as Python prints it under the
 # innermost frame, then the exception line. Python 3.11+ marks the failing expression with a caret line (`^^^^`,
@@ -191,14 +197,14 @@ WIDE_CHAIN = 120  # lines a rendered traceback's source, locals and annotation l
 
 
 def unboxed(msg: str) -> str | None:
-    """The message inside a box-drawn line when it is a traceback's part (its header, a frame, an exception line), as
-    the plain traceback prints it, or an IPython frame line or a frame line cut before its path's end (CUT_FRAME) as
-    Python's; None for any other line (a box-drawn table's row stays as it is)."""
-    if msg[:1] not in "│┃╭┏┌":
+    """A rendered traceback's part as the plain traceback prints it: a rich panel's top (its title, the header) or
+    frame (its box's side already taken off as a line prefix), an IPython frame line, a frame line cut before its
+    path's end (CUT_FRAME); None for any other line."""
+    if msg[:1] not in "╭┏┌":
         if '", line ' in msg and (c := CUT_FRAME.match(msg)) is not None:
             return _frame(c)
         i = IPYTHON_FRAME.match(msg)
-        # a rich frame whose box a log viewer's prefix took off (prefixes.LINE_PREFIX's `│ `)
+        # a rich frame, its box's side taken off as a line prefix (prefixes.LINE_PREFIX's `│ `)
         if i is None and (r := RICH_FRAME.match(msg) or RICH_FRAME_NOFILE.match(msg)) is not None:
             return _frame(r)
         if i is None:
@@ -207,19 +213,8 @@ def unboxed(msg: str) -> str | None:
         if i.group("cell"):
             return f'  File "<{i.group("cell")}>", line {i.group("cline")}'
         return f'  File "{i.group("path")}", line {i.group("line")}, in {i.group("func")}'
-    if msg[:1] in "╭┏┌":
-        top = BOX_TOP.match(msg)
-        return top.group("title") + ":" if top and top.group("title").startswith(TRACEBACK) else None
-    m = BOXED.match(msg)
-    if m is None:
-        return None
-    inner = m.group("inner")
-    f = RICH_FRAME.match(inner) or RICH_FRAME_NOFILE.match(inner)
-    if f is not None:
-        return _frame(f)
-    if FRAME.match(inner) or inner.startswith(TRACEBACK) or EXC_LINE.match(inner) or DOTTED_EXC_LINE.match(inner):
-        return inner
-    return None
+    top = BOX_TOP.match(msg)
+    return top.group("title") + ":" if top and top.group("title").startswith(TRACEBACK) else None
 
 
 def _frame(f: re.Match[str]) -> str:
@@ -288,7 +283,11 @@ TB_FRAME = re.compile(r'File "[^"]*", line \d')
 
 def traceback_end(text: str, bol: int, eol: int) -> int:
     """Where that line starts, for the line text[bol:eol] (eol: its newline, or len(text)); -1 when the line is no
-    frame or no such line follows (a blank line, another prefix, more indented lines, the text's end)."""
+    frame or no such line follows (a blank line, another prefix, more indented lines, the text's end). After a Rust
+    panic's location line (Rust >= 1.73, `thread 'x' panicked at f.rs:1:2:`) it is the next line behind the same
+    prefix, which holds the panic's message (`called `Option::unwrap()` on a `None` value`, no anchor of its own)."""
+    if "panicked at " in text[bol:eol]:
+        return panic_detail(text, bol, eol)
     f = text.find('File "', bol, eol)
     if f < 0 or not TB_FRAME.match(text, f, eol):
         return -1
@@ -314,6 +313,25 @@ def traceback_end(text: str, bol: int, eol: int) -> int:
             return -1
         p = nl + 1
     return -1
+
+
+def panic_detail(text: str, bol: int, eol: int) -> int:
+    """Where the message line of the Rust panic at text[bol:eol] starts: the next line when the panic line ends in
+    its location's `:` and the next line has the same prefix and some text after it; -1 otherwise."""
+    k = text.find("thread '", bol, eol)
+    e = eol
+    while e > bol and text[e - 1] in " \t\r":
+        e -= 1
+    if k < 0 or e == bol or text[e - 1] != ":":
+        return -1
+    p = eol + 1
+    prefix = text[bol:k]
+    if p >= len(text) or not text.startswith(prefix, p):
+        return -1
+    q = p + len(prefix)
+    while q < len(text) and text[q] in " \t":
+        q += 1
+    return -1 if q >= len(text) or text[q] in "\r\n" else p
 
 
 @dataclass
@@ -385,6 +403,10 @@ def chains(lines: list[Line]) -> list[Chain]:
             out.append(cur)
             last_frame = ln.lineno
             awaiting = True  # the remote traceback that follows ends in the remote exception
+        elif msg.startswith(("FAILED ", "ERROR ")) and PYTEST_SUMMARY.match(msg) and exception_name(ln)[0]:
+            cur = Chain(ln, final=ln, before=header(ln.lineno), finals=[ln])  # pytest's summary of a failed test
+            out.append(cur)
+            awaiting = False
         elif "panicked at" in msg and RUST_PANIC.match(msg):
             cur = Chain(ln, final=ln, before=header(ln.lineno), finals=[ln])
             out.append(cur)
@@ -453,13 +475,19 @@ def exception_name(line: Line) -> tuple[str, str]:
         p = RUST_PANIC.match(line.msg)
         if p is not None:
             return "panic", p.group("message") or ""
-    m = EXC_LINE.match(line.msg)
-    dotted = None if m else DOTTED_EXC_LINE.match(line.msg)
+    msg = line.msg
+    if msg.startswith(("FAILED ", "ERROR ")) and (t := PYTEST_SUMMARY.match(msg)) is not None:
+        msg = t.group("crash")  # the test's exception
+        o = PYTEST_OUTCOME.match(msg)
+        if o is not None:
+            return ("AssertionError", msg) if o.group("name") == "assert" else ("Failed", o.group("message").strip())
+    m = EXC_LINE.match(msg)
+    dotted = None if m else DOTTED_EXC_LINE.match(msg)
     m = m or dotted
     if not m:
         return "", ""
     # a class without the usual endings keeps its module, which says what it is (`_queue.Empty`, not `Empty`)
-    name = line.msg[:m.end("name")].lstrip() if dotted else m.group("name")
+    name = msg[:m.end("name")].lstrip() if dotted else m.group("name")
     if m.group("inner") and name == "RayTaskError":
         name = f"RayTaskError({m.group('inner')})"
     return name, (m.group("message") or "").strip()

@@ -1652,7 +1652,32 @@ static int fam_folds(Scan *st) {
  * the frame, behind the frame line's own prefix, within TB_LOOK lines (tb_end), is returned as a candidate line with no
  * needles, before the next line returned (tb_flush), as signals.traceback_end and Scanner.candidates find it. */
 #define TB_LOOK 6
+/* After a Rust panic's location line (Rust >= 1.73: `thread 'x' panicked at f.rs:1:2:`), the next line behind the same
+ * prefix holds its message: returned as that line's start (signals.panic_detail); -1 when the line is no such panic. */
+static Py_ssize_t panic_end(const unsigned char *b, Py_ssize_t n, Py_ssize_t bol, Py_ssize_t eol) {
+    Py_ssize_t k = -1, e = eol;
+    for (Py_ssize_t i = bol; i + 8 <= eol; i++)
+        if (b[i] == 't' && memcmp(b + i, "thread '", 8) == 0) { k = i; break; }
+    while (e > bol && (b[e - 1] == ' ' || b[e - 1] == '\t' || b[e - 1] == '\r')) e--;
+    if (k < 0 || e == bol || b[e - 1] != ':') return -1;
+    Py_ssize_t p = eol + 1, plen = k - bol;
+    if (p >= n || n - p < plen || memcmp(b + p, b + bol, (size_t)plen) != 0) return -1;
+    Py_ssize_t q = p + plen;
+    while (q < n && (b[q] == ' ' || b[q] == '\t')) q++;
+    return q >= n || b[q] == '\r' || b[q] == '\n' ? -1 : p;
+}
+
+static int holds(const unsigned char *b, Py_ssize_t bol, Py_ssize_t eol, const char *s, size_t len) {
+    for (const unsigned char *f; bol + (Py_ssize_t)len <= eol
+         && (f = memchr(b + bol, s[0], (size_t)(eol - bol - (Py_ssize_t)len + 1))) != NULL; bol = f - b + 1)
+        if (memcmp(f, s, len) == 0) return 1;
+    return 0;
+}
+
 static Py_ssize_t tb_end(const unsigned char *b, Py_ssize_t n, Py_ssize_t bol, Py_ssize_t eol) {
+    Py_ssize_t e = eol;  /* a panic's location line ends in `:` (the test every other line fails at once) */
+    while (e > bol && (b[e - 1] == ' ' || b[e - 1] == '\t' || b[e - 1] == '\r')) e--;
+    if (e > bol && b[e - 1] == ':' && holds(b, bol, e, "panicked at ", 12)) return panic_end(b, n, bol, eol);
     Py_ssize_t f = bol;
     for (;;) {  /* the line's first `File "`, then a quote-free path, `", line ` and a digit (signals.TB_FRAME) */
         const unsigned char *c = f < eol ? memchr(b + f, 'F', (size_t)(eol - f)) : NULL;

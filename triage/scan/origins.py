@@ -73,7 +73,7 @@ def split_ray(text: str) -> tuple[str, str, str, int]:
         if r:
             repeat = int(r.group("n"))
             msg = msg[: r.start()]
-    if msg.endswith("│"):  # the closing side of a log viewer's frame (prefixes.LINE_PREFIX opens it)
+    if msg.endswith(("│", "┃")):  # the closing side of a box (prefixes.LINE_PREFIX opens it)
         msg = msg[:-1].rstrip()
     end = _prefix_end(msg)
     if end:

@@ -333,7 +333,7 @@ class Scanner:
                 if len(text) > MAX_LINE:
                     text = text[:MAX_LINE] + TRUNCATED
                 yield lineno, text
-                if 'File "' in text:
+                if 'File "' in text or "panicked at " in text:
                     t = signals.traceback_end(chunk, start, nl)
                     tb = t if t >= 0 else tb
                 pos = end + 1

@@ -46,6 +46,11 @@ CHAIN_JOIN = re.compile(r"\s*(?:The above exception was the direct cause of the 
 # (module.Class.test_x)" from 3.11; xmlrunner adds the elapsed "[0.123s]"): it titles the traceback printed under it,
 # whose exception line is the failure (SGLang's Ascend nightly tests, real-extra 986, 1394-1395).
 TEST_RUNNER_HEADING = re.compile(r"(?:ERROR|FAIL)(?: \[[\d.]+s\])?: \w+ \((?:\w+\.)+\w+\)\s*$")
+# pytest's last line, the session's outcome counts between `=` rules (_pytest/terminal.py, summary_stats: `===== 1
+# failed, 11 passed, 2 warnings in 98.12s (0:01:38) =====`): the failures are the tests' own exception lines and its
+# short summary's `FAILED <test> - <exception>` lines above it (signals.PYTEST_SUMMARY), not this count.
+PYTEST_OUTCOMES = re.compile(r"=+ (?:\d+ (?:failed|passed|errors?|skipped|xfailed|xpassed|warnings?|deselected|rerun)"
+                             r"(?:, |(?= in ))){1,9} in [\d.]+s(?: \([\d:]+\))? =+\s*$")
 
 
 class Fold:
@@ -91,7 +96,7 @@ class Unexplained:
         one comes); else a line met after the scan (a claim whose conditions failed), folded at once. `shape`: the
         shape it folds under, when the caller knows it (the registered shape of an errfold key, as `natives`)."""
         if not line.msg.strip() or CUDA_ADVICE.match(line.msg) or CHAIN_JOIN.match(line.msg) \
-                or TEST_RUNNER_HEADING.match(line.msg):
+                or TEST_RUNNER_HEADING.match(line.msg) or PYTEST_OUTCOMES.match(line.msg):
             return
         if not foldable or line.lineno >= self.shut_at:
             self.lines.append(line)
