@@ -468,7 +468,6 @@ class MetricStore:
             if ev is None:
                 ev = made[pos] = rows.event(pos - base)
             self._tail.append((pos, ev))
-        rows._ords = None  # noqa: SLF001 - a cache of locate's, not needed once the tail is made
 
     def __getstate__(self) -> dict[str, Any]:
         """A worker's result is pickled to go back to the parent: the tail's and the sample's rows travel made."""
@@ -647,7 +646,7 @@ def _gaps(limit: int) -> tuple[int, ...]:
     if got is None:
         seen: set[int] = set()
         last, p, hits = 0, 1, 0
-        while hits < 200 and p < 1 << 24:
+        while hits < 200 and p < 1 << 24 and len(seen) < 3:  # three distances: there is no other (Slater's theorem)
             if (p * HASH) % FULL < limit:
                 seen.add(p - last)
                 last = p
@@ -886,23 +885,23 @@ class Rows:
     """The metric records of one write-out of the C prefilter, in parts by shape; `n` records in all, ordinal k being
     the k-th record in log order."""
 
-    __slots__ = ("parts", "n", "first", "passed", "_ords")
+    __slots__ = ("parts", "n", "first", "passed")
 
     def __init__(self, parts: list[RowPart]) -> None:
         self.parts = parts
-        self._ords: list[list[int]] | None = None  # each part's ordinals as a list (locate)
         self.n = sum(p.n for p in parts)
         self.first = 0  # the number of records before them (metrics.Records)
         self.passed = False  # passed on to the store (metrics.Records)
 
     def locate(self, k: int) -> tuple[RowPart, int]:
-        ords = self._ords
-        if ords is None:  # bisect reads a list many times faster than a memoryview
-            ords = self._ords = [p.ords.tolist() for p in self.parts]
-        for p, o in zip(self.parts, ords):
-            i = bisect_left(o, k)
-            if i < p.n and o[i] == k:
-                return p, i
+        """The part holding ordinal k and its index there. Each part's ordinals rise: a bisection of each, on the
+        memoryview itself (the few rows a write-out samples are not worth a list of every ordinal)."""
+        for p in self.parts:
+            o = p.ords
+            if p.n and o[0] <= k <= o[p.n - 1]:
+                i = bisect_left(o, k)
+                if o[i] == k:
+                    return p, i
         raise IndexError(k)
 
     def event(self, k: int) -> Event:
