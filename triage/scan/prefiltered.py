@@ -53,7 +53,17 @@ from collections.abc import Callable, Iterable, Iterator
 from functools import partial
 from typing import TYPE_CHECKING, Any, BinaryIO, NamedTuple
 
-from triage.input.read import ANSI, CHUNK, MAX_LINE, SYSLOG_ANSI, SYSLOG_ESC, TRUNCATED, iter_chunks, line_text, normalise
+from triage.input.read import (
+    ANSI,
+    CHUNK,
+    MAX_LINE,
+    SYSLOG_ANSI,
+    SYSLOG_ESC,
+    TRUNCATED,
+    iter_chunks,
+    line_text,
+    normalise,
+)
 from triage.model import Line
 from triage.parsers import sglang
 from triage.parsers.engine_stats import KEEP_EPISODES, KEEP_PRESSURE_LINES, ROW_GAP, RowRef, engine, engine_key
