@@ -8,8 +8,9 @@
   prefix they wrap places the line (real-extra 1401's capture form).
 - The NVIDIA driver's three-line "fallen off the bus and is not responding to commands" report with no Xid
   (real-extra 1523, NVSentinel issue 155): other.gpu-hardware-fault.
-- Blind right, kept right: NCCL system errors (1520 NCCL_BUFFSIZE and ibv_reg_dmabuf_mr, 1521 /dev/shm), THC's
-  numbered ECC error (1522), Xid 45 after Xid 149/145 (1524).
+- Blind right, kept right: NCCL system errors (1520 NCCL_BUFFSIZE and ibv_reg_dmabuf_mr, 1521 and 1525 /dev/shm),
+  THC's numbered ECC error (1522), Xid 45 after Xid 149/145 (1524), slime's SGLang engine on a physical GPU index
+  under CUDA_VISIBLE_DEVICES, "invalid device ordinal" (1526).
 """
 
 from __future__ import annotations
@@ -108,6 +109,8 @@ def test_the_drivers_three_line_fallen_off_the_bus_report_is_a_gpu_fault():
     ("1521", "other.nccl-error", ("debug.txt", 1)),
     ("1522", "other.gpu-hardware-fault", ("train.log", 1)),
     ("1524", "other.gpu-hardware-fault", ("kern.log", 1)),
+    ("1525", "other.nccl-error", ("vllm.log", 1)),
+    ("1526", "other.cuda-error", ("engine.log", 1)),
 ])
 def test_nccl_system_errors_and_gpu_faults_are_other(prefix: str, rule: str, where: tuple[str, int]):
     f = top(triage_dir(extra_input(prefix)))
