@@ -116,3 +116,20 @@ def test_nccl_system_errors_and_gpu_faults_are_other(prefix: str, rule: str, whe
     f = top(triage_dir(extra_input(prefix)))
     assert (f.category, f.rule, f.severity) == ("other", rule, "error")
     assert (f.evidence[0].file, f.evidence[0].line) == where
+
+
+def test_a_start_failure_that_names_no_rule_is_a_library_error(tmp_path: Path, monkeypatch):
+    import shutil
+
+    from triage.library import rules
+
+    copy = tmp_path / "patterns"
+    shutil.copytree(rules.builtin_dir(), copy)
+    sides = copy / "sides.yaml"
+    text = sides.read_text()
+    assert "start_failures: [other.engine-start-failed]" in text
+    sides.write_text(text.replace("start_failures: [other.engine-start-failed]", "start_failures: [other.no-such-rule]"))
+    monkeypatch.setattr(rules, "builtin_dir", lambda: copy)
+    with pytest.raises(rules.LibraryError) as e:
+        rules.load_library()
+    assert str(e.value) == f"{copy}/sides.yaml: start_failures: no rule other.no-such-rule"
