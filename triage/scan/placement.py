@@ -12,6 +12,7 @@ rule (real-extra 1410). A line placed by its own file (the trainer's, or any sid
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 from triage.library.rules import Library, Rule
 from triage.model import Event, Hit
@@ -40,10 +41,10 @@ def place_by_run(lib: Library, results: list[FileResult], events: Iterable[Event
             rule = lib.rule(h.rule)
             if rule is None or ENGINE not in rule.not_side:  # only a rule that defers to the engine's gives way
                 continue
-            alt = _engine_rule(engine_rules, h)
-            if alt is not None:
-                rule_, numbers = alt
-                r.hits[i] = Hit(rule_.id, h.line, numbers, ENGINE, h.extra)
+            found = _engine_rule(engine_rules, h)
+            if found is not None:
+                alt, numbers = found
+                r.hits[i] = Hit(alt.id, h.line, numbers, ENGINE, h.extra)
                 moved += 1
     return moved
 
@@ -54,7 +55,7 @@ def _trainer_seen(results: list[FileResult], hits: list[Hit], events: Iterable[E
             or any(e.kind in TRAINING for e in events))
 
 
-def _engine_rule(rules: list[Rule], hit: Hit) -> tuple[Rule, dict] | None:
+def _engine_rule(rules: list[Rule], hit: Hit) -> tuple[Rule, dict[str, Any]] | None:
     """The first engine-side rule (by priority) that matches the hit's line and whose thresholds hold."""
     for rule in rules:
         mo = rule.search(hit.line.msg)
