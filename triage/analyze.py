@@ -26,6 +26,7 @@ from triage.redact import redact_report
 from triage.report import baseline
 from triage.report.figures import figures, timelines
 from triage.scan import parallel, progress
+from triage.scan.placement import place_by_run
 from triage.scan.scanner import FileResult, Scanner
 from triage.scan.series import RunSeries
 
@@ -162,6 +163,7 @@ def _analyze(settings: Settings, lib: Library, retired: list[object] | None) -> 
     results, config_events = _scan_all(scanner, files)
     # the records and timers of the files this process scanned first, then those of the files workers scanned
     events = scanner.series.close() + [e for r in results for e in r.events] + config_events
+    place_by_run(lib, results, events)  # a line no file placed, placed by the rest of the run
     engines = {k: v for r in results for k, v in r.engines.items()}
     hits = [h for r in results for h in r.hits]
     cfg = build_config(lib, events, hits)

@@ -30,6 +30,11 @@ TRUNCATED = " …[line truncated by triage]"
 # Whole escape sequences (ECMA-48 5th ed. §5.3-5.4, §8.3.89 OSC; xterm ends OSC with BEL too). A string left
 # open runs to the end of its line. ASCII only: prefiltered.py compiles the same pattern over bytes.
 ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|[\]PX^_][^\x07\x1b\n\r]*(?:\x07|\x1b\\)?|[ -/]*[0-~])")
+# The same colour codes as a syslog daemon writes them out: rsyslog escapes control characters on receipt by default
+# ($EscapeControlCharactersOnReceive, '#' and three octal digits), so ESC [ 36 m arrives as "#033[36m" and hides a Ray
+# prefix such as "(raylet)" (real-extra 1401). Only whole CSI sequences: "#033" alone stays text.
+SYSLOG_ESC = "#033["
+SYSLOG_ANSI = re.compile(r"#033\[[0-?]*[ -/]*[@-~]")
 CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")  # C0 but tab, LF, CR; DEL; C1
 CONTROL_BYTES = bytes(range(0x09)) + bytes(range(0x0B, 0x0D)) + bytes(range(0x0E, 0x20)) + b"\x7f"
 C1_LEAD = b"\xc2"  # UTF-8 encodes C1 (U+0080-U+009F) as C2 80-9F
@@ -49,6 +54,10 @@ def _clean(text: str) -> str:
     return CONTROL.sub(_visible, text)
 
 
+def _unescape_syslog(text: str) -> str:
+    return SYSLOG_ANSI.sub("", text) if SYSLOG_ESC in text else text
+
+
 def visible(text: str) -> str:
     """One field (a file name, a value from a report) with every control character, line breaks included,
     shown as its escape; for text that did not come through the line reader."""
@@ -64,6 +73,7 @@ def open_stream(path: str, compression: str, note: Note | None = None) -> Binary
 def normalise(text: str) -> str:
     """Decoded text (lines and their newlines) with its terminal control removed or made visible. The test is
     one fast find per control character (1.3 ms for a clean 4 MiB chunk; translating it takes twice as long)."""
+    text = _unescape_syslog(text)
     if any(c in text for c in C0_CHARS) or (not text.isascii() and any(c in text for c in C1_CHARS)):
         return _clean(text)
     return text
@@ -75,8 +85,8 @@ def line_text(raw: bytes | memoryview) -> str:
     data = bytes(raw)
     text = str(data, "utf-8", "replace")
     if len(data.translate(None, CONTROL_BYTES)) == len(data) and (data.isascii() or C1_LEAD not in data):
-        return text  # the common case, tested inline: this runs for every line the prefilter hands over
-    return _clean(text)
+        return _unescape_syslog(text)  # the common case, tested inline: this runs for every line the prefilter hands over
+    return _clean(_unescape_syslog(text))
 
 
 def iter_chunks(stream: BinaryIO, chunk_size: int = CHUNK) -> Iterator[str]:

@@ -205,6 +205,7 @@ class Library:
     fragments: dict[str, Pattern] = field(default_factory=dict)  # fragments.yaml, each checked as a regex alone
     side_names: tuple[str, ...] = ()  # every side a rule may name (sides.yaml `sides:`), in order
     facts: dict[str, KnobSpec] = field(default_factory=dict)  # knobs.yaml `facts:`: settings that are not knobs
+    start_failures: tuple[str, ...] = ()  # sides.yaml `start_failures:`: rules whose line says an engine did not start
 
     @property
     def domain(self) -> tuple[str, ...]:
@@ -585,9 +586,10 @@ def _load_categories(read: Reader, path: Path, knobs: dict[str, KnobSpec]) -> di
     return out
 
 
-def _load_sides(read: Reader, path: Path) -> tuple[tuple[str, ...], dict[str, Pattern], dict[str, str]]:
-    """sides.yaml: every side's name, the markers of the processes' tracebacks, the Ray actor names."""
-    data = _top(read, path, lists=("sides",), maps=("markers", "actors"))
+def _load_sides(read: Reader, path: Path) -> tuple[tuple[str, ...], dict[str, Pattern], dict[str, str], tuple[str, ...]]:
+    """sides.yaml: every side's name, the markers of the processes' tracebacks, the Ray actor names, the rules whose
+    line says an engine failed to start (checked against the rules once they are loaded)."""
+    data = _top(read, path, lists=("sides", "start_failures"), maps=("markers", "actors"))
     names = tuple(_strings(data.get("sides"), str(path), "sides"))
     needed = ["unknown", *KIND_SIDE.values()]  # what the scanner gives a line no marker places, and files' sides
     missing = [s for s in dict.fromkeys(needed) if s not in names]
@@ -605,7 +607,7 @@ def _load_sides(read: Reader, path: Path) -> tuple[tuple[str, ...], dict[str, Pa
             raise LibraryError(f"{path}: side '{side}' is not one of {', '.join(names)}")
         for n in _as_list(actor_names):
             actors[str(n)] = side
-    return names, markers, actors
+    return names, markers, actors, tuple(_strings(data.get("start_failures"), str(path), "start_failures"))
 
 
 def _load_fragments(read: Reader, path: Path) -> dict[str, str]:
@@ -658,7 +660,7 @@ def _load(extra_dirs: list[Path], compile_all: bool, checks: CheckParams | None,
     if compile_all or extra_dirs:
         for p in fragment_patterns.values():
             p.compile()
-    names, markers, actors = _load_sides(read, base / "sides.yaml")
+    names, markers, actors, start_failures = _load_sides(read, base / "sides.yaml")
     categories = _load_categories(read, base / "categories.yaml", knobs)
     for made in ("other", "unclassified"):  # categories triage's own code gives findings (checks, unclassified)
         if made not in categories:
@@ -671,7 +673,7 @@ def _load(extra_dirs: list[Path], compile_all: bool, checks: CheckParams | None,
         if (folder / "categories.yaml").is_file():
             categories.update(_load_categories(read, folder / "categories.yaml", knobs))
     lib = Library(rules=[], categories=categories, knobs=knobs, sides=markers, actors=actors,
-                  fragments=fragment_patterns, side_names=names, facts=facts)
+                  fragments=fragment_patterns, side_names=names, facts=facts, start_failures=start_failures)
     rules: dict[str, Rule] = {}
     for folder in folders:
         seen_here: dict[str, str] = {}
@@ -690,6 +692,9 @@ def _load(extra_dirs: list[Path], compile_all: bool, checks: CheckParams | None,
                     raise LibraryError(f"{rule.origin}: rule {rule.id}: duplicate id (first at {seen_here[rule.id]})")
                 seen_here[rule.id] = rule.origin
                 rules[rule.id] = rule  # a later folder overrides the built-in rule with the same id
+    unknown = [r for r in start_failures if r not in rules]
+    if unknown:
+        raise LibraryError(f"{base / 'sides.yaml'}: start_failures: no rule {', '.join(unknown)}")
     cache.save()  # only a library that loaded without error
     lib.rules = list(rules.values())
     if compile_all:

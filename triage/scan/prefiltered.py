@@ -53,7 +53,17 @@ from collections.abc import Callable, Iterable, Iterator
 from functools import partial
 from typing import TYPE_CHECKING, Any, BinaryIO, NamedTuple
 
-from triage.input.read import ANSI, CHUNK, MAX_LINE, TRUNCATED, iter_chunks, line_text, normalise
+from triage.input.read import (
+    ANSI,
+    CHUNK,
+    MAX_LINE,
+    SYSLOG_ANSI,
+    SYSLOG_ESC,
+    TRUNCATED,
+    iter_chunks,
+    line_text,
+    normalise,
+)
 from triage.model import Line
 from triage.parsers import sglang
 from triage.parsers.engine_stats import KEEP_EPISODES, KEEP_PRESSURE_LINES, ROW_GAP, RowRef, engine, engine_key
@@ -89,7 +99,8 @@ if TYPE_CHECKING:
     from triage.scan.filescan import FileResult, FileScan, LineScanner
     from triage.scan.progress import Progress
 
-ANSI_BYTES = re.compile(ANSI.pattern.encode())
+ANSI_BYTES = re.compile(ANSI.pattern.encode() + b"|" + SYSLOG_ANSI.pattern.encode())  # the syslog-escaped form too
+SYSLOG_ESC_BYTES = SYSLOG_ESC.encode()
 SAMPLE_ALL_BELOW = 1 << 20  # bytes: smaller files keep every stats row
 FIRST_PART = 64 << 10  # bytes of the first chunk scanned alone (one process): the parser has kept the first line of
 # a storm before the C prefilter reads on, so it counts the rest of the chunk (Families.native) instead of handing
@@ -314,7 +325,8 @@ def read_chunks(needles: Needles, lf: LogFile, stream: BinaryIO, progress: Progr
         args = [matcher, chunk, at, step, owners.per_origin, ROW_GAP, KEEP_PRESSURE_LINES, KEEP_EPISODES, -1.0, -1, fam,
                 bars.of_origins(owners), cols, errs.arg(lines, ahead) if errs is not None else None]
         nl, flags, quiet, ns, hits, per_origin = _linescan.scan(*args)
-        if flags & (F_ESC | F_NUL) and not flags & F_CR:  # colour codes (Ray colours its prefixes), NULs
+        if (flags & (F_ESC | F_NUL) or buf.find(SYSLOG_ESC_BYTES, 0, cut) >= 0) and not flags & F_CR:  # colour codes
+            # (Ray colours its prefixes; a syslog daemon writes them out as text), NULs
             chunk = args[1] = memoryview(ANSI_BYTES.sub(b"", chunk).replace(b"\x00", b""))  # what normalise removes
             args[12] = None  # rows are read back from the file by their offsets: not in a cleaned chunk
             nl, flags, quiet, ns, hits, per_origin = _linescan.scan(*args)
