@@ -25,20 +25,20 @@ alone. The width needs two distinct wrapped lines (a line printed twice is no ev
 from __future__ import annotations
 
 import io
-import re
 from collections import Counter
 from typing import Any, BinaryIO
 
+from triage.lazyre import lazy, lazy_bytes
 from triage.prefixes import LINE_PREFIX
 
 MIN_WIDTH = 80  # narrower widths are ordinary short lines, not a terminal's
 HEAD = 16 << 10  # bytes of the head the width is decided on (a paste shows its width in its first long lines)
 PIECE = 1 << 16  # bytes read at a time
-FRAME = re.compile(rb'\s*File "')
-FRAME_REST = re.compile(rb'[^"\s]*", line \d+')  # the rest of a frame cut in its path
-FUNC_REST = re.compile(rb"\w+")  # the rest of a frame cut in its function's name
+FRAME = lazy_bytes(rb'\s*File "')
+FRAME_REST = lazy_bytes(rb'[^"\s]*", line \d+')  # the rest of a frame cut in its path
+FUNC_REST = lazy_bytes(rb"\w+")  # the rest of a frame cut in its function's name
 DIGITS_0 = bytes.maketrans(b"123456789", b"000000000")
-NOT_CONTINUATION = re.compile(
+NOT_CONTINUATION = lazy_bytes(
     rb"(?:\s\s|\t|\x1b|[\[({<#*=+|>-]|\d+[.)] |Traceback \(|During handling|The above exception|frame #"
     rb"|[A-Za-z_][\w.]*: |" + LINE_PREFIX.encode() + rb")"
 )
