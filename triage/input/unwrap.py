@@ -28,7 +28,7 @@ import io
 from collections import Counter
 from typing import Any, BinaryIO
 
-from triage.lazyre import lazy, lazy_bytes
+from triage.lazyre import lazy_bytes
 from triage.prefixes import LINE_PREFIX
 
 MIN_WIDTH = 80  # narrower widths are ordinary short lines, not a terminal's
