@@ -64,3 +64,25 @@ def test_no_color_and_a_dumb_terminal_are_honoured(monkeypatch: pytest.MonkeyPat
     assert cli_module._text_options("json", None) == (False, None)
     monkeypatch.setattr("sys.stdout", io.StringIO())
     assert cli_module._text_options("text", None) == (False, None)
+
+
+@pytest.mark.parametrize("case", ["004", "025", "028"])
+def test_off_a_terminal_the_plain_text_is_what_rich_prints(case: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Off a terminal the report is written without rich: the same text rich printed, verbose or not, and with a
+    tab in a quoted line (rich expands it by cell widths: then rich prints the report)."""
+    import dataclasses
+
+    from triage.report import text_format
+
+    rep = report_of(case)
+    f = rep.findings[0]
+    tabbed = dataclasses.replace(rep, findings=[dataclasses.replace(f, title="a\ttab\u4e2d\tx")] + rep.findings[1:])
+    for r in (rep, tabbed):
+        for verbose in (False, True):
+            plain = render("text", r, RenderOptions(verbose=verbose))
+            monkeypatch.setattr(text_format.Writer, "text", lambda self: "\n".join(
+                text_format.COMMAND_START.sub(lambda m: m.group()[:-2] + "\\x3a:", ln, count=1)
+                for ln in self._rich().split("\n")))
+            assert plain == render("text", r, RenderOptions(verbose=verbose))
+            monkeypatch.undo()
+    assert "a\ttab" not in render("text", tabbed, RenderOptions())  # expanded, as rich does

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from triage.lazyre import lazy
 from triage.prefixes import RAY_ACTOR
 from triage.redact import PATTERNS
 
@@ -19,28 +20,28 @@ def _long_quote(m: re.Match[str]) -> str:
 
 
 MASKS: list[tuple[re.Pattern[str], Any]] = [
-    (re.compile("^" + RAY_ACTOR + " ?"), ""),
-    (re.compile(r"\[(?:\d{4}-\d\d-\d\d[ T])?\d\d:\d\d:\d\d(?:[.,]\d+)?(?: [A-Z_]+\d+)*\] ?"), ""),
-    (re.compile(r"\b\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?\b"), "<time>"),
-    (re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b"), "<id>"),
-    (re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s'\"<>()\[\]{}]+"), "<url>"),
+    (lazy("^" + RAY_ACTOR + " ?"), ""),
+    (lazy(r"\[(?:\d{4}-\d\d-\d\d[ T])?\d\d:\d\d:\d\d(?:[.,]\d+)?(?: [A-Z_]+\d+)*\] ?"), ""),
+    (lazy(r"\b\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?\b"), "<time>"),
+    (lazy(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b"), "<id>"),
+    (lazy(r"\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s'\"<>()\[\]{}]+"), "<url>"),
     # quoted free text: double quotes (escaped ones inside kept), then single quotes that are not apostrophes
-    (re.compile(r'"(?:[^"\\\n]|\\.)*"'), _long_quote),
-    (re.compile(r"(?<![\w'])'(?:[^'\\\n]|\\.)*'(?!\w)"), _long_quote),
-    (re.compile(r"(?<![/\w.@+-])(?:[\w.@+-]+/){2,}[\w.@+-]+"), "<path>"),  # relative: outputs/run_1/ckpt
-    (re.compile(r"(?:/[\w.@+-]+){2,}/?"), "<path>"),
-    (re.compile(r"\b[A-Za-z]:\\(?:[^\\\s]+\\)*[^\\\s]*"), "<path>"),
-    (re.compile(r"(?i)\b((?:request|req|trace|span|task|job|actor|worker|node|call)[ _-]?id)(\s*[:=]\s*|\s+)"
+    (lazy(r'"(?:[^"\\\n]|\\.)*"'), _long_quote),
+    (lazy(r"(?<![\w'])'(?:[^'\\\n]|\\.)*'(?!\w)"), _long_quote),
+    (lazy(r"(?<![/\w.@+-])(?:[\w.@+-]+/){2,}[\w.@+-]+"), "<path>"),  # relative: outputs/run_1/ckpt
+    (lazy(r"(?:/[\w.@+-]+){2,}/?"), "<path>"),
+    (lazy(r"\b[A-Za-z]:\\(?:[^\\\s]+\\)*[^\\\s]*"), "<path>"),
+    (lazy(r"(?i)\b((?:request|req|trace|span|task|job|actor|worker|node|call)[ _-]?id)(\s*[:=]\s*|\s+)"
                 r"['\"]?[\w.:-]*\d[\w.:-]*"), r"\1\2<id>"),
-    (re.compile(r"\b(?:chatcmpl|cmpl|req|call|raysubmit|run)[-_][A-Za-z0-9_-]*\d[A-Za-z0-9_-]*"), "<id>"),
-    (re.compile(r"\b0x[0-9a-fA-F]+\b"), "<hex>"),
-    (re.compile(r"\b\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?\b"), "<ip>"),
-    (re.compile(r"\b(?:[a-zA-Z0-9-]+\.)+(?:com|net|org|io|ai|dev|cloud|internal|local|svc|cn|edu)\b(?::\d+)?"),
+    (lazy(r"\b(?:chatcmpl|cmpl|req|call|raysubmit|run)[-_][A-Za-z0-9_-]*\d[A-Za-z0-9_-]*"), "<id>"),
+    (lazy(r"\b0x[0-9a-fA-F]+\b"), "<hex>"),
+    (lazy(r"\b\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?\b"), "<ip>"),
+    (lazy(r"\b(?:[a-zA-Z0-9-]+\.)+(?:com|net|org|io|ai|dev|cloud|internal|local|svc|cn|edu)\b(?::\d+)?"),
      "<host>"),
-    (re.compile(r"\b[0-9a-f]{12,}\b"), "<id>"),
-    (re.compile(r"\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)[0-9a-f]{8,}\b"), "<id>"),
-    (re.compile(r"\b(?=(?:[A-Za-z]*\d){3})(?=(?:\d*[A-Za-z]){3})[A-Za-z0-9]{16,}\b"), "<id>"),
-    (re.compile(r"\d+(?:\.\d+)?"), "<n>"),
+    (lazy(r"\b[0-9a-f]{12,}\b"), "<id>"),
+    (lazy(r"\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)[0-9a-f]{8,}\b"), "<id>"),
+    (lazy(r"\b(?=(?:[A-Za-z]*\d){3})(?=(?:\d*[A-Za-z]){3})[A-Za-z0-9]{16,}\b"), "<id>"),
+    (lazy(r"\d+(?:\.\d+)?"), "<n>"),
 ]
 
 
@@ -69,12 +70,12 @@ def template(text: str) -> str:
 # ever be `<n>`: there it shapes as `1`, whatever its length.
 SHAPE_EXACT = ("1//0", "ya29", "r8_", "gr1348941", "-----begin")
 FAMILY_TEXT = 4000  # characters of a line its family is taken from (findings.unclassified: twice MAX_TEXT)
-_WHOLE = re.compile(
+_WHOLE = lazy(
     r"\b(?:0x[0-9a-fA-F]+|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|[0-9a-f]{12,}"
     r"|(?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)[0-9a-f]{8,11})\b"
 )
 _APART = r"\s()\[\]{}=,;/#<>!?|*&%"  # what may stand beside a number standing alone
-_NUMBER = re.compile(rf"(?<![^{_APART}])\d{{1,11}}(?:\.\d{{1,11}})?(?![^{_APART}])")
+_NUMBER = lazy(rf"(?<![^{_APART}])\d{{1,11}}(?:\.\d{{1,11}})?(?![^{_APART}])")
 _GATES = re.compile("|".join(sorted(map(re.escape, {g for gate, _, _ in PATTERNS for g in gate.split("|")} | {"akia", "asia"}))))
 _ONE = str.maketrans("0123456789abcdefABCDEF", "1111111111aaaaaaAAAAAA")
 _DIGITS_ONE = bytes.maketrans(b"0123456789", b"1111111111")  # over the UTF-8 bytes: digits are never part of a

@@ -16,6 +16,7 @@ from typing import Any
 
 from triage.input.decompress import compression_of, safe_fd, safe_open
 from triage.input.read import open_stream
+from triage.lazyre import lazy
 from triage.model import ENGINE_KINDS, LogFile
 from triage.parsers import results as results_file
 from triage.parsers.config_file import looks_like_config
@@ -44,48 +45,48 @@ CONFIG_SUFFIXES = {".yaml", ".yml", ".toml"}
 
 # Name hints: (regex on the lower-cased file name, kind).
 NAME_HINTS = [
-    (re.compile(r"judge|verif|reward|(^|[^a-z])rm([^a-z]|$)|sandbox|grader|scor"), "verifier"),
-    (re.compile(r"sglang|sgl[-_]"), "sglang"),
-    (re.compile(r"vllm"), "vllm"),
-    (re.compile(r"engine|server|infer"), "sglang"),
-    (re.compile(r"train|megatron|fsdp|actor|deepspeed|worker"), "trainer"),
-    (re.compile(r"driver|ray|main|job|run|slime|miles|verl"), "driver"),
-    (re.compile(r"rollout|launch|client|generat"), "rollout"),
+    (lazy(r"judge|verif|reward|(^|[^a-z])rm([^a-z]|$)|sandbox|grader|scor"), "verifier"),
+    (lazy(r"sglang|sgl[-_]"), "sglang"),
+    (lazy(r"vllm"), "vllm"),
+    (lazy(r"engine|server|infer"), "sglang"),
+    (lazy(r"train|megatron|fsdp|actor|deepspeed|worker"), "trainer"),
+    (lazy(r"driver|ray|main|job|run|slime|miles|verl"), "driver"),
+    (lazy(r"rollout|launch|client|generat"), "rollout"),
 ]
 
-STRONG_TRAINER_NAME = re.compile(r"train|megatron|fsdp|deepspeed")
+STRONG_TRAINER_NAME = lazy(r"train|megatron|fsdp|deepspeed")
 
 # Content markers: kind -> regex; the kind with the most marker lines in the head wins. They are matched
 # against "\n" + head, so `\n` marks a line start: every alternative then starts with a literal character,
 # which lets `re` skip ahead to those characters (a `^` or `\b` first would make it try every position).
 CONTENT_MARKERS = {
-    "sglang": re.compile(
+    "sglang": lazy(
         r"server_args=ServerArgs|Decode batch[.,]|Prefill batch[.,]|sglang[./]|KV Cache is allocated|"
         r"max_total_num_tokens=|\n\[(?:\d{4}-\d\d-\d\d )?\d\d:\d\d:\d\d(?:\.\d+)?(?: [A-Z_]+\d+)+\] "
     ),
-    "vllm": re.compile(r"vllm|\n(?:INFO|WARNING|ERROR|DEBUG) \d\d-\d\d \d\d:\d\d:\d\d "),
+    "vllm": lazy(r"vllm|\n(?:INFO|WARNING|ERROR|DEBUG) \d\d-\d\d \d\d:\d\d:\d\d "),
 }
 # Case-blind markers, matched against the lower-cased head (much faster than re.I on 64 KiB).
 LOWER_MARKERS = {
-    "trainer": re.compile(r"megatron|deepspeed|fsdp|trainrayactor|step:\d+ - |step(?<!\wstep) \d+: \{|grad_norm"
+    "trainer": lazy(r"megatron|deepspeed|fsdp|trainrayactor|step:\d+ - |step(?<!\wstep) \d+: \{|grad_norm"
                           r"|timer train"),
-    "verifier": re.compile(r"reward|judge|verif|sandbox|compute_score|remote_rm"),
+    "verifier": lazy(r"reward|judge|verif|sandbox|compute_score|remote_rm"),
 }
-RAY_ACTORS = re.compile("\n" + RAY_ACTOR)
+RAY_ACTORS = lazy("\n" + RAY_ACTOR)
 # vLLM (V1, 0.10+) prefixes its own processes as Ray prefixes its actors: `(APIServer pid=1) INFO 08-01 ...`,
 # `(EngineCore_DP0 pid=2)`, `(VllmWorker rank=0 pid=3)`, `(Worker_TP1 pid=4)`. Several of them in one file make
 # a vLLM server log, not a Ray driver's combined log.
-VLLM_PROCESS = re.compile(r"(?:APIServer|EngineCore(?:_DP)?\d*|VllmWorker\w*|Worker(?:_TP\d+|_PP\d+)*|"
+VLLM_PROCESS = lazy(r"(?:APIServer|EngineCore(?:_DP)?\d*|VllmWorker\w*|Worker(?:_TP\d+|_PP\d+)*|"
                           r"ApiServer_\d+|EngineCoreProc\w*)$")
 # verl's driver log: the TaskRunner and WorkerDict actors, `main_ppo`/`ray_trainer` frames, the trainer's
 # `step:N - key:value` console lines (verl/trainer/main_ppo.py, verl/utils/tracking.py). `step` not after a word
 # character is tested behind the literal: a `\b` in front would make `re` try every position of the head.
-VERL_MARKERS = re.compile(r"\((?:TaskRunner|WorkerDict|AgentLoopWorker|RewardLoopWorker) pid=|verl\.trainer|"
+VERL_MARKERS = lazy(r"\((?:TaskRunner|WorkerDict|AgentLoopWorker|RewardLoopWorker) pid=|verl\.trainer|"
                           r"verl/trainer/|main_ppo|ray_trainer\.py|step(?<!\wstep):\d+ - ")
 # A wandb run directory (`wandb/run-<date>-<id>/` or `offline-run-...`): output.log is the script's console,
 # wandb-summary.json the last value of every metric, config.yaml the run's config; debug.log and
 # debug-internal.log are the wandb client's own logs (uploads, retries), not the run's.
-WANDB_RUN = re.compile(r"(?:^|/)(?:wandb/)?(?:offline-)?run-[\w.-]+/(?:files|logs)/(?P<name>[^/]+)$")
+WANDB_RUN = lazy(r"(?:^|/)(?:wandb/)?(?:offline-)?run-[\w.-]+/(?:files|logs)/(?P<name>[^/]+)$")
 WANDB_OWN = {"debug.log", "debug-internal.log", "debug-core.log", "debug-cli.log"}
 # Names only the wandb client writes: its own log wherever the run directory was copied or pointed at.
 WANDB_ONLY = {"debug-internal.log", "debug-core.log"}
@@ -249,7 +250,7 @@ def kind_from_name(name: str) -> str:
 # and looks_like_config (which splits the head into lines first: ~40 us a file) is not asked. One regex that starts
 # with a literal "\n" (re skips ahead to each newline) costs a quarter of seven substring tests.
 CONFIG_WORDS = ("inference", "miles", "trainer", "rollout", "verifier", "judge", "engine")
-_CONFIG_LINE = re.compile("\n(?:" + "|".join(CONFIG_WORDS) + ")")
+_CONFIG_LINE = lazy("\n(?:" + "|".join(CONFIG_WORDS) + ")")
 
 
 def _may_be_config(text: str) -> bool:
@@ -259,7 +260,7 @@ def _may_be_config(text: str) -> bool:
 # A .json that is a server's reply saved as is (an OpenAI-compatible error body {"error": ...} or {"object": "error",
 # ...}, a TGI/Inference API {"error": "Input validation error: ..."}, a chat/text completion with its usage) is the
 # evidence itself, not a configuration: it is scanned line by line like any log.
-_API_BODY = re.compile(
+_API_BODY = lazy(
     r'\s*\{\s*(?:"error"\s*:|"object"\s*:\s*"(?:error|chat\.completion|text_completion)"'
     r'|"id"\s*:\s*"[^"]{0,80}"\s*,\s*"object"\s*:\s*"(?:error|chat\.completion|text_completion)")'
 )
@@ -435,7 +436,7 @@ def _kind_by_name(rel: str) -> str:
     return wandb_kind(name) or kind_from_name(name) or "text"
 
 
-_UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+_UNPRINTABLE = lazy(r"[\x00-\x1f\x7f-\x9f]")
 
 
 def printable(name: str) -> str:

@@ -29,20 +29,20 @@ pieces become one line, then empty lines, so numbers and offsets stay).
 from __future__ import annotations
 
 import io
-import re
 from collections import Counter
 from typing import Any, BinaryIO
 
+from triage.lazyre import lazy_bytes
 from triage.prefixes import LINE_PREFIX
 
 MIN_WIDTH = 80  # narrower widths are ordinary short lines, not a terminal's
 HEAD = 16 << 10  # bytes of the head the width is decided on (a paste shows its width in its first long lines)
 PIECE = 1 << 16  # bytes read at a time
-FRAME = re.compile(rb'\s*File "')
-FRAME_REST = re.compile(rb'[^"\s]*", line \d+')  # the rest of a frame cut in its path
-FUNC_REST = re.compile(rb"\w+")  # the rest of a frame cut in its function's name
+FRAME = lazy_bytes(rb'\s*File "')
+FRAME_REST = lazy_bytes(rb'[^"\s]*", line \d+')  # the rest of a frame cut in its path
+FUNC_REST = lazy_bytes(rb"\w+")  # the rest of a frame cut in its function's name
 DIGITS_0 = bytes.maketrans(b"123456789", b"000000000")
-NOT_CONTINUATION = re.compile(
+NOT_CONTINUATION = lazy_bytes(
     rb"(?:\s\s|\t|\x1b|[\[({<#*=+|>-]|\d+[.)] |Traceback \(|During handling|The above exception|frame #"
     rb"|[A-Za-z_][\w.]*: |" + LINE_PREFIX.encode() + rb")"
 )
@@ -183,9 +183,9 @@ class Unwrapped(_Joined):
 # rule reads is whole. rich wraps greedily, so a row was wrapped exactly when the next row's first word would not
 # have fitted after it: those rows are joined again, with the blank the wrap dropped (none after a folded row: a
 # chunk of one word, as wide as the column).
-RICH_HEAD = re.compile(rb"(?:\[[^\]\n]{4,40}\]| {8,40}) (?:DEBUG|INFO|WARNING|ERROR|CRITICAL) {1,5}(?=\S)")
+RICH_HEAD = lazy_bytes(rb"(?:\[[^\]\n]{4,40}\]| {8,40}) (?:DEBUG|INFO|WARNING|ERROR|CRITICAL) {1,5}(?=\S)")
 RICH_LEVELS = (b" INFO     ", b" ERROR    ", b" WARNING  ", b" DEBUG    ")  # a level padded to its column: a cheap gate
-RICH_PATH = re.compile(rb" (\S+:\d+) *$")  # the source column of a record's first row
+RICH_PATH = lazy_bytes(rb" (\S+:\d+) *$")  # the source column of a record's first row
 
 
 def rich_layout(head: bytes) -> tuple[int, int]:

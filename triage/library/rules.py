@@ -14,12 +14,11 @@ from __future__ import annotations
 
 import functools
 import importlib.resources
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-
-import regex
 
 from triage.errors import TriageError
 from triage.library.cache import YamlCache
@@ -63,6 +62,8 @@ class Pattern:
     def compile(self) -> Any:
         """The compiled regex (compiling it now if it is not yet)."""
         if self._rx is None:
+            import regex  # not imported at start: a run compiles only the patterns its lines need (~15 ms)
+
             try:
                 self._rx = regex.compile(self.pattern)
             except regex.error as e:
@@ -120,7 +121,7 @@ class Rule:
     @property
     def plain_title(self) -> str:
         """The title without the `{number}` placeholders that check results fill in."""
-        return regex.sub(r"\s*\(\{\w+\}\)|\{\w+\}", "", self.title).rstrip(": ")
+        return re.sub(r"\s*\(\{\w+\}\)|\{\w+\}", "", self.title).rstrip(": ")
 
     def search(self, text: str) -> Any:
         """The first `match` regex's match on text, or None; TimeoutError when a regex runs away."""
@@ -292,7 +293,7 @@ def _read_yaml(path: Path) -> Any:
         raise LibraryError(f"{where}: invalid YAML: {getattr(e, 'problem', e)}") from None
 
 
-FRAGMENT_REF = regex.compile(r"\$\{(\w+)\}")
+FRAGMENT_REF = re.compile(r"\$\{(\w+)\}")
 def _expand(pattern: str, where: str, what: str, fragments: dict[str, str]) -> str:
     def sub(m: Any) -> str:
         name = m.group(1)
@@ -405,7 +406,7 @@ def _rule(raw: dict[str, Any], path: Path, lib: Library, fragments: dict[str, st
     for key in REQUIRED:
         if key not in raw:
             raise LibraryError(f"{where}: missing required key '{key}'")
-    if not isinstance(rid, str) or not regex.fullmatch(r"[a-z0-9-]+(\.[a-z0-9-]+)+", rid):
+    if not isinstance(rid, str) or not re.fullmatch(r"[a-z0-9-]+(\.[a-z0-9-]+)+", rid):
         raise LibraryError(f"{where}: id must be dotted lower-case words, e.g. serving.kv-retraction")
     categories, knobs = lib.categories, lib.knobs
     if not isinstance(raw["category"], str) or raw["category"] not in categories:
@@ -566,7 +567,7 @@ def _load_categories(read: Reader, path: Path, knobs: dict[str, KnobSpec]) -> di
     out: dict[str, Category] = {}
     for cid, raw in (data.get("categories") or {}).items():
         where = f"{path}: category {cid}"
-        if not isinstance(cid, str) or not regex.fullmatch(r"[a-z0-9]+(-[a-z0-9]+)*", cid):
+        if not isinstance(cid, str) or not re.fullmatch(r"[a-z0-9]+(-[a-z0-9]+)*", cid):
             raise LibraryError(f"{path}: category id {_quoted(cid)} must be lower-case words joined by '-'")
         if not isinstance(raw, dict):
             raise LibraryError(f"{where}: expected a mapping with title, knobs, not_knobs, explain")

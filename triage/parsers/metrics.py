@@ -36,38 +36,39 @@ from collections import Counter, deque
 from sys import intern
 from typing import Any
 
+from triage.lazyre import lazy
 from triage.model import Event, Line
 from triage.parsers.series_store import STEP_LIMIT, Joiner, MetricStore, RowPart, Rows
 from triage.safe_load import json_loads
 
-SLIME = re.compile(r"\b(?P<tag>(?:critic-)?step|rollout|perf|eval|multi_turn) (?P<step>\d+): \{")
-DICT_PAIR = re.compile(r"'(?P<k>[^']+)':\s*(?:np\.float\d*\(|tensor\()?(?P<v>-?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+|nan|inf)|True|False)")
-LOOSE_PAIR = re.compile(r"'([^']+)':\s*([^,}]+)")
+SLIME = lazy(r"\b(?P<tag>(?:critic-)?step|rollout|perf|eval|multi_turn) (?P<step>\d+): \{")
+DICT_PAIR = lazy(r"'(?P<k>[^']+)':\s*(?:np\.float\d*\(|tensor\()?(?P<v>-?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+|nan|inf)|True|False)")
+LOOSE_PAIR = lazy(r"'([^']+)':\s*([^,}]+)")
 SLIME_REACH = 40  # characters a SLIME match spans before its ": {" (tag, space, step number)
-VERL_STEP = re.compile(r"\bstep:(?P<step>\d+) - ")
-VERL_PAIR = re.compile(r"(?:^| - )(?P<k>[A-Za-z_][\w/@.\-]*):(?:np\.float\d*\(|tensor\()?"
+VERL_STEP = lazy(r"\bstep:(?P<step>\d+) - ")
+VERL_PAIR = lazy(r"(?:^| - )(?P<k>[A-Za-z_][\w/@.\-]*):(?:np\.float\d*\(|tensor\()?"
                        r"(?P<v>-?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|nan|inf))\)?(?= - |$|\s)")
-TRL = re.compile(r"\{'[^']{1,80}': ")
-WANDB = re.compile(r"^wandb:\s+(?P<k>[A-Za-z_][\w/@.\-]*)\s+(?P<v>-?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|nan|inf|NaN))\s*$")
-MLX = re.compile(r"\bIter (?P<step>\d+): (?=Train loss |Val loss )")
+TRL = lazy(r"\{'[^']{1,80}': ")
+WANDB = lazy(r"^wandb:\s+(?P<k>[A-Za-z_][\w/@.\-]*)\s+(?P<v>-?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|nan|inf|NaN))\s*$")
+MLX = lazy(r"\bIter (?P<step>\d+): (?=Train loss |Val loss )")
 MLX_REACH = 4096  # an `Iter N:` line's pairs are read from its first characters only (bounded regex work)
-MLX_PAIR = re.compile(r"(?P<k>[A-Za-z][\w /.-]{0,60}?) (?P<v>-?\d+\.?\d*(?:[eE][-+]?\d+)?|nan)(?: ?(?:GB|s))?(?:, |\s*$)")
+MLX_PAIR = lazy(r"(?P<k>[A-Za-z][\w /.-]{0,60}?) (?P<v>-?\d+\.?\d*(?:[eE][-+]?\d+)?|nan)(?: ?(?:GB|s))?(?:, |\s*$)")
 # A bar whose description and percentage a terminal redraw or a copy cut off still counts (`| 5971/9263 [...]`);
 # so does one whose postfix is cut before its closing bracket.
-TQDM = re.compile(r"(?:(?P<desc>[^|\r]*?)\s*\d{1,3}%\|[^|\r]*)?\|\s*(?P<n>\d+)/(?P<total>\d+)\s*"
+TQDM = lazy(r"(?:(?P<desc>[^|\r]*?)\s*\d{1,3}%\|[^|\r]*)?\|\s*(?P<n>\d+)/(?P<total>\d+)\s*"
                   r"\[(?P<elapsed>[\d:]+)<[\d:?]+,\s*(?P<rate>\d+\.?\d*)s/it(?P<post>[^\]\r|]*)")
 TQDM_REACH = 480  # characters a bar spans before its rate (description, percentage, bar, counts, times)
-TQDM_POST = re.compile(r"(?P<k>[A-Za-z_][\w/.]*)=(?P<v>-?\d+\.?\d*(?:[eE][-+]?\d+)?|nan)")
-VLLM_SPEED = re.compile(r"input: (?P<i>[\d.]+) toks/s, output: (?P<o>[\d.]+) toks/s")
-BULLET = re.compile(r"^\s*• (?P<k>[A-Za-z][\w /()-]*?): (?P<v>-?\d+\.?\d*(?:[eE][-+]?\d+)?)s?(?: \(|\s*$)")
-KV_PAIR = re.compile(r"(?:^|[,|]\s*)(?P<k>[A-Za-z][A-Za-z_ ]{0,40}?):\s*(?P<v>-?\d+\.?\d*(?:[eE][-+]?\d+)?|nan)(?=\s*[,|]|\s*$)")
-KV_STEP = re.compile(r"^\s*(?:Epoch|Step|Iter)\s*:?\s*\[?\d+/\d+\]?\s*\((?P<step>\d+)/\d+\)")
+TQDM_POST = lazy(r"(?P<k>[A-Za-z_][\w/.]*)=(?P<v>-?\d+\.?\d*(?:[eE][-+]?\d+)?|nan)")
+VLLM_SPEED = lazy(r"input: (?P<i>[\d.]+) toks/s, output: (?P<o>[\d.]+) toks/s")
+BULLET = lazy(r"^\s*• (?P<k>[A-Za-z][\w /()-]*?): (?P<v>-?\d+\.?\d*(?:[eE][-+]?\d+)?)s?(?: \(|\s*$)")
+KV_PAIR = lazy(r"(?:^|[,|]\s*)(?P<k>[A-Za-z][A-Za-z_ ]{0,40}?):\s*(?P<v>-?\d+\.?\d*(?:[eE][-+]?\d+)?|nan)(?=\s*[,|]|\s*$)")
+KV_STEP = lazy(r"^\s*(?:Epoch|Step|Iter)\s*:?\s*\[?\d+/\d+\]?\s*\((?P<step>\d+)/\d+\)")
 # a pasted summary: `key: number` pairs separated by two or more spaces (or a tab); the whole line is pairs
-SPACED_PAIR = re.compile(r"(?:^|\s{2,}|\t)(?P<k>[A-Za-z_][\w/@.\-]{0,80}):\s+"
+SPACED_PAIR = lazy(r"(?:^|\s{2,}|\t)(?P<k>[A-Za-z_][\w/@.\-]{0,80}):\s+"
                          r"(?P<v>-?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|nan|inf))(?=\s{2,}|\t|\s*$)")
 SPACED_ANCHORS = ("clipped_ratio: ", "clip_ratio: ", "reward_std: ", "frac_reward_zero_std: ")
-SWIFT_FILTERED = re.compile(r"Dataset filtered, origin length: (?P<n>\d+), filtered dataset length: (?P<kept>\d+)")
-VERL_DATASET = re.compile(r"(?:^|\) )(?P<filter>filter )?dataset len: (?P<n>\d+)\s*$")
+SWIFT_FILTERED = lazy(r"Dataset filtered, origin length: (?P<n>\d+), filtered dataset length: (?P<kept>\d+)")
+VERL_DATASET = lazy(r"(?:^|\) )(?P<filter>filter )?dataset len: (?P<n>\d+)\s*$")
 DATASET_GAP = 200  # lines between verl's `dataset len:` and its `filter dataset len:` (the filter map's bars)
 BLOCKS = ("wandb", "nemo-rl")  # frameworks that print one value a line
 BLOCK_GAP = 8  # lines a wandb summary or NeMo-RL block may skip (headings, unanchored bullets) and stay one record
@@ -85,7 +86,7 @@ TRL_ANCHORS = ("'epoch': ", "'objective/", "'rewards/", "'reward': ", "'completi
                "'kl': ")
 TRL_GAP = 6  # lines a broken dict's next anchored key may lie below the last one (unanchored keys between)
 # a continuation line of a broken dict: `'key': value,` (no opening brace on the line)
-TRL_CONT = re.compile(r"^\s*'[^'{}]{1,80}':\s")
+TRL_CONT = lazy(r"^\s*'[^'{}]{1,80}':\s")
 ANCHORS = DICT_ANCHORS + TRL_ANCHORS + (
     "step:", " - timing_s/", " - actor/", " - critic/", " - response_length/", "{'loss'", '"reward"', '"score"',
     '"loss": ', "wandb: ", ": Train loss ", ": Val loss ", "s/it]", "s/it,", "• Avg Reward:", "• Total step time:",

@@ -25,6 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
+from triage.lazyre import lazy
 from triage.model import Event, Line, LogFile
 from triage.safe_load import json_loads, json_raw_decode
 
@@ -69,9 +70,9 @@ METRIC_NAMES = {"loss", "grad_norm", "lr", "learning_rate", "epoch", "global_ste
                 "_runtime", "_timestamp", "train_loss", "eval_loss", "kl", "entropy", "policy_loss", "pg_loss"}
 # A status value that says the verifier (not the sample) failed. A program's own failure (`Failed`, a
 # candidate's runtime error in `run_result.status`) is the sample's outcome, not the verifier's.
-ERROR_STATUS = re.compile(r"(?i)^(?:error|errored|exception|sandbox_?error|internal_?error|api_?error|crash(?:ed)?"
+ERROR_STATUS = lazy(r"(?i)^(?:error|errored|exception|sandbox_?error|internal_?error|api_?error|crash(?:ed)?"
                           r"|unavailable|rate_?limit(?:ed)?|server_?error|judge_?error|verifier_?error|unknown_?error)$")
-PROGRAM_STATUS = re.compile(r"(?i)(?:^|\.)(?:run_result|compile_result|exec_result|execution|program|tests?|driver)\.")
+PROGRAM_STATUS = lazy(r"(?i)(?:^|\.)(?:run_result|compile_result|exec_result|execution|program|tests?|driver)\.")
 TIMEOUT_TEXT = r"(?i)time\s*-?\s*out|timed\s*out|time\s*limit|timelimit|deadline exceeded|TLE\b"
 EMPTY = ("", "none", "null", "nan", "false", "0", "[]", "{}", "ok", "n/a")
 
@@ -204,7 +205,7 @@ def jsonl_head_columns(text: str, limit: int = 20) -> list[str]:
 
 
 WRAPPER_KEYS = ("results", "samples", "data", "details", "records", "outputs", "predictions", "rows", "items")
-_KEY = re.compile(r'"((?:[^"\\]|\\.){1,80})"\s*:')
+_KEY = lazy(r'"((?:[^"\\]|\\.){1,80})"\s*:')
 
 
 def json_head_columns(text: str) -> list[str]:

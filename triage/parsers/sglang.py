@@ -9,28 +9,28 @@ comma, `#full token`/`#swa token`, `mamba num`/`mamba usage`, PD fields.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
+from triage.lazyre import lazy
 from triage.model import Event, Line
 from triage.parsers.values import literal
 
 # `key: value` pairs of a stats line; keys hold spaces, '#', '-', '/', '(' ')' and '.'.
 # Keys are short (the longest SGLang prints is under 40 characters); the bound keeps a garbage line linear.
-STAT_PAIR = re.compile(r"(#?[A-Za-z][A-Za-z0-9 #\-/().]{0,60}?): (-?[\d.]+%?|True|False)(?=,|$|\s)")
-STATS = re.compile(r"\b(Decode|Prefill) batch(?:\(mixed #running-req: \d+\))?(?: \[\d+\])?[.,] ")
+STAT_PAIR = lazy(r"(#?[A-Za-z][A-Za-z0-9 #\-/().]{0,60}?): (-?[\d.]+%?|True|False)(?=,|$|\s)")
+STATS = lazy(r"\b(Decode|Prefill) batch(?:\(mixed #running-req: \d+\))?(?: \[\d+\])?[.,] ")
 
 # server_args=ServerArgs(... field=value, ...): values may be quoted strings, lists, or nested reprs.
-SERVER_ARG = re.compile(r"\b([a-z_][a-z0-9_]*)=('(?:[^'\\]|\\.)*'|\[[^\]]*\]|[^,()\[\]]+)")
-CAPACITY = re.compile(r"\b(max_total_num_tokens|chunked_prefill_size|max_prefill_tokens|max_running_requests|"
+SERVER_ARG = lazy(r"\b([a-z_][a-z0-9_]*)=('(?:[^'\\]|\\.)*'|\[[^\]]*\]|[^,()\[\]]+)")
+CAPACITY = lazy(r"\b(max_total_num_tokens|chunked_prefill_size|max_prefill_tokens|max_running_requests|"
                       r"context_len|available_gpu_mem|available_cpu_mem)=([-\d.]+)")
-KV_ALLOC = re.compile(r"KV Cache is allocated\..*?#tokens: (\d+)")
-MAMBA_ALLOC = re.compile(r"Mamba Cache is allocated\. max_mamba_cache_size: (\d+)")
-SWA_POOL = re.compile(r"[Ss]liding window memory pool.*?full_layer_tokens=(\d+), swa_layer_tokens=(\d+)")
-REDUCED = re.compile(r"max_running_requests was reduced from the requested (\d+) to (\d+)")
-RETRACTED = re.compile(r"(?:[Dd]ecode out of memory happened[.,]|Retract requests\.) #retracted_reqs: (\d+)")
+KV_ALLOC = lazy(r"KV Cache is allocated\..*?#tokens: (\d+)")
+MAMBA_ALLOC = lazy(r"Mamba Cache is allocated\. max_mamba_cache_size: (\d+)")
+SWA_POOL = lazy(r"[Ss]liding window memory pool.*?full_layer_tokens=(\d+), swa_layer_tokens=(\d+)")
+REDUCED = lazy(r"max_running_requests was reduced from the requested (\d+) to (\d+)")
+RETRACTED = lazy(r"(?:[Dd]ecode out of memory happened[.,]|Retract requests\.) #retracted_reqs: (\d+)")
 # The largest input the scheduler accepts, in its rejection (2024-10 ->) and auto-truncation (2025-08 ->) messages.
-INPUT_LIMIT = re.compile(r"Input length \((?P<input_tokens>\d+) tokens\) exceeds the maximum allowed length \((?P<max_allowed>\d+) tokens\)"
+INPUT_LIMIT = lazy(r"Input length \((?P<input_tokens>\d+) tokens\) exceeds the maximum allowed length \((?P<max_allowed>\d+) tokens\)"
                          r"|max_req_input_len=(?P<truncated_at>\d+)")
 # Requests waiting for KV room besides the queue: PD decode's pre-allocation queue, requests retracted there.
 WAITING_TOO = ("#prealloc-req", "#retracted-req")

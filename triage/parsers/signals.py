@@ -29,6 +29,7 @@ from bisect import bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from triage.lazyre import lazy
 from triage.model import Event, Hit, Line
 
 # -- levels -------------------------------------------------------------------------------------------------
@@ -37,7 +38,7 @@ _LEVEL_WORD = {"FATAL": "fatal", "CRITICAL": "critical", "ERROR": "error", "F": 
                "fatal": "fatal", "critical": "critical", "error": "error", "Fatal": "fatal", "Critical": "critical",
                "Error": "error"}
 # In the prefix a launcher or logger put in front of the message (split off by origins.LINE_PREFIX).
-PREFIX_LEVEL = re.compile(
+PREFIX_LEVEL = lazy(
     r"(?:^|[\s\[(|:,])(?P<w>ERROR|CRITICAL|FATAL)(?=[\s\]):|,]|$)(?! \| stderr \|)"  # FastChat's stderr: no level
     r"|[\d,.] (?P<ray>[EF]) \d+ \d+\]"  # Ray C++ components: `[2022-04-25 18:24:10,728 E 4497 4497]`
     # glog, gRPC, abseil, torch elastic `E0801 13:23:20.000000 32974 api.py:874]` (glog >= 0.7: `E20240801 ...`);
@@ -46,7 +47,7 @@ PREFIX_LEVEL = re.compile(
     r"|\d: (?P<tsl>[EF]) [\w./-]+:\d+\]"  # TensorFlow/XLA C++ logging: `2025-07-18 19:09:55.245872: E file.cc:42]`
 )
 # In the message's head, for formats whose prefix is not split off.
-HEAD_LEVEL = re.compile(
+HEAD_LEVEL = lazy(
     r"^(?:\([^)]{1,80}\) )?(?:\[[^\]]{0,60}\]:?)?\s?(?P<w>ERROR|CRITICAL|FATAL)(?=[\s\]):|])"  # `(Worker rank=0 pid=1) ERROR ...`
     r"|^\s?(?:[-|]\s*)?(?:[\w.]+\s*[-|]\s*)?(?P<w2>ERROR|CRITICAL|FATAL)\s*[-|](?! stderr \|)"  # `- root - ERROR -`, `| ERROR |`
     r"|(?:^|[\[\s:])(?P<glog>[EF])\d{3,4} \d\d:\d\d:\d\d\.\d+\s+\d*"  # glog / torch c10: `E1206 10:00:00.123 ...`
@@ -82,24 +83,24 @@ def is_error_level(line: Line) -> bool:
 # `WARNING 06-25 16:32:09 [import_utils.py:408]`, logging `WARNING:root:`, `[WARNING]`), a glog/torch c10 `W1206`
 # level (glog pads the month, `W0114`; torch c10 does not: `[W114 12:02:28.872705088 compiler_depend.ts:83]`,
 # `[W929 ...]`, so January to September have three digits), or a Python `warnings` record (`/.../torchvision/io/image.py:13: UserWarning: ...`).
-PREFIX_WARNING = re.compile(r"(?:^|[\s\[(|:,])WARN(?:ING)?(?=[\s\]):|,]|$)|(?:^|[\s\[:\]])W\d{3,8} \d\d:\d\d:\d"
+PREFIX_WARNING = lazy(r"(?:^|[\s\[(|:,])WARN(?:ING)?(?=[\s\]):|,]|$)|(?:^|[\s\[:\]])W\d{3,8} \d\d:\d\d:\d"
                             r"|\[W [\w./-]+:\d+\]|[\d,.] W \d+ \d+\]"  # glog, torch c10 (both forms), Ray C++
                             r"|\d: W [\w./-]+:\d+\]")  # TensorFlow/XLA C++ logging
 # The same in the message's head, for formats whose prefix is not split off: pip's `WARNING: Retrying (...)`,
 # `[rank7]:[W1217 01:28:11.167 compiler_depend.ts:83] Warning: ...` (torch_npu / c10), `W1206 10:00:00.123 ...`.
-HEAD_WARNING = re.compile(
+HEAD_WARNING = lazy(
     r"^(?:\([^)]{1,80}\) )?(?:\[[^\]]{0,60}\]:?)?\s?WARN(?:ING)?(?=[\s\]):|])"
     r"|^(?:\[[^\]]{0,60}\]:?)?\[?W\d{3,4} \d\d:\d\d:\d\d"
 )
 # A Python `warnings` record (`/.../torchvision/io/image.py:13: UserWarning: ...`) and the source line Python echoes
 # under it (`  warnings.warn(f"Failed to create processor: {e}...`).
-WARNINGS_RECORD = re.compile(r"^\s?\S+\.py:\d+: (?:[A-Z]\w*)?Warning: |^\s*warnings\.warn\(")
+WARNINGS_RECORD = lazy(r"^\s?\S+\.py:\d+: (?:[A-Z]\w*)?Warning: |^\s*warnings\.warn\(")
 
 
 # A tqdm bar at the head of a line ("Capturing batches (bs=36 avail_mem=17.38 GB):   0%|          | 0/6 [00:00<?,
 # ?it/s]"): tqdm redraws without a newline, so the next writer's line starts after it (SGLang on Ascend, real-extra
 # 608: a torch_npu `[W1217 ...] Warning:` glued to a CUDA-graph capture bar).
-TQDM_HEAD = re.compile(r"^[^|\n]{0,160}?\d{1,3}%\|[^|]{0,80}\| *\d+/\d+ \[[^\]]{0,80}\]")
+TQDM_HEAD = lazy(r"^[^|\n]{0,160}?\d{1,3}%\|[^|]{0,80}\| *\d+/\d+ \[[^\]]{0,80}\]")
 
 
 def is_warning_level(line: Line) -> bool:
@@ -116,11 +117,11 @@ def is_warning_level(line: Line) -> bool:
 
 # -- process ends and shutdowns -----------------------------------------------------------------------------
 TRACEBACK = "Traceback (most recent call last)"
-FRAME = re.compile(r'^\s*File "[^"]*", line \d+')
+FRAME = lazy(r'^\s*File "[^"]*", line \d+')
 # A traceback's final line: `[pkg.]Name[(Inner)]: message` or a bare `[pkg.]Name` (StopIteration: a DataLoader or
 # data iterator that ran dry, printed unqualified as a builtin); Python's base `Exception: message` too (raised bare
 # by libraries: tokenizers' "Exception: expected value at line 1 column 1").
-EXC_LINE = re.compile(
+EXC_LINE = lazy(
     r"^\s{0,4}(?:[a-z_]\w*\.)*(?P<name>[A-Z]\w*(?:Error|Exception|Failure|Fault|Exit|Interrupt|Exhausted|Died|Iteration)"
     r"|Exception(?=:))"
     r"(?:\((?P<inner>[^)]*)\))?(?::\s?(?P<message>.*)|\s*)$"
@@ -131,7 +132,7 @@ EXC_LINE = re.compile(
 # out. Such a line reaches Python as a candidate: it holds an anchor (`Timeout` here, a rule's literal such as
 # Triton's "out of resource: shared memory"), or it is the first line after a traceback's frames (traceback_end:
 # `_queue.Empty`).
-DOTTED_EXC_LINE = re.compile(
+DOTTED_EXC_LINE = lazy(
     r"^\s?(?:[a-z_]\w*\.)+(?P<name>[A-Z][a-z]\w*?)(?:\((?P<inner>[^)]*)\))?(?::\s?(?P<message>.*)|\s*)$"
 )
 
@@ -146,16 +147,16 @@ DOTTED_EXC_LINE = re.compile(
 # left, which `unboxed` writes as Python's own frame line so every reader of frames sees one. A path too
 # long for the panel wraps: the function's name goes to the next line (the frame keeps its file and line), a path
 # cut in the middle is no frame.
-BOX_TOP = re.compile(r"^[╭┏┌][─━ ]+(?P<title>[^─━╮┓┐]*?)\s*[─━]+[╮┓┐]\s*$")
-RICH_FRAME = re.compile(r"^(?P<path>(?=[^\s:]*[/\\])[^\s:]+|[A-Za-z]:\\\S+?):(?P<line>\d+)(?: in(?: (?P<func>\S+))?)?$")
-RICH_FRAME_NOFILE = re.compile(r"^in (?P<func>\S+):(?P<line>\d+)$")
+BOX_TOP = lazy(r"^[╭┏┌][─━ ]+(?P<title>[^─━╮┓┐]*?)\s*[─━]+[╮┓┐]\s*$")
+RICH_FRAME = lazy(r"^(?P<path>(?=[^\s:]*[/\\])[^\s:]+|[A-Za-z]:\\\S+?):(?P<line>\d+)(?: in(?: (?P<func>\S+))?)?$")
+RICH_FRAME_NOFILE = lazy(r"^in (?P<func>\S+):(?P<line>\d+)$")
 # IPython >= 8 (IPython/core/ultratb.py, VerboseTB) heads a frame `File /path/x.py:67, in func(args)` (`~` for the home
 # directory, a relative path), a notebook cell's `Cell In[12], line 3`, the frame's source lines under it with `---->`
 # at the line that ran: Jupyter output pasted from a notebook (unsloth's and TRL's GRPO notebooks).
-IPYTHON_FRAME = re.compile(r"^\s*(?:File (?P<path>[^\s\"]\S*?):(?P<line>\d+), in (?P<func>[\w<>.]+)|Cell (?P<cell>In\s?\[\d*\]), line (?P<cline>\d+))")
+IPYTHON_FRAME = lazy(r"^\s*(?:File (?P<path>[^\s\"]\S*?):(?P<line>\d+), in (?P<func>[\w<>.]+)|Cell (?P<cell>In\s?\[\d*\]), line (?P<cline>\d+))")
 # IPython < 8 (Colab until 2024) heads a frame `/path/x.py in func(args)` or `<ipython-input-3-9b2e> in <module>()`,
 # with the line that ran on the `--> 67` row below (no candidate line): the frame reads line 0.
-IPYTHON7_FRAME = re.compile(
+IPYTHON7_FRAME = lazy(
     r"^(?P<path>(?:/|~/|\.{1,2}/|[A-Za-z]:\\)\S*\.py|<ipython-input-[\w-]+>) in (?P<func>[^\s(][^(]*?)\(.*\)\s*$")
 # What makes a boxed line a candidate line (scanner anchors): a rich frame's absolute path or file-less form. The
 # annotation lines under loguru's `diagnose` frames (`│    └ <value>`, loguru/_better_exceptions.py, as in the
@@ -166,23 +167,23 @@ RENDER_ANCHORS = ("│ /", "│ in ", "└ ", "File /", "File ~", "File .", "Cel
 # A frame line whose head a paste or a viewer's column cut off: `slime/slime_plugins/models/glm4.py", line 11, in
 # get_glm_spec` (a paste that starts inside Python's `  File "/root/slime/...` line, slime issue 1656). The path's end,
 # `.py"` and `, line N` stay, which nothing but a frame prints: read as the frame it was.
-CUT_FRAME = re.compile(r'^(?P<path>[^\s"]*\.py)", line (?P<line>\d+)(?:, in (?P<func>\S+))?\s*$')
+CUT_FRAME = lazy(r'^(?P<path>[^\s"]*\.py)", line (?P<line>\d+)(?:, in (?P<func>\S+))?\s*$')
 # A Rust panic (std's default panic hook, library/std/src/panicking.rs): `thread 'main' panicked at 'msg',
 # src/x.rs:12:5` (Rust < 1.73), `thread 'main' panicked at src/x.rs:12:5:` with the message on the next line (1.73+),
 # `thread 'main' (73) panicked at ...` (1.89+ adds the thread id); `stack backtrace:` and numbered frames follow with
 # RUST_BACKTRACE. A Python extension built with pyo3 (HF tokenizers, sglang's router, vLLM's Rust parts) raises
 # pyo3_runtime.PanicException after it, a Rust program (sgl-model-gateway, vllm.rs, mistral.rs) stops there or
 # loses the thread. It is the final line of a chain of its own, named `panic`.
-RUST_PANIC = re.compile(
+RUST_PANIC = lazy(
     r"^\s*thread '(?P<thread>[^']*)'(?: \(\d+\))? panicked at (?:'(?P<message>.*)', \S+:\d+(?::\d+)?|\S+:\d+(?::\d+)?:?)\s*$"
 )
 # pytest's short test summary (_pytest/terminal.py, `-r` report, pytest >= 6): `FAILED tests/x.py::test_y[p] - Exc: msg`
 # (`ERROR` for a failure outside the test's call: setup, teardown, collection), the first line of the test's
 # exception after ` - `; a bare `assert ...` for an assert rewritten by pytest, `Failed: msg` for pytest.fail. It is
 # the last thing a CI job's test step prints about a failed test: a chain of its own, ended by that exception.
-PYTEST_SUMMARY = re.compile(r"^(?:FAILED|ERROR) (?P<node>\S+\.py(?:::\S.*?)?) - (?P<crash>\S.*)$")
-PYTEST_OUTCOME = re.compile(r"^(?P<name>Failed|assert)(?::\s?|\s)(?P<message>.*)$")
-ANNOTATION = re.compile(r"^\s*(?:[│┃]\s*)*└ ")
+PYTEST_SUMMARY = lazy(r"^(?:FAILED|ERROR) (?P<node>\S+\.py(?:::\S.*?)?) - (?P<crash>\S.*)$")
+PYTEST_OUTCOME = lazy(r"^(?P<name>Failed|assert)(?::\s?|\s)(?P<message>.*)$")
+ANNOTATION = lazy(r"^\s*(?:[│┃]\s*)*└ ")
 # The end of a traceback pasted without its frames: the statement that raised, echoed as Python prints it under the
 # innermost frame, then the exception line. Python 3.11+ marks the failing expression with a caret line (`^^^^`,
 # `~~~~^^^^`), which nothing else in a Python log prints; an `assert` echo ends in AssertionError and a `raise X(...)`
@@ -190,8 +191,8 @@ ANNOTATION = re.compile(r"^\s*(?:[│┃]\s*)*└ ")
 # issue 158: the `assert len(actor_names) == ...` line, a blank line, AssertionError). Those lines are candidates
 # (ECHO_ANCHORS) so the exception line after them ends a chain of its own.
 ECHO_ANCHORS = ("^^^", "assert ", "raise ")
-CARETS = re.compile(r"^\s*[~^]*\^[~^]*\s*$")
-ECHO_STATEMENT = re.compile(r"^\s*(?:assert\s|raise\s+(?:[a-z_]\w*\.)*(?P<raised>[A-Z]\w*))")
+CARETS = lazy(r"^\s*[~^]*\^[~^]*\s*$")
+ECHO_STATEMENT = lazy(r"^\s*(?:assert\s|raise\s+(?:[a-z_]\w*\.)*(?P<raised>[A-Z]\w*))")
 ECHO_GAP = 2  # lines from the echo (caret line or statement) to its exception line: a blank line a paste put between
 WIDE_CHAIN = 120  # lines a rendered traceback's source, locals and annotation lines may put between its frame lines
 
@@ -230,23 +231,23 @@ def _frame(f: re.Match[str]) -> str:
 # V1's API server when an engine core died while starting ("Engine core initialization failed. See root cause above.
 # Failed core proc(s): {...}", wait_for_engine_startup in vllm/v1/engine/utils.py, 0.8 to 0.27; real-extra 1268,
 # where the engine core's TypeError from a flashinfer import is the cause).
-POINTS_ABOVE = re.compile(r"See stack trace (?:\(above\) )?for the root cause|look up to see its traceback"
+POINTS_ABOVE = lazy(r"See stack trace (?:\(above\) )?for the root cause|look up to see its traceback"
                           r"|See root cause above")
 # An exception that only says a retry loop gave up (SGLang's utils retry(): "Exception: retry() exceed maximum number
 # of retries.", 0.5.x; tenacity's RetryError): the error it was retrying, chained above it, is the cause.
-RETRIES_WRAPPER = re.compile(r"(?i)exceed(?:ed)? (?:the )?maximum number of retries|^(?:[\w.]+\.)?RetryError\b")
+RETRIES_WRAPPER = lazy(r"(?i)exceed(?:ed)? (?:the )?maximum number of retries|^(?:[\w.]+\.)?RetryError\b")
 # A launcher's exception that only reports that a child process failed (torch elastic's ChildFailedError, torchrun
 # and accelerate launch, torch 1.9-2.x: "torch.distributed.elastic.multiprocessing.errors.ChildFailedError:" then the
 # Root Cause table): the child's own exception printed before it is the cause.
-LAUNCHER_WRAPPER = re.compile(r"\bChildFailedError\b")
+LAUNCHER_WRAPPER = lazy(r"\bChildFailedError\b")
 LAUNCHER_GENERIC = frozenset({"other.job-failed"})  # the launcher's own "a child failed" rows, no cause in them
 # Headers of exceptions logged by the asyncio loop, the garbage collector or a thread that dies alone: they do
 # not end the process that printed them.
-NOT_FATAL_HEAD = re.compile(
+NOT_FATAL_HEAD = lazy(
     r"Task exception was never retrieved|Future exception was never retrieved|Exception in callback"
     r"|Exception ignored in|Error in atexit|Exception in thread|Exception on /|Error in sys\.excepthook"
 )
-SHUTDOWN = re.compile(
+SHUTDOWN = lazy(
     r"(?P<sig>SIGTERM|SIGINT) received\b"  # SGLang SignalHandler (2024-2026)
     r"|Received (?:signal )?(?P<sig2>SIGTERM|SIGINT|SIGHUP)\b"
     r"|received signal[= ](?:SIG)?(?P<sig3>TERM|INT|15|2)\b"  # vLLM 2026 `[shutdown] ... received signal=SIGINT`
@@ -259,7 +260,7 @@ SHUTDOWN = re.compile(
     r"|\*\*\* (?:JOB|STEP) \S+ ON \S+ CANCELLED AT \S+"  # Slurm scancel or time limit
 )
 # A child that ended by SIGTERM/SIGINT: its parent prints the exit code; never a crash of its own.
-SIGNAL_EXIT = re.compile(
+SIGNAL_EXIT = lazy(
     r"exit(?:ed with)? (?:code|status) (?:-(?:15|2)|143|130)\b|exitcode\s*:\s*-(?:15|2)\b"
     r"|<Signals\.SIG(?:TERM|INT): (?:15|2)>|Signal (?:15|2) \(SIG(?:TERM|INT)\) received"
 )
@@ -278,7 +279,7 @@ CHAIN = 8  # a traceback that starts within this many lines of the previous fina
 # come between), within TB_LOOK lines and behind the frame line's own prefix (a Ray actor's `(TaskRunner pid=N)`,
 # torch elastic's `[rank0]:`); that line is a candidate line all the same (Scanner.candidates; _linescan.c tb_end).
 TB_LOOK = 6
-TB_FRAME = re.compile(r'File "[^"]*", line \d')
+TB_FRAME = lazy(r'File "[^"]*", line \d')
 
 
 def traceback_end(text: str, bol: int, eol: int) -> int:
@@ -622,7 +623,7 @@ def _stop_echoes(stop: Line | None, found: list[Chain], unclaimed: list[Line]) -
 # are too: Hendrycks MATH's is_equiv (verl utils/reward_score/math.py), Qwen2.5-Math's grader math_equal /
 # symbolic_equal / numeric_equal (copied into verl's reward_score/prime_math/grader.py and RLinf's rstar2 grader); a
 # frame of PyTorch, JAX or TensorFlow itself is never one (JAX's shape_poly has a symbolic_equal of its own).
-REWARD_FRAME = re.compile(
+REWARD_FRAME = lazy(
     r'File "[^"]*(?:/reward_score/|/reward_manager/|/rewards?/|/reward_func\w*|reward\w*\.py|/rubrics?/|math_verify/'
     r'|/sandbox\w*/|/judges?/|compute_score\w*\.py)'
     r'|, in (?:compute_score|default_compute_score|reward_fn|\w+_reward|reward_func\w*|_?compute_reward\w*|_?get_reward\w*'
@@ -635,7 +636,7 @@ REWARD_FRAME = re.compile(
 # (SGLang speculative/eagle_worker*.py, vLLM spec_decode), its `*_reward.py` a reward model it serves; an exception
 # there is the engine's failure, not a reward function's. Nor is a frame of a tensor framework's own package reward
 # code, whatever its function is called (JAX's shape_poly.symbolic_equal compares shape dimensions).
-ENGINE_FRAME = re.compile(r'File "[^"]*/(?:sglang/srt|vllm|vllm_ascend|tensorrt_llm|lmdeploy|text_generation_server'
+ENGINE_FRAME = lazy(r'File "[^"]*/(?:sglang/srt|vllm|vllm_ascend|tensorrt_llm|lmdeploy|text_generation_server'
                           r'|torch|jax|jaxlib|tensorflow)/')
 
 
@@ -647,14 +648,14 @@ def is_reward_frame(frame: str) -> bool:
 # SymPy's own frames: in an RL run the answer checker is what calls SymPy (Math-Verify, latex2sympy, graders built on
 # sympy.simplify/solve), unless PyTorch does (torch.compile's shape reasoning runs through torch/utils/_sympy and
 # sympy/): a chain that holds a torch frame is not the grader's.
-SYMPY_FRAME = re.compile(r'File "[^"]*/(?:sympy|latex2sympy2?\w*)/')
-TORCH_FRAME = re.compile(r'File "[^"]*/torch/')
+SYMPY_FRAME = lazy(r'File "[^"]*/(?:sympy|latex2sympy2?\w*)/')
+TORCH_FRAME = lazy(r'File "[^"]*/torch/')
 
 
 # faulthandler's stack dump (`Thread 0x... (most recent call first):`, Python 3.3-3.13, printed by a watchdog or a
 # fatal signal while a run hangs) writes its frames as `File "x.py", line N in f`, without the comma of a traceback's
 # `line N, in f`: it lists where every thread stood, and none of them raised.
-DUMP_FRAME = re.compile(r'File "[^"]*", line \d+ in ')
+DUMP_FRAME = lazy(r'File "[^"]*", line \d+ in ')
 
 
 def stack_dump(c: Chain) -> bool:
@@ -671,7 +672,7 @@ def through_reward_code(c: Chain) -> bool:
 # A reward function named for what it rewards: `correctness_reward_func`, `xmlcount_reward_func`, `int_reward_func`
 # (willccbb's GRPO demo, copied into unsloth's notebooks and RL Swarm), `format_reward_fn`; in a notebook its frame's
 # file is a cell (`<ipython-input-9-...>`, `<In[9]>`), so the name is all there is.
-REWARD_FUNC_FRAME = re.compile(r", in \w*reward_(?:func|fn)\w*\s*$")
+REWARD_FUNC_FRAME = lazy(r", in \w*reward_(?:func|fn)\w*\s*$")
 
 
 def escaped_reward_code(c: Chain) -> bool:
@@ -688,7 +689,7 @@ def reward_chains(found: list[Chain]) -> list[Chain]:
     return [c for c in found if c.final is not None and through_reward_code(c)]
 
 
-RAY_REPEAT = re.compile(r"\s*\[repeated \d+x across cluster\].*$")
+RAY_REPEAT = lazy(r"\s*\[repeated \d+x across cluster\].*$")
 
 
 def _signature(c: Chain) -> tuple[str, str]:
@@ -805,7 +806,7 @@ def shutdown_event(ex: Exits) -> Event | None:
 # -- callees --------------------------------------------------------------------------------------------------
 # A failed call: HTTP status errors (client exceptions, JSON error bodies, access-log lines), timeouts, refused
 # connections, exhausted retries.
-CALL_ERROR = re.compile(
+CALL_ERROR = lazy(
     r"HTTPConnectionPool|HTTPSConnectionPool|Max retries|[Rr]etries exhausted|ClientResponseError|HTTPStatusError"
     r"|HTTPError|ConnectError|ConnectionError|Connection refused|ConnectTimeout|ReadTimeout|[Tt]imed? ?out"
     r"|Error code: \d{3}|status(?:_code)?[=:]\s*[45]\d\d|\"code\":\s*[45]\d\d|'code': [45]\d\d|retrying"
@@ -813,7 +814,7 @@ CALL_ERROR = re.compile(
 )
 # Where the call went, from its URL (or urllib3's `with url: /path`): a judge, reward model or sandbox is the
 # verifier; the policy engine's generate/completions endpoints are the engine.
-VERIFIER_URL = re.compile(
+VERIFIER_URL = lazy(
     r"(?:https?://[^\s'\",)]*?|with url: ?|url=\S*?|endpoint[=:] ?\S*?)"
     r"/(?:get_reward|rewards?|reward_model|rm|judge\w*|verify\w*|verifier\w*|grade\w*|grader|sandbox\w*|run_code"
     r"|execute|run_tests?|score\w*|evaluate)(?:[/?'\"\s,)]|$)"
@@ -821,7 +822,7 @@ VERIFIER_URL = re.compile(
     r"|judge[_ ]server|llm[_ ]judge)\b",
     re.IGNORECASE,
 )
-ENGINE_URL = re.compile(
+ENGINE_URL = lazy(
     r"(?:https?://[^\s'\",)]*?|with url: ?|url=\S*?)/(?:generate|v1/(?:chat/)?completions|v1/responses)(?:[/?'\"\s,)]|$)"
 )
 
@@ -842,7 +843,7 @@ def events_of(run_events: list[Event], kind: str) -> list[Event]:
     return [e for e in run_events if e.kind == kind]
 
 
-FRAME_PARTS = re.compile(r'File "(?P<path>[^"]*)", line (?P<line>\d+)(?:, in (?P<func>\S+))?')
+FRAME_PARTS = lazy(r'File "(?P<path>[^"]*)", line (?P<line>\d+)(?:, in (?P<func>\S+))?')
 
 
 def describe_frames(frames: list[str]) -> str:

@@ -61,39 +61,38 @@ a year). Sources and real lines: fixtures/lines/startup-*.log and fixtures/lines
 
 from __future__ import annotations
 
-import re
-
+from triage.lazyre import lazy
 from triage.model import Event, Line
 
 # SGLang model_runner: "Load weight end. [elapsed=X s, ]type=..., avail mem=X GB[, mem usage=X GB]."
-LOAD_END = re.compile(r"Load weight end\.(?: elapsed=(?P<elapsed>[\d.]+) s,)?.*?avail mem=(?P<avail>[\d.]+) GB"
+LOAD_END = lazy(r"Load weight end\.(?: elapsed=(?P<elapsed>[\d.]+) s,)?.*?avail mem=(?P<avail>[\d.]+) GB"
                       r"(?:, mem usage=(?P<usage>[\d.]+) GB)?")
 # SGLang cuda_graph_runner / cuda_graph_setup: end and begin of a capture, every variant of log-formats.md A.c.
-CAPTURE_END = re.compile(r"Capture (?P<what>[\w ]*?)(?:cuda|CUDA|cpu|npu) graph end\. "
+CAPTURE_END = lazy(r"Capture (?P<what>[\w ]*?)(?:cuda|CUDA|cpu|npu) graph end\. "
                          r"(?:Time elapsed: |elapsed=)(?P<seconds>[\d.]+) s")
-CAPTURE_BEGIN = re.compile(r"Capture (?P<what>[\w ]*?)(?:cuda|CUDA|cpu|npu) graph begin\b")
+CAPTURE_BEGIN = lazy(r"Capture (?P<what>[\w ]*?)(?:cuda|CUDA|cpu|npu) graph begin\b")
 # SGLang cuda_graph_runner: the batch sizes it is about to capture, `Capture cuda graph bs [1, 2, 4, ...]` (also
 # `Capture draft cuda graph bs`): capture time grows with their number, so the slow-capture check allows for it.
-CAPTURE_BS = re.compile(r"Capture (?P<what>[\w ]*?)(?:cuda|CUDA|cpu|npu) graph bs \[(?P<sizes>[\d, ]*)\]")
+CAPTURE_BS = lazy(r"Capture (?P<what>[\w ]*?)(?:cuda|CUDA|cpu|npu) graph bs \[(?P<sizes>[\d, ]*)\]")
 VLLM = (
-    ("weight_load", "weights", re.compile(r"Loading weights took (?P<seconds>[\d.]+) ?s")),
-    ("weight_load", "model", re.compile(r"Model loading took [\d.]+ ?[GM]i?B(?: memory)? and (?P<seconds>[\d.]+) ?s")),
-    ("compile", "torch.compile", re.compile(r"torch\.compile t(?:akes|ook) (?P<seconds>[\d.]+) s in total")),
-    ("compile", "graph compile", re.compile(r"Compiling a graph for .{0,80}? takes (?P<seconds>[\d.]+) s")),
-    ("compile", "dynamo", re.compile(r"Dynamo bytecode transform time: (?P<seconds>[\d.]+) s")),
-    ("graph_capture", "", re.compile(r"Graph capturing finished in (?P<seconds>[\d.]+) secs?")),
-    ("engine_init", "", re.compile(r"init engine \(profile, create kv cache, warmup model\) took (?P<seconds>[\d.]+) s")),
-    ("profile", "memory profiling", re.compile(r"Memory profiling takes (?P<seconds>[\d.]+) s")),
-    ("profile", "profiling/warmup", re.compile(r"Initial profiling/warmup run took (?P<seconds>[\d.]+) s")),
+    ("weight_load", "weights", lazy(r"Loading weights took (?P<seconds>[\d.]+) ?s")),
+    ("weight_load", "model", lazy(r"Model loading took [\d.]+ ?[GM]i?B(?: memory)? and (?P<seconds>[\d.]+) ?s")),
+    ("compile", "torch.compile", lazy(r"torch\.compile t(?:akes|ook) (?P<seconds>[\d.]+) s in total")),
+    ("compile", "graph compile", lazy(r"Compiling a graph for .{0,80}? takes (?P<seconds>[\d.]+) s")),
+    ("compile", "dynamo", lazy(r"Dynamo bytecode transform time: (?P<seconds>[\d.]+) s")),
+    ("graph_capture", "", lazy(r"Graph capturing finished in (?P<seconds>[\d.]+) secs?")),
+    ("engine_init", "", lazy(r"init engine \(profile, create kv cache, warmup model\) took (?P<seconds>[\d.]+) s")),
+    ("profile", "memory profiling", lazy(r"Memory profiling takes (?P<seconds>[\d.]+) s")),
+    ("profile", "profiling/warmup", lazy(r"Initial profiling/warmup run took (?P<seconds>[\d.]+) s")),
 )
-CACHE_HIT = re.compile(r"Directly load the compiled graph")
-AUTOTUNE = re.compile(r"\bAUTOTUNE (?:benchmarking )?takes (?P<a>[\d.]+) seconds(?: and (?P<b>[\d.]+) seconds precompiling)?")
-DEEPGEMM = re.compile(r"Entering DeepGEMM JIT Pre-Compile session")
-READY = re.compile(r"fired up and ready to roll|Starting vLLM (?:API )?server|Application startup complete"
+CACHE_HIT = lazy(r"Directly load the compiled graph")
+AUTOTUNE = lazy(r"\bAUTOTUNE (?:benchmarking )?takes (?P<a>[\d.]+) seconds(?: and (?P<b>[\d.]+) seconds precompiling)?")
+DEEPGEMM = lazy(r"Entering DeepGEMM JIT Pre-Compile session")
+READY = lazy(r"fired up and ready to roll|Starting vLLM (?:API )?server|Application startup complete"
                    r"|^Processed prompts: ")
 # vLLM's shm message queue blocked for a minute (shm_broadcast.py, 0.6 -> 2026; "second." in 0.6-0.8).
-STALL = re.compile(r"No available shared memory broadcast block found in (?P<seconds>\d+) seconds?\b")
-WAIT = re.compile(r"health check is pending|Please wait for \w+ server to become ready|Server is not up yet\. Retrying"
+STALL = lazy(r"No available shared memory broadcast block found in (?P<seconds>\d+) seconds?\b")
+WAIT = lazy(r"health check is pending|Please wait for \w+ server to become ready|Server is not up yet\. Retrying"
                   r"|Still waiting for (?:the )?\w+ server|Readiness probe failed|Startup probe failed"
                   r"|replicas? that (?:have|has) taken more than \d+ ?s to (?:initialize|be scheduled)"
                   r"|[Ww]aiting for (?:the )?(?:\w+ )?server to (?:be ready|start|become ready|come up|be available)"
@@ -103,11 +102,11 @@ WAIT = re.compile(r"health check is pending|Please wait for \w+ server to become
                   r"|(?:[Ss]ervice|[Ss]erver) not ready after [\d.]+ ?s, waiting"
                   r"|[Ii]nference server was not reached after [\d.]+ ?s(?:econds)?\b")
 # TGI launcher: one shard up, with its start time (`Shard ready in 189.037403751s rank=0`, 1.x-3.x).
-SHARD_READY = re.compile(r"Shard ready in (?P<seconds>[\d.]+) ?s")
+SHARD_READY = lazy(r"Shard ready in (?P<seconds>[\d.]+) ?s")
 # An engine's own total start time in plain words (colibri `[K3] init done in 2540.5s | ...`).
-INIT_DONE = re.compile(r"(?<![\w.])(?:[Ii]nit(?:iali[sz]ation)?|[Ss]tart-?up) (?:is )?(?:done|finished|complete[d]?) in "
+INIT_DONE = lazy(r"(?<![\w.])(?:[Ii]nit(?:iali[sz]ation)?|[Ss]tart-?up) (?:is )?(?:done|finished|complete[d]?) in "
                        r"(?P<seconds>\d+(?:\.\d+)?) ?(?:s\b|secs?\b|seconds?\b)")
-TIMEOUT = re.compile(
+TIMEOUT = lazy(
     r"(?i)(?:server|engine|worker)s? (?:is )?not (?:ready|healthy) (?:with)?in (?P<deadline>[\d.]+) ?s"
     r"|(?:server|engine|worker|vLLM|SGLang|model)s? (?:is |was )?(?:still )?not (?:ready|healthy|up) after "
     r"(?P<after_n>[\d.]+) ?(?P<after_unit>s\b|sec|seconds?|min|minutes?|h\b|hours?)"
@@ -147,7 +146,7 @@ ANCHORS = ("Load weight end", "Load weight begin", "graph end", "graph begin", "
            "tart-up completed in")
 
 # Wall-clock prefixes: SGLang `[2025-09-05 20:48:29`, Python logging `2025-03-18 10:24:40,134`, vLLM `INFO 06-02 11:03:11`.
-TS = re.compile(r"(?:\d{4}-)?(?P<mo>\d\d)-(?P<d>\d\d)[ T](?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d)")
+TS = lazy(r"(?:\d{4}-)?(?P<mo>\d\d)-(?P<d>\d\d)[ T](?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d)")
 
 
 def timestamp(text: str) -> float | None:

@@ -18,10 +18,10 @@ line parsers read.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Generator, Iterable, Iterator
 from sys import intern
 
+from triage.lazyre import lazy, lazy_bytes
 from triage.model import Event, Line
 from triage.parsers.vocabulary import canonical, reward_function
 from triage.prefixes import RAY_IP
@@ -30,14 +30,14 @@ MAX_BYTES = 2 << 20  # files read for tables: a paste or a notes file, not a run
 MAX_LINE = 600  # a longer line is no table row
 MAX_ROWS = 5000  # rows of one table read
 
-NAME = re.compile(r"[A-Za-z_][\w/@.\-]{0,80}")
-NUMBER = re.compile(r"-?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|nan|NaN|inf|-inf")
-ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
-RAY = re.compile(r"^\(\w+ pid=\d+(?:, ip=" + RAY_IP + r")?\)\s*")
+NAME = lazy(r"[A-Za-z_][\w/@.\-]{0,80}")
+NUMBER = lazy(r"-?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|nan|NaN|inf|-inf")
+ANSI = lazy(r"\x1b\[[0-9;]*[A-Za-z]")
+RAY = lazy(r"^\(\w+ pid=\d+(?:, ip=" + RAY_IP + r")?\)\s*")
 BOX = set("─━═┼┤├╪╡╞╤╧╒╕╘╛┌┐└┘┬┴│|-:+ ")  # the rules and frame of a box-drawn table (AReaL's stats tables)
-RULE = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(?:\|\s*:?-{3,}:?\s*)*\|?\s*$")  # | --- | :---: | ---: |
+RULE = lazy(r"^\s*\|?\s*:?-{3,}:?\s*(?:\|\s*:?-{3,}:?\s*)*\|?\s*$")  # | --- | :---: | ---: |
 ELLIPSIS = {"...", "…", "⋮"}
-HEAD_CELL = re.compile(r"[A-Za-z_][\w/@.\- ()]{0,60}")  # a delimited header cell (spaces allowed)
+HEAD_CELL = lazy(r"[A-Za-z_][\w/@.\- ()]{0,60}")  # a delimited header cell (spaces allowed)
 STEP_COLUMNS = {"step", "steps", "global_step", "iter", "iteration", "iterations"}
 
 # What every table has and a log's lines almost never do, looked for in a file's bytes before its lines are read:
@@ -45,10 +45,10 @@ STEP_COLUMNS = {"step", "steps", "global_step", "iter", "iteration", "iterations
 # column table's row). Most files have neither and are not read again (a run of 200 k small logs). Each expression
 # starts with a literal or a character set, so the search skips ahead in C (~25 µs for a 4 KB log).
 _NUM = rb"[`*]*-?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?[`*]*|nan|NaN|-?inf"
-_DELIMITED = re.compile(rb"(?:\||\t|\xe2\x94\x82)[ \t]*(?:%s)[ \t]*(?:\||\t|\xe2\x94\x82|\r?\n|\r?$)" % _NUM)
+_DELIMITED = lazy_bytes(rb"(?:\||\t|\xe2\x94\x82)[ \t]*(?:%s)[ \t]*(?:\||\t|\xe2\x94\x82|\r?\n|\r?$)" % _NUM)
 _ALIGNED = rb"[ \t]*(?:%s)(?:[ \t]+(?:%s)){2,}[ \t]*\r?(?:\n|$)" % (_NUM, _NUM)
-_ALIGNED_ROW = re.compile(rb"\n" + _ALIGNED)
-_ALIGNED_FIRST = re.compile(_ALIGNED)
+_ALIGNED_ROW = lazy_bytes(rb"\n" + _ALIGNED)
+_ALIGNED_FIRST = lazy_bytes(_ALIGNED)
 
 
 def may_hold(data: bytes) -> bool:

@@ -21,28 +21,28 @@ blocks: 2048` (V0). `args: Namespace(…)` dumps are read by parsers/settings.py
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
+from triage.lazyre import lazy
 from triage.model import Event, Line
 from triage.parsers.values import literal
 
 STATS_ANCHOR = "Avg prompt throughput"
 # `Key: number unit` pairs of a stats line (`Running: 1 reqs`, `GPU KV cache usage: 5.3%`, `Preemptions: 0`).
-PAIR = re.compile(r"([A-Z][A-Za-z ]{2,40}?): (-?\d+(?:\.\d+)?)(%| tokens/s| reqs)?")
-ENGINE_INDEX = re.compile(r"\bEngine (\d{3}): ")
+PAIR = lazy(r"([A-Z][A-Za-z ]{2,40}?): (-?\d+(?:\.\d+)?)(%| tokens/s| reqs)?")
+ENGINE_INDEX = lazy(r"\bEngine (\d{3}): ")
 # The tail of a wrapped stats row: `Running: N reqs, Waiting: N reqs` (V1) / `, Swapped: …, Pending: …` (V0).
 CONTINUATION = ("reqs, Waiting:", "reqs, Swapped:", "reqs, Pending:")
 
-NON_DEFAULT = re.compile(r"'(\w+)': ('(?:[^'\\]|\\.)*'|-?\d+(?:\.\d+)?(?:[eE]-?\d+)?|True|False|None)")
-CONFIG_PAIR = re.compile(r"\b([a-z_][a-z0-9_]*)=('(?:[^'\\]|\\.)*'|[^,()\[\]{}\s]+)")
-ENGINE_CONFIG = re.compile(r"Initializing an? (?:V[01] )?LLM engine \((?P<version>[^)]*)\) with config: ")
-KV_TOKENS = re.compile(r"GPU KV cache size: ([\d,]+) tokens")
-CONCURRENCY = re.compile(r"Maximum concurrency for ([\d,]+) tokens per request: ([\d.]+)x")
-GPU_BLOCKS = re.compile(r"# GPU blocks: (\d+)")
-V0_PREEMPT = re.compile(r"is preempted by PreemptionMode\.(\w+) mode because there is not enough KV cache space"
+NON_DEFAULT = lazy(r"'(\w+)': ('(?:[^'\\]|\\.)*'|-?\d+(?:\.\d+)?(?:[eE]-?\d+)?|True|False|None)")
+CONFIG_PAIR = lazy(r"\b([a-z_][a-z0-9_]*)=('(?:[^'\\]|\\.)*'|[^,()\[\]{}\s]+)")
+ENGINE_CONFIG = lazy(r"Initializing an? (?:V[01] )?LLM engine \((?P<version>[^)]*)\) with config: ")
+KV_TOKENS = lazy(r"GPU KV cache size: ([\d,]+) tokens")
+CONCURRENCY = lazy(r"Maximum concurrency for ([\d,]+) tokens per request: ([\d.]+)x")
+GPU_BLOCKS = lazy(r"# GPU blocks: (\d+)")
+V0_PREEMPT = lazy(r"is preempted by PreemptionMode\.(\w+) mode because there is not enough KV cache space"
                         r"(?:.*?total_num_cumulative_preemption=(\d+))?")
-COMMAND = re.compile(r"(?<![\w-])(--[a-z][a-z0-9_-]+)(?:=|\s+)(?!--)([^\s\\'\"]+|'[^']*'|\"[^\"]*\")")
+COMMAND = lazy(r"(?<![\w-])(--[a-z][a-z0-9_-]+)(?:=|\s+)(?!--)([^\s\\'\"]+|'[^']*'|\"[^\"]*\")")
 
 ANCHORS = (STATS_ANCHOR, *CONTINUATION, "non-default args:", "LLM engine (", "GPU KV cache size:", "Maximum concurrency for",
            "# GPU blocks:", "is preempted by PreemptionMode", "vllm serve ", "vllm.entrypoints.openai.api_server")

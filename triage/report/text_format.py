@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import io
 from collections import Counter
-
-from rich.console import Console
-from rich.text import Text
+from typing import Any
 
 from triage.input.read import visible
 from triage.model import Finding, Report
@@ -36,29 +34,74 @@ def _s(value: object) -> str:
     return visible(" ".join(str(value).splitlines()))
 
 
+class Text:
+    """A logical line: pieces of text, each with its rich style ('' for none). Styles matter only on a terminal;
+    elsewhere (a file, a pipe, CI) the report is the pieces' plain text, and rich is not even imported (~20 ms of
+    a run's start)."""
+
+    def __init__(self, text: str = "", style: str = "") -> None:
+        self.parts = [(text, style)] if text else []
+
+    @classmethod
+    def assemble(cls, *parts: str | tuple[str, str]) -> Text:
+        out = cls()
+        for p in parts:
+            out.parts.append((p, "") if isinstance(p, str) else p)
+        return out
+
+    def append(self, text: str, style: str = "") -> None:
+        self.parts.append((text, style))
+
+    @property
+    def plain(self) -> str:
+        return "".join(t for t, _ in self.parts)
+
+
+# what rich's Text drops from every piece (rich.control.strip_control_codes: BEL, BS, VT, FF, CR)
+RICH_STRIPS = dict.fromkeys((7, 8, 11, 12, 13))
+
+
 class Writer:
-    """Prints logical lines (rich Text, styled) at an indent, wrapped with a hanging indent when width is set."""
+    """Prints logical lines (Text, styled) at an indent, wrapped with a hanging indent when width is set. With no
+    colour and no width, as rich prints them there: the lines' plain text, each at its indent (a line with a tab,
+    which rich expands by cell widths, makes rich print the report)."""
 
     def __init__(self, options: RenderOptions) -> None:
-        self.buf = io.StringIO()
+        self.options = options
         self.width = options.width
-        self.console = Console(file=self.buf, force_terminal=options.color, no_color=not options.color,
-                               width=options.width or 1 << 16, highlight=False, emoji=False, markup=False)
+        self.lines: list[tuple[Text, int, int]] = []
 
     def line(self, text: Text | str = "", indent: int = 0, hang: int = HANG) -> None:
-        text = Text(text) if isinstance(text, str) else text
-        if self.width is None or len(text) + indent <= self.width:
-            self.console.print(Text(" " * indent) + text, soft_wrap=True)
-            return
-        for i, part in enumerate(text.wrap(self.console, max(20, self.width - indent - hang))):
-            part.rstrip()
-            self.console.print(Text(" " * (indent + (hang if i else 0))) + part, soft_wrap=True)
+        self.lines.append((Text(text) if isinstance(text, str) else text, indent, hang))
 
     def text(self) -> str:
         """The report; a line that would begin with `::` (a GitHub Actions workflow command once leading white
         space is trimmed) shows its first colon escaped, so quoted rule or log text is never obeyed."""
-        lines = self.buf.getvalue().split("\n")
-        return "\n".join(COMMAND_START.sub(lambda m: m.group()[:-2] + "\\x3a:", ln, count=1) for ln in lines)
+        plain = [" " * indent + text.plain.translate(RICH_STRIPS) for text, indent, _ in self.lines]
+        if self.options.color or self.width is not None or any("\t" in ln for ln in plain):
+            out = self._rich()
+        else:
+            out = "".join(ln + "\n" for ln in plain)
+        return "\n".join(COMMAND_START.sub(lambda m: m.group()[:-2] + "\\x3a:", ln, count=1)
+                         for ln in out.split("\n"))
+
+    def _rich(self) -> str:
+        """The lines printed by rich: styled, wrapped at the width."""
+        from rich.console import Console
+        from rich.text import Text as Rich
+
+        buf = io.StringIO()
+        console = Console(file=buf, force_terminal=self.options.color, no_color=not self.options.color,
+                          width=self.width or 1 << 16, highlight=False, emoji=False, markup=False)
+        for line, indent, hang in self.lines:
+            text: Any = Rich.assemble(*line.parts)
+            if self.width is None or len(text) + indent <= self.width:
+                console.print(Rich(" " * indent) + text, soft_wrap=True)
+                continue
+            for i, part in enumerate(text.wrap(console, max(20, self.width - indent - hang))):
+                part.rstrip()
+                console.print(Rich(" " * (indent + (hang if i else 0))) + part, soft_wrap=True)
+        return buf.getvalue()
 
 
 def _finding(out: Writer, i: int, f: Finding, options: RenderOptions) -> None:

@@ -29,9 +29,10 @@ from re._constants import (  # type: ignore[import-not-found]
 )
 from typing import Any
 
+from triage.lazyre import lazy
 from triage.scan.masked import impossible, lacks
 
-DIGIT_RUN = re.compile(r"[0-9]+")
+DIGIT_RUN = lazy(r"[0-9]+")
 # classes that never hold a digit (re._parser's names)
 NO_DIGIT = {sre.CATEGORY_SPACE, sre.CATEGORY_NOT_DIGIT, sre.CATEGORY_NOT_WORD, sre.CATEGORY_LINEBREAK}
 
@@ -55,7 +56,7 @@ DIGIT_CATEGORY = {sre.CATEGORY_DIGIT: True, sre.CATEGORY_NOT_DIGIT: False, sre.C
 ATOMS = (LITERAL, NOT_LITERAL, ANY, IN, CATEGORY)
 NEVER = "never"  # a part that can match no message of the key
 # POSIX classes `[[:digit:]]`, fuzzy `{e<=1}`: the regex module's syntax that the stdlib parser reads as literal text
-REGEX_ONLY = re.compile(r"\[:|\{(?![\d,]*\})")
+REGEX_ONLY = lazy(r"\[:|\{(?![\d,]*\})")
 
 
 def _reads(op: Any, av: Any, ch: str) -> bool | None:
@@ -159,7 +160,7 @@ def _seq(items: Any, text: str | None, fold: bool, needs: dict[Any, Any]) -> Any
     return nullable, first, last, asserts
 
 
-NAMED = re.compile(r"(?<!\\)\(\?P<\w+>")  # a named group (the regex module lets two share a name; the stdlib's not)
+NAMED = lazy(r"(?<!\\)\(\?P<\w+>")  # a named group (the regex module lets two share a name; the stdlib's not)
 
 
 @lru_cache(maxsize=4096)

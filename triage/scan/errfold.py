@@ -37,6 +37,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from triage.lazyre import lazy
 from triage.model import Line
 from triage.redact import PATTERNS
 from triage.scan.masked import impossible
@@ -87,8 +88,8 @@ class ErrRules:
         return got
 
 
-TOKEN = re.compile(r"[A-Za-z0-9_]+|[^A-Za-z0-9_]")
-HEXISH = re.compile(r"(?:0?[xX])?[0-9a-fA-F]*")  # a word a key may mask some letter of: a hex token's part, a handle's
+TOKEN = lazy(r"[A-Za-z0-9_]+|[^A-Za-z0-9_]")
+HEXISH = lazy(r"(?:0?[xX])?[0-9a-fA-F]*")  # a word a key may mask some letter of: a hex token's part, a handle's
 
 
 def pieces(needle: str | None) -> tuple[bytes, ...] | None:

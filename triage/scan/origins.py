@@ -9,27 +9,27 @@ later `[… DP0 PP1 ATTN_CP0 MOE_DP0 TP2 EP2]`, or no tag at all on single-GPU e
 
 from __future__ import annotations
 
-import re
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from triage.lazyre import lazy
 from triage.model import Line
 from triage.parsers.sglang import RETRACTED
 from triage.parsers.signals import CALL_ERROR, ENGINE_URL, EXC_LINE, FRAME, TRACEBACK, VERIFIER_URL, callee_of, unboxed
 from triage.prefixes import LINE_PREFIX, RAY_ACTOR, json_message
 from triage.scan.digitkey import key, linecache_enabled, runs_alike
 
-RAY_PREFIX = re.compile("^" + RAY_ACTOR + " ?")
-RAY_AT = re.compile(RAY_ACTOR)  # the same, matched where a line's other prefixes put it
-RAY_REPEAT = re.compile(r"\s*\[repeated (?P<n>\d+)x across cluster\]\s*$")
-LINE_PREFIXES = re.compile(f"(?:{LINE_PREFIX}){{0,4}}")  # up to four of them, in one match
+RAY_PREFIX = lazy("^" + RAY_ACTOR + " ?")
+RAY_AT = lazy(RAY_ACTOR)  # the same, matched where a line's other prefixes put it
+RAY_REPEAT = lazy(r"\s*\[repeated (?P<n>\d+)x across cluster\]\s*$")
+LINE_PREFIXES = lazy(f"(?:{LINE_PREFIX}){{0,4}}")  # up to four of them, in one match
 # A colour code whose escape byte was lost on the way (pasted from a web page or a viewer that drops control
 # bytes): `[36m(WorkerDict pid=N, ip=A)[0m message`. Only before a Ray prefix and right after it, so a bracketed
 # word of a message is never touched.
-COLOUR_RESIDUE = re.compile(r"^\[\d{1,3}(?:;\d{1,3})*m(?=\()")
-COLOUR_RESET = re.compile(r"^\[\d{0,3}(?:;\d{1,3})*m ?")  # `[0m`, `[m`, `[0;0m` (vllm-ascend issue 7015)
-SGLANG_TAG = re.compile(
+COLOUR_RESIDUE = lazy(r"^\[\d{1,3}(?:;\d{1,3})*m(?=\()")
+COLOUR_RESET = lazy(r"^\[\d{0,3}(?:;\d{1,3})*m ?")  # `[0m`, `[m`, `[0;0m` (vllm-ascend issue 7015)
+SGLANG_TAG = lazy(
     r"^\[(?:\d{4}-\d{2}-\d{2} )?\d{2}:\d{2}:\d{2}(?:[.,]\d{3,6})?"
     r"(?P<tags>(?: (?:DP|PP|ATTN_CP|MOE_DP|TP|EP)\d+)*)\] "
 )
@@ -109,16 +109,16 @@ BOX_STARTS = "│┃╭┏┌"
 # whole frame that ends the line counts (file, line and function), right after a character that is not a quote or
 # an opening bracket, or after a colon and a space (a frame quoted inside a string or a repr stays what it is); the
 # source and exception lines below it continue the traceback as usual.
-GLUED_FRAME = re.compile(r'(?:(?<=[^\s\'"(\[{=])|(?<=[:：] ))File "[^"]+", line \d+, in [\w<>.]+\s*$')
+GLUED_FRAME = lazy(r'(?:(?<=[^\s\'"(\[{=])|(?<=[:：] ))File "[^"]+", line \d+, in [\w<>.]+\s*$')
 
 
 # A whole traceback on one line, its newlines lost on the way (a JSON log field flattened by a log shipper, a
 # tracker that joined a paste; open-r1 issue 152: `Traceback (most recent call last): File "...", line 263, in main
 # ... torch.OutOfMemoryError: CUDA out of memory. ...`): what rules read of it is its final exception, the first
 # `Name: message` (or a bare `Name` at the line's end) after its last frame that is not the source's own `raise Name`.
-JOINED_TB = re.compile(r'Traceback \(most recent call last\):?\s+File "')
-JOINED_LAST_FRAME = re.compile(r'File "[^"]*", line \d+(?:, in \S+)?')
-JOINED_FINAL = re.compile(
+JOINED_TB = lazy(r'Traceback \(most recent call last\):?\s+File "')
+JOINED_LAST_FRAME = lazy(r'File "[^"]*", line \d+(?:, in \S+)?')
+JOINED_FINAL = lazy(
     r"(?<=\s)(?<!raise )(?<!except )(?:[a-z_]\w*\.)*[A-Z]\w*"
     r"(?:Error|Exception|Failure|Fault|Exit|Interrupt|Exhausted|Died|Iteration)(?:\([^)]*\))?(?::\s|\s*$)"
 )
@@ -135,7 +135,7 @@ def joined_final(msg: str) -> str:
 
 # The writer a line's prefix names, when several write to one stream: torchrun's `[rank3]:` / `[default3]:`, srun -l's
 # `3: `, Open MPI's `[1,3]<stderr>:`, a launcher's `[host:3]:`, a process's `pid=N` (Ray, vLLM V1) or relayed `[80846] `.
-STREAM = re.compile(r"\[(?:rank|default|Rank)?(\d+)\]:|^(\d{1,4}): |\[\d+,(\d+)\]<std|\[([\w.-]+:\d+)\]:|pid=(\d+)"
+STREAM = lazy(r"\[(?:rank|default|Rank)?(\d+)\]:|^(\d{1,4}): |\[\d+,(\d+)\]<std|\[([\w.-]+:\d+)\]:|pid=(\d+)"
                     r"|^\[(\d{3,7})\] ")
 
 
@@ -430,8 +430,8 @@ class Runs:
             self.line = None
 
 
-DIGITS = re.compile(r"\d+")
-ASCII_DIGITS = re.compile(r"[0-9]+")
+DIGITS = lazy(r"\d+")
+ASCII_DIGITS = lazy(r"[0-9]+")
 NATIVE_LINE_MAX = 4096  # bytes: longer lines are never counted by the C prefilter (_linescan.c FAM_LINE_MAX)
 FAMILY_GAP = 64  # lines: a line folds into its family's line only this close to the last one folded
 

@@ -16,6 +16,7 @@ import time
 from typing import Any, NamedTuple
 
 from triage.input.read import MAX_LINE, TRUNCATED, iter_chunks, open_stream
+from triage.lazyre import lazy
 from triage.library.rules import MATCH_TIMEOUT, Library, Pattern, Rule, builtin_dir
 from triage.model import Event, Hit, Line, LogFile
 from triage.parsers import PARSERS, signals, tables
@@ -39,7 +40,7 @@ from triage.template import FAMILY_TEXT
 ERROR_ANCHORS = ("Error", "Exception", "Traceback", "FATAL", "Fatal", "Killed", "exit code", "ERROR", "failed",
                  "Failed", "Errno", "Segmentation", "File \"", "File \\\"", "CRITICAL", "Aborted", "ray::", "exit status",
                  "exitcode", "File /")
-ERRORISH = re.compile(
+ERRORISH = lazy(
     r"^(?:[a-z_]\w*\.)*(?:[A-Z]\w*(?:Error|Exception|Failure|Fault|Timeout)|Exception)\b(?:\([^)]*\))?:|(?:^|[\s\[(|])(?:ERROR|FATAL|Fatal|CRITICAL)\b"
     r"|\bKilled\b|exit(?:ed with)? (?:code|status) -?[1-9]|\bexitcode\s*:\s*-?[1-9]|Segmentation fault|\bfailed\b"
     r"|\bFailed\b|^(?:[a-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)\s*$"
@@ -88,12 +89,12 @@ def exception_line(msg: str) -> bool:
 
 # `Name: message` where Name ends in Error/Exception/...; Python's base class itself too (`Exception: msg`, raised
 # bare by libraries: tokenizers' "Exception: expected value at line 1 column 1" for an unparsable tokenizer.json).
-FINAL_EXC = re.compile(r"^\s?(?:[a-z_]\w*\.)*(?:[A-Z]\w*(?:Error|Exception|Failure|Fault|Exit)|Exception)\b(?:\([^)]*\))?:")
-FRAME = re.compile(r'^\s*File "[^"]*", line \d+')
-SIZE = re.compile(r"^(-?[\d.]+)\s*(bytes|B|KiB|MiB|GiB|TiB|KB|MB|GB|TB)$")
+FINAL_EXC = lazy(r"^\s?(?:[a-z_]\w*\.)*(?:[A-Z]\w*(?:Error|Exception|Failure|Fault|Exit)|Exception)\b(?:\([^)]*\))?:")
+FRAME = lazy(r'^\s*File "[^"]*", line \d+')
+SIZE = lazy(r"^(-?[\d.]+)\s*(bytes|B|KiB|MiB|GiB|TiB|KB|MB|GB|TB)$")
 UNIT_GIB = {"bytes": 1 / 2**30, "B": 1 / 2**30, "KiB": 1 / 2**20, "MiB": 1 / 2**10, "GiB": 1.0, "TiB": 1024.0,
             "KB": 1 / 2**20, "MB": 1 / 2**10, "GB": 1.0, "TB": 1024.0}
-CLOCK = re.compile(r"^(?:(\d+):)?(\d+):(\d\d)$")
+CLOCK = lazy(r"^(?:(\d+):)?(\d+):(\d\d)$")
 
 
 def number(value: str | None) -> Any:
@@ -123,7 +124,7 @@ def numbers_of(mo: Any) -> dict[str, Any]:
     return {k: number(v) for k, v in mo.groupdict().items() if v is not None}
 
 
-CONDITION_TERM = re.compile(r"\s*([+-]?)\s*([^+\-\s]+)")
+CONDITION_TERM = lazy(r"\s*([+-]?)\s*([^+\-\s]+)")
 
 
 def condition_value(numbers: dict[str, Any], name: str) -> float | None:

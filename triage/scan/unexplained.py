@@ -18,8 +18,7 @@ Lines the C prefilter counted per key (scan/errfold.py) come as records (`native
 
 from __future__ import annotations
 
-import re
-
+from triage.lazyre import lazy
 from triage.model import Line
 from triage.template import shape
 
@@ -29,7 +28,7 @@ from triage.template import shape
 # 23921, vllm-windows issue 72): part of the error line above them, never an unexplained line of their own; nor is
 # an error-level line with nothing after its prefixes (a logged traceback's blank lines, vLLM's `ERROR ...
 # [multiproc_executor.py:1007]` alone).
-CUDA_ADVICE = re.compile(
+CUDA_ADVICE = lazy(
     r"(?:CUDA kernel errors might be asynchronously reported at some other API call|For debugging consider passing "
     r"CUDA_LAUNCH_BLOCKING=1|Compile with .TORCH_USE_CUDA_DSA. to enable device-side assertions|Search for .cuda\w+. in "
     r"https://docs\.nvidia\.com/cuda/cuda-runtime-api/group__CUDART__TYPES\.html)"
@@ -38,19 +37,19 @@ CUDA_ADVICE = re.compile(
 # Python's own words between two chained tracebacks (traceback.py, 3.x: `raise ... from`, and an exception raised
 # while handling another): a logger that prints the chain at ERROR level repeats its level on them (vLLM's engine
 # core, real-extra 1295). They join the tracebacks around them; the exceptions are the failures.
-CHAIN_JOIN = re.compile(r"\s*(?:The above exception was the direct cause of the following exception"
+CHAIN_JOIN = lazy(r"\s*(?:The above exception was the direct cause of the following exception"
                         r"|During handling of the above exception, another exception occurred):?\s*$")
 
 # Python unittest's heading of each failed test in its summary (Lib/unittest/runner.py TextTestResult.printErrorList:
 # "FLAVOUR: description" between its ==== and ---- rules, description "test_x (module.Class)" to 3.10, "test_x
 # (module.Class.test_x)" from 3.11; xmlrunner adds the elapsed "[0.123s]"): it titles the traceback printed under it,
 # whose exception line is the failure (SGLang's Ascend nightly tests, real-extra 986, 1394-1395).
-TEST_RUNNER_HEADING = re.compile(r"(?:ERROR|FAIL)(?: \[[\d.]+s\])?: \w+ \((?:\w+\.)+\w+\)\s*$")
+TEST_RUNNER_HEADING = lazy(r"(?:ERROR|FAIL)(?: \[[\d.]+s\])?: \w+ \((?:\w+\.)+\w+\)\s*$")
 # pytest's last line, the session's outcome counts between `=` rules (_pytest/terminal.py, summary_stats: `===== 1
 # failed, 11 passed, 2 warnings in 98.12s (0:01:38) =====`): the failures are the tests' own exception lines and its
 # short summary's `FAILED <test> - <exception>` lines above it (signals.PYTEST_SUMMARY), not this count.
-PYTEST_OUTCOMES = re.compile(r"=+ (?:\d+ (?:failed|passed|errors?|skipped|xfailed|xpassed|warnings?|deselected|rerun)"
-                             r"(?:, |(?= in ))){1,9} in [\d.]+s(?: \([\d:]+\))? =+\s*$")
+PYTEST_OUTCOMES = lazy(r"=+ (?:\d+ (?:failed|passed|errors?|skipped|xfailed|xpassed|warnings?|deselected|rerun)"
+                        r"(?:, |(?= in ))){1,9} in [\d.]+s(?: \([\d:]+\))? =+\s*$")
 
 
 class Fold:
