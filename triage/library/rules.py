@@ -207,6 +207,8 @@ class Library:
     side_names: tuple[str, ...] = ()  # every side a rule may name (sides.yaml `sides:`), in order
     facts: dict[str, KnobSpec] = field(default_factory=dict)  # knobs.yaml `facts:`: settings that are not knobs
     start_failures: tuple[str, ...] = ()  # sides.yaml `start_failures:`: rules whose line says an engine did not start
+    trailing: dict[str, Pattern] = field(default_factory=dict)  # sides.yaml `trailing:`: lines that place the line before
+    trailing_lines: int = 0  # sides.yaml `trailing_lines:`: how far after an unplaced line such a line may be
 
     @property
     def domain(self) -> tuple[str, ...]:
@@ -587,28 +589,51 @@ def _load_categories(read: Reader, path: Path, knobs: dict[str, KnobSpec]) -> di
     return out
 
 
-def _load_sides(read: Reader, path: Path) -> tuple[tuple[str, ...], dict[str, Pattern], dict[str, str], tuple[str, ...]]:
-    """sides.yaml: every side's name, the markers of the processes' tracebacks, the Ray actor names, the rules whose
-    line says an engine failed to start (checked against the rules once they are loaded)."""
-    data = _top(read, path, lists=("sides", "start_failures"), maps=("markers", "actors"))
+@dataclass(frozen=True)
+class SideData:
+    """What sides.yaml says: every side's name, the markers of the processes' tracebacks, the Ray actor names, the
+    rules whose line says an engine failed to start (checked against the rules once they are loaded), the lines that
+    place the unplaced lines just before them and how far."""
+
+    names: tuple[str, ...]
+    markers: dict[str, Pattern]
+    actors: dict[str, str]
+    start_failures: tuple[str, ...]
+    trailing: dict[str, Pattern]
+    trailing_lines: int
+
+
+def _load_sides(read: Reader, path: Path) -> SideData:
+    """sides.yaml, checked: each side a marker, actor or trailing line names is one of `sides:`."""
+    data = _top(read, path, lists=("sides", "start_failures"), maps=("markers", "actors", "trailing"))
     names = tuple(_strings(data.get("sides"), str(path), "sides"))
     needed = ["unknown", *KIND_SIDE.values()]  # what the scanner gives a line no marker places, and files' sides
     missing = [s for s in dict.fromkeys(needed) if s not in names]
     if missing:
         raise LibraryError(f"{path}: sides: must include {', '.join(missing)} (the sides triage gives lines by "
                            f"their file's kind, and 'unknown')")
-    markers = {}
-    for side, pats in (data.get("markers") or {}).items():
-        if side not in names:
-            raise LibraryError(f"{path}: side '{side}' is not one of {', '.join(names)}")
-        markers[side] = _pattern("|".join(f"(?:{p})" for p in _as_list(pats)), str(path), f"markers.{side}")
+    markers, trailing = _side_patterns(data, "markers", names, path), _side_patterns(data, "trailing", names, path)
+    lines = data.get("trailing_lines", 0)
+    if not isinstance(lines, int) or isinstance(lines, bool) or lines < 0 or (trailing and not lines):
+        raise LibraryError(f"{path}: trailing_lines: a whole number of lines (at least 1 with `trailing:`), got {lines!r}")
     actors = {}
     for side, actor_names in (data.get("actors") or {}).items():
         if side not in names:
             raise LibraryError(f"{path}: side '{side}' is not one of {', '.join(names)}")
         for n in _as_list(actor_names):
             actors[str(n)] = side
-    return names, markers, actors, tuple(_strings(data.get("start_failures"), str(path), "start_failures"))
+    return SideData(names, markers, actors, tuple(_strings(data.get("start_failures"), str(path), "start_failures")),
+                    trailing, lines)
+
+
+def _side_patterns(data: dict[str, Any], key: str, names: tuple[str, ...], path: Path) -> dict[str, Pattern]:
+    """One regex a side from a `side: [patterns]` map of sides.yaml (`markers:`, `trailing:`)."""
+    out = {}
+    for side, pats in (data.get(key) or {}).items():
+        if side not in names:
+            raise LibraryError(f"{path}: side '{side}' is not one of {', '.join(names)}")
+        out[side] = _pattern("|".join(f"(?:{p})" for p in _as_list(pats)), str(path), f"{key}.{side}")
+    return out
 
 
 def _load_fragments(read: Reader, path: Path) -> dict[str, str]:
@@ -661,7 +686,8 @@ def _load(extra_dirs: list[Path], compile_all: bool, checks: CheckParams | None,
     if compile_all or extra_dirs:
         for p in fragment_patterns.values():
             p.compile()
-    names, markers, actors, start_failures = _load_sides(read, base / "sides.yaml")
+    sides = _load_sides(read, base / "sides.yaml")
+    start_failures = sides.start_failures
     categories = _load_categories(read, base / "categories.yaml", knobs)
     for made in ("other", "unclassified"):  # categories triage's own code gives findings (checks, unclassified)
         if made not in categories:
@@ -673,8 +699,9 @@ def _load(extra_dirs: list[Path], compile_all: bool, checks: CheckParams | None,
             facts.update(more_facts)
         if (folder / "categories.yaml").is_file():
             categories.update(_load_categories(read, folder / "categories.yaml", knobs))
-    lib = Library(rules=[], categories=categories, knobs=knobs, sides=markers, actors=actors,
-                  fragments=fragment_patterns, side_names=names, facts=facts, start_failures=start_failures)
+    lib = Library(rules=[], categories=categories, knobs=knobs, sides=sides.markers, actors=sides.actors,
+                  fragments=fragment_patterns, side_names=sides.names, facts=facts, start_failures=start_failures,
+                  trailing=sides.trailing, trailing_lines=sides.trailing_lines)
     rules: dict[str, Rule] = {}
     for folder in folders:
         seen_here: dict[str, str] = {}

@@ -210,10 +210,15 @@ class KeyMemo:
 
 class SideFinder:
     """Decides which process a line came from: its Ray actor, else the nearest marker line in the
-    surrounding traceback (sglang/srt frames, `ray::MegatronTrainRayActor`...), else the file's kind."""
+    surrounding traceback (sglang/srt frames, `ray::MegatronTrainRayActor`...), else a line just after it that says
+    whose the lines before it were (sides.yaml `trailing:`, SGLang's "Received sigquit from a child process"), else
+    the file's kind."""
 
-    def __init__(self, markers: Mapping[str, Any], actors: dict[str, str]):
+    def __init__(self, markers: Mapping[str, Any], actors: dict[str, str], trailing: Mapping[str, Any] | None = None,
+                 trailing_lines: int = 0):
         self.markers = markers
+        self.trailing = dict(trailing or {})
+        self.trailing_lines = trailing_lines
         # `Name*` in sides.yaml names a family of processes (vLLM's `EngineCore_DP3`, `Worker_TP1_EP1`)
         self.actors = {a: s for a, s in actors.items() if not a.endswith("*")}
         self.actor_prefixes = tuple((a[:-1], s) for a, s in actors.items() if a.endswith("*"))
@@ -247,7 +252,17 @@ class SideFinder:
                                    lambda ln: ln.actor == actor and self.of_text(ln.msg), by_msg=False)
             return self.of_text(near.msg) if near is not None else own
         near = context.nearest(lineno, within, ("side", self), self.of_line, by_msg=False)
-        return self.of_line(near) if near is not None else file_side
+        if near is not None:
+            return self.of_line(near)
+        if self.trailing:
+            after = context.nearest(lineno, (0, self.trailing_lines), ("trailing", self), self.of_trailing)
+            if after is not None:
+                return self.of_trailing(after)
+        return file_side
+
+    def of_trailing(self, line: Line) -> str:
+        """The side a line says the lines just before it were ('' for another line)."""
+        return next((side for side, rx in self.trailing.items() if rx.search(line.msg)), "")
 
     def of_line(self, line: Line) -> str:
         return self.of_actor(line.actor) or self.of_text(line.msg)

@@ -187,7 +187,7 @@ class Steps(NamedTuple):
 class Scanner:
     def __init__(self, lib: Library):
         self.lib = lib
-        self.sides = SideFinder(lib.sides, lib.actors)
+        self.sides = SideFinder(lib.sides, lib.actors, lib.trailing, lib.trailing_lines)
         self.line_rules = [r for r in lib.rules if r.match]
         by_anchor: dict[str, list[Rule]] = {}
         for rule in self.line_rules:
