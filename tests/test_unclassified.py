@@ -3,6 +3,8 @@ count and an example, computed only on the scanner's candidate lines."""
 
 from __future__ import annotations
 
+from conftest import FIXTURES, triage_dir
+
 from triage.findings import unclassified
 from triage.input.read import read_text
 from triage.library.rules import load_library
@@ -64,3 +66,25 @@ def test_template_masks_ids_hex_ips_paths_and_numbers() -> None:
 def test_a_secret_in_an_unexplained_line_does_not_survive_templating() -> None:
     titles = _findings("RuntimeError: login failed for HF_TOKEN=hf_AbCdEfGhIjKlMnOpQrStUvWxYz012345\n")
     assert list(titles) == ["Unexplained: RuntimeError: login failed for HF_TOKEN=[REDACTED]"]
+
+
+def test_messages_differing_only_in_the_text_they_quote_are_one_finding() -> None:
+    # a caught per-item error quoting the model's answer (real-extra 1470, verl GUI agent loop): one family whatever
+    # the answer says; a head seen with fewer than three tails keeps its messages apart
+    answers = ["Thought: click the red Home button at the bottom", "Thought: 我打开了Excel软件，需要使用Data标签",
+               "<think>The cursor is already on the Save button</think>", "Thought: scroll down to the next page"]
+    text = "".join(f"(CursorLoopWorker pid={7 + i}) ValueError: step {i} - extract action failed from: {a}\n"
+                   for i, a in enumerate(answers))
+    text += "RuntimeError: config check failed: bad key a\nRuntimeError: config check failed: bad key bb\n"
+    got = _findings(text)
+    assert got["Unexplained: ValueError: step <n> - extract action failed from: <text>"] == (4, 1)
+    assert len(got) == 3  # the two config-check messages stay apart
+
+
+def test_the_quoted_tails_of_a_real_healthy_run_fold_into_their_raise_site() -> None:
+    report = triage_dir(next((FIXTURES / "real-extra").glob("1470-verl-gui-cursor-*")) / "input")
+    unexplained = [f for f in report.findings if f.rule == "unclassified"]
+    assert [(f.title, f.count) for f in unexplained] == [
+        ("Unexplained: ValueError: step <n> - extract action failed from: <text>", 219),
+        ("Unexplained: Error extracting action for item <id>", 219)]
+    assert (unexplained[0].evidence[0].file, unexplained[0].evidence[0].line) == ("verl_demo.log", 884)

@@ -185,6 +185,46 @@ def fill(title: str, numbers: dict[str, Any]) -> str:
 FELL_BACK = re.compile(r"\b[Ff]alling back to\b")
 
 
+# A message that ends by quoting what it failed on ("step 3 - extract action failed from: <the model's answer>",
+# "could not parse: <a response body>") is one family whatever it quotes. Its head is the family key up to the first
+# `: ` of the message (after an exception's name); when QUOTED_TAILS or more families share a head of at least
+# HEAD_WORDS words, the part after it is data, not wording (as a template miner makes a varying token a wildcard),
+# and they are one finding, `<head>: <text>`. A head seen with one or two tails keeps them apart.
+QUOTED_TAILS = 3
+HEAD_WORDS = 3
+_EXC_NAME = re.compile(r"[A-Z]\w*(?:Error|Exception): ")
+
+
+def _head(key: str) -> str | None:
+    start = m.end() if (m := _EXC_NAME.match(key)) else 0
+    cut = key.find(": ", start)
+    if cut < 0 or len(key[start:cut].split()) < HEAD_WORDS:
+        return None
+    return key[:cut]
+
+
+def _fold_quoted_tails(clusters: dict[str, list[Any]]) -> list[tuple[str, list[Any]]]:
+    """The clusters, those whose messages differ only in a quoted tail folded into one (see QUOTED_TAILS)."""
+    heads: dict[str, list[str]] = {}
+    for key in clusters:
+        if (head := _head(key)) is not None:
+            heads.setdefault(head, []).append(key)
+    folded = {key: head for head, keys in heads.items() if len(keys) >= QUOTED_TAILS for key in keys}
+    out: dict[str, list[Any]] = {}
+    for key, c in clusters.items():  # in order of first occurrence
+        head = folded.get(key)
+        name = key if head is None else f"{head}: <text>"
+        d = out.get(name)
+        if d is None:
+            out[name] = list(c)
+            continue
+        d[2] += c[2]
+        d[4] = d[4] and c[4]
+        if (c[3], c[1].lineno) > (d[3], d[1].lineno):
+            d[1], d[3] = c[1], c[3]
+    return list(out.items())
+
+
 def unclassified(lib: Library, lines: list[Line], redact_on: bool, folds: list[Fold] | None = None,
                  order: dict[str, int] | None = None) -> list[Finding]:
     """Error-like candidate lines no rule claimed, one finding per template (numbers, hex, ids, paths masked).
@@ -222,7 +262,7 @@ def unclassified(lib: Library, lines: list[Line], redact_on: bool, folds: list[F
         if i != c[3] or end.lineno > c[1].lineno:  # the last line of the last file holding the family
             c[1], c[3] = end, i
     cat = lib.categories.get("unclassified")
-    counted = list(clusters.items())
+    counted = _fold_quoted_tails(clusters)
     # final exception lines (`ValueError: ...`) first: they name the failure; then the most frequent
     counted.sort(key=lambda c: (not FINAL_EXC.match(c[1][0].msg), -c[1][2]))
     out = []
