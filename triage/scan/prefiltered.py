@@ -283,6 +283,7 @@ def read_chunks(needles: Needles, lf: LogFile, stream: BinaryIO, progress: Progr
     next_sample = 0  # file offset from which the next stats row is sampled
     lines = 0
     matcher = None
+    syslog_esc = False
     owners: RowOwners | None = None
     bars = Bars()
     errs = (ErrFold(needles.errs, needles.anchor_of) if needles.errs is not None and lf.size >= ERRFOLD_FROM and enabled()
@@ -307,6 +308,10 @@ def read_chunks(needles: Needles, lf: LogFile, stream: BinaryIO, progress: Progr
         if matcher is None:
             head = mv[:min(cut, PAIR_SAMPLE)]  # a view: a 1 MiB copy was part of a worker's peak, with the buffer
             matcher = needles.matcher(head)
+            # colour codes as a syslog daemon writes them out (`#033[36m`) are the writer's habit: a file whose head
+            # holds none is never searched for them again (a chunk search cost as much as the whole scan of a
+            # healthy run); its candidate lines are still cleaned one by one (line_text)
+            syslog_esc = buf.find(SYSLOG_ESC_BYTES, 0, len(head)) >= 0
             owners = RowOwners(lf.rel, head)
             head.release()
             first = buf.rfind(b"\n", 0, FIRST_PART) + 1
@@ -325,7 +330,7 @@ def read_chunks(needles: Needles, lf: LogFile, stream: BinaryIO, progress: Progr
         args = [matcher, chunk, at, step, owners.per_origin, ROW_GAP, KEEP_PRESSURE_LINES, KEEP_EPISODES, -1.0, -1, fam,
                 bars.of_origins(owners), cols, errs.arg(lines, ahead) if errs is not None else None]
         nl, flags, quiet, ns, hits, per_origin = _linescan.scan(*args)
-        if (flags & (F_ESC | F_NUL) or buf.find(SYSLOG_ESC_BYTES, 0, cut) >= 0) and not flags & F_CR:  # colour codes
+        if (flags & (F_ESC | F_NUL) or syslog_esc and buf.find(SYSLOG_ESC_BYTES, 0, cut) >= 0) and not flags & F_CR:  # colour codes
             # (Ray colours its prefixes; a syslog daemon writes them out as text), NULs
             chunk = args[1] = memoryview(ANSI_BYTES.sub(b"", chunk).replace(b"\x00", b""))  # what normalise removes
             args[12] = None  # rows are read back from the file by their offsets: not in a cleaned chunk
