@@ -6,7 +6,10 @@
   sgl-project/sglang PR 19881: a ValueError when one request alone fills the pool). The retraction bug is the
   engine's; what sent it there is admission against the pool: serving-oom-retraction (`serving.retraction-crashed`),
   above the bare engine-crash header, below the allocator's own "No space left" failure (corpus 150).
-- Nightly driver logs whose test passes stay quiet; a throughput miss of 0.8 % is still the failed assertion (other).
+- Nightly driver logs whose test passes stay quiet; a throughput miss of 0.8 % is still the failed assertion (other), as
+  are a DeepEP dispatch capacity assertion and the harness's own KeyError after the benchmark. torch_npu's workspace
+  allocator words ("NPU out of memory. NPUWorkspaceAllocator tried to allocate 216.00 MiB(NPU 2; ...") are an OOM with
+  their sizes (fragment torch_oom); with a 68k-token prefill and chunking off the prefill chunk is the knob (1586).
 - A TRL GRPO run whose answers collapsed to a few tokens (grad_norm 0 in most steps) while the reward did not fall is
   no failure of the six categories (real-extra 1580): the run-health summary is its top finding, nothing warns.
 """
@@ -113,3 +116,33 @@ def test_collapsed_short_answers_with_a_steady_reward_raise_no_category_of_the_s
     assert (top.rule, top.category) == ("health.summary", "other")
     assert not [f for f in report.findings if f.category in SIX and SEVERITY_RANK[f.severity] <= 1]
     assert scan_exit(report.findings, "error", complete=report.coverage_complete) == 0
+
+
+def test_npu_prefill_oom_with_chunking_off_names_the_prefill_chunk() -> None:
+    report = triage_dir(_case("1586"))
+    top = report.findings[0]
+    assert (top.rule, top.category) == ("serving.engine-oom-prefill", "serving-oom-retraction")
+    assert any(e.line == 1159 and "Memory_Allocation_Failure(EL0004)" in e.text for e in top.evidence)
+    knobs = {k.name: k.current for k in top.knobs}
+    assert knobs["miles.sglang_chunked_prefill_size"] == -1
+    assert knobs["inference.sglang_mem_fraction_static"] == 0.72
+    # torch_npu's workspace allocator words ("NPUWorkspaceAllocator tried to allocate 216.00 MiB(NPU 2; ...") are an
+    # engine OOM with their sizes read
+    ws = next(f for f in report.findings if f.rule == "serving.engine-cuda-oom")
+    assert ws.evidence[0].line == 1062
+    assert (ws.numbers["gpu"], ws.numbers["capacity"]) == (2, 61.27)
+    assert abs(ws.numbers["tried"] - 216 / 1024) < 1e-3 and abs(ws.numbers["free"] - 159.89 / 1024) < 1e-3
+    assert scan_exit(report.findings, "error", complete=report.coverage_complete) == 1
+
+
+@pytest.mark.parametrize(("num", "rule", "line"), [
+    ("1587", "other.engine-crash", 1455),  # DeepEP dispatch capacity assertion in the scheduler
+    ("1588", "other.fatal-exit", 1208),  # the harness's KeyError: 'print $4' after the benchmark
+])
+def test_nightly_failures_outside_the_six_stay_other(num: str, rule: str, line: int) -> None:
+    report = triage_dir(_case(num))
+    top = report.findings[0]
+    assert (top.rule, top.category) == (rule, "other")
+    assert any(e.line == line for e in top.evidence)
+    assert not [f for f in report.findings if f.category in SIX and SEVERITY_RANK[f.severity] <= 1]
+    assert scan_exit(report.findings, "error", complete=report.coverage_complete) == 1
