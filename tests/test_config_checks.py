@@ -298,3 +298,13 @@ def test_log_probs_chunk_minus_one_from_a_namespace_dump(tmp_path, lib):
 def test_log_probs_chunked_raises_nothing(tmp_path, lib):
     settings = {RESP: 16384, PACK: 20480, "miles.log_probs_chunk_size": 1024}
     assert "config.log-probs-chunk-unset" not in findings(tmp_path, lib, settings, "nested")
+
+
+def test_a_ceiling_the_engine_divided_among_dp_ranks_is_each_ranks_share() -> None:
+    # SGLang with DP attention (Ascend nightly decode node, real-extra 1584): server_args ask 832 running requests,
+    # the TP worker gives each of the 32 DP ranks 832 // 32 = 26 and prints it; the graph is captured up to 26
+    from conftest import FIXTURES, triage_dir
+
+    report = triage_dir(next((FIXTURES / "real-extra").glob("1584-*")) / "input")
+    assert not [f for f in report.findings if f.rule == "config.cuda-graph-below-admission"]
+    assert report.findings[0].rule == "serving.retraction-crashed"

@@ -70,8 +70,18 @@ def context_limit(cfg: Config) -> Setting | None:
 
 
 def admission(cfg: Config) -> list[tuple[str, Setting]]:
-    """Requested admission controls: the engine ceiling and the client concurrency (never SGLang's auto value)."""
-    return [(k, s) for k in (RUNNING, CONCURRENCY) if (s := cfg.requested(k)) is not None]
+    """Requested admission controls: the engine ceiling and the client concurrency (never SGLang's auto value when
+    nothing was requested). A requested ceiling the engine lowered is the engine's: with DP attention SGLang's
+    TP worker divides --max-running-requests by dp_size, and its startup line prints each DP rank's share (real-extra
+    1584: 832 requested, 26 a rank, the graph size 26)."""
+    out = []
+    for k in (RUNNING, CONCURRENCY):
+        s = cfg.requested(k)
+        if s is None:
+            continue
+        r = cfg.resolved(k)
+        out.append((k, r if r is not None and r.value < s.value else s))
+    return out
 
 
 def training(run: Run) -> bool:
