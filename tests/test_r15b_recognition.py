@@ -161,8 +161,10 @@ def test_rays_host_memory_kill_of_the_driver_is_other_not_trainer_oom():
     report = triage_dir(EXTRA / "1225-verl-ray-host-oom-main-task-killed-generate-sequences-top-users" / "input")
     f = top(report)
     assert f.category == "other" and f.rule == "other.host-oom"
-    # the exception line, then Ray's kill details on the next line (other.host-oom reads both since s16)
-    assert [(e.file, e.line) for e in f.evidence] == [("train.log", 2), ("train.log", 3)]
+    # the exception line first; the kill details (line 3) and the top-memory-users table's header (line 4) are read
+    # since s16, the last of them shown as the last occurrence
+    assert [(e.file, e.line) for e in f.evidence] == [("train.log", 2), ("train.log", 4)]
+    assert f.count == 3
     assert not [g for g in report.findings if g.category == "trainer-oom"]
 
 

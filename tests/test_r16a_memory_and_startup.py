@@ -29,7 +29,8 @@ def _case(prefix: str):
 def test_ray_kill_details_name_the_host_memory_and_its_numbers():
     f = top(_case("1402"))
     assert (f.category, f.rule, f.severity) == ("other", "other.host-oom", "error")
-    assert [(e.file, e.line) for e in f.evidence] == [("driver.log", 1)]
+    # the kill details, then the top-memory-users table Ray prints under them (read since r16d)
+    assert [(e.file, e.line) for e in f.evidence] == [("driver.log", 1), ("driver.log", 2)]
     assert (f.numbers["used_gb"], f.numbers["total_gb"], f.numbers["fraction"]) == (445.48, 468.75, 0.950365)
     assert f.numbers["threshold"] == 0.95
     assert knob_names(f) == []

@@ -12,8 +12,8 @@ PACKAGE = Path(__file__).resolve().parent.parent / "triage"
 
 # Stages from the bottom up. A module may import from its own stage and the ones before it.
 STAGES: list[tuple[str, ...]] = [
-    ("triage", "triage.model", "triage.redact", "triage.template", "triage.prefixes", "triage.errors", "triage.library.cache",
-     "triage.safe_load"),
+    ("triage", "triage.lazyre", "triage.model", "triage.redact", "triage.template", "triage.prefixes", "triage.errors",
+     "triage.library.cache", "triage.safe_load"),
     ("triage.library",),
     ("triage.parsers",),  # line and file parsers; discover sniffs a file's kind with them
     ("triage.input",),

@@ -560,6 +560,7 @@ def judge(found: list[Chain], marks: list[Line], hits: list[Hit], unclaimed: lis
                 final = next((f for c in reversed(found) for f in reversed(c.finals) if f.lineno < final.lineno
                               and not POINTS_ABOVE.search(f.msg) and exception_name(f)[0]
                               and not exception_name(f)[0].endswith("Warning")), final)
+                end = final.until or final.lineno  # a rule on the pointer's own line explains the pointer, not the cause
             elif RETRIES_WRAPPER.search(final.msg) and len(last.finals) > 1:
                 # a retry helper giving up after the error it retried ("During handling of the above exception":
                 # SGLang's test retry(), "retry() exceed maximum number of retries."): the chained error is the cause
