@@ -192,11 +192,10 @@ FELL_BACK = re.compile(r"\b[Ff]alling back to\b")
 # and they are one finding, `<head>: <text>`. A head seen with one or two tails keeps them apart.
 QUOTED_TAILS = 3
 HEAD_WORDS = 3
-_EXC_NAME = re.compile(r"[A-Z]\w*(?:Error|Exception): ")
 
 
 def _head(key: str) -> str | None:
-    start = m.end() if (m := _EXC_NAME.match(key)) else 0
+    start = m.start("msg") if (m := LEADING_EXC.match(key)) else 0
     cut = key.find(": ", start)
     if cut < 0 or len(key[start:cut].split()) < HEAD_WORDS:
         return None
