@@ -1,10 +1,10 @@
-"""origins.py: Ray actor prefixes, Ray dedup counts, SGLang rank tags of every period."""
+"""origins.py: Ray actor prefixes, Ray dedup counts, container and launcher prefixes."""
 
 from __future__ import annotations
 
 import pytest
 
-from triage.scan.origins import Context, sglang_rank, split_ray
+from triage.scan.origins import Context, split_ray
 
 
 def test_ray_prefix_with_ip_and_repeat_count() -> None:
@@ -24,19 +24,6 @@ def test_ray_prefix_without_ip() -> None:
 
 def test_line_without_prefix_is_unchanged() -> None:
     assert split_ray("Traceback (most recent call last):") == ("Traceback (most recent call last):", "", "", 1)
-
-
-@pytest.mark.parametrize("line, tags", [
-    ("[16:43:29 TP0] Prefill batch. #new-seq: 1", "TP0"),                      # <= v0.3.3, time only
-    ("[2025-07-02 07:41:59 DP7 TP7] max_total_tokens=131072", "DP7 TP7"),       # DP attention
-    ("[2025-12-26 08:51:31 DP0 TP0 EP0] Entering DeepGEMM", "DP0 TP0 EP0"),     # DP + EP
-    ("[2025-11-20 10:00:00 DP0 PP1 TP2 EP2] Decode batch", "DP0 PP1 TP2 EP2"),  # 2025-11 order
-    ("[2026-03-01 09:00:00 DP0 ATTN_CP1 MOE_DP0 TP1 EP1] Decode batch", "DP0 ATTN_CP1 MOE_DP0 TP1 EP1"),
-    ("[2025-12-05 17:15:07.123 TP0] Decode batch", "TP0"),                      # SGLANG_LOG_MS=1
-    ("[2026-05-28 08:41:19] Prefill batch, #new-seq: 1", ""),                   # single GPU: no tag
-])
-def test_sglang_rank_tags(line: str, tags: str) -> None:
-    assert sglang_rank(line) == tags
 
 
 @pytest.mark.parametrize("line, msg, actor", [

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import io
 import json
-import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -533,6 +532,3 @@ def as_float(v: Any) -> float | None:
             return None
     return None
 
-
-def finite(v: float | None) -> bool:
-    return v is not None and math.isfinite(v)

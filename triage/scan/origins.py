@@ -29,10 +29,6 @@ LINE_PREFIXES = lazy(f"(?:{LINE_PREFIX}){{0,4}}")  # up to four of them, in one 
 # word of a message is never touched.
 COLOUR_RESIDUE = lazy(r"^\[\d{1,3}(?:;\d{1,3})*m(?=\()")
 COLOUR_RESET = lazy(r"^\[\d{0,3}(?:;\d{1,3})*m ?")  # `[0m`, `[m`, `[0;0m` (vllm-ascend issue 7015)
-SGLANG_TAG = lazy(
-    r"^\[(?:\d{4}-\d{2}-\d{2} )?\d{2}:\d{2}:\d{2}(?:[.,]\d{3,6})?"
-    r"(?P<tags>(?: (?:DP|PP|ATTN_CP|MOE_DP|TP|EP)\d+)*)\] "
-)
 
 
 def split_ray(text: str) -> tuple[str, str, str, int]:
@@ -154,12 +150,6 @@ def _prefix_end(msg: str) -> int:
     """Where the line prefixes in front of msg end (LINE_PREFIXES matches the empty string too)."""
     m = LINE_PREFIXES.match(msg)
     return m.end() if m else 0
-
-
-def sglang_rank(msg: str) -> str:
-    """The rank tag of an SGLang line, e.g. 'DP0 TP0 EP0', '' when untagged."""
-    m = SGLANG_TAG.match(msg)
-    return m.group("tags").strip() if m else ""
 
 
 # Sides whose actors re-print what their workers raised: verl's TaskRunner / main_task and MILES' RolloutManager
@@ -343,10 +333,6 @@ class Context:
 
     def _span(self, lineno: int, within: tuple[int, int]) -> tuple[int, int]:
         return bisect_left(self.linenos, lineno - within[0]), bisect_right(self.linenos, lineno + within[1])
-
-    def window(self, lineno: int, within: tuple[int, int]) -> list[Line]:
-        lo, hi = self._span(lineno, within)
-        return self.lines[lo:hi]
 
     def after(self, lineno: int, span: int) -> list[Line]:
         lo = bisect_right(self.linenos, lineno)
