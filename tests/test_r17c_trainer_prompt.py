@@ -3,8 +3,9 @@
 - A Ray-wrapped OOM is placed by the actor the header names: the vLLM engine actors of OpenRLHF (its first `LLMActor`,
   kept by Open-Reasoner-Zero), SkyRL (`AsyncVLLMInferenceEngine`) and NeMo-RL (`VllmGenerationWorker`) are engines,
   so `RayTaskError(OutOfMemoryError): ray::LLMActor.backload_to_gpu()` is the engine's memory at wake-up
-  (serving.ray-wrapped-oom, real-extra 1643), not a trainer OOM; a trainer actor of the same frameworks stays the
-  trainer's.
+  (serving.ray-wrapped-oom, real-extra 1643), not a trainer OOM; so are verl 0.6's rollout server actors
+  (vLLMHttpServer, SGLangHttpServer, TRTLLMHttpServer and the ...ForPartial variants). A trainer actor of the same
+  frameworks stays the trainer's.
 - Ray's collective (NCCL) group that carries weights to the engines and never formed ("Unable to meet other
   processes at the rendezvous store", "Unable to get the NCCLUniqueID from the store"): other.ray-collective-rendezvous
   (real-extra 1647).
@@ -40,6 +41,10 @@ def test_orz_engine_backload_oom_is_the_engines_memory():
     "ray.exceptions.RayTaskError(OutOfMemoryError): ray::VllmAsyncGenerationWorker.generate_async() (pid=1)",
     # SkyRL's vLLM engine
     "ray.exceptions.RayTaskError(OutOfMemoryError): ray::AsyncVLLMInferenceEngine.wake_up() (pid=953485)",
+    # verl 0.6 ->'s rollout server actors
+    "ray.exceptions.RayTaskError(OutOfMemoryError): ray::vLLMHttpServer.wake_up() (pid=1, ip=10.0.0.1)",
+    "ray.exceptions.RayTaskError(OutOfMemoryError): ray::SGLangHttpServerForPartial.generate() (pid=1)",
+    "ray.exceptions.RayTaskError(OutOfMemoryError): ray::TRTLLMHttpServer.generate() (pid=1)",
 ])
 def test_engine_actors_of_other_rl_frameworks_place_a_wrapped_oom_on_the_engine(tmp_path: Path, header: str):
     f = top(triage_files(tmp_path, {"train.log": header + "\n"}))
@@ -47,7 +52,8 @@ def test_engine_actors_of_other_rl_frameworks_place_a_wrapped_oom_on_the_engine(
 
 
 @pytest.mark.parametrize("prefix", ["(LLMActor pid=11992, ip=10.148.9.90) ", "(VllmGenerationWorker pid=2671339) ",
-                                    "(AsyncVLLMInferenceEngine pid=953485) "])
+                                    "(AsyncVLLMInferenceEngine pid=953485) ", "(vLLMHttpServer pid=1234) ",
+                                    "(SGLangHttpServerForPartial pid=1234) "])
 def test_their_log_prefix_places_a_bare_oom_on_the_engine(tmp_path: Path, prefix: str):
     f = top(triage_files(tmp_path, {"train.log": prefix + OOM_TAIL}))
     assert (f.category, f.rule) == ("serving-oom-retraction", "serving.engine-cuda-oom")
