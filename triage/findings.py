@@ -122,11 +122,16 @@ def from_hits(lib: Library, hits: list[Hit], cfg: Config, redact_on: bool) -> li
         if last is not first:
             lines += [last.line, *last.extra]
         numbers = dict(first.numbers)
+        numbers.pop("went_on", None)  # a mark for `if_went_on` below, not a number of the line
         numbers["side"] = first.side
         severity = "info" if count < rule.info_below else ""
         if rule.if_warned and all(signals.is_warning_level(h.line) for h in hs):
             severity = rule.if_warned  # its program printed every one as a warning: caught, and it went on
             numbers["warned"] = "every line was printed as a warning by its own program, or says what it fell back to"
+        if rule.if_went_on and all(h.numbers.get("went_on") for h in hs) and (
+                not severity or SEVERITY_RANK[rule.if_went_on] > SEVERITY_RANK[severity]):
+            severity = rule.if_went_on  # the log went on recording steps after every one: it did not stop the run
+            numbers["went_on"] = "the file went on recording steps or metrics after every line: the run did not stop"
         out.append(_finding(lib, rule, lines, count, numbers, cfg, redact_on, first.line, last.line, severity,
                             fill(rule.title, numbers)))
     return out

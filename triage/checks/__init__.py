@@ -63,7 +63,8 @@ _register("pool_saturation", pool_saturation)
 _register("metric_threshold", metric_threshold, **THRESHOLD)
 _register("dataset_filtered", dataset_filtered, min=number(0.1))
 _register("generation_tail", generation_tail, min_ratio=number(1.8), min_gen_share=number(0.3),
-          min_clip_ratio=number(0.0), clip_keys=words([]))
+          min_clip_ratio=number(0.0), min_peak_clip_ratio=number(0.0),
+          clip_keys=words([]))
 _register("first_step_slow", startup.first_step_slow, keys=words([]), min_ratio=number(3.0), min_seconds=number(120),
           min_steps=whole(3), dominated_share=number(0.5), collapse_length_ratio=number(2.0), minor_share=number(0.0),
           length_keys=words(list(startup.LENGTH_KEYS)))

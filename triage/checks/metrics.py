@@ -63,11 +63,14 @@ def generation_tail(params: dict[str, Any], run: Run) -> list[CheckResult]:
     # A run whose steps report their clip ratio and put on average under `min_clip_ratio` of the responses at the
     # cap: the slowest sample is the ordinary tail of each batch, not a rollout held up by capped generations (verl
     # OPD console logs at 0.1-1% clipped, real-extra 1380-1384; 2.4% and 4% keep the finding, 1267 and 1385).
+    # The same when no step reached `min_peak_clip_ratio`: one to five capped answers in the 64-128 responses of a
+    # short run's steps average 1.5-2.5% but never make one in twenty (real-extra 1600, 0-3.9% a step).
     floor = float(params.get("min_clip_ratio", 0.0))
+    peak_floor = float(params.get("min_peak_clip_ratio", 0.0))
     for key in params.get("clip_keys") or []:
         clips = [v for _, v in run.series(key) if math.isfinite(v)]
         if clips:
-            if sum(clips) / len(clips) < floor:
+            if sum(clips) / len(clips) < floor or max(clips) < peak_floor:
                 return []
             break
     hits: list[tuple[Event, dict[str, float]]] = []

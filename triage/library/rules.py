@@ -29,7 +29,7 @@ RULE_KEYS = {
     "id", "category", "severity", "title", "anchor", "match", "side", "not_side", "near", "not_near",
     "within", "when", "knobs", "knobs_when", "not_knobs", "explain", "examples", "priority",
     "symptom_of", "reveals", "min_count", "info_below", "check", "params", "follow", "source", "errors_only",
-    "if_warned", "if_served",
+    "if_warned", "if_served", "if_went_on",
 }
 REQUIRED = ("id", "category", "severity", "title", "knobs", "explain")
 MIN_ANCHOR = 3  # an anchor is a literal the C prefilter files under byte pairs; shorter ones match everything
@@ -116,6 +116,9 @@ class Rule:
     # the severity when every line it claimed is in the file of an engine that said it was ready and then served
     # (checks/startup.served_files): what the line reports did not stop that engine; "" keeps `severity`
     if_served: str = ""
+    # the severity when the file went on recording steps or metrics after every line it claimed (a later step line,
+    # metric record or engine stats row): what the line reports did not stop the run; "" keeps `severity`
+    if_went_on: str = ""
     origin: str = ""  # file:line where the rule is defined
 
     @property
@@ -465,7 +468,8 @@ def _rule(raw: dict[str, Any], path: Path, lib: Library, fragments: dict[str, st
     if not isinstance(raw.get("errors_only", False), bool):
         raise LibraryError(f"{where}: errors_only must be true or false")
     if_warned, if_served = raw.get("if_warned", ""), raw.get("if_served", "")
-    for key, value in (("if_warned", if_warned), ("if_served", if_served)):
+    if_went_on = raw.get("if_went_on", "")
+    for key, value in (("if_warned", if_warned), ("if_served", if_served), ("if_went_on", if_went_on)):
         if value and (not isinstance(value, str) or value not in SEVERITIES):
             raise LibraryError(f"{where}: {key} {_quoted(value)} is not one of {', '.join(SEVERITIES)}")
     params = _mapping(raw, "params", where)
@@ -503,6 +507,7 @@ def _rule(raw: dict[str, Any], path: Path, lib: Library, fragments: dict[str, st
         errors_only=bool(raw.get("errors_only", False)),
         if_warned=if_warned,
         if_served=if_served,
+        if_went_on=if_went_on,
         origin=f"{path}:{line}",
     )
 

@@ -822,6 +822,11 @@ class Scanner:
         def progress_after(line: Line) -> bool:
             return last > (line.until or line.lineno)
 
+        for h in res.hits:  # a rule with `if_went_on`: did the file go on recording steps after this line?
+            rule = self.lib.rule(h.rule)
+            if rule is not None and rule.if_went_on and progress_after(h.line):
+                h.numbers["went_on"] = True
+
         found = signals.chains(ctx.lines)
         self._reward_frames(found, res, claimed)
         ex = signals.judge(found, res.marks, res.hits, res.unclaimed, lf.lines, progress_after, self._rule_kind,
