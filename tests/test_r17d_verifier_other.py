@@ -212,3 +212,33 @@ def test_rays_memory_monitor_kill_wording_with_outofmemoryerror_is_host_ram():
 def test_a_swarm_nodes_training_timed_out_at_info_is_no_failure():
     report = triage_dir(extra_input("1668"))
     assert warnings_or_worse(report) == []
+
+
+def test_a_reward_manager_whose_import_fails_is_the_environment_not_the_scorer(tmp_path: Path):
+    # the import of a verl reward manager in the TaskRunner (AdaptThink, 2025), traceback frames through reward code
+    text = ('  File "/root/AdaptThink/src/adapt_think_reward_manager.py", line 16, in <module>\n'
+            "    from .adapt_think_rm import adapt_think_rm\n"
+            '  File "/root/AdaptThink/src/adapt_think_rm.py", line 11, in <module>\n'
+            "    from math_verify import parse, verify\n"
+            "ModuleNotFoundError: No module named 'math_verify'\n")
+    f = top(triage_files(tmp_path, {"train.log": text}))
+    assert (f.category, f.rule) == ("other", "other.import-error")
+    assert [(e.file, e.line) for e in f.evidence] == [("train.log", 5)]
+
+
+def test_a_reward_function_that_raises_through_the_same_frames_stays_the_verifiers(tmp_path: Path):
+    text = ('  File "/root/verl/verl/utils/reward_score/math_verify.py", line 31, in compute_score\n'
+            "    score = verify(gold, pred)\n"
+            "KeyError: 'ground_truth'\n")
+    f = top(triage_files(tmp_path, {"train.log": text}))
+    assert (f.category, f.rule) == ("verifier", "verifier.reward-exception")
+
+
+def test_rays_out_of_disk_error_is_a_full_disk(tmp_path: Path):
+    text = ("ray.exceptions.OutOfDiskError: Local disk is full\n"
+            "The object cannot be created because the local object store is full and the local disk's utilization is "
+            "over capacity (95% by default).Tip: Use `df` on this node to check disk usage and `ray memory` to check "
+            "object store memory usage.\n")
+    f = top(triage_files(tmp_path, {"train.log": text}))
+    assert (f.category, f.rule) == ("other", "other.disk-full")
+    assert [(e.file, e.line) for e in f.evidence] == [("train.log", 1)]
