@@ -242,3 +242,13 @@ def test_rays_out_of_disk_error_is_a_full_disk(tmp_path: Path):
     f = top(triage_files(tmp_path, {"train.log": text}))
     assert (f.category, f.rule) == ("other", "other.disk-full")
     assert [(e.file, e.line) for e in f.evidence] == [("train.log", 1)]
+
+
+def test_a_node_the_gcs_stopped_hearing_from_is_a_dead_raylet(tmp_path: Path):
+    line = ("2023-03-03 05:15:30,774 WARNING worker.py:1866 -- The node with node id: 9426f44574cce4866be798cfed308f2d3e21ba"
+            "69487d422872cdd6e3 and address: 10.130.0.113 and node name: 10.130.0.113 has been marked dead because the "
+            "detector has missed too many heartbeats from it. This can happen when a       (1) raylet crashes "
+            "unexpectedly (OOM, preempted node, etc.)\n")
+    f = top(triage_files(tmp_path, {"driver.log": line}))
+    assert (f.category, f.rule) == ("other", "other.raylet-died")
+    assert f.numbers["address"] == "10.130.0.113"
