@@ -2747,6 +2747,14 @@ static ALWAYS_INLINE Py_ssize_t err_key_body(const unsigned char *s, Py_ssize_t 
             continue;
         }
         Py_ssize_t L = q - p;
+        if (alldig && L < 8 && !gated && (p == 0 || err_apart(s[p - 1])) && (q == n || err_apart(s[q]))) {
+            /* a number standing alone, the commonest word masked, first: none of the marks below takes it (no `x`,
+             * shorter than a hex token, no `-` or `.` after it for a UUID or an address), as the branch below */
+            if (err_slash_gate(s, n, p, q)) return -1;
+            o[j++] = '1';
+            p = q;
+            continue;
+        }
         if (L >= 3 && c == '0' && s[p + 1] == 'x') {  /* 0x + hex digits */
             Py_ssize_t k = p + 2;
             while (k < q && err_hex(s[k])) k++;
@@ -3004,8 +3012,10 @@ static int err_line_set(ErrLine *l, long long no, const unsigned char *t, Py_ssi
     l->no = no;
     return 0;
 }
-static int err_line_copy(ErrLine *to, const ErrLine *from) {
-    return err_line_set(to, from->no, (const unsigned char *)from->text, from->len);
+static void err_line_swap(ErrLine *a, ErrLine *b) {
+    ErrLine t = *a;
+    *a = *b;
+    *b = t;
 }
 
 static void errs_free(PyObject *cap) {
@@ -3582,10 +3592,11 @@ static PyObject *errfold_commit(PyObject *self, PyObject *args) {
         ErrSlot *sl = &E->slots[E->touched[i]];
         sl->touched = 0;
         if (!sl->c_count) continue;
-        if (!sl->count && err_line_copy(&sl->first, &sl->c_first) < 0) return NULL;
-        if (sl->c_count >= 2) { if (err_line_copy(&sl->prev, &sl->c_prev) < 0) return NULL; }
-        else if (sl->count && err_line_copy(&sl->prev, &sl->last) < 0) return NULL;
-        if (err_line_copy(&sl->last, &sl->c_last) < 0) return NULL;
+        /* (the lines change places: err_end writes each c_ line a call uses again, so no text is copied) */
+        if (!sl->count) err_line_swap(&sl->first, &sl->c_first);
+        if (sl->c_count >= 2) err_line_swap(&sl->prev, &sl->c_prev);
+        else if (sl->count) err_line_swap(&sl->prev, &sl->last);  /* the last before: the one before the new last */
+        err_line_swap(&sl->last, &sl->c_last);
         sl->count += sl->c_count;
         sl->c_count = 0;
     }
