@@ -656,6 +656,7 @@ static PyObject *errfold_new(PyObject *self, PyObject *args);
 static PyObject *errfold_key(PyObject *self, PyObject *args);
 static PyObject *errfold_add(PyObject *self, PyObject *args);
 static PyObject *errfold_find(PyObject *self, PyObject *args);
+static PyObject *errfold_lookup(PyObject *self, PyObject *args);
 static PyObject *errfold_commit(PyObject *self, PyObject *args);
 static PyObject *errfold_mark(PyObject *self, PyObject *args);
 static PyObject *errfold_settle(PyObject *self, PyObject *args);
@@ -2338,6 +2339,7 @@ static PyMethodDef methods[] = {
     {"errfold_key", errfold_key, METH_VARARGS, "errfold_key(line) -> its key's text, or None"},
     {"errfold_add", errfold_add, METH_VARARGS, "errfold_add(state, line, ids) -> slot or -1"},
     {"errfold_find", errfold_find, METH_VARARGS, "errfold_find(state, buffer, start, end, ids) -> slot or -1"},
+    {"errfold_lookup", errfold_lookup, METH_VARARGS, "errfold_lookup(state, buffer, hits) -> per hit a slot, -1 or -2"},
     {"errfold_commit", errfold_commit, METH_VARARGS, "errfold_commit(state): the last call's counts are kept"},
     {"errfold_settle", errfold_settle, METH_VARARGS, "errfold_settle(state, buffer) -> lines to scan again for"},
     {"errfold_mark", errfold_mark, METH_VARARGS, "errfold_mark(state, lineno): a line there reads its neighbours"},
@@ -2692,7 +2694,7 @@ static ALWAYS_INLINE void err_copy(unsigned char *o, const unsigned char *s, Py_
     } else memcpy(o, s, (size_t)len);
 }
 
-static Py_ssize_t err_key(const unsigned char *s, Py_ssize_t n, unsigned char *o, int gated) {
+static ALWAYS_INLINE Py_ssize_t err_key_body(const unsigned char *s, Py_ssize_t n, unsigned char *o, int gated) {
     if (n > ERR_LINE_MAX) return -1;
     Py_ssize_t j = 0;
     if (!ERR_CLS['a']) err_cls_init();
@@ -2745,6 +2747,14 @@ static Py_ssize_t err_key(const unsigned char *s, Py_ssize_t n, unsigned char *o
             continue;
         }
         Py_ssize_t L = q - p;
+        if (alldig && L < 8 && !gated && (p == 0 || err_apart(s[p - 1])) && (q == n || err_apart(s[q]))) {
+            /* a number standing alone, the commonest word masked, first: none of the marks below takes it (no `x`,
+             * shorter than a hex token, no `-` or `.` after it for a UUID or an address), as the branch below */
+            if (err_slash_gate(s, n, p, q)) return -1;
+            o[j++] = '1';
+            p = q;
+            continue;
+        }
         if (L >= 3 && c == '0' && s[p + 1] == 'x') {  /* 0x + hex digits */
             Py_ssize_t k = p + 2;
             while (k < q && err_hex(s[k])) k++;
@@ -2841,6 +2851,32 @@ static Py_ssize_t err_key(const unsigned char *s, Py_ssize_t n, unsigned char *o
         p = q;
     }
     return j;
+}
+
+/* err_key_body compiled twice: for any x86-64, and with BMI1/BMI2 (one-uop variable shifts, tzcnt; the masks' bit
+ * tricks are most of its work), taken on a CPU that has them (err_bmi, set at import). Same bytes out either way. */
+#if HAVE_AVX2_PATH && !defined(__clang__)
+#define HAVE_BMI_KEY 1
+__attribute__((target("bmi,bmi2,popcnt"))) static Py_ssize_t err_key_bmi(const unsigned char *s, Py_ssize_t n,
+                                                                          unsigned char *o, int gated) {
+    return err_key_body(s, n, o, gated);
+}
+static int err_bmi = -1;  /* the CPU has BMI1 and BMI2: 1; not known yet: -1 */
+#else
+#define HAVE_BMI_KEY 0
+#endif
+static Py_ssize_t err_key_plain(const unsigned char *s, Py_ssize_t n, unsigned char *o, int gated) {
+    return err_key_body(s, n, o, gated);
+}
+static Py_ssize_t err_key(const unsigned char *s, Py_ssize_t n, unsigned char *o, int gated) {
+#if HAVE_BMI_KEY
+    if (err_bmi < 0) {
+        __builtin_cpu_init();
+        err_bmi = __builtin_cpu_supports("bmi") && __builtin_cpu_supports("bmi2");
+    }
+    if (err_bmi && path != P_SCALAR) return err_key_bmi(s, n, o, gated);
+#endif
+    return err_key_plain(s, n, o, gated);
 }
 
 #define ERR_MIX(h, w) ((h) = ((h) ^ (w)) * 0x9E3779B97F4A7C15ULL, (h) ^= (h) >> 29)
@@ -2976,8 +3012,10 @@ static int err_line_set(ErrLine *l, long long no, const unsigned char *t, Py_ssi
     l->no = no;
     return 0;
 }
-static int err_line_copy(ErrLine *to, const ErrLine *from) {
-    return err_line_set(to, from->no, (const unsigned char *)from->text, from->len);
+static void err_line_swap(ErrLine *a, ErrLine *b) {
+    ErrLine t = *a;
+    *a = *b;
+    *b = t;
 }
 
 static void errs_free(PyObject *cap) {
@@ -3207,6 +3245,54 @@ static PyObject *errfold_find(PyObject *self, PyObject *args) {
     }
     PyBuffer_Release(&v);
     return PyLong_FromSsize_t(slot >= 0 && E->slots[slot].nofold ? -1 : slot);
+}
+
+/* errfold_lookup(state, buffer, hits) -> per hit, errfold_find's answer for a candidate line (kind 0) whose needles
+ * are all error words (ERR_ALLOWED or ERR_RULED), else -2: the per-hit loops of errfold.ErrFold (learn, known) in one
+ * call a chunk, not one call a line. */
+static PyObject *errfold_lookup(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *cap, *hits;
+    Py_buffer v;
+    if (!PyArg_ParseTuple(args, "Oy*O!", &cap, &v, &PyList_Type, &hits)) return NULL;
+    struct Errs *E = errs_of(cap);
+    if (!E) { PyBuffer_Release(&v); return NULL; }
+    Py_ssize_t nh = PyList_GET_SIZE(hits), local[256];
+    PyObject *out = PyList_New(nh);
+    if (!out) { PyBuffer_Release(&v); return NULL; }
+    for (Py_ssize_t h = 0; h < nh; h++) {
+        PyObject *t = PyList_GET_ITEM(hits, h);
+        Py_ssize_t slot = -2;
+        if (PyTuple_Check(t) && PyTuple_GET_SIZE(t) == 5 && PyLong_Check(PyTuple_GET_ITEM(t, 0))
+            && PyLong_AsLong(PyTuple_GET_ITEM(t, 0)) == 0 && PyTuple_Check(PyTuple_GET_ITEM(t, 4))) {
+            PyObject *ids = PyTuple_GET_ITEM(t, 4);
+            Py_ssize_t nids = PyTuple_GET_SIZE(ids), start = PyLong_AsSsize_t(PyTuple_GET_ITEM(t, 2)),
+                       end = PyLong_AsSsize_t(PyTuple_GET_ITEM(t, 3));
+            int ok = nids > 0;
+            for (Py_ssize_t k = 0; ok && k < nids; k++) {
+                PyObject *id = PyTuple_GET_ITEM(ids, k);
+                Py_ssize_t i = PyLong_Check(id) ? PyLong_AsSsize_t(id) : -1;
+                if (k < 256) local[k] = i;
+                ok = i >= 0 && i < E->ncls && (E->cls[i] == ERR_ALLOWED || E->cls[i] == ERR_RULED);
+            }
+            if (PyErr_Occurred()) { Py_DECREF(out); PyBuffer_Release(&v); return NULL; }
+            if (ok) {
+                slot = -1;
+                if (start >= 0 && end <= v.len && start <= end && nids <= 256)
+                    for (int gated = 0; gated < 2 && slot < 0 && E->nslots; gated++) {  /* as errfold_find */
+                        Py_ssize_t klen = err_line_key(E, v.buf, start, end, local, nids, gated);
+                        if (klen < 0) break;
+                        slot = err_find(E, klen, err_hash(E->kbuf, klen));
+                    }
+                if (slot >= 0 && E->slots[slot].nofold) slot = -1;
+            }
+        }
+        PyObject *x = PyLong_FromSsize_t(slot);
+        if (!x) { Py_DECREF(out); PyBuffer_Release(&v); return NULL; }
+        PyList_SET_ITEM(out, h, x);
+    }
+    PyBuffer_Release(&v);
+    return out;
 }
 
 /* A call begins: what an earlier call that was not committed counted is forgotten. */
@@ -3506,10 +3592,11 @@ static PyObject *errfold_commit(PyObject *self, PyObject *args) {
         ErrSlot *sl = &E->slots[E->touched[i]];
         sl->touched = 0;
         if (!sl->c_count) continue;
-        if (!sl->count && err_line_copy(&sl->first, &sl->c_first) < 0) return NULL;
-        if (sl->c_count >= 2) { if (err_line_copy(&sl->prev, &sl->c_prev) < 0) return NULL; }
-        else if (sl->count && err_line_copy(&sl->prev, &sl->last) < 0) return NULL;
-        if (err_line_copy(&sl->last, &sl->c_last) < 0) return NULL;
+        /* (the lines change places: err_end writes each c_ line a call uses again, so no text is copied) */
+        if (!sl->count) err_line_swap(&sl->first, &sl->c_first);
+        if (sl->c_count >= 2) err_line_swap(&sl->prev, &sl->c_prev);
+        else if (sl->count) err_line_swap(&sl->prev, &sl->last);  /* the last before: the one before the new last */
+        err_line_swap(&sl->last, &sl->c_last);
         sl->count += sl->c_count;
         sl->c_count = 0;
     }

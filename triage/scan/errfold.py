@@ -133,7 +133,6 @@ class ErrFold:
         self.state = _linescan.errfold_new(rules.classes, rules.reach, rules.pieces_of(anchor_of) if runs() else None)
         self.shapes: dict[int, bytes] = {}  # slot -> the shape of its lines' messages
         self.decided = rules.decided
-        self.allowed: dict[Any, bool] = {}  # needle indices -> all of them error words
 
     def arg(self, base: int, ahead: int = 0) -> tuple[Any, int, int]:
         """The scan() argument for a buffer after `base` lines, followed by `ahead` lines that read nothing (ahead)."""
@@ -188,17 +187,13 @@ class ErrFold:
     def learn(self, data: Any, hits: list[Any], text_of: Callable[[Any], str]) -> int:
         """Judge the candidate lines of a chunk whose keys are not known yet; register those that fold. Returns how
         many keys it registered."""
-        classes = self.rules.classes
         new = 0
-        for kind, _, start, end, ids in hits:
-            if kind != 0:
+        added = False  # a key registered by this call: the lines after it are looked up again
+        # (the C side looks every line up at once: errfold_find's answer for a candidate line of error words, else -2)
+        for (_, _, start, end, ids), slot in zip(hits, _linescan.errfold_lookup(self.state, data, hits)):
+            if slot != -1:  # not a candidate line of error words only (-2), or returned for a neighbour
                 continue
-            ok = self.allowed.get(ids)
-            if ok is None:
-                ok = self.allowed[ids] = bool(ids) and all(i < len(classes) and classes[i] in (ALLOWED, RULED) for i in ids)
-            if not ok:
-                continue
-            if _linescan.errfold_find(self.state, data, start, end, ids) >= 0:  # returned for a neighbour
+            if added and _linescan.errfold_find(self.state, data, start, end, ids) >= 0:
                 continue
             raw = bytes(data[start:end])
             key = _linescan.errfold_key(raw)  # (lines of one key of the gated kind share this one)
@@ -217,6 +212,7 @@ class ErrFold:
             if fold and gated is not None:
                 before = len(self.shapes)
                 slot = _linescan.errfold_add(self.state, raw, ids, gated)
+                added = added or slot >= 0
                 if slot >= 0 and slot not in self.shapes:
                     self.shapes[slot] = message_shape(text)
                 new += len(self.shapes) - before
@@ -232,13 +228,10 @@ class ErrFold:
         """Mark the candidate lines of registered keys (returned for a neighbour, or near a chunk's end) as K_KNOWN,
         with their key's shape: Scanner.line need not try the rules on them (errfold.py: none claims a line of the
         key), nor take their shape again. Their tag: (needle ids, shape)."""
-        classes = self.rules.classes
-        for i, (kind, rel, start, end, ids) in enumerate(hits):
-            if kind == 0 and (self.allowed.get(ids) or self.allowed.setdefault(
-                    ids, bool(ids) and all(j < len(classes) and classes[j] in (ALLOWED, RULED) for j in ids))):
-                slot = _linescan.errfold_find(self.state, data, start, end, ids)
-                if slot >= 0:
-                    hits[i] = (K_KNOWN, rel, start, end, (ids, self.shapes[slot]))
+        for i, slot in enumerate(_linescan.errfold_lookup(self.state, data, hits)):
+            if slot >= 0:
+                _, rel, start, end, ids = hits[i]
+                hits[i] = (K_KNOWN, rel, start, end, (ids, self.shapes[slot]))
 
     def records(self) -> list[tuple[bytes, int, Any, Any, Any]]:
         """(shape, count, (first lineno, text), (the one before the last) or None, (last)) per key that counted."""

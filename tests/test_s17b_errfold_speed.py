@@ -1,0 +1,135 @@
+"""s17b: the error-storm path's per-line costs moved, results unchanged.
+
+- _linescan.errfold_lookup answers for a chunk's hits what errfold_find answers for each (errfold.ErrFold.learn and
+  known call it once a chunk, not once a line);
+- err_key keys a number standing alone first (the commonest masked word of an error line): the keys stay those of the
+  cascade it jumps (0x handle, UUID, hex token, address, fraction, a gate's digits beside a slash);
+- errfold_commit swaps a key's lines with the call's instead of copying them: first, the one before the last and the
+  last stay those of the lines counted, over chunks that count one line or many.
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+from test_errfold import LIB, error_lines, hits_of, report
+
+from triage.scan import errfold, native
+from triage.scan import prefiltered as fastscan
+from triage.scan.native import K_ERRS, _linescan
+from triage.scan.scanner import Scanner
+
+pytestmark = pytest.mark.skipif(not native.available(), reason="the C prefilter is not built")
+
+
+# -- the key: a number standing alone first -------------------------------------------------------------------------
+
+# (line, its key): each word a mark could take beside a number, as the cascade keyed them before the fast path
+KEYS = [
+    (b"ERROR took 12345 s", b"ERROR took 1 s"),
+    (b"ERROR took 1234567 s", b"ERROR took 1 s"),
+    (b"ERROR id 12345678 done", b"ERROR id 11111111 done"),  # 8 digits: a hex token, not a number
+    (b"ERROR id 123456789012 done", b"ERROR id 111111111111 done"),
+    (b"ERROR x=123.45, y=(7)", b"ERROR x=1.1, y=(1)"),  # a fraction stays apart
+    (b"ERROR at 10.0.0.1 down", b"ERROR at \x01 down"),  # an address is one mark
+    (b"ERROR at 10.0.0.1:8080 down", b"ERROR at \x01 down"),
+    (b"ERROR n 12-34 k", b"ERROR n 11-11 k"),  # `-` after it: not standing alone
+    (b"ERROR v1.2 k 3", b"ERROR v1.1 k 1"),
+    (b"ERROR [42] {7} <9> |5| *3* &2& %1% #8# !6! ?4?", b"ERROR [1] {1} <1> |1| *1* &1& %1% #1# !1! ?1?"),
+    (b"ERROR 12345678-1234-1234-1234-123456789012 x", b"ERROR 11111111-1111-1111-1111-111111111111 x"),
+    (b"ERROR 7/8 done", b"ERROR 1/1 done"),
+    (b"ERROR 42", b"ERROR 1"),
+    (b"7 ERROR", b"1 ERROR"),
+    (b"ERROR 0x1f and 0", b"ERROR \x00xaa and 1"),
+]
+
+
+@pytest.mark.parametrize("line,key", KEYS)
+def test_a_number_standing_alone_keys_as_the_cascade_did(line: bytes, key: bytes) -> None:
+    assert _linescan.errfold_key(line) == key
+
+
+@pytest.mark.parametrize("line", [b"ERROR 1//0 here", b"ERROR 11//0 here", b"ERROR x 1//07 y"])
+def test_a_number_beside_the_slash_gate_has_no_key(line: bytes) -> None:
+    assert _linescan.errfold_key(line) is None
+
+
+def test_a_gated_key_keeps_each_digit_of_a_number() -> None:
+    assert _linescan.errfold_key(b"ERROR took 12345 s", True) == b"ERROR took 11111 s"
+
+
+# -- errfold_lookup: errfold_find for every hit at once -----------------------------------------------------------
+
+def test_lookup_answers_for_each_hit_what_find_answers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Keys registered for half the messages; a chunk's hits looked up at once and one by one agree: the slot for a
+    candidate line of error words of a registered key, -1 for one of no key, -2 for a line of another kind or with a
+    needle that is not an error word."""
+    lines = error_lines(4000, 31)
+    log = tmp_path / "run" / "sglang-engine-0.log"
+    log.parent.mkdir()
+    log.write_text("\n".join(lines) + "\n")
+    scanner = Scanner(LIB)
+    rules = scanner.needles.errs
+    assert rules is not None
+    fold = errfold.ErrFold(rules, scanner.needles.anchor_of)
+    data = log.read_bytes()
+    matcher = scanner.needles.matcher(data[:1 << 16])
+    _, _, _, _, hits, _ = _linescan.scan(matcher, data, len(data) + 1, 0, False)
+    assert len(hits) > 3000
+    for _, _, start, end, ids in hits[::2]:  # register the keys of every other line
+        _linescan.errfold_add(fold.state, data[start:end], ids, False)
+    hits.append((1, 0, 0, 5, None))  # a row's hit: not a candidate line
+    hits.append((0, 0, 0, 5, ()))  # no needle
+    hits.append((0, 0, 0, 5, (len(rules.classes) + 7,)))  # a needle of no class
+    got = _linescan.errfold_lookup(fold.state, data, hits)
+    classes = rules.classes
+    want = []
+    for kind, _, start, end, ids in hits:
+        words = kind == 0 and bool(ids) and all(i < len(classes) and classes[i] in (errfold.ALLOWED, errfold.RULED)
+                                                for i in ids)
+        want.append(_linescan.errfold_find(fold.state, data, start, end, ids) if words else -2)
+    assert got == want
+    assert got.count(-2) >= 3 and sum(s >= 0 for s in got) > 1000 and got.count(-1) > 20
+
+
+def test_the_chunks_hand_python_the_lines_they_did_before(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """learn and known through errfold_lookup: of a storm of error lines with a few that a rule claims, the lines that
+    reach Python and the counts per key are those the line-for-line reader gives (one report both ways)."""
+    storm = error_lines(60_000, 41)
+    rng = random.Random(3)
+    for at in sorted(rng.sample(range(1000, 59_000), 5)):
+        storm[at] = f"[2026-05-24 09:00:01 DP0 TP0] ERROR worker {at}: Segmentation fault (core dumped) at step 12"
+    log = tmp_path / "run" / "sglang-engine-0.log"
+    log.parent.mkdir()
+    log.write_text("\n".join(storm) + "\n")
+    hits = hits_of(log, monkeypatch)
+    counted = [h for h in hits if h[0] == K_ERRS]
+    assert counted and sum(rec[1] for h in counted for rec in h[4]) > 50_000  # counted in C, not handed over
+    folded = report(log.parent, monkeypatch, True)
+    assert folded == report(log.parent, monkeypatch, False)
+    assert len([f for f in folded["findings"] if f["rule"] == "other.segfault"]) == 1
+
+
+# -- errfold_commit: lines swapped, not copied ----------------------------------------------------------------------
+
+@pytest.mark.parametrize("every", [1, 7, 400])
+def test_first_before_last_and_last_over_chunks_of_one_line_and_of_many(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch,
+                                                                        every: int) -> None:
+    """Chunks of 64 KiB that count one line of a key, a few, or many (a rare message every `every` lines among the
+    storm's): the first and last line of each unexplained finding and its count are those of the line-for-line
+    reader (errfold_commit swaps a key's lines with the call's: a line a call did not write is never shown)."""
+    monkeypatch.setattr(fastscan, "CHUNK", 1 << 16)
+    storm = error_lines(30_000, 47)
+    for at in range(0, len(storm), every * 50):
+        storm[at] = f"[2026-05-24 09:00:01 DP0 TP0] ERROR rare_path: shard {at} of 64 failed to load"
+    log = tmp_path / "run" / "sglang-engine-0.log"
+    log.parent.mkdir()
+    log.write_text("\n".join(storm) + "\n")
+    counted = [h for h in hits_of(log, monkeypatch) if h[0] == K_ERRS]
+    assert sum(rec[1] for h in counted for rec in h[4]) > 20_000
+    folded = report(log.parent, monkeypatch, True)
+    assert folded == report(log.parent, monkeypatch, False)
+    assert sum(f["rule"] == "unclassified" for f in folded["findings"]) >= 10
