@@ -106,6 +106,7 @@ class Shape(NamedTuple):
     ctx: bool  # rows are context lines in Python (timers)
     rows: RowShape
     stable: bool = False  # no needle can occur across a number of a line of it (stable())
+    side: str = ""  # a timer shape's: the side of its Ray actor (its prefix is literal text), '' for none
 
     def spec(self) -> tuple[Any, ...]:
         """What _linescan.shapes takes: with the output columns of the mean and longest response length, whose share
@@ -344,12 +345,16 @@ class Shapes:
             return None
         kind = ev0.kind
         f0 = ev0.fields
+        side = ""
         if kind == "metrics":
             if f0.get("tag") == "continued" or f0.get("framework") in BLOCKS or "open" in f0 or "closes" in f0 \
                     or "lines" in f0 or f0.get("framework") == "dataset":
                 return None
         elif kind == "timer":
-            if plan.anchors or not self._quiet_context(msg) or self.scanner.sides.of_actor(actor):
+            if plan.anchors or not self._quiet_context(msg):
+                return None
+            side = self.scanner.sides.of_actor(actor)  # its rows answer side lookups from the file's SideRows
+            if side and any(rx.search(msg) for rx in self.scanner.sides.trailing.values()):
                 return None
         else:
             return None
@@ -391,7 +396,7 @@ class Shapes:
         rows = self._row_shape(ev0, mapping, col_of, segs, len(slots))
         needles = tuple(nd for nd, _ in self.scanner.needles.items if len(nd) > 1)  # single bytes: not printable
         return Shape(segs, bytes(allow), cols, ids, kind == "metrics", kind == "timer", rows,
-                     stable(segs, needles)), mapping
+                     stable(segs, needles), side), mapping
 
     def _renders(self, render: Any, classes: list[int], ev0: Any, kind: str, mapping: dict[str, Any]) -> bool:
         ev, values, line = render(classes)
