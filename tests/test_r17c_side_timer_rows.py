@@ -5,6 +5,7 @@ SideRows, and every hit gets the side the line-for-line path gives it."""
 from __future__ import annotations
 
 import random
+from array import array
 from pathlib import Path
 from typing import Any
 
@@ -127,3 +128,22 @@ def test_a_report_of_the_bench_like_log_is_the_same_with_and_without_columns(
     fast = report_json(log.parent, monkeypatch, True)
     monkeypatch.setenv("TRIAGE_NO_COLUMNS", "1")
     assert fast == report_json(log.parent, monkeypatch, True)
+
+
+@pytest.mark.parametrize("n", [1, 2, 15, 16, 17, 300])
+@pytest.mark.parametrize("first", [0, 5])
+def test_a_rising_step_columns_statistics_are_those_of_the_general_loop(n: int, first: int) -> None:
+    """col_stats answers a rising whole-number column (a step column) without its loops: the same tuple as the store's
+    own column_stats, and the top candidates its last TOP rows."""
+    from triage.parsers.series_store import TOP, column_stats
+
+    values = [float(first + 3 * i + (i % 2)) for i in range(n)]
+    vals, stats = native._linescan.col_join([array("d", values).tobytes()], 1, -1, -1)
+    assert stats[0][:7] == column_stats(values)[:7]
+    assert stats[0][6] == list(range(max(0, n - TOP), n))
+    assert stats[0][7] is True
+    # one value out of order: the general loop, and the column is not rising
+    if n > 2:
+        values[1], values[2] = values[2], values[1]
+        _, stats = native._linescan.col_join([array("d", values).tobytes()], 1, -1, -1)
+        assert stats[0][:7] == column_stats(values)[:7] and stats[0][7] is False
