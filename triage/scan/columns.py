@@ -17,6 +17,8 @@ handing it over:
   (Scanner.line: a record is data, never an error line); a timer line holds no rule anchor at all;
 - a timer line is context (`near` windows, side lookups, traceback headers): no rule's `near`/`not_near` pattern, no
   side marker, no traceback or exception pattern matches it (the C side returns the rows next to a returned line);
+  the rows of a timer of a Ray actor with a side (its prefix is literal text in the shape, so every row names that
+  actor) answer side lookups from the file's origins.SideRows, as its lines would from the Context;
 - which number is which value: the line is parsed again with a distinct sentinel in each slot (`_renders`); each
   value must be one slot's sentinel or a constant the first line holds too, the step a slot or a constant, every
   other field equal. The token classes (sign, fraction, exponent) each slot accepts are tried the same way: a row
