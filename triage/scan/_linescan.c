@@ -4323,6 +4323,24 @@ static PyObject *col_bytes(const void *p, Py_ssize_t n) {
     return PyBytes_FromStringAndSize((const char *)p, n);
 }
 
+/* col_stats of a column whose values rise (whole numbers in [0, 2^53), each above the one before: a step column),
+ * without its loops: every value is finite, only the first may be 0, the first is the lowest and the last the highest,
+ * and the COL_TOP highest are the last COL_TOP (no two are equal), so the candidates for the top are those indices.
+ * The general loop gives the same tuple, but a rising column moves its highest value and its heap at every row. */
+static PyObject *col_stats_rising(const double *v, Py_ssize_t n) {
+    Py_ssize_t from = n > COL_TOP ? n - COL_TOP : 0;
+    PyObject *top = PyList_New(n - from);
+    if (!top) return NULL;
+    for (Py_ssize_t j = from; j < n; j++) {
+        PyObject *k = PyLong_FromSsize_t(j);
+        if (!k) { Py_DECREF(top); return NULL; }
+        PyList_SET_ITEM(top, j - from, k);
+    }
+    Py_ssize_t nonzero = n - (v[0] == 0);
+    return Py_BuildValue("(nnnnnnNN)", nonzero, (Py_ssize_t)0, (Py_ssize_t)-1, (Py_ssize_t)-1, (Py_ssize_t)0, n - 1,
+                         top, PyBool_FromLong(1));
+}
+
 /* What the metric store needs of one column of n values (series_store.MetricStore.add_rows): (values != 0 (NaN
  * included), non-finite values, first and last non-finite index, first index of the lowest and of the highest finite
  * value (-1: none), the indices that may enter the COL_TOP highest (in order): those above the COL_TOP-th highest
@@ -4336,6 +4354,7 @@ static PyObject *col_stats(const double *v, Py_ssize_t n) {
     int inc = 1;  /* whole numbers in [0, 2^53), each above the one before (a step column: metrics.Records' spans) */
     for (Py_ssize_t i = 0; i < n && inc; i++)
         inc = v[i] >= 0 && v[i] < 9007199254740992.0 && v[i] == (double)(int64_t)v[i] && (i == 0 || v[i] > v[i - 1]);
+    if (inc && n > 0) return col_stats_rising(v, n);
     double heap[COL_TOP] = {0};  /* the COL_TOP highest finite values so far, a min-heap */
     Py_ssize_t nh = 0;
     double lov = 0, hiv = 0;  /* v[lo], v[hi], kept here: reading v[lo] each step made every step wait for the last */

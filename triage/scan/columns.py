@@ -17,6 +17,8 @@ handing it over:
   (Scanner.line: a record is data, never an error line); a timer line holds no rule anchor at all;
 - a timer line is context (`near` windows, side lookups, traceback headers): no rule's `near`/`not_near` pattern, no
   side marker, no traceback or exception pattern matches it (the C side returns the rows next to a returned line);
+  the rows of a timer of a Ray actor with a side (its prefix is literal text in the shape, so every row names that
+  actor) answer side lookups from the file's origins.SideRows, as its lines would from the Context;
 - which number is which value: the line is parsed again with a distinct sentinel in each slot (`_renders`); each
   value must be one slot's sentinel or a constant the first line holds too, the step a slot or a constant, every
   other field equal. The token classes (sign, fraction, exponent) each slot accepts are tried the same way: a row
@@ -106,6 +108,7 @@ class Shape(NamedTuple):
     ctx: bool  # rows are context lines in Python (timers)
     rows: RowShape
     stable: bool = False  # no needle can occur across a number of a line of it (stable())
+    side: str = ""  # a timer shape's: the side of its Ray actor (its prefix is literal text), '' for none
 
     def spec(self) -> tuple[Any, ...]:
         """What _linescan.shapes takes: with the output columns of the mean and longest response length, whose share
@@ -344,12 +347,16 @@ class Shapes:
             return None
         kind = ev0.kind
         f0 = ev0.fields
+        side = ""
         if kind == "metrics":
             if f0.get("tag") == "continued" or f0.get("framework") in BLOCKS or "open" in f0 or "closes" in f0 \
                     or "lines" in f0 or f0.get("framework") == "dataset":
                 return None
         elif kind == "timer":
-            if plan.anchors or not self._quiet_context(msg) or self.scanner.sides.of_actor(actor):
+            if plan.anchors or not self._quiet_context(msg):
+                return None
+            side = self.scanner.sides.of_actor(actor)  # its rows answer side lookups from the file's SideRows
+            if side and any(rx.search(msg) for rx in self.scanner.sides.trailing.values()):
                 return None
         else:
             return None
@@ -391,7 +398,7 @@ class Shapes:
         rows = self._row_shape(ev0, mapping, col_of, segs, len(slots))
         needles = tuple(nd for nd, _ in self.scanner.needles.items if len(nd) > 1)  # single bytes: not printable
         return Shape(segs, bytes(allow), cols, ids, kind == "metrics", kind == "timer", rows,
-                     stable(segs, needles)), mapping
+                     stable(segs, needles), side), mapping
 
     def _renders(self, render: Any, classes: list[int], ev0: Any, kind: str, mapping: dict[str, Any]) -> bool:
         ev, values, line = render(classes)

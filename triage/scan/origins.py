@@ -242,6 +242,11 @@ class SideFinder:
                                    lambda ln: ln.actor == actor and self.of_text(ln.msg), by_msg=False)
             return self.of_text(near.msg) if near is not None else own
         near = context.nearest(lineno, within, ("side", self), self.of_line, by_msg=False)
+        rows = context.side_rows
+        if rows.linenos:  # timer rows of actors with a side (not Context lines): as near as a line of the window?
+            got = rows.nearest(lineno, within)
+            if got is not None and (near is None or (abs(got[0] - lineno), got[0]) < (abs(near.lineno - lineno), near.lineno)):
+                return got[1]
         if near is not None:
             return self.of_line(near)
         if self.trailing:
@@ -264,6 +269,57 @@ class SideFinder:
             return ""
         frames = [m.group(0) for m in JOINED_LAST_FRAME.finditer(line.text)]
         return next((side for side in map(self.of_text, reversed(frames)) if side), "")
+
+
+class SideRows:
+    """The lines of a file's registered timer shapes whose Ray actor has a side (sides.yaml `actors:`): rows of the C
+    prefilter's columns, not Context lines, but a side lookup (SideFinder.side) reads which of its window's lines
+    name a side, and these do. Kept as line numbers and sides, in line order; like Context, only as far as a later
+    line's window or a pending claim's (`reach` lines before and after it) can reach."""
+
+    COMPACT = 4096  # rows held before the first look for rows to drop
+
+    def __init__(self, reach: tuple[int, int], pending: list[Any] | None) -> None:
+        self.linenos: list[int] = []
+        self.sides: list[str] = []
+        self.reach = reach
+        self.pending = pending  # the file's pending claims, in line order (None: keep every row)
+        self._limit = self.COMPACT
+
+    def add(self, rows: list[tuple[int, str]]) -> None:
+        """Rows of one write-out, each (line number, side), after every row added before."""
+        rows.sort()
+        self.linenos.extend(ln for ln, _ in rows)
+        self.sides.extend(side for _, side in rows)
+        if len(self.linenos) >= self._limit and self.pending is not None:
+            self._compact()
+
+    def _compact(self) -> None:
+        """Drop the rows no window can still hold: those more than reach[0] lines before the newest row that no
+        pending claim's window holds (a later line's window starts after them)."""
+        assert self.pending is not None
+        before, after = self.reach
+        claims = [ln.lineno for ln, *_ in self.pending]
+        cut = bisect_left(self.linenos, self.linenos[-1] - before)
+        keep = [i for i in range(cut) if (j := bisect_left(claims, self.linenos[i] - after)) < len(claims)
+                and claims[j] <= self.linenos[i] + before]
+        self.linenos = [self.linenos[i] for i in keep] + self.linenos[cut:]
+        self.sides = [self.sides[i] for i in keep] + self.sides[cut:]
+        self._limit = max(self.COMPACT, 2 * len(self.linenos))
+
+    def nearest(self, lineno: int, within: tuple[int, int]) -> tuple[int, str] | None:
+        """(line number, side) of the row of the window nearest `lineno` (the earlier of two as near), as
+        Context.nearest picks a line."""
+        linenos = self.linenos
+        lo, hi = bisect_left(linenos, lineno - within[0]), bisect_right(linenos, lineno + within[1])
+        if lo >= hi:
+            return None
+        mid = bisect_left(linenos, lineno, lo, hi)
+        if mid == lo:
+            return linenos[mid], self.sides[mid]
+        if mid == hi or lineno - linenos[mid - 1] <= linenos[mid] - lineno:
+            return linenos[mid - 1], self.sides[mid - 1]
+        return linenos[mid], self.sides[mid]
 
 
 class Context:
@@ -291,6 +347,7 @@ class Context:
         self._memo: dict[Any, dict[str, bool] | None] = {}  # test key -> message -> answer (tests of messages)
         self.reach = reach
         self.pending = pending  # (line, ...) of the claims not yet resolved, in line order; None: keep every line
+        self.side_rows = SideRows(reach, pending)  # timer rows of actors with a side (registered shapes)
         self._claims: list[int] = []  # the pending claims' line numbers, as far as read
         self._limit = self.COMPACT
         self._settled = 0  # lines before this index are kept for good

@@ -505,6 +505,7 @@ def _rows(fs: FileScan, offset: int, payload: tuple[Any, ...], base: int) -> boo
     records: list[RowPart] = []
     timers: list[RowPart] = []
     ctx = False
+    sides: list[tuple[int, str]] = []
     for k, n, lines, bols, eols, ords, vals, stats in payload:
         shape = fs.shapes[k]
         part = RowPart(shape.rows, n, base + 1, memoryview(lines).cast("q"), memoryview(ords).cast("q"),
@@ -512,10 +513,15 @@ def _rows(fs: FileScan, offset: int, payload: tuple[Any, ...], base: int) -> boo
                        _line_maker(lf, offset, memoryview(bols).cast("q"), memoryview(eols).cast("q")))
         (records if shape.record else timers).append(part)
         ctx = ctx or shape.ctx
+        if shape.side:  # rows of a timer of an actor with a side: side lookups read them (origins.SideRows)
+            side = shape.side
+            sides.extend((part.lineno(i), side) for i in range(n))
     if records:
         fs.metrics.append_rows(Rows(records), lf.rel)
     if timers:
         fs.timers.add_rows(timers)
+    if sides:
+        fs.ctx.side_rows.add(sides)
     return ctx
 
 
