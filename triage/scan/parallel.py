@@ -736,6 +736,7 @@ def _serve(jobs: Any, taking: Any, conn: Any) -> None:
             except Exception as e:  # noqa: BLE001 - one odd batch must not end the run
                 r = f"{type(e).__name__}: {e}"
         outbox.put((kind, i, r))
+        taking.value = -1  # done (an index of a map chunk is not a batch's): should it die now, nothing is lost
     outbox.put(None)
     sender.join()
     conn.close()
