@@ -74,13 +74,10 @@ def sample(files: list[LogFile]) -> bytes:
     return b"\n".join(parts)
 
 
-def teach(needles: Needles | None, files: list[LogFile]) -> bytes:
-    """Give the matcher small files share pairs picked from their own text, when the run has many of them; returns
-    that text (b"": none), for workers forked before it was read (parallel.Pool) to learn the same pairs."""
-    text = sample(files) if needles is not None else b""
-    if needles is not None and text:
+def teach(needles: Needles | None, files: list[LogFile]) -> None:
+    """Give the matcher small files share pairs picked from their own text, when the run has many of them."""
+    if needles is not None and (text := sample(files)):
         needles.share(text)
-    return text
 
 
 class _Side:

@@ -30,7 +30,6 @@ import multiprocessing
 import os
 import signal
 import threading
-from collections import deque
 from collections.abc import Callable, Iterator
 from multiprocessing.connection import wait
 from queue import Queue
@@ -242,27 +241,16 @@ def kept(lf: LogFile, r: FileResult | tuple[int, str, str]) -> FileResult | None
 def scan_files(scanner: Scanner, files: list[LogFile]) -> list[FileResult | None]:
     """Each file's result in the order of `files`, None for a result that holds nothing (kept)."""
     n = cores()
-    taught = batches.teach(scanner.needles, files)
+    batches.teach(scanner.needles, files)
     here, shared = split(files, n)
     here, small = batches.split(here) if n >= 2 and "fork" in multiprocessing.get_all_start_methods() else (here, [])
-    pool = _pool
-    if pool is not None and (shared or not small or pool.scanner is not scanner):
-        close_pool()  # engine logs to share, or no batches: the workers forked after discovery below, or none
-        pool = None
-    global _scanner, _shared, _first_batch, _taken
-    if pool is not None:
-        _scanner = scanner  # this process scans batches too (_scan_batch)
-        try:
-            return _pooled_scan(pool, scanner, files, here, small, taught)
-        finally:
-            _scanner = None
-            close_pool()
     if not shared and not small:
         # two stages need the C prefilter in the reading stage: without it (not built, TRIAGE_NO_NATIVE=1) this
         # process reads the file line for line
         staged = n >= 2 and "fork" in multiprocessing.get_all_start_methods() and scanner.needles is not None
         return [kept(lf, _staged_scan(scanner, lf) if staged and _stageable(lf, scanner) else scanner.scan(lf))
                 for lf in files]
+    global _scanner, _shared, _first_batch, _taken
     jobs = [[lf] for lf in shared] + small
     _scanner, _shared, _first_batch = scanner, jobs, len(shared)
     _taken = multiprocessing.get_context("fork").Value("l", 0)
@@ -313,8 +301,6 @@ def map_shared(fn: Callable[[Any], Any], items: list[Any]) -> list[Any]:
     n = cores()
     if n < 2 or len(items) < batches.MANY or "fork" not in multiprocessing.get_all_start_methods():
         return [fn(x) for x in items]
-    if _prepared is not None:
-        return _pooled_map(fn, items, n)
     global _map_fn, _map_chunks, _taken
     chunks = [items[i:i + MAP_CHUNK] for i in range(0, len(items), MAP_CHUNK)]
     _map_fn, _map_chunks = fn, chunks
@@ -374,7 +360,6 @@ def _map_work(conn: Any) -> None:
 
 
 _open_readers: list[Any] = []  # the read ends of the workers' pipes this process holds (a new worker closes them)
-_open_writers: list[Any] = []  # the write ends of the pool's job pipes this process holds (likewise)
 PR_SET_PDEATHSIG = 1  # prctl(2) option: the signal a process gets when the thread that forked it ends (Linux)
 WATCH = 1.0  # seconds between two looks at the parent, where no parent-death signal is to be had
 
@@ -407,10 +392,9 @@ def _child(target: Callable[..., None], parent: int, *args: Any) -> None:
     """What a forked worker runs first: close the pipe ends it inherited but does not use (its own read end, the
     other workers'), so that its writes fail once the parent is gone instead of filling a pipe it reads itself;
     then bind its life to the parent's and run target."""
-    for conn in _open_readers + _open_writers:
+    for conn in _open_readers:
         conn.close()
     _open_readers.clear()
-    _open_writers.clear()
     _die_with(parent)
     target(*args)
 
@@ -566,246 +550,3 @@ def _staged_scan(scanner: Scanner, lf: LogFile) -> FileResult:
             _end(*started)
     finally:
         _scanner = None
-
-
-# --- A pool forked before the run's files are found ------------------------------------------------------------------
-# A worker forked after discovery inherits the pages that hold every LogFile (~360 bytes a file with its path and
-# name): each page this process then touches (a refcount, a file's notes) is copied, and the worker keeps the
-# original, so at the end of a scan of 257 k small files both processes held their own copy (PSS 303 MB, half of it
-# the files twice). Workers forked when discovery starts hold none of them: discovery's sniffing and then the batches
-# of small files are sent to them through a pipe each (a batch's LogFiles pickled, ~15 KB), and their memory stays
-# that of the library and one batch. The analysis prepares the pool (prepare) with its scanner before discovery;
-# map_shared starts it, scan_files uses it for a run of small files (its batches, no engine logs to share) and ends it.
-
-IN_FLIGHT = 2  # jobs sent to a worker ahead of its results: it never waits for this process, busy with its own job
-
-
-class Pool:
-    """Forked workers fed jobs through pipes: (kind, index, payload) in, (kind, index, result) out; each worker writes
-    the index of the job it starts into shared memory before it starts it (should it die in it, that job is lost and
-    not given to anyone again: the file that killed it would kill the next process too). `queue`: the indices of the
-    jobs of the current map or scan that nobody took yet, in order; this process takes from it too."""
-
-    def __init__(self, scanner: Scanner, fn: Callable[[Any], Any]) -> None:
-        self.scanner, self.fn = scanner, fn
-        self.workers: list[tuple[Any, Any, Any]] = []  # (process, results reader, jobs writer), live ones
-        self.pending: dict[Any, list[int]] = {}  # results reader -> indices of the jobs sent it, oldest first
-        self.taking: dict[Any, Any] = {}  # results reader -> the shared index of the job the worker started
-        self.queue: deque[int] = deque()
-
-    def start(self, n: int) -> None:
-        for _ in range(n):
-            jobs_r, jobs_w = multiprocessing.get_context("fork").Pipe(duplex=False)
-            _roomy(jobs_w)
-            _open_writers.append(jobs_w)
-            taking = multiprocessing.get_context("fork").RawValue("l", -1)
-            started = _start(_serve, jobs_r, taking)
-            jobs_r.close()
-            if started is None:
-                _open_writers.remove(jobs_w)
-                jobs_w.close()
-                break
-            self.workers.append((started[0], started[1], jobs_w))
-            self.pending[started[1]] = []
-            self.taking[started[1]] = taking
-
-    def send(self, kind: str, jobs: list[Any], lost: Callable[[int], None]) -> None:
-        """Jobs from the queue to the workers with room (IN_FLIGHT)."""
-        for w in list(self.workers):
-            waiting = self.pending[w[1]]
-            while len(waiting) < IN_FLIGHT and self.queue:
-                i = self.queue[0]
-                try:
-                    w[2].send((kind, i, jobs[i]))
-                except (OSError, EOFError):  # the worker is gone: what it took is lost, the rest goes elsewhere
-                    self._gone(w, lost)
-                    break
-                self.queue.popleft()
-                waiting.append(i)
-
-    def teach(self, text: bytes) -> None:
-        for w in self.workers:
-            try:
-                w[2].send(("teach", -1, text))
-            except (OSError, EOFError):
-                pass  # its death shows when its results are read
-
-    def _gone(self, w: tuple[Any, Any, Any], lost: Callable[[int], None]) -> None:
-        """A worker that died: the job it was scanning is lost; those it had not started go back to the queue."""
-        self.workers.remove(w)
-        shared = self.taking.pop(w[1], None)
-        took = shared.value if shared is not None else -1
-        waiting = self.pending.pop(w[1], [])
-        self.queue.extendleft(reversed([i for i in waiting if i != took]))
-        if took in waiting:
-            lost(took)
-        _end_pooled(w)
-
-    def collect(self, arrived: Callable[[int, Any], None], lost: Callable[[int], None], block: bool) -> None:
-        """The results sent so far (block: every result of the jobs sent, waiting for them)."""
-        while True:
-            live = [w[1] for w in self.workers if self.pending[w[1]]]
-            if not live:
-                return
-            ready: list[Any] = wait(live, None if block else 0)
-            if not ready:
-                return
-            for c in ready:
-                w = next(x for x in self.workers if x[1] is c)
-                try:
-                    kind, i, r = c.recv()
-                except (EOFError, OSError):  # died (killed, out of memory), maybe in the middle of a result
-                    self._gone(w, lost)
-                    continue
-                waiting = self.pending[c]
-                if i in waiting:
-                    waiting.remove(i)
-                arrived(i, r)
-
-    def close(self) -> None:
-        for w in self.workers:
-            _end_pooled(w)
-        self.workers = []
-        self.pending = {}
-        self.taking = {}
-
-
-def _end_pooled(w: tuple[Any, Any, Any]) -> None:
-    if w[2] in _open_writers:
-        _open_writers.remove(w[2])
-    try:
-        w[2].send(None)
-    except (OSError, EOFError):
-        pass
-    w[2].close()
-    _end(w[0], w[1])
-
-
-_prepared: Scanner | None = None  # the scanner the analysis will scan with (prepare): a pool's workers hold it
-_pool: Pool | None = None
-
-
-def prepare(scanner: Scanner | None) -> None:
-    """The scanner of the coming scan, before discovery: map_shared then forks its workers as a pool they keep for the
-    scan (None: no pool, and any left is ended)."""
-    global _prepared
-    _prepared = scanner
-    if scanner is None:
-        close_pool()
-
-
-def close_pool() -> None:
-    global _pool
-    if _pool is not None:
-        _pool.close()
-        _pool = None
-
-
-def _serve(jobs: Any, taking: Any, conn: Any) -> None:
-    """A pool's worker: jobs from its pipe until None or the pipe's end (discovery's map chunks, batches of small
-    files, the sample text its matcher learns from), each result sent back as soon as it is made."""
-    global _scanner
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    assert _pool is not None
-    fn, _scanner = _pool.fn, _pool.scanner
-    outbox: Queue[Any] = Queue(RESULTS_AHEAD)
-    sender = _sender(conn, outbox, lambda item, why: (item[0], item[1], None if item[0] == "map" else
-                                                      f"its result could not be sent back: {why}"))
-
-    while True:
-        try:
-            msg = jobs.recv()
-        except (EOFError, OSError):
-            break
-        if msg is None:
-            break
-        kind, i, payload = msg
-        if kind == "teach":
-            if _scanner.needles is not None and payload:
-                _scanner.needles.share(payload)
-            continue
-        taking.value = i  # should this worker die in it, its parent knows which job has no result
-        if kind == "map":
-            try:
-                r: Any = [fn(x) for x in payload]
-            except Exception:  # noqa: BLE001 - the parent does this chunk again, and sees what it raises
-                r = None
-        else:
-            try:
-                r = _scan_batch(payload)
-            except Exception as e:  # noqa: BLE001 - one odd batch must not end the run
-                r = f"{type(e).__name__}: {e}"
-        outbox.put((kind, i, r))
-        taking.value = -1  # done (an index of a map chunk is not a batch's): should it die now, nothing is lost
-    outbox.put(None)
-    sender.join()
-    conn.close()
-
-
-def _pooled_map(fn: Callable[[Any], Any], items: list[Any], n: int) -> list[Any]:
-    """map_shared through the pool (started here when there is none, or one made for another fn)."""
-    global _pool
-    assert _prepared is not None
-    if _pool is not None and _pool.fn is not fn:
-        close_pool()
-    if _pool is None:
-        _pool = Pool(_prepared, fn)
-        _pool.start(n - 1)
-    pool = _pool
-    chunks = [items[i:i + MAP_CHUNK] for i in range(0, len(items), MAP_CHUNK)]
-    got: dict[int, list[Any]] = {}
-
-    def arrived(i: int, r: Any) -> None:
-        if isinstance(r, list):
-            got[i] = r
-
-    def lost(i: int) -> None:  # done again below
-        pass
-
-    pool.queue = deque(range(len(chunks)))
-    pool.send("map", chunks, lost)
-    while pool.queue:
-        i = pool.queue.popleft()
-        got[i] = [fn(x) for x in chunks[i]]
-        pool.collect(arrived, lost, block=False)
-        pool.send("map", chunks, lost)
-    pool.collect(arrived, lost, block=True)
-    for i in range(len(chunks)):
-        if i not in got:  # lost with a worker, or it raised there: done here
-            got[i] = [fn(x) for x in chunks[i]]
-    return [x for i in range(len(chunks)) for x in got[i]]
-
-
-def _pooled_scan(pool: Pool, scanner: Scanner, files: list[LogFile], here: list[LogFile], small: list[list[LogFile]],
-                 taught: bytes) -> list[FileResult | None]:
-    """scan_files for a run of small files, its batches shared with the pool's workers."""
-    pool.teach(taught)
-    in_order = batches.InOrder(scanner.series, 0)
-    got: dict[int, Any] = {}
-
-    def arrived(i: int, r: Any) -> None:  # a batch's result: its tape is played as soon as its turn comes
-        in_order.put(i, r[1] if isinstance(r, tuple) else None)
-        got[i] = [one if isinstance(one, str) else kept(lf, one) for lf, one in zip(small[i], r[0])] \
-            if isinstance(r, tuple) else r
-
-    def lost(i: int) -> None:
-        arrived(i, DIED)
-
-    pool.queue = deque(range(len(small)))
-    pool.send("batch", small, lost)
-    out = {id(lf): kept(lf, scanner.scan(lf)) for lf in here}
-    while True:
-        while pool.queue:
-            i = pool.queue.popleft()
-            arrived(i, _scan_batch(small[i]))
-            pool.collect(arrived, lost, block=False)
-            pool.send("batch", small, lost)
-        pool.collect(arrived, lost, block=True)
-        if not pool.queue:  # (a worker that died gave back the jobs it had not started)
-            break
-    in_order.finish(len(small))
-    for i, job in enumerate(small):
-        r = got.get(i, DIED)
-        for lf, one in zip(job, r if isinstance(r, list) else [r] * len(job)):
-            out[id(lf)] = _lost(lf, one) if isinstance(one, str) else one if one is None else kept(lf, one)
-    return [out[id(lf)] for lf in files]
