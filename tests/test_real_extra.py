@@ -84,6 +84,10 @@ KNOWN_MISSES = {
         "category right (serving-oom-retraction: the OOM SGLang's engine reports with 'Received sigquit from a child "
         "process' right after it), but the thread's fix is a flashinfer version (its sampling change OOMs on GH200), no "
         "knob of ours: the label names none, so the knob check cannot pass",
+    "1731-vllm-0180-l40s-qwen3-vl-32b-bnb-stuck-after-starting-to-load-model-3h":
+        "three lines, the engine's start and \"Starting to load model ...\" (no timestamps): that nothing followed for "
+        "3.5 hours is only in the commenter's prose; a log that ends inside weight loading with no time on it is also "
+        "an excerpt cut there (case 706), so no start-up stall is claimed and nothing is reported",
     "1346-verl-sandbox-fusion-image-sandboxerror-write-transport-closed":
         "category right (verifier, the sandbox's SandboxError), but the thread's fix is the sandbox image itself, no "
         "knob of ours: the label names none, so the knob check cannot pass",
@@ -91,7 +95,7 @@ KNOWN_MISSES = {
 
 
 def test_the_extra_corpus_is_there() -> None:
-    assert len(CASES) == 772
+    assert len(CASES) == 784
 
 
 @pytest.mark.parametrize("case", CASES)
