@@ -12,6 +12,8 @@
   (other.python-fatal-error, real-extra 1730), not an unexplained line.
 - verl 0.4-0.5's AsyncSglangServer and NeMo-RL's SGLangGenerationWorker are engine actors: an OOM they raise at wake-up
   or weight update is the engine's memory.
+- Round 2 (scored with these fixes): torch_memory_saver 0.0.9's "cudaError error: 1 (invalid argument) ... func=pause"
+  when slime offloads the trainer after step 1 (real-extra 1732) is the allocator's driver error, not an OOM.
 - Blind right, kept right: capture failures that are not OOM (1720 DeepEP's dispatch assertion, 1721 an empty reason
   under torch compile), engine OOMs at start and on the first requests under vLLM V1 prefixes, a Python-logging relay
   and a padded terminal wrap (1722-1727).
@@ -150,3 +152,10 @@ def test_engine_ooms_name_the_memory_fraction(case: str, file: str, line: int, t
     assert [(e.file, e.line) for e in f.evidence][:1] == [(file, line)]
     assert tried in f.evidence[0].text
     assert "inference.sglang_mem_fraction_static" in knob_names(f)
+
+
+def test_memory_saver_pause_invalid_argument_is_not_an_oom():
+    f = top(triage_dir(extra_input("1732")))
+    assert (f.category, f.rule) == ("other", "other.memory-saver-driver-error")
+    assert [(e.file, e.line) for e in f.evidence] == [("train.log", 3)]
+    assert f.numbers["func"] == "pause"
