@@ -12,6 +12,10 @@
   (other.python-fatal-error, real-extra 1730), not an unexplained line.
 - verl 0.4-0.5's AsyncSglangServer and NeMo-RL's SGLangGenerationWorker are engine actors: an OOM they raise at wake-up
   or weight update is the engine's memory.
+- A wake-up OOM seen only from the trainer's side: verl's HTTP adapter timing out on resume_memory_occupation ("Async
+  request to resume_memory_occupation timed out (attempt N)", then "Failed to complete async request to
+  resume_memory_occupation after N attempts") is the engine failing to re-map its memory (serving.wake-up-request-*),
+  folded into the engine's own OOM line when that is in the run (real-extra 104).
 - Round 2 (scored with these fixes): torch_memory_saver 0.0.9's "cudaError error: 1 (invalid argument) ... func=pause"
   when slime offloads the trainer after step 1 (real-extra 1732) is the allocator's driver error, not an OOM.
 - Blind right, kept right: capture failures that are not OOM (1720 DeepEP's dispatch assertion, 1721 an empty reason
@@ -159,3 +163,29 @@ def test_memory_saver_pause_invalid_argument_is_not_an_oom():
     assert (f.category, f.rule) == ("other", "other.memory-saver-driver-error")
     assert [(e.file, e.line) for e in f.evidence] == [("train.log", 3)]
     assert f.numbers["func"] == "pause"
+
+
+def _worker_lines_of_104() -> str:
+    # the trainer worker's own lines of real-extra 104 (sglang issue 14092), without the engine's
+    text = (extra_input("104-verl") / "rollout.log").read_text()
+    return "".join(line for line in text.splitlines(keepends=True) if line.startswith("(WorkerDict"))
+
+
+def test_wake_up_timeouts_alone_place_the_engines_memory(tmp_path: Path):
+    lines = _worker_lines_of_104()
+    assert lines.count("Async request to resume_memory_occupation timed out") == 3
+    f = top(triage_files(tmp_path, {"rollout.log": lines}))
+    assert (f.category, f.rule, f.severity) == ("serving-oom-retraction", "serving.wake-up-request-timeout", "warning")
+    assert knob_names(f) == ["inference.sglang_mem_fraction_static"]
+
+
+def test_wake_up_timeouts_fold_into_the_engines_own_oom():
+    f = top(triage_dir(extra_input("104-verl")))
+    assert (f.category, f.rule) == ("serving-oom-retraction", "serving.memory-saver-resume-oom")
+
+
+def test_wake_up_given_up_is_an_error(tmp_path: Path):
+    text = "RuntimeError: Failed to complete async request to resume_memory_occupation after 3 attempts\n"
+    f = top(triage_files(tmp_path, {"rollout.log": text}))
+    assert (f.category, f.rule, f.severity) == ("serving-oom-retraction", "serving.wake-up-request-failed", "error")
+    assert f.numbers["attempts"] == 3
