@@ -82,6 +82,19 @@ def test_other_reward_workers_dying(tmp_path: Path, header: str):
     assert (f.category, f.rule) == ("verifier", "verifier.reward-worker-died")
 
 
+def test_rays_bare_actor_died_names_the_reward_actor_on_its_class_line(tmp_path: Path):
+    log = ("ray.exceptions.ActorDiedError: The actor died unexpectedly before finishing this task.\n"
+           "\tclass_name: RewardLoopWorker\n\tactor_id: d9cc467228965f31cb6dbc9301000000\n\tpid: 20174\n")
+    f = top(triage_files(tmp_path, {"train.log": log}))
+    assert (f.category, f.rule, f.numbers["worker"]) == ("verifier", "verifier.reward-worker-died", "RewardLoopWorker")
+    assert (f.evidence[0].file, f.evidence[0].line) == ("train.log", 2)
+
+
+def test_a_reward_class_line_without_a_dead_actor_is_nothing(tmp_path: Path):
+    log = "actors:\n\tclass_name: RewardLoopWorker\n\tstate: ALIVE\n"
+    assert all(f.rule != "verifier.reward-worker-died" for f in triage_files(tmp_path, {"train.log": log}).findings)
+
+
 def test_a_rollout_worker_dying_is_not_the_verifiers(tmp_path: Path):
     log = ("ray.exceptions.RayTaskError(ActorDiedError): ray::WorkerDict.actor_rollout_generate_sequences() "
            "(pid=9238, ip=10.0.0.1)\n")
