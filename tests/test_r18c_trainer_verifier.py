@@ -145,3 +145,9 @@ def test_blind_right_trainer_ooms(case: str, rule: str, file: str, line: int):
 def test_blind_right_failures_outside_the_six(case: str, rule: str):
     f = top(triage_dir(extra_input(case)))
     assert (f.category, f.rule) == ("other", rule)
+
+
+def test_rllib_weight_broadcast_over_the_object_store_is_not_a_trainer_oom():
+    f = top(triage_dir(extra_input("1750")))
+    assert (f.category, f.rule) == ("other", "other.object-store-full")
+    assert (f.evidence[0].file, f.evidence[0].line) == ("train.log", 14)
