@@ -121,7 +121,8 @@ CASES = {  # case prefix: (top rule, severity, evidence line, knob among the top
     "391": ("serving.startup-free-memory-short", "error", 7, "inference.sglang_mem_fraction_static", 1),
     "392": ("serving.engine-cuda-oom", "error", 1, "inference.sglang_mem_fraction_static", 1),
     "394": ("serving.engine-cuda-oom", "error", 5, "inference.sglang_mem_fraction_static", 1),
-    "395": ("trainer.cuda-oom", "error", 7, "trainer.micro_batch_size", 1),
+    # loading checkpoint shards onto one NPU: the model-init OOM (r18c), whose knobs are sharding/offload
+    "395": ("trainer.oom-model-init", "error", 7, "trainer.optimizer_offload", 1),
     "397": ("trainer.cuda-oom", "error", 4, "trainer.micro_batch_size", 1),
     "398": ("serving.kv-pool-saturated", "warning", 2, "inference.sglang_mem_fraction_static", 0),
     "402": ("serving.warmup-no-memory", "error", 1, "miles.sglang_chunked_prefill_size", 1),
