@@ -15,7 +15,9 @@
   hip -E -P /dev/null", clang's "Unknown command line argument '-amdgpu-...'") is harmless start-up noise (info).
 - Blind right, kept right: vLLM start-up OOMs inside inductor's autotuning/benchmarking (HIP 1700, CUDA 1701), three
   requests over a 2,048 context (1702), an import-time build mismatch and a tokenizer failure (1703, 1704, other),
-  healthy servers, SFT and eval logs (1706, 1708, 1709, 1711, 1712, 1714), a llama.cpp ROCm HSA exception (1713).
+  healthy servers, SFT and eval logs (1706, 1708, 1709, 1711, 1712, 1714), a llama.cpp ROCm HSA exception (1713),
+  vLLM 0.23's free memory below the utilization on four workers (1715), a GRPO and a PPO LoRA trainer on MPS that
+  print their sampled answers in full and finished (1716, 1717).
 """
 
 from __future__ import annotations
@@ -129,6 +131,12 @@ def test_vllm_startup_oom_inside_inductor_autotuning(case: str, line: int, tried
     assert "inference.sglang_mem_fraction_static" in knob_names(f)
 
 
+def test_free_memory_below_the_utilization_on_four_workers():
+    f = top(triage_dir(extra_input("1715")))
+    assert (f.category, f.rule, f.count) == ("serving-oom-retraction", "serving.startup-free-memory-short", 4)
+    assert "inference.sglang_mem_fraction_static" in knob_names(f)
+
+
 def test_requests_over_a_2048_context():
     f = top(triage_dir(extra_input("1702")))
     assert (f.category, f.rule) == ("prompt-budget", "prompt.context-length-exceeded")
@@ -143,7 +151,7 @@ def test_judge_server_whose_life_was_its_cold_start():
     assert (f.evidence[0].file, f.evidence[0].line) == ("vllm_judge.log", 252)
 
 
-@pytest.mark.parametrize("case", ["1706", "1708", "1709", "1711", "1712", "1714"])
+@pytest.mark.parametrize("case", ["1706", "1708", "1709", "1711", "1712", "1714", "1716", "1717"])
 def test_healthy_complete_logs_raise_nothing_in_the_six(case: str):
     r = triage_dir(extra_input(case))
     assert not [f for f in r.findings if f.category in SIX and f.severity in ("error", "warning")]
@@ -154,3 +162,25 @@ def test_healthy_complete_logs_raise_nothing_in_the_six(case: str):
 def test_failures_outside_the_six(case: str, rule: str):
     f = top(triage_dir(extra_input(case)))
     assert (f.category, f.rule) == ("other", rule)
+
+
+# transformers' ProgressCallback (2025 ->) prints every float as f"{v:.4g}": a quoted string in the dict line
+QUOTED_GRPO = ("{'loss': '0.01', 'grad_norm': '0.5', 'learning_rate': '1e-06', 'num_tokens': '1.2e+05', "
+               "'completions/mean_length': '512', 'completions/min_length': '512', 'completions/max_length': '512', "
+               "'completions/clipped_ratio': '1', 'completions/mean_terminated_length': '0', "
+               "'rewards/accuracy_reward/mean': '0', 'reward': '0', 'reward_std': '0', 'frac_reward_zero_std': '1', "
+               "'kl': '0.001', 'entropy': '0.5', 'epoch': '0.0%d'}\n")
+
+
+def test_quoted_values_of_the_newer_transformers_console_are_metrics(tmp_path: Path):
+    text = "".join(QUOTED_GRPO % i for i in range(1, 7))
+    r = triage_files(tmp_path, {"train.log": text})
+    rules = [f.rule for f in r.findings]
+    assert rules[:3] == ["gen.cap-hit-rate", "gen.mean-length-at-cap", "verifier.rewards-degenerate"]
+    assert (top(r).numbers["metric"], top(r).numbers["max"]) == ("completions/clipped_ratio", 1.0)
+
+
+def test_llamafactory_quoted_loss_lines_are_read():
+    r = triage_dir(extra_input("1711"))
+    health = next(f for f in r.findings if f.rule == "health.summary")
+    assert "grad_norm finite" in health.numbers["arithmetic"]
