@@ -184,3 +184,14 @@ def test_llamafactory_quoted_loss_lines_are_read():
     r = triage_dir(extra_input("1711"))
     health = next(f for f in r.findings if f.rule == "health.summary")
     assert "grad_norm finite" in health.numbers["arithmetic"]
+
+
+@pytest.mark.parametrize("name", ["output.log", "console.log", "nohup.out"])
+def test_a_trl_console_with_reward_keys_is_the_trainers(name: str):
+    from triage.input.discover import decide_kind
+    quoted = "".join(QUOTED_GRPO % i for i in range(1, 7))
+    assert decide_kind(name, quoted) == "trainer"
+    assert decide_kind(name, quoted.replace("'0", "0").replace("'1", "1").replace("'5", "5")) == "trainer"
+    # a scorer's own log still reads as the verifier's
+    scorer = "".join(f"[reward] sample {i}: reward=0.0 (compute_score: no boxed answer)\n" for i in range(6))
+    assert decide_kind(name, scorer) == "verifier"
