@@ -116,7 +116,7 @@ _register("mean_length_at_cap", ts.mean_length_at_cap, min_share=number(0.95), m
 _register("step_time_trend", ts.step_time_trend, growth=number(5.0), stall=number(8.0), min_seconds=number(60.0),
           min_points=whole(4), generation_bars=words(list(ts.GENERATION_BARS)))
 _register("slow_generation", ts.slow_generation, min_seconds=number(60.0), min_elapsed=number(600.0),
-          bars=words(list(ts.GENERATION_BARS)))
+          min_tokens_per_prompt=number(1024.0), bars=words(list(ts.GENERATION_BARS)))
 _register("fatal_exit", fatal_exit)
 _register("orderly_shutdown", orderly_shutdown)
 

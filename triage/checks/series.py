@@ -315,9 +315,14 @@ def slow_generation(params: dict[str, Any], run: Run) -> list[CheckResult]:
     """A generation progress bar (vLLM `Processed prompts`, with its token speeds) that has run at least
     `min_elapsed` seconds and averages `min_seconds` or more per finished prompt (elapsed / done: the bar's own
     s/it is smoothed and its first redraws wait on a whole batch): responses run for minutes; output speed far
-    above input speed says they are long."""
+    above input speed says they are long. A bar whose output speed shows short responses (vLLM's `output: X toks/s`
+    is the finished requests' tokens over the elapsed time, so X * elapsed / done is the mean response of a finished
+    prompt) below `min_tokens_per_prompt` is an engine decoding slowly, not a tail of long generations: vLLM 0.14
+    on ROCm, 256-token responses at 0.15 tok/s while its Triton AWQ kernels were still being tuned (real-extra
+    1705), against 38,900-token responses at 171 s/it (corpus 139)."""
     min_seconds = float(params.get("min_seconds", 60.0))
     min_elapsed = float(params.get("min_elapsed", 600.0))
+    min_tokens = float(params.get("min_tokens_per_prompt", 1024.0))
     words = tuple(params.get("bars") or GENERATION_BARS)
     worst: tuple[float, Point] | None = None
     count = 0
@@ -327,6 +332,9 @@ def slow_generation(params: dict[str, Any], run: Run) -> list[CheckResult]:
             continue
         values = ev.fields["values"]
         elapsed, done = values.get("elapsed_s", 0.0), values.get("n", 0.0)
+        out = values.get("output_toks_s")
+        if out is not None and done > 0 and out * elapsed / done < min_tokens:
+            continue
         if done > 0 and elapsed >= min_elapsed and elapsed / done >= min_seconds:
             count += 1
             if worst is None or elapsed / done > worst[0]:

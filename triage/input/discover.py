@@ -72,6 +72,12 @@ LOWER_MARKERS = {
                           r"|timer train"),
     "verifier": lazy(r"reward|judge|verif|sandbox|compute_score|remote_rm"),
 }
+# A trainer's metric record printed as a dict (transformers/TRL `{'loss': ..., 'reward': ..., 'rewards/acc/mean': ...,
+# 'grad_norm': ..., 'epoch': ...}`): its reward keys name metrics, not a verifier, so its lines are left out of the
+# verifier's count (a TRL GRPO console saved as output.log or console.log holds five reward words a line and one
+# trainer marker, and was taken for a verifier's log).
+TRAINER_DICT_LINE = lazy(r"\n[^\n]*\{'[^\n]*'(?:epoch|learning_rate|grad_norm)': [^\n]*")
+TRAINER_DICT_KEYS = ("'epoch': ", "'learning_rate': ", "'grad_norm': ")
 RAY_ACTORS = lazy("\n" + RAY_ACTOR)
 # vLLM (V1, 0.10+) prefixes its own processes as Ray prefixes its actors: `(APIServer pid=1) INFO 08-01 ...`,
 # `(EngineCore_DP0 pid=2)`, `(VllmWorker rank=0 pid=3)`, `(Worker_TP1 pid=4)`. Several of them in one file make
@@ -203,7 +209,10 @@ class Scores:
         else:
             if self._low is None:
                 self._low = self.text.lower()
-            got = _count(LOWER_MARKERS[kind], self._low)
+            low = self._low
+            if kind == "verifier" and any(k in low for k in TRAINER_DICT_KEYS):
+                low = TRAINER_DICT_LINE.sub("\n", low)
+            got = _count(LOWER_MARKERS[kind], low)
         self._got[kind] = got
         return got
 

@@ -42,7 +42,10 @@ from triage.parsers.series_store import STEP_LIMIT, Joiner, MetricStore, RowPart
 from triage.safe_load import json_loads
 
 SLIME = lazy(r"\b(?P<tag>(?:critic-)?step|rollout|perf|eval|multi_turn) (?P<step>\d+): \{")
-DICT_PAIR = lazy(r"'(?P<k>[^']+)':\s*(?:np\.float\d*\(|tensor\()?(?P<v>-?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+|nan|inf)|True|False)")
+# a value may be quoted: transformers' ProgressCallback (2025 ->) prints each float as f"{v:.4g}", a string
+# (`{'loss': '1.677', 'grad_norm': '0.3342', 'learning_rate': '1.324e-05', 'epoch': '0.08889'}`, LLaMA-Factory and
+# TRL console logs of 2026, real-extra 1711)
+DICT_PAIR = lazy(r"'(?P<k>[^']+)':\s*(?:np\.float\d*\(|tensor\(|')?(?P<v>-?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+|nan|inf)|True|False)")
 LOOSE_PAIR = lazy(r"'([^']+)':\s*([^,}]+)")
 SLIME_REACH = 40  # characters a SLIME match spans before its ": {" (tag, space, step number)
 VERL_STEP = lazy(r"\bstep:(?P<step>\d+) - ")
@@ -112,9 +115,10 @@ def _values(pairs: list[tuple[str, str]]) -> dict[str, float]:
 def _dict_values(msg: str, at: int) -> dict[str, float]:
     """The numeric values of a dict repr from `at`. Most dicts hold plain numbers only: a loose split into
     `'key': value` pairs, each value read by float(), is the common case; any value float() refuses (a string,
-    a list, np.float64(...), True) sends the whole dict through the exact DICT_PAIR reading."""
+    a list, np.float64(...), True) sends the whole dict through the exact DICT_PAIR reading. A quoted number (the
+    newer transformers console's `'loss': '1.677'`) is read as the number."""
     try:
-        return {intern(k): float(v) for k, v in LOOSE_PAIR.findall(msg, at)}
+        return {intern(k): float(v.strip(" '")) for k, v in LOOSE_PAIR.findall(msg, at)}
     except ValueError:
         return _values(DICT_PAIR.findall(msg, at))
 
