@@ -2439,6 +2439,9 @@ typedef struct {
     Py_ssize_t tlen;               /* the key's text: key[:tlen] (its needles' part after it) */
     uint64_t thash;                /* err_hash of the text */
 } ErrSlot;
+/* An entry of the table of texts (v: slot index + 1, 0 empty): the text's hash, length and bytes beside the slot's
+ * index, so that a probe reads this entry alone, not the slot (a line taken whole is looked up there: err_text_slot) */
+typedef struct { uint64_t h; const unsigned char *key; int32_t v, tlen; } ErrTT;
 typedef struct { Py_ssize_t bol, eol, ids, nids; } ErrOpt;  /* a ruled line of a key not known yet (err_take) */
 typedef struct { Py_ssize_t ln, bol, eol, slot, pos; int out; } ErrQ;
 struct Errs {
@@ -2464,7 +2467,8 @@ struct Errs {
     Py_ssize_t *pc_off, *pc_len;
     unsigned char *pc_bytes;
     int runs;
-    Py_ssize_t *ttable, ttcap, ntext;  /* slot index + 1 by text hash, open addressing */
+    ErrTT *ttable;                 /* the slots of the plain keys by their text's hash, open addressing */
+    Py_ssize_t ttcap, ntext;
     const void *whole_m;
     int m_ok;                      /* the matcher lets lines be taken whole at all (err_slot_whole) */
     Py_ssize_t pre_bol, pre_slot;  /* the line at pre_bol is of whole slot pre_slot (err_early, err_run) */
@@ -2476,7 +2480,7 @@ struct Errs {
 };
 
 /* Character classes of the key (err_key): one lookup a byte. */
-enum { EC_WORD = 1, EC_HEXL = 2, EC_DIGIT = 4, EC_BAD = 8, EC_GATE = 16 };
+enum { EC_WORD = 1, EC_HEXL = 2, EC_DIGIT = 4, EC_BAD = 8, EC_GATE = 16, EC_APART = 32 };
 static uint8_t ERR_CLS[256];
 static void err_cls_init(void) {
     for (int c = 0; c < 256; c++) {
@@ -2486,6 +2490,7 @@ static void err_cls_init(void) {
         if ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f')) k |= EC_HEXL;
         if (c >= '0' && c <= '9') k |= EC_DIGIT;
         if (c == 'a' || c == 'A' || c == 'r' || c == 'R') k |= EC_GATE;  /* beside a digit in `ya29`, `r8_`, `gr1348941` */
+        if (c && strchr(" ()[]{}=,;/#<>!?|*&%", c)) k |= EC_APART;  /* err_apart's bytes */
         ERR_CLS[c] = k;
     }
 }
@@ -2497,12 +2502,8 @@ static ALWAYS_INLINE int err_wordc(unsigned char c) {
     return c == '_' || err_digit(c) || ((c | 0x20) >= 'a' && (c | 0x20) <= 'z');
 }
 /* template._APART: what may stand beside a number standing alone (ASCII: \s is only the blank here) */
-static ALWAYS_INLINE int err_apart(unsigned char c) {
-    switch (c) {
-    case ' ': case '(': case ')': case '[': case ']': case '{': case '}': case '=': case ',': case ';': case '/':
-    case '#': case '<': case '>': case '!': case '?': case '|': case '*': case '&': case '%': return 1;
-    default: return 0;
-    }
+static ALWAYS_INLINE int err_apart(unsigned char c) {  /* (ERR_CLS is set: err_key_body's callers) */
+    return (ERR_CLS[c] & EC_APART) != 0;
 }
 static int err_ci(const unsigned char *s, Py_ssize_t n, Py_ssize_t i, const char *lit) {
     for (Py_ssize_t k = 0; lit[k]; k++) {
@@ -3129,14 +3130,13 @@ static PyObject *errfold_key(PyObject *self, PyObject *args) {
 static int err_text_add(struct Errs *E, Py_ssize_t i) {
     if (2 * (E->ntext + 1) > E->ttcap) {
         Py_ssize_t cap2 = E->ttcap ? 2 * E->ttcap : 64;
-        Py_ssize_t *t = PyMem_Calloc((size_t)cap2, sizeof(Py_ssize_t));
+        ErrTT *t = PyMem_Calloc((size_t)cap2, sizeof(ErrTT));
         if (!t) { PyErr_NoMemory(); return -1; }
         for (Py_ssize_t k = 0; k < E->ttcap; k++) {
-            Py_ssize_t v = E->ttable[k];
-            if (!v) continue;
-            Py_ssize_t x = (Py_ssize_t)(E->slots[v - 1].thash & (uint64_t)(cap2 - 1));
-            while (t[x]) x = (x + 1) & (cap2 - 1);
-            t[x] = v;
+            if (!E->ttable[k].v) continue;
+            Py_ssize_t x = (Py_ssize_t)(E->ttable[k].h & (uint64_t)(cap2 - 1));
+            while (t[x].v) x = (x + 1) & (cap2 - 1);
+            t[x] = E->ttable[k];
         }
         PyMem_Free(E->ttable);
         E->ttable = t;
@@ -3144,11 +3144,14 @@ static int err_text_add(struct Errs *E, Py_ssize_t i) {
     }
     const ErrSlot *sl = &E->slots[i];
     Py_ssize_t x = (Py_ssize_t)(sl->thash & (uint64_t)(E->ttcap - 1));
-    for (; E->ttable[x]; x = (x + 1) & (E->ttcap - 1)) {
-        const ErrSlot *o = &E->slots[E->ttable[x] - 1];
+    for (; E->ttable[x].v; x = (x + 1) & (E->ttcap - 1)) {
+        const ErrSlot *o = &E->slots[E->ttable[x].v - 1];
         if (o->thash == sl->thash && o->tlen == sl->tlen && !memcmp(o->key, sl->key, (size_t)sl->tlen)) return 0;
     }
-    E->ttable[x] = i + 1;
+    E->ttable[x].h = sl->thash;
+    E->ttable[x].key = sl->key;
+    E->ttable[x].v = (int32_t)(i + 1);
+    E->ttable[x].tlen = (int32_t)sl->tlen;
     E->ntext++;
     return 0;
 }
@@ -3365,26 +3368,34 @@ static int err_slot_whole(struct Errs *E, ErrSlot *sl, const Matcher *m) {
     for (Py_ssize_t i = 0; i < tl; i++)  /* (a mark's byte, 0 or 1, stands for line bytes tested above) */
         if (t[i] > 1 && m->single[t[i]]) return 0;
     for (Py_ssize_t e = 0; e < m->n; e++) {
-        const Needle *nd = &m->nd[e];
-        if (nd->len == 0) continue;  /* a single byte: above */
-        if (E->pc_count[e] >= 0) {  /* unstable: may it occur in a line of this key? */
-            Py_ssize_t k = 0, c = E->pc_count[e];
-            for (; k < c; k++) {
-                Py_ssize_t q = E->pc_first[e] + k;
-                if (!E->pc_len[q]) continue;
-                if (!err_in(t, tl, E->pc_bytes + E->pc_off[q], E->pc_len[q])) break;
-            }
-            if (k == c) return 0;  /* every piece is there (or it has none) */
-            continue;
+        if (m->nd[e].len == 0 || E->pc_count[e] < 0) continue;  /* a single byte (above), a stable needle (below) */
+        /* unstable: may it occur in a line of this key? */
+        Py_ssize_t k = 0, c = E->pc_count[e];
+        for (; k < c; k++) {
+            Py_ssize_t q = E->pc_first[e] + k;
+            if (!E->pc_len[q]) continue;
+            if (!err_in(t, tl, E->pc_bytes + E->pc_off[q], E->pc_len[q])) break;
         }
-        for (Py_ssize_t from = 0; from + nd->len <= tl;) {
-            const unsigned char *f = err_in(t + from, tl - from, nd->s, nd->len);
-            if (!f) break;
+        if (k == c) return 0;  /* every piece is there (or it has none) */
+    }
+    /* the stable needles' occurrences in the text, found as the search finds them: each pair of the text looked up
+     * in the matcher's table, each occurrence once, at its first filing's pair (x = its start + off), not every
+     * needle looked for in turn (a text's pairs are ~100, a matcher's needles up to 1024: this was most of the cost
+     * of a file's keys) */
+    for (Py_ssize_t i = 0; i + 1 < tl; i++) {
+        unsigned p = PAIR(t[i], t[i + 1]);
+        if (!(m->bits[p >> 3] & (1u << (p & 7)))) continue;
+        unsigned h = slot_of(p);
+        while (m->slot[h].pair && m->slot[h].pair != p + 1) h = (h + 1) & (HSLOTS - 1);
+        for (int32_t e = m->slot[h].pair ? m->slot[h].head : -1; e >= 0; e = m->nd[e].next) {
+            const Needle *nd = &m->nd[e];
+            Py_ssize_t s = i - nd->off;
+            if (e >= m->n || E->pc_count[e] >= 0 || s < 0 || s + nd->len > tl || memcmp(t + s, nd->s, (size_t)nd->len))
+                continue;  /* (the second filing; an unstable needle: above; no occurrence here) */
             if (nd->kind != K_CAND || nocc == 64) return 0;
-            occ[nocc].x = (f - t) + nd->off;
+            occ[nocc].x = i;
             occ[nocc].e = e;
             nocc++;
-            from = (f - t) + 1;
         }
     }
     if (nocc != sl->nids) return 0;
@@ -3406,10 +3417,11 @@ static Py_ssize_t err_text_slot(Scan *st, Py_ssize_t bol, Py_ssize_t eol) {
     if (tl < 0) return -1;
     uint64_t h = err_hash(E->kbuf, tl);
     for (Py_ssize_t x = (Py_ssize_t)(h & (uint64_t)(E->ttcap - 1));; x = (x + 1) & (E->ttcap - 1)) {
-        Py_ssize_t v = E->ttable[x];
+        const ErrTT *t = &E->ttable[x];
+        Py_ssize_t v = t->v;
         if (!v) return -1;
+        if (t->h != h || t->tlen != tl || !same_bytes(t->key, E->kbuf, tl)) continue;
         ErrSlot *sl = &E->slots[v - 1];
-        if (sl->thash != h || sl->tlen != tl || !same_bytes(sl->key, E->kbuf, tl)) continue;
         if (E->whole_m != st->m || !sl->whole) sl->whole = err_slot_whole(E, sl, st->m) ? 1 : 2;
         return sl->whole == 1 ? v - 1 : -1;
     }
