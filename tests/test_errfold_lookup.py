@@ -6,16 +6,22 @@
   cascade it jumps (0x handle, UUID, hex token, address, fraction, a gate's digits beside a slash);
 - errfold_commit swaps a key's lines with the call's instead of copying them: first, the one before the last and the
   last stay those of the lines counted, over chunks that count one line or many.
+
+s18a: err_apart reads the class table (each byte beside a number as template._APART has it); a key's whole-line check
+(err_slot_whole) finds the stable needles in its text by the text's pairs in the matcher's table, each occurrence once,
+not each needle in turn; the table of texts holds each key's hash, length and bytes beside its slot.
 """
 
 from __future__ import annotations
 
 import random
+import re
 from pathlib import Path
 
 import pytest
 from test_errfold import LIB, error_lines, hits_of, report
 
+from triage import template
 from triage.scan import errfold, native
 from triage.scan import prefiltered as fastscan
 from triage.scan.native import K_ERRS, _linescan
@@ -58,6 +64,53 @@ def test_a_number_beside_the_slash_gate_has_no_key(line: bytes) -> None:
 
 def test_a_gated_key_keeps_each_digit_of_a_number() -> None:
     assert _linescan.errfold_key(b"ERROR took 12345 s", True) == b"ERROR took 11111 s"
+
+
+# every byte that is no word byte and no quote, beside a number on both sides: standing alone (one `1`) exactly where
+# template._APART allows it, else its digits kept apart
+BESIDE = [chr(c) for c in range(0x20, 0x7f) if not (chr(c).isalnum() or chr(c) in "_'\"")]
+
+
+@pytest.mark.parametrize("c", BESIDE)
+def test_a_byte_beside_a_number_stands_it_apart_as_the_template_says(c: str) -> None:
+    apart = re.fullmatch(f"[{template._APART}]", c) is not None
+    line = f"ERROR n {c}42{c} k".encode()
+    want = f"ERROR n {c}1{c} k" if apart else f"ERROR n {c}11{c} k"
+    assert _linescan.errfold_key(line) == want.encode()
+    assert apart == (c in " ()[]{}=,;/#<>!?|*&%")  # the class table's bytes (_linescan.c err_cls_init)
+
+
+# -- err_slot_whole: a key's needles found by its text's pairs ------------------------------------------------------
+
+# error lines whose key texts hold needles where a pair walk could miss or count one twice: at the text's first and
+# last bytes, overlapping, back to back, more than 64 times (never taken whole), a needle inside a word
+NEEDLE_PLACES = ["failed ERROR at the start {n}", "ERROR {n} ends failed", "ERROR ERRORERROR failedfailed {n}",
+                 "ERROR Failed: failed failed {n}", "ERROR {n}" + " failed" * 70, "ERRORfailed {n} now",
+                 "CRITICAL failed to bind ERROR {n} times", "ERROR x{n}: FailedFailed Error"]
+
+
+def test_lines_taken_whole_find_each_needle_of_their_key_as_the_search_does(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = random.Random(18)
+    lines = error_lines(20_000, 18)
+    for i in range(0, len(lines), 3):
+        lines[i] = f"[2026-05-24 01:00:{i % 60:02d} DP0 TP0] " + rng.choice(NEEDLE_PLACES).format(n=rng.randrange(999))
+    log = tmp_path / "sglang-engine-0.log"
+    log.write_text("\n".join(lines) + "\n")
+    states: list = []
+
+    class Kept(errfold.ErrFold):
+        def __init__(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+            super().__init__(*args, **kwargs)
+            states.append(self.state)
+
+    monkeypatch.setattr(fastscan, "ErrFold", Kept)
+    monkeypatch.setenv("TRIAGE_NO_ERRRUN", "1")
+    searched = hits_of(log, monkeypatch)
+    monkeypatch.delenv("TRIAGE_NO_ERRRUN")
+    whole = hits_of(log, monkeypatch)
+    assert whole == searched
+    assert _linescan.errfold_whole(states[0]) == 0 and _linescan.errfold_whole(states[1]) > 10_000
 
 
 # -- errfold_lookup: errfold_find for every hit at once -----------------------------------------------------------
