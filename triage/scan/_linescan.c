@@ -2699,34 +2699,52 @@ static ALWAYS_INLINE Py_ssize_t err_key_body(const unsigned char *s, Py_ssize_t 
     if (n > ERR_LINE_MAX) return -1;
     Py_ssize_t j = 0;
     if (!ERR_CLS['a']) err_cls_init();
-    uint64_t W[ERR_BLOCKS], D[ERR_BLOCKS], H[ERR_BLOCKS], G[ERR_BLOCKS], I[ERR_BLOCKS];
+    uint64_t W[ERR_BLOCKS + 1], D[ERR_BLOCKS], H[ERR_BLOCKS], G[ERR_BLOCKS], ME[ERR_BLOCKS + 1];
     if (err_masks(s, n, W, D, H, G)) return -1;  /* a byte no key holds */
     Py_ssize_t nb = (n + 63) >> 6;
-    for (Py_ssize_t b = 0; b < nb; b++) {  /* the bytes a word the key may mask holds: a digit, 8 hex digits in a row */
-        uint64_t h = H[b], hn = b + 1 < nb ? H[b + 1] : 0;  /* bit i: bits i..i+7 of (hn:h) all set, by doubling */
-        uint64_t a1 = h & ((h >> 1) | (hn << 63)), a1n = hn & (hn >> 1);
-        uint64_t a2 = a1 & ((a1 >> 2) | (a1n << 62)), a2n = a1n & (a1n >> 2);
-        I[b] = D[b] | (a2 & ((a2 >> 4) | (a2n << 60)));
+    W[nb] = 0;
+    /* The words the key may mask (a word: [A-Za-z0-9_]+; it may be masked when it holds a digit or 8 hex digits in a
+     * row: I), found at once rather than one after the other: ME, the bit after each such word's last byte. Adding
+     * each word's first bit to its bytes without I carries through a word that holds none (out of its last byte,
+     * onto a byte no word holds) and stops inside one that does, so such words are those whose end no carry left.
+     * The words are then taken in order, each one's first byte found back from its end (a word's bits only: the
+     * chain of one word's work no longer waits on the search for the next). */
+    uint64_t cw = 0, cy = 0;  /* the bit of W before the block's first; the sum's carry into the block */
+    for (Py_ssize_t b = 0; b <= nb; b++) {
+        uint64_t w = W[b], i = 0;
+        if (b < nb) {  /* the bytes a word the key may mask holds: a digit, 8 hex digits in a row */
+            uint64_t h = H[b], hn = b + 1 < nb ? H[b + 1] : 0;  /* bit i: bits i..i+7 of (hn:h) all set, by doubling */
+            uint64_t a1 = h & ((h >> 1) | (hn << 63)), a1n = hn & (hn >> 1);
+            uint64_t a2 = a1 & ((a1 >> 2) | (a1n << 62)), a2n = a1n & (a1n >> 2);
+            i = D[b] | (a2 & ((a2 >> 4) | (a2n << 60)));
+        }
+        uint64_t prev = (w << 1) | cw;
+        uint64_t ws = w & ~prev, we = ~w & prev;  /* words' first bits; the bits after their last */
+        uint64_t a = w & ~i, t = a + ws, t2 = t + cy;
+        cy = (uint64_t)(t < a) | (uint64_t)(t2 < t);
+        ME[b] = we & ~(t2 & ~w);  /* (a carry out of a word lands on the bit after it) */
+        cw = w >> 63;
     }
-    for (Py_ssize_t p = 0; p < n;) {
-        /* bytes up to the next word that may be masked, as they are: a word without a digit or 8 hex digits in a row
-         * is (a key is never longer than the bytes it was made of, so o has room for what s has left) */
-        Py_ssize_t q = err_next(I, p, n, 0);
-        if (q < n) {  /* back to the start of its word (p is never inside a word) */
-            Py_ssize_t b = q >> 6;
-            uint64_t x = ~W[b] & ((1ULL << (q & 63)) - 1);
-            while (!x && b > (p >> 6)) x = ~W[--b];
-            q = x ? (b << 6) + 64 - err_clz(x) : (b << 6);
-            if (q < p) q = p;
+    Py_ssize_t p = 0, mb = 0;
+    uint64_t mx = ME[0];
+    for (;;) {
+        while (!mx && mb < nb) mx = ME[++mb];
+        if (!mx) break;
+        Py_ssize_t q = (mb << 6) + err_ctz(mx);  /* the end of the next word that may be masked */
+        mx &= mx - 1;
+        Py_ssize_t b = (q - 1) >> 6;  /* back to its first byte */
+        uint64_t x = ~W[b] & ((1ULL << ((q - 1) & 63)) - 1);
+        while (!x && b > 0) x = ~W[--b];
+        Py_ssize_t p0 = x ? (b << 6) + 64 - err_clz(x) : 0;
+        if (p0 < p) continue;  /* within a mark made already (a UUID's, an address's, a fraction's: they end a word) */
+        /* the bytes up to it, as they are (a key is never longer than the bytes it was made of, so o has room for
+         * what s has left) */
+        if (p0 > p) {
+            err_copy(o + j, s + p, p0 - p, s + n);
+            j += p0 - p;
         }
-        if (q > p) {
-            err_copy(o + j, s + p, q - p, s + n);
-            j += q - p;
-            p = q;
-            if (p == n) break;
-        }
+        p = p0;
         unsigned char c = s[p];
-        q = err_next(W, p, n, ~0ULL);  /* a word: [A-Za-z0-9_]+ */
         int anyd, allhex, alldig, gate;
         if ((p >> 6) == ((q - 1) >> 6)) {  /* a word within one word of bits (most): its bits at once */
             Py_ssize_t b = p >> 6;
@@ -2850,6 +2868,10 @@ static ALWAYS_INLINE Py_ssize_t err_key_body(const unsigned char *s, Py_ssize_t 
             o[j++] = d;
         }
         p = q;
+    }
+    if (p < n) {  /* the bytes after the last word masked, as they are */
+        err_copy(o + j, s + p, n - p, s + n);
+        j += n - p;
     }
     return j;
 }
