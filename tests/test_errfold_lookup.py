@@ -7,7 +7,8 @@
 - errfold_commit swaps a key's lines with the call's instead of copying them: first, the one before the last and the
   last stay those of the lines counted, over chunks that count one line or many.
 
-s18a: err_apart reads the class table (each byte beside a number as template._APART has it); a key's whole-line check
+s18a: err_key finds the words it may mask at once (the bit after each one's end, by a carry through the words'
+bytes) and each one's start back from its end; err_apart reads the class table (each byte beside a number as template._APART has it); a key's whole-line check
 (err_slot_whole) finds the stable needles in its text by the text's pairs in the matcher's table, each occurrence once,
 not each needle in turn; the table of texts holds each key's hash, length and bytes beside its slot.
 """
@@ -78,6 +79,32 @@ def test_a_byte_beside_a_number_stands_it_apart_as_the_template_says(c: str) -> 
     want = f"ERROR n {c}1{c} k" if apart else f"ERROR n {c}11{c} k"
     assert _linescan.errfold_key(line) == want.encode()
     assert apart == (c in " ()[]{}=,;/#<>!?|*&%")  # the class table's bytes (_linescan.c err_cls_init)
+
+
+# the part of a line after a word of letters and a blank keys as it does alone, wherever the 64-byte words of bits cut
+# it: words that may be masked across two words of bits, ending on one's last bit or on the line's last byte, marks
+# that take several words (a UUID, an address, a fraction) before or after others, words longer than 64 bytes
+RESTS = ["42 deadbeef12 7a02420b e8e52171-fb97-cf6a-e6f4-4f65d4c32911 10.0.0.1:80 7.5 end 9",
+         "12345678-1234-1234-1234-123456789abc 1.2.3.4 0xDEADbeef12 part-7a02420b.bin (7) x=3, y=[4]",
+         "shard_01242 ar12 Rr8 x9 a1 r2 " + "9" * 70 + " " + "b1" * 40 + " " + "f" * 64 + " 0x1f 77",
+         "v1.2 k 3 10.0.0.1 99999.1 1.2.3.4.5 12-34 7/8 abc 123456789012 abcdefabcdef 1a2b3c4d5e6f",
+         "1", "12345678", "e8e52171-fb97-cf6a-e6f4-4f65d4c32911", "10.0.0.1:8080", "7.5", "_9_ 8_"]
+
+
+@pytest.mark.parametrize("path", ["", *getattr(_linescan, "PATHS", ())])
+@pytest.mark.parametrize("gated", [False, True])
+def test_a_key_is_the_same_wherever_the_words_of_bits_cut_the_line(path: str, gated: bool) -> None:
+    default = _linescan.SIMD
+    try:
+        _linescan.set_simd(path)
+        for rest in RESTS:
+            alone = _linescan.errfold_key(rest.encode(), gated)
+            assert alone is not None, rest
+            for k in range(1, 140):
+                head = ("E" * k + " ").encode()
+                assert _linescan.errfold_key(head + rest.encode(), gated) == head + alone, (k, rest)
+    finally:
+        _linescan.set_simd(default)
 
 
 # -- err_slot_whole: a key's needles found by its text's pairs ------------------------------------------------------
