@@ -6,16 +6,23 @@
   cascade it jumps (0x handle, UUID, hex token, address, fraction, a gate's digits beside a slash);
 - errfold_commit swaps a key's lines with the call's instead of copying them: first, the one before the last and the
   last stay those of the lines counted, over chunks that count one line or many.
+
+s18a: err_key finds the words it may mask at once (the bit after each one's end, by a carry through the words'
+bytes) and each one's start back from its end; err_apart reads the class table (each byte beside a number as template._APART has it); a key's whole-line check
+(err_slot_whole) finds the stable needles in its text by the text's pairs in the matcher's table, each occurrence once,
+not each needle in turn; the table of texts holds each key's hash, length and bytes beside its slot.
 """
 
 from __future__ import annotations
 
 import random
+import re
 from pathlib import Path
 
 import pytest
 from test_errfold import LIB, error_lines, hits_of, report
 
+from triage import template
 from triage.scan import errfold, native
 from triage.scan import prefiltered as fastscan
 from triage.scan.native import K_ERRS, _linescan
@@ -58,6 +65,79 @@ def test_a_number_beside_the_slash_gate_has_no_key(line: bytes) -> None:
 
 def test_a_gated_key_keeps_each_digit_of_a_number() -> None:
     assert _linescan.errfold_key(b"ERROR took 12345 s", True) == b"ERROR took 11111 s"
+
+
+# every byte that is no word byte and no quote, beside a number on both sides: standing alone (one `1`) exactly where
+# template._APART allows it, else its digits kept apart
+BESIDE = [chr(c) for c in range(0x20, 0x7f) if not (chr(c).isalnum() or chr(c) in "_'\"")]
+
+
+@pytest.mark.parametrize("c", BESIDE)
+def test_a_byte_beside_a_number_stands_it_apart_as_the_template_says(c: str) -> None:
+    apart = re.fullmatch(f"[{template._APART}]", c) is not None
+    line = f"ERROR n {c}42{c} k".encode()
+    want = f"ERROR n {c}1{c} k" if apart else f"ERROR n {c}11{c} k"
+    assert _linescan.errfold_key(line) == want.encode()
+    assert apart == (c in " ()[]{}=,;/#<>!?|*&%")  # the class table's bytes (_linescan.c err_cls_init)
+
+
+# the part of a line after a word of letters and a blank keys as it does alone, wherever the 64-byte words of bits cut
+# it: words that may be masked across two words of bits, ending on one's last bit or on the line's last byte, marks
+# that take several words (a UUID, an address, a fraction) before or after others, words longer than 64 bytes
+RESTS = ["42 deadbeef12 7a02420b e8e52171-fb97-cf6a-e6f4-4f65d4c32911 10.0.0.1:80 7.5 end 9",
+         "12345678-1234-1234-1234-123456789abc 1.2.3.4 0xDEADbeef12 part-7a02420b.bin (7) x=3, y=[4]",
+         "shard_01242 ar12 Rr8 x9 a1 r2 " + "9" * 70 + " " + "b1" * 40 + " " + "f" * 64 + " 0x1f 77",
+         "v1.2 k 3 10.0.0.1 99999.1 1.2.3.4.5 12-34 7/8 abc 123456789012 abcdefabcdef 1a2b3c4d5e6f",
+         "1", "12345678", "e8e52171-fb97-cf6a-e6f4-4f65d4c32911", "10.0.0.1:8080", "7.5", "_9_ 8_"]
+
+
+@pytest.mark.parametrize("path", ["", *getattr(_linescan, "PATHS", ())])
+@pytest.mark.parametrize("gated", [False, True])
+def test_a_key_is_the_same_wherever_the_words_of_bits_cut_the_line(path: str, gated: bool) -> None:
+    default = _linescan.SIMD
+    try:
+        _linescan.set_simd(path)
+        for rest in RESTS:
+            alone = _linescan.errfold_key(rest.encode(), gated)
+            assert alone is not None, rest
+            for k in range(1, 140):
+                head = ("E" * k + " ").encode()
+                assert _linescan.errfold_key(head + rest.encode(), gated) == head + alone, (k, rest)
+    finally:
+        _linescan.set_simd(default)
+
+
+# -- err_slot_whole: a key's needles found by its text's pairs ------------------------------------------------------
+
+# error lines whose key texts hold needles where a pair walk could miss or count one twice: at the text's first and
+# last bytes, overlapping, back to back, more than 64 times (never taken whole), a needle inside a word
+NEEDLE_PLACES = ["failed ERROR at the start {n}", "ERROR {n} ends failed", "ERROR ERRORERROR failedfailed {n}",
+                 "ERROR Failed: failed failed {n}", "ERROR {n}" + " failed" * 70, "ERRORfailed {n} now",
+                 "CRITICAL failed to bind ERROR {n} times", "ERROR x{n}: FailedFailed Error"]
+
+
+def test_lines_taken_whole_find_each_needle_of_their_key_as_the_search_does(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = random.Random(18)
+    lines = error_lines(20_000, 18)
+    for i in range(0, len(lines), 3):
+        lines[i] = f"[2026-05-24 01:00:{i % 60:02d} DP0 TP0] " + rng.choice(NEEDLE_PLACES).format(n=rng.randrange(999))
+    log = tmp_path / "sglang-engine-0.log"
+    log.write_text("\n".join(lines) + "\n")
+    states: list = []
+
+    class Kept(errfold.ErrFold):
+        def __init__(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+            super().__init__(*args, **kwargs)
+            states.append(self.state)
+
+    monkeypatch.setattr(fastscan, "ErrFold", Kept)
+    monkeypatch.setenv("TRIAGE_NO_ERRRUN", "1")
+    searched = hits_of(log, monkeypatch)
+    monkeypatch.delenv("TRIAGE_NO_ERRRUN")
+    whole = hits_of(log, monkeypatch)
+    assert whole == searched
+    assert _linescan.errfold_whole(states[0]) == 0 and _linescan.errfold_whole(states[1]) > 10_000
 
 
 # -- errfold_lookup: errfold_find for every hit at once -----------------------------------------------------------

@@ -2439,6 +2439,9 @@ typedef struct {
     Py_ssize_t tlen;               /* the key's text: key[:tlen] (its needles' part after it) */
     uint64_t thash;                /* err_hash of the text */
 } ErrSlot;
+/* An entry of the table of texts (v: slot index + 1, 0 empty): the text's hash, length and bytes beside the slot's
+ * index, so that a probe reads this entry alone, not the slot (a line taken whole is looked up there: err_text_slot) */
+typedef struct { uint64_t h; const unsigned char *key; int32_t v, tlen; } ErrTT;
 typedef struct { Py_ssize_t bol, eol, ids, nids; } ErrOpt;  /* a ruled line of a key not known yet (err_take) */
 typedef struct { Py_ssize_t ln, bol, eol, slot, pos; int out; } ErrQ;
 struct Errs {
@@ -2464,7 +2467,8 @@ struct Errs {
     Py_ssize_t *pc_off, *pc_len;
     unsigned char *pc_bytes;
     int runs;
-    Py_ssize_t *ttable, ttcap, ntext;  /* slot index + 1 by text hash, open addressing */
+    ErrTT *ttable;                 /* the slots of the plain keys by their text's hash, open addressing */
+    Py_ssize_t ttcap, ntext;
     const void *whole_m;
     int m_ok;                      /* the matcher lets lines be taken whole at all (err_slot_whole) */
     Py_ssize_t pre_bol, pre_slot;  /* the line at pre_bol is of whole slot pre_slot (err_early, err_run) */
@@ -2476,7 +2480,7 @@ struct Errs {
 };
 
 /* Character classes of the key (err_key): one lookup a byte. */
-enum { EC_WORD = 1, EC_HEXL = 2, EC_DIGIT = 4, EC_BAD = 8, EC_GATE = 16 };
+enum { EC_WORD = 1, EC_HEXL = 2, EC_DIGIT = 4, EC_BAD = 8, EC_GATE = 16, EC_APART = 32 };
 static uint8_t ERR_CLS[256];
 static void err_cls_init(void) {
     for (int c = 0; c < 256; c++) {
@@ -2486,6 +2490,7 @@ static void err_cls_init(void) {
         if ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f')) k |= EC_HEXL;
         if (c >= '0' && c <= '9') k |= EC_DIGIT;
         if (c == 'a' || c == 'A' || c == 'r' || c == 'R') k |= EC_GATE;  /* beside a digit in `ya29`, `r8_`, `gr1348941` */
+        if (c && strchr(" ()[]{}=,;/#<>!?|*&%", c)) k |= EC_APART;  /* err_apart's bytes */
         ERR_CLS[c] = k;
     }
 }
@@ -2497,12 +2502,8 @@ static ALWAYS_INLINE int err_wordc(unsigned char c) {
     return c == '_' || err_digit(c) || ((c | 0x20) >= 'a' && (c | 0x20) <= 'z');
 }
 /* template._APART: what may stand beside a number standing alone (ASCII: \s is only the blank here) */
-static ALWAYS_INLINE int err_apart(unsigned char c) {
-    switch (c) {
-    case ' ': case '(': case ')': case '[': case ']': case '{': case '}': case '=': case ',': case ';': case '/':
-    case '#': case '<': case '>': case '!': case '?': case '|': case '*': case '&': case '%': return 1;
-    default: return 0;
-    }
+static ALWAYS_INLINE int err_apart(unsigned char c) {  /* (ERR_CLS is set: err_key_body's callers) */
+    return (ERR_CLS[c] & EC_APART) != 0;
 }
 static int err_ci(const unsigned char *s, Py_ssize_t n, Py_ssize_t i, const char *lit) {
     for (Py_ssize_t k = 0; lit[k]; k++) {
@@ -2698,34 +2699,52 @@ static ALWAYS_INLINE Py_ssize_t err_key_body(const unsigned char *s, Py_ssize_t 
     if (n > ERR_LINE_MAX) return -1;
     Py_ssize_t j = 0;
     if (!ERR_CLS['a']) err_cls_init();
-    uint64_t W[ERR_BLOCKS], D[ERR_BLOCKS], H[ERR_BLOCKS], G[ERR_BLOCKS], I[ERR_BLOCKS];
+    uint64_t W[ERR_BLOCKS + 1], D[ERR_BLOCKS], H[ERR_BLOCKS], G[ERR_BLOCKS], ME[ERR_BLOCKS + 1];
     if (err_masks(s, n, W, D, H, G)) return -1;  /* a byte no key holds */
     Py_ssize_t nb = (n + 63) >> 6;
-    for (Py_ssize_t b = 0; b < nb; b++) {  /* the bytes a word the key may mask holds: a digit, 8 hex digits in a row */
-        uint64_t h = H[b], hn = b + 1 < nb ? H[b + 1] : 0;  /* bit i: bits i..i+7 of (hn:h) all set, by doubling */
-        uint64_t a1 = h & ((h >> 1) | (hn << 63)), a1n = hn & (hn >> 1);
-        uint64_t a2 = a1 & ((a1 >> 2) | (a1n << 62)), a2n = a1n & (a1n >> 2);
-        I[b] = D[b] | (a2 & ((a2 >> 4) | (a2n << 60)));
+    W[nb] = 0;
+    /* The words the key may mask (a word: [A-Za-z0-9_]+; it may be masked when it holds a digit or 8 hex digits in a
+     * row: I), found at once rather than one after the other: ME, the bit after each such word's last byte. Adding
+     * each word's first bit to its bytes without I carries through a word that holds none (out of its last byte,
+     * onto a byte no word holds) and stops inside one that does, so such words are those whose end no carry left.
+     * The words are then taken in order, each one's first byte found back from its end (a word's bits only: the
+     * chain of one word's work no longer waits on the search for the next). */
+    uint64_t cw = 0, cy = 0;  /* the bit of W before the block's first; the sum's carry into the block */
+    for (Py_ssize_t b = 0; b <= nb; b++) {
+        uint64_t w = W[b], i = 0;
+        if (b < nb) {  /* the bytes a word the key may mask holds: a digit, 8 hex digits in a row */
+            uint64_t h = H[b], hn = b + 1 < nb ? H[b + 1] : 0;  /* bit i: bits i..i+7 of (hn:h) all set, by doubling */
+            uint64_t a1 = h & ((h >> 1) | (hn << 63)), a1n = hn & (hn >> 1);
+            uint64_t a2 = a1 & ((a1 >> 2) | (a1n << 62)), a2n = a1n & (a1n >> 2);
+            i = D[b] | (a2 & ((a2 >> 4) | (a2n << 60)));
+        }
+        uint64_t prev = (w << 1) | cw;
+        uint64_t ws = w & ~prev, we = ~w & prev;  /* words' first bits; the bits after their last */
+        uint64_t a = w & ~i, t = a + ws, t2 = t + cy;
+        cy = (uint64_t)(t < a) | (uint64_t)(t2 < t);
+        ME[b] = we & ~(t2 & ~w);  /* (a carry out of a word lands on the bit after it) */
+        cw = w >> 63;
     }
-    for (Py_ssize_t p = 0; p < n;) {
-        /* bytes up to the next word that may be masked, as they are: a word without a digit or 8 hex digits in a row
-         * is (a key is never longer than the bytes it was made of, so o has room for what s has left) */
-        Py_ssize_t q = err_next(I, p, n, 0);
-        if (q < n) {  /* back to the start of its word (p is never inside a word) */
-            Py_ssize_t b = q >> 6;
-            uint64_t x = ~W[b] & ((1ULL << (q & 63)) - 1);
-            while (!x && b > (p >> 6)) x = ~W[--b];
-            q = x ? (b << 6) + 64 - err_clz(x) : (b << 6);
-            if (q < p) q = p;
+    Py_ssize_t p = 0, mb = 0;
+    uint64_t mx = ME[0];
+    for (;;) {
+        while (!mx && mb < nb) mx = ME[++mb];
+        if (!mx) break;
+        Py_ssize_t q = (mb << 6) + err_ctz(mx);  /* the end of the next word that may be masked */
+        mx &= mx - 1;
+        Py_ssize_t b = (q - 1) >> 6;  /* back to its first byte */
+        uint64_t x = ~W[b] & ((1ULL << ((q - 1) & 63)) - 1);
+        while (!x && b > 0) x = ~W[--b];
+        Py_ssize_t p0 = x ? (b << 6) + 64 - err_clz(x) : 0;
+        if (p0 < p) continue;  /* within a mark made already (a UUID's, an address's, a fraction's: they end a word) */
+        /* the bytes up to it, as they are (a key is never longer than the bytes it was made of, so o has room for
+         * what s has left) */
+        if (p0 > p) {
+            err_copy(o + j, s + p, p0 - p, s + n);
+            j += p0 - p;
         }
-        if (q > p) {
-            err_copy(o + j, s + p, q - p, s + n);
-            j += q - p;
-            p = q;
-            if (p == n) break;
-        }
+        p = p0;
         unsigned char c = s[p];
-        q = err_next(W, p, n, ~0ULL);  /* a word: [A-Za-z0-9_]+ */
         int anyd, allhex, alldig, gate;
         if ((p >> 6) == ((q - 1) >> 6)) {  /* a word within one word of bits (most): its bits at once */
             Py_ssize_t b = p >> 6;
@@ -2849,6 +2868,10 @@ static ALWAYS_INLINE Py_ssize_t err_key_body(const unsigned char *s, Py_ssize_t 
             o[j++] = d;
         }
         p = q;
+    }
+    if (p < n) {  /* the bytes after the last word masked, as they are */
+        err_copy(o + j, s + p, n - p, s + n);
+        j += n - p;
     }
     return j;
 }
@@ -3129,14 +3152,13 @@ static PyObject *errfold_key(PyObject *self, PyObject *args) {
 static int err_text_add(struct Errs *E, Py_ssize_t i) {
     if (2 * (E->ntext + 1) > E->ttcap) {
         Py_ssize_t cap2 = E->ttcap ? 2 * E->ttcap : 64;
-        Py_ssize_t *t = PyMem_Calloc((size_t)cap2, sizeof(Py_ssize_t));
+        ErrTT *t = PyMem_Calloc((size_t)cap2, sizeof(ErrTT));
         if (!t) { PyErr_NoMemory(); return -1; }
         for (Py_ssize_t k = 0; k < E->ttcap; k++) {
-            Py_ssize_t v = E->ttable[k];
-            if (!v) continue;
-            Py_ssize_t x = (Py_ssize_t)(E->slots[v - 1].thash & (uint64_t)(cap2 - 1));
-            while (t[x]) x = (x + 1) & (cap2 - 1);
-            t[x] = v;
+            if (!E->ttable[k].v) continue;
+            Py_ssize_t x = (Py_ssize_t)(E->ttable[k].h & (uint64_t)(cap2 - 1));
+            while (t[x].v) x = (x + 1) & (cap2 - 1);
+            t[x] = E->ttable[k];
         }
         PyMem_Free(E->ttable);
         E->ttable = t;
@@ -3144,11 +3166,14 @@ static int err_text_add(struct Errs *E, Py_ssize_t i) {
     }
     const ErrSlot *sl = &E->slots[i];
     Py_ssize_t x = (Py_ssize_t)(sl->thash & (uint64_t)(E->ttcap - 1));
-    for (; E->ttable[x]; x = (x + 1) & (E->ttcap - 1)) {
-        const ErrSlot *o = &E->slots[E->ttable[x] - 1];
+    for (; E->ttable[x].v; x = (x + 1) & (E->ttcap - 1)) {
+        const ErrSlot *o = &E->slots[E->ttable[x].v - 1];
         if (o->thash == sl->thash && o->tlen == sl->tlen && !memcmp(o->key, sl->key, (size_t)sl->tlen)) return 0;
     }
-    E->ttable[x] = i + 1;
+    E->ttable[x].h = sl->thash;
+    E->ttable[x].key = sl->key;
+    E->ttable[x].v = (int32_t)(i + 1);
+    E->ttable[x].tlen = (int32_t)sl->tlen;
     E->ntext++;
     return 0;
 }
@@ -3365,26 +3390,34 @@ static int err_slot_whole(struct Errs *E, ErrSlot *sl, const Matcher *m) {
     for (Py_ssize_t i = 0; i < tl; i++)  /* (a mark's byte, 0 or 1, stands for line bytes tested above) */
         if (t[i] > 1 && m->single[t[i]]) return 0;
     for (Py_ssize_t e = 0; e < m->n; e++) {
-        const Needle *nd = &m->nd[e];
-        if (nd->len == 0) continue;  /* a single byte: above */
-        if (E->pc_count[e] >= 0) {  /* unstable: may it occur in a line of this key? */
-            Py_ssize_t k = 0, c = E->pc_count[e];
-            for (; k < c; k++) {
-                Py_ssize_t q = E->pc_first[e] + k;
-                if (!E->pc_len[q]) continue;
-                if (!err_in(t, tl, E->pc_bytes + E->pc_off[q], E->pc_len[q])) break;
-            }
-            if (k == c) return 0;  /* every piece is there (or it has none) */
-            continue;
+        if (m->nd[e].len == 0 || E->pc_count[e] < 0) continue;  /* a single byte (above), a stable needle (below) */
+        /* unstable: may it occur in a line of this key? */
+        Py_ssize_t k = 0, c = E->pc_count[e];
+        for (; k < c; k++) {
+            Py_ssize_t q = E->pc_first[e] + k;
+            if (!E->pc_len[q]) continue;
+            if (!err_in(t, tl, E->pc_bytes + E->pc_off[q], E->pc_len[q])) break;
         }
-        for (Py_ssize_t from = 0; from + nd->len <= tl;) {
-            const unsigned char *f = err_in(t + from, tl - from, nd->s, nd->len);
-            if (!f) break;
+        if (k == c) return 0;  /* every piece is there (or it has none) */
+    }
+    /* the stable needles' occurrences in the text, found as the search finds them: each pair of the text looked up
+     * in the matcher's table, each occurrence once, at its first filing's pair (x = its start + off), not every
+     * needle looked for in turn (a text's pairs are ~100, a matcher's needles up to 1024: this was most of the cost
+     * of a file's keys) */
+    for (Py_ssize_t i = 0; i + 1 < tl; i++) {
+        unsigned p = PAIR(t[i], t[i + 1]);
+        if (!(m->bits[p >> 3] & (1u << (p & 7)))) continue;
+        unsigned h = slot_of(p);
+        while (m->slot[h].pair && m->slot[h].pair != p + 1) h = (h + 1) & (HSLOTS - 1);
+        for (int32_t e = m->slot[h].pair ? m->slot[h].head : -1; e >= 0; e = m->nd[e].next) {
+            const Needle *nd = &m->nd[e];
+            Py_ssize_t s = i - nd->off;
+            if (e >= m->n || E->pc_count[e] >= 0 || s < 0 || s + nd->len > tl || memcmp(t + s, nd->s, (size_t)nd->len))
+                continue;  /* (the second filing; an unstable needle: above; no occurrence here) */
             if (nd->kind != K_CAND || nocc == 64) return 0;
-            occ[nocc].x = (f - t) + nd->off;
+            occ[nocc].x = i;
             occ[nocc].e = e;
             nocc++;
-            from = (f - t) + 1;
         }
     }
     if (nocc != sl->nids) return 0;
@@ -3406,10 +3439,11 @@ static Py_ssize_t err_text_slot(Scan *st, Py_ssize_t bol, Py_ssize_t eol) {
     if (tl < 0) return -1;
     uint64_t h = err_hash(E->kbuf, tl);
     for (Py_ssize_t x = (Py_ssize_t)(h & (uint64_t)(E->ttcap - 1));; x = (x + 1) & (E->ttcap - 1)) {
-        Py_ssize_t v = E->ttable[x];
+        const ErrTT *t = &E->ttable[x];
+        Py_ssize_t v = t->v;
         if (!v) return -1;
+        if (t->h != h || t->tlen != tl || !same_bytes(t->key, E->kbuf, tl)) continue;
         ErrSlot *sl = &E->slots[v - 1];
-        if (sl->thash != h || sl->tlen != tl || !same_bytes(sl->key, E->kbuf, tl)) continue;
         if (E->whole_m != st->m || !sl->whole) sl->whole = err_slot_whole(E, sl, st->m) ? 1 : 2;
         return sl->whole == 1 ? v - 1 : -1;
     }
