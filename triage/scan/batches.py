@@ -10,8 +10,9 @@ before is in. The stores so get the records in file order whichever process scan
 the report of one process (tests/test_small_files.py). A batch that never comes back (its worker died) is skipped,
 and its files are reported as not scanned.
 
-Only files too small for registered line shapes (prefiltered.COLUMNS_FROM) go in batches: their records reach the
-stores one by one, as events that pickle."""
+Only files smaller than prefiltered.COLUMNS_FROM go in batches. Their rows of registered line shapes (scan/columns.py:
+the shapes every small file of a process shares) go on the tape as the records and readings they stand for, one by
+one, as events that pickle."""
 
 from __future__ import annotations
 
@@ -92,7 +93,11 @@ class _Side:
         self.entries.append((self.one, item))
 
     def add_rows(self, rows: Any) -> None:
-        self.entries.append((self.rows, rows))
+        """A metric store's rows (series_store.Rows) go on the tape as their records, one by one in log order, as
+        MetricStore.add_rows takes them (it is exact): the columns of a write-out are views of the C side's buffers
+        and its lines' makers closures, which do not pickle."""
+        for k in range(rows.n):
+            self.add(rows.event(k))
 
 
 class _Timers(_Side):
@@ -125,8 +130,10 @@ class _Timers(_Side):
             self.entries.append((TIMER, item))
 
     def add_rows(self, rows: Any) -> None:
-        self.last = None  # the rows' last line is the store's `last` now
-        super().add_rows(rows)
+        """A write-out's timer rows (series_store.RowPart, one per shape) as their readings, in line order, as
+        TimerStore.add_rows takes them (as add() of each in line order would)."""
+        for _, _, part, i in sorted((part.lineno(i), j, part, i) for j, part in enumerate(rows) for i in range(part.n)):
+            self.add(part.event(i))
 
     def done(self) -> None:
         if self.last is not None:

@@ -250,17 +250,28 @@ def scan_file(scanner: LineScanner, fs: FileScan, stream: BinaryIO, progress: Pr
     """Scan one file's bytes into fs (its result, pending claims, context): both stages here. `progress` is told
     the bytes read. Returns the number of lines read."""
     assert scanner.needles is not None
+    shapes = shapes_for(scanner, fs.lf)
+    if shapes is not None and shapes.shared:
+        fs.shapes = list(shapes.shapes)  # armed before this file's first chunk: the C side's indices from the start
     chunks = read_chunks(scanner.needles, fs.lf, stream, progress, lambda base: fs.family.native(fs.ctx, base),
-                         shapes_for(scanner, fs.lf))
+                         shapes)
     return parse_chunks(scanner, fs, chunks, lambda rest: _Prepend(rest.head, stream))
 
 
 def shapes_for(scanner: Any, lf: LogFile) -> Shapes | None:
-    """The shape registry of a file read from disk (its rows' text is read back from it) of COLUMNS_FROM bytes or
-    more, else None."""
-    if lf.size < COLUMNS_FROM or lf.path == "-" or lf.compression or not columns():
+    """The shape registry of a file read from disk: a file of its own for a file of COLUMNS_FROM bytes or more (its
+    rows' text is read back from it); for a smaller one, the registry every small file this process scans shares
+    (Scanner.small_shapes), armed before the file's first byte with the shapes learnt in the files before it. A run
+    of many small per-rank trainer logs repeats the same few shapes in every file, and a file's own would learn them
+    too late: most of its lines come in its first chunk, before any shape could be known. Their rows' text is kept
+    from the chunk (_rows): a small file is read whole in one chunk or two. None for stdin and compressed files."""
+    if lf.path == "-" or lf.compression or not columns():
         return None
-    return Shapes(scanner)
+    if lf.size >= COLUMNS_FROM:
+        return Shapes(scanner)
+    if scanner.small_shapes is None:
+        scanner.small_shapes = Shapes(scanner, shared=True)
+    return scanner.small_shapes  # type: ignore[no-any-return]
 
 
 def read_chunks(needles: Needles, lf: LogFile, stream: BinaryIO, progress: Progress | None = None,
@@ -471,7 +482,7 @@ def _fast_hits(scanner: LineScanner, fs: FileScan, data: Any, hits: list[Any], b
                 fs.near.end(fs)  # the held claim lines come before it (scan/nearfold.py)
                 ctx.add(newest)  # a traceback the log ends in ends before it (signals.chains)
         elif kind == K_COLS:
-            if _rows(fs, tag[0], tag[1], base):  # context rows (Timer lines) came between the lines around them
+            if _rows(fs, tag[0], tag[1], base, data):  # context rows (Timer lines) came between the lines around them
                 fs.family.kept(None, None, None)  # type: ignore[arg-type]
                 runs.line = None
         elif kind in (K_FOLD, K_BATCH):
@@ -498,19 +509,21 @@ def _fast_hits(scanner: LineScanner, fs: FileScan, data: Any, hits: list[Any], b
                 engine(res, key).add_row(ref, vals, kind == K_SAMPLED)
 
 
-def _rows(fs: FileScan, offset: int, payload: tuple[Any, ...], base: int) -> bool:
+def _rows(fs: FileScan, offset: int, payload: tuple[Any, ...], base: int, data: Any) -> bool:
     """A write-out of the C side's columns (K_COLS) into the file's metric and timer stores. Returns whether it holds
-    context rows (they end a family and a run of identical lines, as those lines would)."""
+    context rows (they end a family and a run of identical lines, as those lines would). `data`: the chunk's bytes."""
     lf = fs.lf
     records: list[RowPart] = []
     timers: list[RowPart] = []
     ctx = False
     sides: list[tuple[int, str]] = []
+    kept = bytes(data) if lf.size < COLUMNS_FROM else None  # a small file's rows: their text from the chunk
     for k, n, lines, bols, eols, ords, vals, stats in payload:
         shape = fs.shapes[k]
+        starts, ends = memoryview(bols).cast("q"), memoryview(eols).cast("q")
         part = RowPart(shape.rows, n, base + 1, memoryview(lines).cast("q"), memoryview(ords).cast("q"),
                        memoryview(vals).cast("d"), stats,
-                       _line_maker(lf, offset, memoryview(bols).cast("q"), memoryview(eols).cast("q")))
+                       _line_maker(lf, offset, starts, ends) if kept is None else _kept_line_maker(lf, kept, starts, ends))
         (records if shape.record else timers).append(part)
         ctx = ctx or shape.ctx
         if shape.side:  # rows of a timer of an actor with a side: side lookups read them (origins.SideRows)
@@ -530,6 +543,18 @@ def _line_maker(lf: LogFile, offset: int, bols: Any, eols: Any) -> Callable[[Row
         lineno, start, end = part.lineno(i), offset + bols[i], offset + eols[i]
         segments = part.shape.segments
         return RowLine(lf.rel, lineno, lambda: _row_line(lf, lineno, _read_row(lf.path, start, end, segments)))
+
+    return line_of
+
+
+def _kept_line_maker(lf: LogFile, data: bytes, bols: Any, eols: Any) -> Callable[[RowPart, int], Line]:
+    """Rows' lines whose text is cut from the chunk they came in (a small file's, held while its rows are): each line
+    holds its own text's bytes, not the chunk's, so a line the stores keep keeps nothing more."""
+
+    def line_of(part: RowPart, i: int) -> Line:
+        lineno = part.lineno(i)
+        raw = data[bols[i]:eols[i]]
+        return RowLine(lf.rel, lineno, lambda: _row_line(lf, lineno, raw.decode("ascii", "replace")))
 
     return line_of
 
