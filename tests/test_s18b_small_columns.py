@@ -123,9 +123,11 @@ def test_the_run_stores_hold_what_the_line_for_line_path_gives(tmp_path: Path, m
     assert fast["view"] and fast["timers"]
 
 
-def test_a_batch_tape_of_row_records_travels_as_events(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A batch's rows reach its tape as the records and readings they stand for (the C side's columns and the lines'
-    makers would not pickle), and the tape played gives the stores one process gives."""
+def test_a_batch_tape_of_rows_travels_and_plays_as_one_process_gives(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """A batch's metric rows reach its tape as the write-outs they came in (pickled as their columns' bytes and their
+    rows' texts, parallel._row_part), its timer rows as the readings they stand for; the tape, pickled and played,
+    gives the stores one process gives, line texts included."""
     run, _ = small_run(tmp_path)
     files = [lf for lf in discover([str(run)])[0] if lf.status == "read"]
     scanner = Scanner(LIB)
@@ -137,8 +139,14 @@ def test_a_batch_tape_of_row_records_travels_as_events(tmp_path: Path, monkeypat
     finally:
         parallel._scanner = was
     assert sum(rows) > 1000 and tape is not None
-    assert {what for what, _ in tape} <= {batches.RECORD, batches.TIMER, batches.TIMER_AGAIN}
+    assert {what for what, _ in tape} <= {batches.RECORD, batches.RECORD_ROWS, batches.TIMER, batches.TIMER_AGAIN}
+    assert sum(rows.n for what, rows in tape if what == batches.RECORD_ROWS) > 0.8 * (RANKS - 1) * 6 * 3
     back = pickle.loads(pickle.dumps(tape))
+    parts = [p for what, rows in back if what == batches.RECORD_ROWS for p in rows.parts]
+    assert all(isinstance(p.line_of, fastscan.TextLines) for p in parts)
+    text = (run / "ranks" / "train-rank-007.log").read_text().splitlines()
+    lines = [p.line_of(p, i) for p in parts for i in range(p.n)]
+    assert all(ln.text == text[ln.lineno - 1] for ln in lines if ln.file == "ranks/train-rank-007.log")
     played = RunSeries()
     batches.play(back, played)
     one = Scanner(LIB)

@@ -11,8 +11,9 @@ the report of one process (tests/test_small_files.py). A batch that never comes 
 and its files are reported as not scanned.
 
 Only files smaller than prefiltered.COLUMNS_FROM go in batches. Their rows of registered line shapes (scan/columns.py:
-the shapes every small file of a process shares) go on the tape as the records and readings they stand for, one by
-one, as events that pickle."""
+the shapes every small file of a process shares) go on the tape: metric records as the write-outs of rows they came in
+(pickled as their columns' bytes and the rows' texts: parallel.py), which the run's store takes joined (RunStore);
+timer readings as the events they stand for, one by one, most of them a reading again (TIMER_AGAIN)."""
 
 from __future__ import annotations
 
@@ -93,11 +94,8 @@ class _Side:
         self.entries.append((self.one, item))
 
     def add_rows(self, rows: Any) -> None:
-        """A metric store's rows (series_store.Rows) go on the tape as their records, one by one in log order, as
-        MetricStore.add_rows takes them (it is exact): the columns of a write-out are views of the C side's buffers
-        and its lines' makers closures, which do not pickle."""
-        for k in range(rows.n):
-            self.add(rows.event(k))
+        self.entries.append((self.rows, rows))  # a write-out of rows: pickled as their columns' bytes and the
+        # rows' texts (parallel.py), played into the run's store, which joins them with the rows around (RunStore)
 
 
 class _Timers(_Side):

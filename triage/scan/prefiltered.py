@@ -523,7 +523,7 @@ def _rows(fs: FileScan, offset: int, payload: tuple[Any, ...], base: int, data: 
         starts, ends = memoryview(bols).cast("q"), memoryview(eols).cast("q")
         part = RowPart(shape.rows, n, base + 1, memoryview(lines).cast("q"), memoryview(ords).cast("q"),
                        memoryview(vals).cast("d"), stats,
-                       _line_maker(lf, offset, starts, ends) if kept is None else _kept_line_maker(lf, kept, starts, ends))
+                       _line_maker(lf, offset, starts, ends) if kept is None else KeptLines(lf.rel, kept, starts, ends))
         (records if shape.record else timers).append(part)
         ctx = ctx or shape.ctx
         if shape.side:  # rows of a timer of an actor with a side: side lookups read them (origins.SideRows)
@@ -547,16 +547,45 @@ def _line_maker(lf: LogFile, offset: int, bols: Any, eols: Any) -> Callable[[Row
     return line_of
 
 
-def _kept_line_maker(lf: LogFile, data: bytes, bols: Any, eols: Any) -> Callable[[RowPart, int], Line]:
-    """Rows' lines whose text is cut from the chunk they came in (a small file's, held while its rows are): each line
-    holds its own text's bytes, not the chunk's, so a line the stores keep keeps nothing more."""
+class KeptLines:
+    """The lines of a write-out's rows, their text cut from the chunk they came in (a small file's, held while its rows
+    are): each line holds its own text's bytes, not the chunk's, so a line the stores keep keeps nothing more. Pickled
+    (a batch's tape) as the rows' texts alone (TextLines)."""
 
-    def line_of(part: RowPart, i: int) -> Line:
+    __slots__ = ("file", "data", "bols", "eols")
+
+    def __init__(self, file: str, data: bytes, bols: Any, eols: Any) -> None:
+        self.file, self.data, self.bols, self.eols = file, data, bols, eols
+
+    def __call__(self, part: RowPart, i: int) -> Line:
         lineno = part.lineno(i)
-        raw = data[bols[i]:eols[i]]
-        return RowLine(lf.rel, lineno, lambda: _row_line(lf, lineno, raw.decode("ascii", "replace")))
+        return RowLine(self.file, lineno, partial(text_line, self.file, lineno, self.data[self.bols[i]:self.eols[i]]))
 
-    return line_of
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        data = self.data
+        return TextLines, ((self.file,), tuple(data[b:e] for b, e in zip(self.bols, self.eols)))
+
+
+class TextLines:
+    """The lines of a write-out's rows from their texts (bytes, by row) and files (one for all, or one a row)."""
+
+    __slots__ = ("files", "texts")
+
+    def __init__(self, files: tuple[str, ...], texts: tuple[bytes, ...]) -> None:
+        self.files, self.texts = files, texts
+
+    def __call__(self, part: RowPart, i: int) -> Line:
+        lineno = part.lineno(i)
+        file = self.files[0] if len(self.files) == 1 else self.files[i]
+        return RowLine(file, lineno, partial(text_line, file, lineno, self.texts[i]))
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        return TextLines, (self.files, self.texts)
+
+
+def text_line(file: str, lineno: int, raw: bytes) -> Line:
+    msg, actor, pid, repeat = split_ray(text := raw.decode("ascii", "replace"))
+    return Line(file, lineno, text, msg, actor, pid, repeat)
 
 
 def _read_row(path: str, start: int, end: int, segments: tuple[bytes, ...]) -> str:
