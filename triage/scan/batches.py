@@ -112,7 +112,8 @@ class _Timers(_Side):
     def __init__(self, entries: list[tuple[int, Any]]) -> None:
         super().__init__(entries, TIMER, TIMER_ROWS)
         self.first: dict[tuple[Any, ...], int] = {}  # reading -> index of its first entry in the tape
-        self.last: tuple[int, Any] | None = None  # (index, event) of the last timer entry
+        self.last: tuple[int, Any] | None = None  # (index, event) of the last timer entry; (index, (part, row)) when
+        # it was a row's reading again (its event is made only should it stay the last: done())
 
     def add(self, item: Any) -> None:
         f = item.fields
@@ -129,13 +130,28 @@ class _Timers(_Side):
 
     def add_rows(self, rows: Any) -> None:
         """A write-out's timer rows (series_store.RowPart, one per shape) as their readings, in line order, as
-        TimerStore.add_rows takes them (as add() of each in line order would)."""
-        for _, _, part, i in sorted((part.lineno(i), j, part, i) for j, part in enumerate(rows) for i in range(part.n)):
-            self.add(part.event(i))
+        TimerStore.add_rows takes them (as add() of each in line order would). A row's reading is worked out from its
+        shape's fields and its seconds' column, as its event would hold them: a reading again (most rows) is written
+        as its first entry's index without making the row's event."""
+        order = sorted((part.lineno(i), j, part, i) for j, part in enumerate(rows) for i in range(part.n))
+        first, entries = self.first, self.entries
+        for _, _, part, i in order:
+            sh = part.shape
+            f = sh.fields
+            seconds = part.value(sh.num_col, i) if sh.num_col >= 0 else f.get(sh.num)
+            at = first.get((f.get("name"), f.get("phase"), seconds, f.get("ok", True), f.get("actor")))
+            if at is None:
+                self.add(part.event(i))
+            else:
+                self.last = (len(entries), (part, i))
+                entries.append((TIMER_AGAIN, at))
 
     def done(self) -> None:
         if self.last is not None:
             at, item = self.last
+            if isinstance(item, tuple):  # a row's reading again
+                part, i = item
+                item = part.event(i)
             self.entries[at] = (TIMER, item)
 
 
