@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from tests.test_columns import slime_log, summary
 from triage.analyze import Settings, analyze
 from triage.input.discover import discover
 from triage.library.rules import load_library
@@ -22,8 +23,6 @@ from triage.scan import batches, native, parallel
 from triage.scan import prefiltered as fastscan
 from triage.scan.scanner import Scanner
 from triage.scan.series import RunSeries
-
-from tests.test_columns import slime_log, summary
 
 pytestmark = [pytest.mark.skipif(not native.available(), reason="the C prefilter is not built"),
               pytest.mark.skipif("fork" not in multiprocessing.get_all_start_methods(), reason="no fork")]

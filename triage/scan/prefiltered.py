@@ -271,7 +271,7 @@ def shapes_for(scanner: Any, lf: LogFile) -> Shapes | None:
         return Shapes(scanner)
     if scanner.small_shapes is None:
         scanner.small_shapes = Shapes(scanner, shared=True)
-    return scanner.small_shapes  # type: ignore[no-any-return]
+    return scanner.small_shapes
 
 
 def read_chunks(needles: Needles, lf: LogFile, stream: BinaryIO, progress: Progress | None = None,

@@ -75,7 +75,7 @@ class JoinedRecords(StoredRecords):
     """One file's records, joined as they come (Records), into a run's store instead of a store of the file's own:
     close() adds no event; `last` is the line of the file's last record (0: none)."""
 
-    def __init__(self, store: RunStore | Any) -> None:
+    def __init__(self, store: Any) -> None:  # a RunStore, or the store side of a batch's tape (batches.Tape)
         into = _Into(store)  # not a method of its own: that would be a reference cycle, which only the cyclic
         Records.__init__(self, into, into.rows)  # collector (off during an analysis) frees, keeping the run's store
         self.store = store  # alive; rows of registered shapes (scan/columns.py) go in whole, as into a file's store
@@ -97,7 +97,7 @@ class _Into:
 
     __slots__ = ("store", "last")
 
-    def __init__(self, store: RunStore | Any) -> None:
+    def __init__(self, store: Any) -> None:  # a RunStore, or the store side of a batch's tape (batches.Tape)
         self.store = store
         self.last = 0
 
