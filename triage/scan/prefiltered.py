@@ -105,9 +105,9 @@ SAMPLE_ALL_BELOW = 1 << 20  # bytes: smaller files keep every stats row
 FIRST_PART = 64 << 10  # bytes of the first chunk scanned alone (one process): the parser has kept the first line of
 # a storm before the C prefilter reads on, so it counts the rest of the chunk (Families.native) instead of handing
 # over every line of it
-COLUMNS_FROM = 256 << 10  # bytes: a smaller file's lines reach Python as lines (a shape is learnt from a line Python
-# parsed, so in a file this small most lines would come before their shape is known: learning would cost more than
-# it saves, and a run of many small trainer logs would pay it per file)
+COLUMNS_FROM = 256 << 10  # bytes: a smaller file learns no shapes of its own (a shape is learnt from a line Python
+# parsed, so in a file this small most lines would come before their shape is known): it scans with the shapes every
+# small file of the process shares (shapes_for), learnt from the files before it
 ROWS_CHUNK = 8 << 20  # bytes read at a time from a file once line shapes are registered (its lines come as columns):
 # its rows reach the stores in write-outs of a chunk at most, each costing Python a fixed few milliseconds (a 750 MB
 # trainer log: ~180 write-outs -> ~90; 16 MiB halved that again but added ~30 MB of peak PSS at 1 GiB)
