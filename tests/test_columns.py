@@ -130,9 +130,9 @@ def counting_rows(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     got: list[int] = []
     real = fastscan._rows
 
-    def rows(fs: Any, offset: int, payload: Any, base: int) -> bool:
+    def rows(fs: Any, offset: int, payload: Any, base: int, data: Any) -> bool:
         got.append(sum(p[1] for p in payload))
-        return real(fs, offset, payload, base)
+        return real(fs, offset, payload, base, data)
 
     monkeypatch.setattr(fastscan, "_rows", rows)
     return got
@@ -516,12 +516,13 @@ def test_two_stages_learn_the_shapes_in_the_reading_process_and_give_the_same_st
     assert repr(summary(staged)) == repr(summary(scan(log, native=False)))
 
 
-def test_shapes_learnt_in_one_file_serve_the_next_and_small_files_learn_none(
+def test_shapes_learnt_in_one_file_serve_the_next_and_small_files_share_theirs(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A run of several trainer logs (one per rank) repeats the same shapes in every file: the renderings are tried
     once per run (Scanner.shape_cache) and a later file's first line is only checked against the mapping. The report
-    stays the one of the line-for-line path, with a NaN step in the second file. A file under COLUMNS_FROM learns
-    nothing (its lines come before any shape could be known)."""
+    stays the one of the line-for-line path, with a NaN step in the second file. Files under COLUMNS_FROM share one
+    registry (their lines come before a file's own could know any shape); its shapes are tried like any other (the
+    small file's short numbers are other token classes: one shape more)."""
     write(tmp_path, slime_log(1500, seed=4), "train-rank-0.log")
     lines = slime_log(1500, seed=5, nan_at=700)
     write(tmp_path, lines, "train-rank-1.log")
@@ -538,11 +539,15 @@ def test_shapes_learnt_in_one_file_serve_the_next_and_small_files_learn_none(
     fast = report_json(tmp_path, monkeypatch, True)
     assert fast == report_json(tmp_path, monkeypatch, False)
     assert sum(rows) > 0.9 * 2 * 1500 * 7  # both big files' rows came as columns
-    assert 0 < len(tried) <= 8  # 8 shapes (4 timer lines, the iteration line, 3 dicts), each once in the run
+    assert 0 < len(tried) <= 9  # 8 shapes (4 timer lines, the iteration line, 3 dicts), each once in the run
     nan_line = next(i for i, t in enumerate(lines, 1) if "'train/grad_norm': nan" in t)
     assert any(f"train-rank-1.log:{nan_line}" in ev for _, _, ev in findings(fast))
     small = discover([str(tmp_path / "train-rank-2.log")])[0][0]
-    assert small.size < fastscan.COLUMNS_FROM and fastscan.shapes_for(Scanner(LIB), small) is None
+    big = discover([str(tmp_path / "train-rank-0.log")])[0][0]
+    scanner = Scanner(LIB)
+    shared = fastscan.shapes_for(scanner, small)
+    assert small.size < fastscan.COLUMNS_FROM and shared is not None and shared.shared
+    assert fastscan.shapes_for(scanner, small) is shared and fastscan.shapes_for(scanner, big) is not shared
 
 
 def test_the_runs_store_takes_rows_in_bulk(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -581,13 +586,13 @@ def test_the_share_of_the_longest_response_is_worked_out_by_the_c_side_as_the_st
     shares: list[tuple[int, int]] = []  # (rows, shares) of each write-out the C side worked the share out in
     real = fastscan._rows
 
-    def rows(fs: Any, offset: int, payload: Any, base: int) -> bool:
+    def rows(fs: Any, offset: int, payload: Any, base: int, data: Any) -> bool:
         for k, n, *_, stats in payload:
             if len(stats) > fs.shapes[k].rows.nout:
                 share_b, rows_b, _ = stats[-1]
                 shares.append((n, len(share_b) // 8))
                 assert (len(rows_b) if rows_b is not None else n * 8) == len(share_b)  # the rows they are of
-        return real(fs, offset, payload, base)
+        return real(fs, offset, payload, base, data)
 
     monkeypatch.setattr(fastscan, "_rows", rows)
     res = scan(log)
@@ -642,7 +647,7 @@ def test_timer_readings_are_counted_by_the_c_side_as_the_store_counts_them_line_
     tallies: list[int] = []  # distinct readings of each timer part the C side counted
     real = fastscan._rows
 
-    def rows(fs: Any, offset: int, payload: Any, base: int) -> bool:
+    def rows(fs: Any, offset: int, payload: Any, base: int, data: Any) -> bool:
         for k, n, *_, stats in payload:
             shape = fs.shapes[k]
             if shape.ctx and len(stats) > shape.rows.nout:
@@ -650,7 +655,7 @@ def test_timer_readings_are_counted_by_the_c_side_as_the_store_counts_them_line_
                 assert len(values_b) == len(counts_b) == len(firsts_b)
                 assert sum(memoryview(counts_b).cast("q")) == n
                 tallies.append(len(values_b) // 8)
-        return real(fs, offset, payload, base)
+        return real(fs, offset, payload, base, data)
 
     monkeypatch.setattr(fastscan, "_rows", rows)
     res = scan(log)

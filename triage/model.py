@@ -12,9 +12,10 @@ SEVERITY_RANK = {"error": 0, "warning": 1, "info": 2}
 # library's: patterns/categories.yaml and patterns/sides.yaml, read through `Library`.
 
 
-@dataclass
+@dataclass(slots=True)
 class LogFile:
-    """One input file and what happened to it."""
+    """One input file and what happened to it. Slots: a run of 200 k small files keeps one each to the end (~100 bytes
+    less a file than an instance dict)."""
 
     path: str  # as opened
     rel: str  # relative to the root the user gave; what reports print

@@ -88,8 +88,24 @@ def wrap_width(head: bytes) -> int:
         twice = {n for n, k in Counter(long).items() if k >= 2}
     seen: Counter[int] = Counter()
     done: set[tuple[bytes, bytes]] = set()  # distinct pairs: a line printed twice is no evidence of a width
-    for i in [i for i, n in enumerate(lens[:-1]) if n in twice]:
+    last = len(lens) - 1
+    if len(twice) == 1:  # the usual case (the widest line's length): its lines found by the list's own search
+        (w,) = twice
+        at: list[int] = []
+        i = lens.index(w) if w in lens else last
+        while i < last:
+            at.append(i)
+            try:
+                i = lens.index(w, i + 1)
+            except ValueError:
+                break
+    else:
+        at = [i for i, n in enumerate(lens[:-1]) if n in twice]
+    for i in at:
         a, b = lines[i], lines[i + 1]
+        # _continues' first tests, here: most pairs (records of one format, one after another) fail them
+        if not 0 < lens[i + 1] <= lens[i] or a[:8].translate(DIGITS_0) == b[:8].translate(DIGITS_0):
+            continue
         if (a, b) not in done and _wrapped(a, lens[i]) and _continues(a, b, lens[i]):
             done.add((a, b))
             seen[lens[i]] += 1

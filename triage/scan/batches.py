@@ -10,8 +10,10 @@ before is in. The stores so get the records in file order whichever process scan
 the report of one process (tests/test_small_files.py). A batch that never comes back (its worker died) is skipped,
 and its files are reported as not scanned.
 
-Only files too small for registered line shapes (prefiltered.COLUMNS_FROM) go in batches: their records reach the
-stores one by one, as events that pickle."""
+Only files smaller than prefiltered.COLUMNS_FROM go in batches. Their rows of registered line shapes (scan/columns.py:
+the shapes every small file of a process shares) go on the tape: metric records as the write-outs of rows they came in
+(pickled as their columns' bytes and the rows' texts: parallel.py), which the run's store takes joined (RunStore);
+timer readings as the events they stand for, one by one, most of them a reading again (TIMER_AGAIN)."""
 
 from __future__ import annotations
 
@@ -92,7 +94,8 @@ class _Side:
         self.entries.append((self.one, item))
 
     def add_rows(self, rows: Any) -> None:
-        self.entries.append((self.rows, rows))
+        self.entries.append((self.rows, rows))  # a write-out of rows: pickled as their columns' bytes and the
+        # rows' texts (parallel.py), played into the run's store, which joins them with the rows around (RunStore)
 
 
 class _Timers(_Side):
@@ -109,7 +112,8 @@ class _Timers(_Side):
     def __init__(self, entries: list[tuple[int, Any]]) -> None:
         super().__init__(entries, TIMER, TIMER_ROWS)
         self.first: dict[tuple[Any, ...], int] = {}  # reading -> index of its first entry in the tape
-        self.last: tuple[int, Any] | None = None  # (index, event) of the last timer entry
+        self.last: tuple[int, Any] | None = None  # (index, event) of the last timer entry; (index, (part, row)) when
+        # it was a row's reading again (its event is made only should it stay the last: done())
 
     def add(self, item: Any) -> None:
         f = item.fields
@@ -125,12 +129,29 @@ class _Timers(_Side):
             self.entries.append((TIMER, item))
 
     def add_rows(self, rows: Any) -> None:
-        self.last = None  # the rows' last line is the store's `last` now
-        super().add_rows(rows)
+        """A write-out's timer rows (series_store.RowPart, one per shape) as their readings, in line order, as
+        TimerStore.add_rows takes them (as add() of each in line order would). A row's reading is worked out from its
+        shape's fields and its seconds' column, as its event would hold them: a reading again (most rows) is written
+        as its first entry's index without making the row's event."""
+        order = sorted((part.lineno(i), j, part, i) for j, part in enumerate(rows) for i in range(part.n))
+        first, entries = self.first, self.entries
+        for _, _, part, i in order:
+            sh = part.shape
+            f = sh.fields
+            seconds = part.value(sh.num_col, i) if sh.num_col >= 0 else f.get(sh.num)
+            at = first.get((f.get("name"), f.get("phase"), seconds, f.get("ok", True), f.get("actor")))
+            if at is None:
+                self.add(part.event(i))
+            else:
+                self.last = (len(entries), (part, i))
+                entries.append((TIMER_AGAIN, at))
 
     def done(self) -> None:
         if self.last is not None:
             at, item = self.last
+            if isinstance(item, tuple):  # a row's reading again
+                part, i = item
+                item = part.event(i)
             self.entries[at] = (TIMER, item)
 
 

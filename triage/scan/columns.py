@@ -248,8 +248,9 @@ def _numbers_agree(ev0: Any, mapping: dict[Any, Any], toks: list[bytes]) -> bool
 class Shapes:
     """One file's registered shapes (stage 1 learns them from the lines it hands over, stage 2 reads their rows)."""
 
-    def __init__(self, scanner: Scanner) -> None:
+    def __init__(self, scanner: Scanner, shared: bool = False) -> None:
         self.scanner = scanner
+        self.shared = shared  # the registry of every small file of a process (prefiltered.shapes_for), not one file's
         self.shapes: list[Shape] = []
         self.tried: set[tuple[tuple[bytes, ...], tuple[int, ...]]] = set()
         self.data_ids: dict[tuple[int, ...], Any] = {}  # needle indices -> their plan when a line of them may be data

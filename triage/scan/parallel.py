@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 from triage.input.read import CHUNK, open_stream
 from triage.model import Event, Hit, Line
+from triage.parsers.series_store import RowPart
 from triage.scan import batches
 from triage.scan import prefiltered as fastscan
 from triage.scan.filescan import FileResult
@@ -111,6 +112,25 @@ def _hit(hit: Hit) -> tuple[type, tuple[Any, ...]]:
 copyreg.pickle(Line, _line)
 copyreg.pickle(Event, _event)
 copyreg.pickle(Hit, _hit)
+
+
+def _made_part(shape: Any, n: int, lineno0: int, lines: bytes, ords: bytes, vals: bytes, stats: tuple[Any, ...],
+               line_of: Any) -> RowPart:
+    return RowPart(shape, n, lineno0, memoryview(lines).cast("q"), memoryview(ords).cast("q"),
+                   memoryview(vals).cast("d"), stats, line_of)
+
+
+def _row_part(p: RowPart) -> tuple[Any, tuple[Any, ...]]:
+    """A write-out's rows of one shape (a batch's tape: batches.py) as the bytes of their columns and their lines'
+    maker; a maker that does not pickle (a closure) travels as the rows' texts."""
+    line_of: Any = p.line_of
+    if not isinstance(line_of, (fastscan.KeptLines, fastscan.TextLines)):
+        made = [line_of(p, i) for i in range(p.n)]
+        line_of = fastscan.TextLines(tuple(ln.file for ln in made), tuple(ln.text.encode() for ln in made))
+    return _made_part, (p.shape, p.n, p.lineno0, bytes(p.lines), bytes(p.ords), bytes(p.vals), p.stats, line_of)
+
+
+copyreg.pickle(RowPart, _row_part)
 
 
 def cores() -> int:

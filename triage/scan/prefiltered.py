@@ -105,9 +105,9 @@ SAMPLE_ALL_BELOW = 1 << 20  # bytes: smaller files keep every stats row
 FIRST_PART = 64 << 10  # bytes of the first chunk scanned alone (one process): the parser has kept the first line of
 # a storm before the C prefilter reads on, so it counts the rest of the chunk (Families.native) instead of handing
 # over every line of it
-COLUMNS_FROM = 256 << 10  # bytes: a smaller file's lines reach Python as lines (a shape is learnt from a line Python
-# parsed, so in a file this small most lines would come before their shape is known: learning would cost more than
-# it saves, and a run of many small trainer logs would pay it per file)
+COLUMNS_FROM = 256 << 10  # bytes: a smaller file learns no shapes of its own (a shape is learnt from a line Python
+# parsed, so in a file this small most lines would come before their shape is known): it scans with the shapes every
+# small file of the process shares (shapes_for), learnt from the files before it
 ROWS_CHUNK = 8 << 20  # bytes read at a time from a file once line shapes are registered (its lines come as columns):
 # its rows reach the stores in write-outs of a chunk at most, each costing Python a fixed few milliseconds (a 750 MB
 # trainer log: ~180 write-outs -> ~90; 16 MiB halved that again but added ~30 MB of peak PSS at 1 GiB)
@@ -250,17 +250,28 @@ def scan_file(scanner: LineScanner, fs: FileScan, stream: BinaryIO, progress: Pr
     """Scan one file's bytes into fs (its result, pending claims, context): both stages here. `progress` is told
     the bytes read. Returns the number of lines read."""
     assert scanner.needles is not None
+    shapes = shapes_for(scanner, fs.lf)
+    if shapes is not None and shapes.shared:
+        fs.shapes = list(shapes.shapes)  # armed before this file's first chunk: the C side's indices from the start
     chunks = read_chunks(scanner.needles, fs.lf, stream, progress, lambda base: fs.family.native(fs.ctx, base),
-                         shapes_for(scanner, fs.lf))
+                         shapes)
     return parse_chunks(scanner, fs, chunks, lambda rest: _Prepend(rest.head, stream))
 
 
 def shapes_for(scanner: Any, lf: LogFile) -> Shapes | None:
-    """The shape registry of a file read from disk (its rows' text is read back from it) of COLUMNS_FROM bytes or
-    more, else None."""
-    if lf.size < COLUMNS_FROM or lf.path == "-" or lf.compression or not columns():
+    """The shape registry of a file read from disk: a file of its own for a file of COLUMNS_FROM bytes or more (its
+    rows' text is read back from it); for a smaller one, the registry every small file this process scans shares
+    (Scanner.small_shapes), armed before the file's first byte with the shapes learnt in the files before it. A run
+    of many small per-rank trainer logs repeats the same few shapes in every file, and a file's own would learn them
+    too late: most of its lines come in its first chunk, before any shape could be known. Their rows' text is kept
+    from the chunk (_rows): a small file is read whole in one chunk or two. None for stdin and compressed files."""
+    if lf.path == "-" or lf.compression or not columns():
         return None
-    return Shapes(scanner)
+    if lf.size >= COLUMNS_FROM:
+        return Shapes(scanner)
+    if scanner.small_shapes is None:
+        scanner.small_shapes = Shapes(scanner, shared=True)
+    return scanner.small_shapes
 
 
 def read_chunks(needles: Needles, lf: LogFile, stream: BinaryIO, progress: Progress | None = None,
@@ -471,7 +482,7 @@ def _fast_hits(scanner: LineScanner, fs: FileScan, data: Any, hits: list[Any], b
                 fs.near.end(fs)  # the held claim lines come before it (scan/nearfold.py)
                 ctx.add(newest)  # a traceback the log ends in ends before it (signals.chains)
         elif kind == K_COLS:
-            if _rows(fs, tag[0], tag[1], base):  # context rows (Timer lines) came between the lines around them
+            if _rows(fs, tag[0], tag[1], base, data):  # context rows (Timer lines) came between the lines around them
                 fs.family.kept(None, None, None)  # type: ignore[arg-type]
                 runs.line = None
         elif kind in (K_FOLD, K_BATCH):
@@ -498,19 +509,21 @@ def _fast_hits(scanner: LineScanner, fs: FileScan, data: Any, hits: list[Any], b
                 engine(res, key).add_row(ref, vals, kind == K_SAMPLED)
 
 
-def _rows(fs: FileScan, offset: int, payload: tuple[Any, ...], base: int) -> bool:
+def _rows(fs: FileScan, offset: int, payload: tuple[Any, ...], base: int, data: Any) -> bool:
     """A write-out of the C side's columns (K_COLS) into the file's metric and timer stores. Returns whether it holds
-    context rows (they end a family and a run of identical lines, as those lines would)."""
+    context rows (they end a family and a run of identical lines, as those lines would). `data`: the chunk's bytes."""
     lf = fs.lf
     records: list[RowPart] = []
     timers: list[RowPart] = []
     ctx = False
     sides: list[tuple[int, str]] = []
+    kept = bytes(data) if lf.size < COLUMNS_FROM else None  # a small file's rows: their text from the chunk
     for k, n, lines, bols, eols, ords, vals, stats in payload:
         shape = fs.shapes[k]
+        starts, ends = memoryview(bols).cast("q"), memoryview(eols).cast("q")
         part = RowPart(shape.rows, n, base + 1, memoryview(lines).cast("q"), memoryview(ords).cast("q"),
                        memoryview(vals).cast("d"), stats,
-                       _line_maker(lf, offset, memoryview(bols).cast("q"), memoryview(eols).cast("q")))
+                       _line_maker(lf, offset, starts, ends) if kept is None else KeptLines(lf.rel, kept, starts, ends))
         (records if shape.record else timers).append(part)
         ctx = ctx or shape.ctx
         if shape.side:  # rows of a timer of an actor with a side: side lookups read them (origins.SideRows)
@@ -532,6 +545,47 @@ def _line_maker(lf: LogFile, offset: int, bols: Any, eols: Any) -> Callable[[Row
         return RowLine(lf.rel, lineno, lambda: _row_line(lf, lineno, _read_row(lf.path, start, end, segments)))
 
     return line_of
+
+
+class KeptLines:
+    """The lines of a write-out's rows, their text cut from the chunk they came in (a small file's, held while its rows
+    are): each line holds its own text's bytes, not the chunk's, so a line the stores keep keeps nothing more. Pickled
+    (a batch's tape) as the rows' texts alone (TextLines)."""
+
+    __slots__ = ("file", "data", "bols", "eols")
+
+    def __init__(self, file: str, data: bytes, bols: Any, eols: Any) -> None:
+        self.file, self.data, self.bols, self.eols = file, data, bols, eols
+
+    def __call__(self, part: RowPart, i: int) -> Line:
+        lineno = part.lineno(i)
+        return RowLine(self.file, lineno, partial(text_line, self.file, lineno, self.data[self.bols[i]:self.eols[i]]))
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        data = self.data
+        return TextLines, ((self.file,), tuple(data[b:e] for b, e in zip(self.bols, self.eols)))
+
+
+class TextLines:
+    """The lines of a write-out's rows from their texts (bytes, by row) and files (one for all, or one a row)."""
+
+    __slots__ = ("files", "texts")
+
+    def __init__(self, files: tuple[str, ...], texts: tuple[bytes, ...]) -> None:
+        self.files, self.texts = files, texts
+
+    def __call__(self, part: RowPart, i: int) -> Line:
+        lineno = part.lineno(i)
+        file = self.files[0] if len(self.files) == 1 else self.files[i]
+        return RowLine(file, lineno, partial(text_line, file, lineno, self.texts[i]))
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        return TextLines, (self.files, self.texts)
+
+
+def text_line(file: str, lineno: int, raw: bytes) -> Line:
+    msg, actor, pid, repeat = split_ray(text := raw.decode("ascii", "replace"))
+    return Line(file, lineno, text, msg, actor, pid, repeat)
 
 
 def _read_row(path: str, start: int, end: int, segments: tuple[bytes, ...]) -> str:

@@ -222,6 +222,7 @@ class Scanner:
             self.needles.errs = self._err_rules(parser_anchors)
         self.progress: Progress | None = None  # told the bytes scanned, when a bar shows them
         self.shape_cache: dict[Any, Any] = {}  # numeric line shapes worked out in this run (columns.Shapes._known)
+        self.small_shapes: Any = None  # the shapes the small files of this process share (prefiltered.shapes_for)
         # the run's stores of metric records and timer readings (analyze sets them; None: a store per file)
         self.series: RunSeries | None = None
 

@@ -15,10 +15,11 @@ file), and Run.store() joins them with this one."""
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from triage.model import Event
-from triage.parsers.metrics import Records, StoredRecords, TimerStore
-from triage.parsers.series_store import MetricStore, Rows
+from triage.parsers.metrics import BULK_MIN, Records, StoredRecords, TimerStore
+from triage.parsers.series_store import Joiner, MetricStore, Rows
 
 
 class RunSeries:
@@ -26,7 +27,7 @@ class RunSeries:
 
     def __init__(self) -> None:
         self.pid = os.getpid()  # a forked worker's copy is not this process's: its files keep their own stores
-        self.store = MetricStore()
+        self.store = RunStore()
         self.events: list[Event] = []  # the stores as events, once closed
         self.timers = TimerStore(self.events)
 
@@ -41,20 +42,47 @@ class RunSeries:
             self.events.append(ev)
         self.timers.close()
         out, self.events = self.events, []
-        self.store = MetricStore()
+        self.store = RunStore()
         self.timers = TimerStore(self.events)
         return out
+
+
+class RunStore:
+    """The run's MetricStore, taking the rows of many files' write-outs joined (series_store.Joiner): a small file's
+    few rows (a per-rank log's dozen records) would each cost the store an add() (~10 us), and a bulk add of them alone
+    a pass over every series; joined across files, JOIN_ROWS rows cost one bulk add. A record (add) goes in after the
+    rows held before it: the store gets every record in run order, as add() of each would leave it."""
+
+    __slots__ = ("inner", "joiner")
+
+    def __init__(self) -> None:
+        self.inner = MetricStore()
+        self.joiner = Joiner(self.inner.add, self.inner.add_rows, BULK_MIN)
+
+    def add(self, ev: Event) -> None:
+        self.joiner.flush()
+        self.inner.add(ev)
+
+    def add_rows(self, rows: Rows) -> None:
+        self.joiner.add(rows)
+
+    def event(self) -> Event | None:
+        self.joiner.flush()
+        return self.inner.event()
 
 
 class JoinedRecords(StoredRecords):
     """One file's records, joined as they come (Records), into a run's store instead of a store of the file's own:
     close() adds no event; `last` is the line of the file's last record (0: none)."""
 
-    def __init__(self, store: MetricStore) -> None:
+    def __init__(self, store: Any) -> None:  # a RunStore, or the store side of a batch's tape (batches.Tape)
         into = _Into(store)  # not a method of its own: that would be a reference cycle, which only the cyclic
         Records.__init__(self, into, into.rows)  # collector (off during an analysis) frees, keeping the run's store
         self.store = store  # alive; rows of registered shapes (scan/columns.py) go in whole, as into a file's store
         self.events = []
+        # each write-out's rows straight on: the run's store (RunStore), or a batch's tape played into one, joins
+        # them with the rows of the files before and after
+        self.joiner = Joiner(into, into.rows, 0)
 
     @property
     def last(self) -> int:
@@ -69,7 +97,7 @@ class _Into:
 
     __slots__ = ("store", "last")
 
-    def __init__(self, store: MetricStore) -> None:
+    def __init__(self, store: Any) -> None:  # a RunStore, or the store side of a batch's tape (batches.Tape)
         self.store = store
         self.last = 0
 
