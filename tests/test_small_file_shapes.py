@@ -1,4 +1,4 @@
-"""Small files share their line shapes (s18b, issue 13: 200 k small files): every file under COLUMNS_FROM of one process
+"""Small files share their line shapes (issue 13: 200 k small files): every file under COLUMNS_FROM of one process
 scans with one registry of numeric line shapes (prefiltered.shapes_for), armed before the file's first byte, so a run
 of many small per-rank trainer logs hands their metric and Timer lines over as columns from the second file on. The
 report must stay the line-for-line path's, in one process and in batches shared with a worker (whose tapes carry the
