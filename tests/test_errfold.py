@@ -384,14 +384,8 @@ def mixed_log(n: int, seed: int) -> list[str]:
     return out + ["[2026-05-24 02:00:00 DP0 TP0] CRITICAL: worker exited with exit code 1; ERROR failed"]
 
 
-@pytest.mark.parametrize("path", ["", *getattr(_linescan, "PATHS", ())])
-def test_lines_taken_whole_are_what_the_search_makes_of_them(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                             path: str) -> None:
-    """_linescan.c err_run: the lines of keys whose needles follow from their text are not searched for needles; what
-    the reading stage yields (every line returned, with its needles, every count) is what the search gives, on every
-    loop of the C side."""
-    log = tmp_path / "sglang-engine-0.log"
-    log.write_text("\n".join(mixed_log(40_000, 3)) + "\n")
+def kept_states(monkeypatch: pytest.MonkeyPatch) -> list:
+    """The C states of every ErrFold the scan makes from now on, in order (to ask errfold_whole of them)."""
     states: list = []
 
     class Kept(errfold.ErrFold):
@@ -400,6 +394,18 @@ def test_lines_taken_whole_are_what_the_search_makes_of_them(tmp_path: Path, mon
             states.append(self.state)
 
     monkeypatch.setattr(fastscan, "ErrFold", Kept)
+    return states
+
+
+@pytest.mark.parametrize("path", ["", *getattr(_linescan, "PATHS", ())])
+def test_lines_taken_whole_are_what_the_search_makes_of_them(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                             path: str) -> None:
+    """_linescan.c err_run: the lines of keys whose needles follow from their text are not searched for needles; what
+    the reading stage yields (every line returned, with its needles, every count) is what the search gives, on every
+    loop of the C side."""
+    log = tmp_path / "sglang-engine-0.log"
+    log.write_text("\n".join(mixed_log(40_000, 3)) + "\n")
+    states = kept_states(monkeypatch)
     default = _linescan.SIMD
     try:
         _linescan.set_simd(path)

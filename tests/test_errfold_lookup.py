@@ -20,7 +20,7 @@ import re
 from pathlib import Path
 
 import pytest
-from test_errfold import LIB, error_lines, hits_of, report
+from test_errfold import LIB, error_lines, hits_of, kept_states, report
 
 from triage import template
 from triage.scan import errfold, native
@@ -124,14 +124,7 @@ def test_lines_taken_whole_find_each_needle_of_their_key_as_the_search_does(tmp_
         lines[i] = f"[2026-05-24 01:00:{i % 60:02d} DP0 TP0] " + rng.choice(NEEDLE_PLACES).format(n=rng.randrange(999))
     log = tmp_path / "sglang-engine-0.log"
     log.write_text("\n".join(lines) + "\n")
-    states: list = []
-
-    class Kept(errfold.ErrFold):
-        def __init__(self, *args, **kwargs):  # type: ignore[no-untyped-def]
-            super().__init__(*args, **kwargs)
-            states.append(self.state)
-
-    monkeypatch.setattr(fastscan, "ErrFold", Kept)
+    states = kept_states(monkeypatch)
     monkeypatch.setenv("TRIAGE_NO_ERRRUN", "1")
     searched = hits_of(log, monkeypatch)
     monkeypatch.delenv("TRIAGE_NO_ERRRUN")

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.test_columns import slime_log, summary
+from tests.test_columns import counting_rows, slime_log, summary
 from triage.analyze import Settings, analyze
 from triage.input.discover import discover
 from triage.library.rules import load_library
@@ -59,18 +59,6 @@ def report(run: Path, monkeypatch: pytest.MonkeyPatch, jobs: str, native_scan: b
         monkeypatch.setenv("TRIAGE_NO_NATIVE", "1")
     monkeypatch.setenv("TRIAGE_JOBS", jobs)
     return json.loads(render("json", analyze(Settings(paths=[str(run)]), LIB), RenderOptions()))
-
-
-def counting_rows(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    got: list[int] = []
-    real = fastscan._rows
-
-    def rows(fs: Any, offset: int, payload: Any, base: int, data: Any) -> bool:
-        got.append(sum(p[1] for p in payload))
-        return real(fs, offset, payload, base, data)
-
-    monkeypatch.setattr(fastscan, "_rows", rows)
-    return got
 
 
 def test_small_files_of_a_run_share_their_shapes_and_give_the_line_for_line_report(
