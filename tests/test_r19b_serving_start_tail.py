@@ -12,6 +12,10 @@
 - SGLang's hierarchical cache whose host pool does not fit in host RAM ("Not enough host memory available. Requesting
   N GB but only have M GB free"): serving.hicache-host-pool-too-large with the knob inference.sglang_hicache_size
   (1787).
+- Round 2 (from the library with round 1's fixes): Ascend ACL graph capture that runs out of the NPU's stream
+  resources at engine start (torch_npu's capture_begin 207005/207008, "Stream resources are insufficient", "Alloc sq
+  cq fail", "New capture stream failed" under an RL driver's vLLMHttpServer): serving.npu-graph-capture-streams-exhausted
+  with the graph-size knob (1790-1793; blind 0/4, read as the Ascend runtime's trail or unexplained).
 - Blind right, kept right: a negative KV budget on a 32 GB vNPU (1780), verifiers' batch generation deadline (1781),
   an engine core's fatal error after a normal step in verl's agent loop (1786).
 """
@@ -155,3 +159,35 @@ def test_blind_right_cases_stay_right():
     f = top(triage_dir(extra_input("1786")))
     assert (f.category, f.rule) == ("other", "other.engine-crash")
     assert [(e.file, e.line) for e in f.evidence][0] == ("rollout.log", 11)
+
+
+NPU = "serving.npu-graph-capture-streams-exhausted"
+
+
+@pytest.mark.parametrize("case,line", [("1790", 2), ("1791", 1), ("1792", 1), ("1793", 3)])
+def test_ascend_graph_capture_out_of_streams(case: str, line: int):
+    r = triage_dir(extra_input(case))
+    f = top(r)
+    assert (f.category, f.rule, f.severity) == ("serving-oom-retraction", NPU, "error")
+    assert f.evidence[0].line == line
+    assert knob_names(f) == ["inference.sglang_cuda_graph_max_bs_decode"]
+    # the runtime's generic trail folds into it instead of standing beside it
+    assert "other.npu-runtime-trail" not in {g.rule for g in r.findings if g is not f}
+
+
+def test_capture_begin_codes_are_read():
+    f = top(triage_dir(extra_input("1792")))
+    assert f.numbers["code"] == 207008
+    f = top(triage_dir(extra_input("1790")))
+    assert f.numbers["stream_id"] == 1987
+
+
+@pytest.mark.parametrize("line", [
+    "EE9999[PID: 502] 2026-07-27-06:46:08.135.452 (EE9999):  Not allow to synchronize captured-stream, stream_id=12."
+    "[FUNC:StreamSynchronize][FILE:api_error.cc][LINE:1043]",
+    "rtStreamEndCapture execution failed, reason=an error has invalidated the stream capture sequence"
+    "[FUNC:FuncErrorReason][FILE:error_message_manage.cc][LINE:65]",
+])
+def test_other_capture_failures_are_not_a_stream_budget(tmp_path: Path, line: str):
+    r = triage_files(tmp_path, {"worker.log": line + "\n"})
+    assert NPU not in {f.rule for f in r.findings}
