@@ -9,6 +9,9 @@
   prompt.auto-truncated, with the context and the prompt's length (1812-1814 blind, none before; 1818-1819 round 2).
 - The Anthropic SDK's client errors (anthropic.RateLimitError, a 529 as InternalServerError) join openai and litellm in
   verifier.llm-client-error: unexplained before (found probing the family, no case of its own).
+- A judge's provider refusing the reward's calls for want of credit, printed by the driver (verl's TaskRunner scores
+  in-process) under frames of the reward or judge code: verifier.judge-credit-in-reward-code, not other (a
+  data-generation client's refusal, 1710, stays other.api-credit-exhausted).
 - Blind right, kept right: an optimizer-state OOM behind a log collector's timestamp (1801), a ZeRO-3 all-gather OOM
   (1802), MLX's Metal "Insufficient Memory" in GRPO and LoRA training (1806, 1807), Ray spilling onto a full disk
   (1803), Ray's memory monitor at a checkpoint save (1804), a ZeRO-3 checkpoint saved with empty shards (1808), a
@@ -139,3 +142,25 @@ def test_anthropic_judge_client_errors_are_the_verifiers(tmp_path: Path, text: s
     f = top(triage_files(tmp_path, {"train.log": text + "\n"}))
     assert (f.category, f.rule) == ("verifier", "verifier.llm-client-error")
     assert "judge.rate_limit" in knob_names(f)
+
+
+QUOTA = ("openai.RateLimitError: Error code: 429 - {'error': {'message': 'You exceeded your current quota, please check "
+         "your plan and billing details.', 'type': 'insufficient_quota', 'param': None, 'code': 'insufficient_quota'}}")
+
+
+def test_judge_out_of_credit_under_the_drivers_reward_frames_is_the_verifiers(tmp_path: Path):
+    log = "".join(f"(TaskRunner pid=2210) {s}\n" for s in [
+        "Traceback (most recent call last):",
+        '  File "/workspace/verl/verl/workers/reward_manager/naive.py", line 88, in __call__',
+        "    score = self.compute_score(",
+        '  File "/workspace/rewards/llm_judge.py", line 41, in compute_score',
+        "    resp = client.chat.completions.create(model=JUDGE, messages=msgs)",
+        QUOTA])
+    f = top(triage_files(tmp_path, {"train.log": log}))
+    assert (f.category, f.rule, f.evidence[0].line) == ("verifier", "verifier.judge-credit-in-reward-code", 6)
+    assert knob_names(f) == ["judge.api_key"]
+
+
+def test_a_data_generation_client_out_of_credit_stays_other():
+    f = top(triage_dir(extra_input("1710")))
+    assert (f.category, f.rule) == ("other", "other.api-credit-exhausted")
