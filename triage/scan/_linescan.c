@@ -2569,57 +2569,93 @@ static int err_masks_scalar(const unsigned char *s, Py_ssize_t n, uint64_t *W, u
 }
 
 #if HAVE_AVX2_PATH
-/* The same, 32 bytes a step (the last ones copied into a block of zeros, their bits beyond the line dropped). */
-TARGET_AVX2 static int err_masks_avx2(const unsigned char *s, Py_ssize_t n, uint64_t *W, uint64_t *D, uint64_t *H,
-                                      uint64_t *G) {
+/* The classes of 32 bytes as bits (err_masks_avx2): word, digit, [0-9a-f], a byte no key holds, a/A/r/R. */
+TARGET_AVX2 static ALWAYS_INLINE void err_cls32(__m256i x, uint32_t *wm, uint32_t *dm, uint32_t *hm, uint32_t *bm,
+                                                uint32_t *gm) {
     const __m256i c0 = _mm256_set1_epi8('0'), c9 = _mm256_set1_epi8(9), ca = _mm256_set1_epi8('a');
     const __m256i c25 = _mm256_set1_epi8(25), c5 = _mm256_set1_epi8(5), c20 = _mm256_set1_epi8(0x20);
     const __m256i c5e = _mm256_set1_epi8(0x5e), us = _mm256_set1_epi8('_');
-    const __m256i dq = _mm256_set1_epi8('"'), sq = _mm256_set1_epi8('\''), la = _mm256_set1_epi8('a');
-    const __m256i lr = _mm256_set1_epi8('r');
-    uint32_t bad = 0;
-    for (Py_ssize_t b = 0; b * 32 < n; b++) {
-        Py_ssize_t e = n - b * 32 < 32 ? n - b * 32 : 32;
+    const __m256i dq = _mm256_set1_epi8('"'), sq = _mm256_set1_epi8('\''), lr = _mm256_set1_epi8('r');
+    __m256i d = _mm256_sub_epi8(x, c0);
+    __m256i isd = _mm256_cmpeq_epi8(_mm256_min_epu8(d, c9), d);
+    __m256i low = _mm256_or_si256(x, c20);  /* (only A and R fold onto a and r among the bytes G reads) */
+    __m256i a = _mm256_sub_epi8(low, ca);
+    __m256i alpha = _mm256_cmpeq_epi8(_mm256_min_epu8(a, c25), a);
+    __m256i l = _mm256_sub_epi8(x, ca);
+    __m256i hexl = _mm256_cmpeq_epi8(_mm256_min_epu8(l, c5), l);
+    __m256i pr = _mm256_sub_epi8(x, c20);
+    __m256i printable = _mm256_cmpeq_epi8(_mm256_min_epu8(pr, c5e), pr);
+    __m256i quote = _mm256_or_si256(_mm256_cmpeq_epi8(x, dq), _mm256_cmpeq_epi8(x, sq));
+    *wm = (uint32_t)_mm256_movemask_epi8(_mm256_or_si256(_mm256_or_si256(isd, alpha), _mm256_cmpeq_epi8(x, us)));
+    *dm = (uint32_t)_mm256_movemask_epi8(isd);
+    *hm = (uint32_t)_mm256_movemask_epi8(_mm256_or_si256(isd, hexl));
+    *bm = ~(uint32_t)_mm256_movemask_epi8(printable) | (uint32_t)_mm256_movemask_epi8(quote);
+    *gm = (uint32_t)_mm256_movemask_epi8(_mm256_or_si256(_mm256_cmpeq_epi8(low, ca), _mm256_cmpeq_epi8(low, lr)));
+}
+
+/* The classes of the k bytes at t (0 < k <= 32; the line starts at s, ends at t + k): a load that ends at the
+ * line's end when the line has 32 bytes (its bits shifted down), else the bytes copied into a block of zeros. */
+TARGET_AVX2 static ALWAYS_INLINE void err_cls_part(const unsigned char *s, const unsigned char *t, Py_ssize_t k,
+                                                   uint32_t *wm, uint32_t *dm, uint32_t *hm, uint32_t *bm,
+                                                   uint32_t *gm) {
+    if (k == 32) {
+        err_cls32(_mm256_loadu_si256((const __m256i *)t), wm, dm, hm, bm, gm);
+    } else if (t + k - 32 >= s) {
+        int sh = (int)(32 - k);
+        err_cls32(_mm256_loadu_si256((const __m256i *)(t + k - 32)), wm, dm, hm, bm, gm);
+        *wm >>= sh;
+        *dm >>= sh;
+        *hm >>= sh;
+        *bm >>= sh;
+        *gm >>= sh;
+    } else {
         unsigned char tail[32];
-        const unsigned char *t = s + b * 32;
-        if (e < 32) {
-            memset(tail, 0, sizeof tail);
-            memcpy(tail, t, (size_t)e);
-            t = tail;
-        }
-        __m256i x = _mm256_loadu_si256((const __m256i *)t);
-        __m256i d = _mm256_sub_epi8(x, c0);
-        __m256i isd = _mm256_cmpeq_epi8(_mm256_min_epu8(d, c9), d);
-        __m256i a = _mm256_sub_epi8(_mm256_or_si256(x, c20), ca);
-        __m256i alpha = _mm256_cmpeq_epi8(_mm256_min_epu8(a, c25), a);
-        __m256i l = _mm256_sub_epi8(x, ca);
-        __m256i hexl = _mm256_cmpeq_epi8(_mm256_min_epu8(l, c5), l);
-        __m256i pr = _mm256_sub_epi8(x, c20);
-        __m256i printable = _mm256_cmpeq_epi8(_mm256_min_epu8(pr, c5e), pr);
-        __m256i quote = _mm256_or_si256(_mm256_cmpeq_epi8(x, dq), _mm256_cmpeq_epi8(x, sq));
-        uint32_t wm = (uint32_t)_mm256_movemask_epi8(_mm256_or_si256(_mm256_or_si256(isd, alpha), _mm256_cmpeq_epi8(x, us)));
-        uint32_t dm = (uint32_t)_mm256_movemask_epi8(isd);
-        uint32_t hm = (uint32_t)_mm256_movemask_epi8(_mm256_or_si256(isd, hexl));
-        uint32_t bm = ~(uint32_t)_mm256_movemask_epi8(printable) | (uint32_t)_mm256_movemask_epi8(quote);
-        __m256i low = _mm256_or_si256(x, c20);  /* (only A and R fold onto a and r) */
-        uint32_t gm = (uint32_t)_mm256_movemask_epi8(_mm256_or_si256(_mm256_cmpeq_epi8(low, la), _mm256_cmpeq_epi8(low, lr)));
-        if (e < 32) bm &= (1u << e) - 1;
-        bad |= bm;
-        int sh = (int)(b & 1) * 32;
-        if (!sh) { W[b / 2] = 0; D[b / 2] = 0; H[b / 2] = 0; G[b / 2] = 0; }
-        W[b / 2] |= (uint64_t)wm << sh;
-        D[b / 2] |= (uint64_t)dm << sh;
-        H[b / 2] |= (uint64_t)hm << sh;
-        G[b / 2] |= (uint64_t)gm << sh;
+        memset(tail, 0, sizeof tail);
+        memcpy(tail, t, (size_t)k);
+        err_cls32(_mm256_loadu_si256((const __m256i *)tail), wm, dm, hm, bm, gm);
+        *bm &= (1u << k) - 1;  /* (the zeros are bad bytes) */
+    }
+}
+
+/* The same, 64 bytes a step (the last ones read by a load that ends at the line's end: err_cls_part). */
+TARGET_AVX2 static ALWAYS_INLINE int err_masks_avx2_body(const unsigned char *s, Py_ssize_t n, uint64_t *W,
+                                                         uint64_t *D, uint64_t *H, uint64_t *G) {
+    uint32_t bad = 0, w0, d0, h0, b0, g0, w1 = 0, d1 = 0, h1 = 0, b1 = 0, g1 = 0;
+    Py_ssize_t b = 0;
+    for (; (b + 1) * 64 <= n; b++) {
+        const unsigned char *t = s + b * 64;
+        err_cls32(_mm256_loadu_si256((const __m256i *)t), &w0, &d0, &h0, &b0, &g0);
+        err_cls32(_mm256_loadu_si256((const __m256i *)(t + 32)), &w1, &d1, &h1, &b1, &g1);
+        W[b] = (uint64_t)w0 | (uint64_t)w1 << 32;
+        D[b] = (uint64_t)d0 | (uint64_t)d1 << 32;
+        H[b] = (uint64_t)h0 | (uint64_t)h1 << 32;
+        G[b] = (uint64_t)g0 | (uint64_t)g1 << 32;
+        bad |= b0 | b1;
+    }
+    Py_ssize_t e = n - b * 64;
+    if (e > 0) {
+        const unsigned char *t = s + b * 64;
+        err_cls_part(s, t, e < 32 ? e : 32, &w0, &d0, &h0, &b0, &g0);
+        w1 = d1 = h1 = b1 = g1 = 0;
+        if (e > 32) err_cls_part(s, t + 32, e - 32, &w1, &d1, &h1, &b1, &g1);
+        W[b] = (uint64_t)w0 | (uint64_t)w1 << 32;
+        D[b] = (uint64_t)d0 | (uint64_t)d1 << 32;
+        H[b] = (uint64_t)h0 | (uint64_t)h1 << 32;
+        G[b] = (uint64_t)g0 | (uint64_t)g1 << 32;
+        bad |= b0 | b1;
     }
     return bad != 0;
+}
+TARGET_AVX2 static int err_masks_avx2(const unsigned char *s, Py_ssize_t n, uint64_t *W, uint64_t *D, uint64_t *H,
+                                      uint64_t *G) {
+    return err_masks_avx2_body(s, n, W, D, H, G);
 }
 #endif
 
 #if HAVE_AVX512_PATH
 /* The same, 64 bytes a step into mask registers (the last ones read through a mask: zeros past the line). */
-TARGET_AVX512 static int err_masks_avx512(const unsigned char *s, Py_ssize_t n, uint64_t *W, uint64_t *D, uint64_t *H,
-                                          uint64_t *G) {
+TARGET_AVX512 static ALWAYS_INLINE int err_masks_avx512_body(const unsigned char *s, Py_ssize_t n, uint64_t *W,
+                                                             uint64_t *D, uint64_t *H, uint64_t *G) {
     const __m512i c0 = _mm512_set1_epi8('0'), c10 = _mm512_set1_epi8(10), ca = _mm512_set1_epi8('a');
     const __m512i c26 = _mm512_set1_epi8(26), c6 = _mm512_set1_epi8(6), c20 = _mm512_set1_epi8(0x20);
     const __m512i c5f = _mm512_set1_epi8(0x5f), us = _mm512_set1_epi8('_'), dq = _mm512_set1_epi8('"');
@@ -2642,6 +2678,10 @@ TARGET_AVX512 static int err_masks_avx512(const unsigned char *s, Py_ssize_t n, 
         bad |= (~pr | quote) & in;
     }
     return bad != 0;
+}
+TARGET_AVX512 static int err_masks_avx512(const unsigned char *s, Py_ssize_t n, uint64_t *W, uint64_t *D, uint64_t *H,
+                                          uint64_t *G) {
+    return err_masks_avx512_body(s, n, W, D, H, G);
 }
 #endif
 
@@ -2695,12 +2735,15 @@ static ALWAYS_INLINE void err_copy(unsigned char *o, const unsigned char *s, Py_
     } else memcpy(o, s, (size_t)len);
 }
 
-static ALWAYS_INLINE Py_ssize_t err_key_body(const unsigned char *s, Py_ssize_t n, unsigned char *o, int gated) {
+/* (masks: how the masks are made: err_masks, or err_masks_avx2_body, inlined into a build for AVX2) */
+typedef int (*ErrMasksFn)(const unsigned char *, Py_ssize_t, uint64_t *, uint64_t *, uint64_t *, uint64_t *);
+static ALWAYS_INLINE Py_ssize_t err_key_body(const unsigned char *s, Py_ssize_t n, unsigned char *o, int gated,
+                                             ErrMasksFn masks) {
     if (n > ERR_LINE_MAX) return -1;
     Py_ssize_t j = 0;
     if (!ERR_CLS['a']) err_cls_init();
     uint64_t W[ERR_BLOCKS + 1], D[ERR_BLOCKS], H[ERR_BLOCKS], G[ERR_BLOCKS], ME[ERR_BLOCKS + 1];
-    if (err_masks(s, n, W, D, H, G)) return -1;  /* a byte no key holds */
+    if (masks(s, n, W, D, H, G)) return -1;  /* a byte no key holds */
     Py_ssize_t nb = (n + 63) >> 6;
     W[nb] = 0;
     /* The words the key may mask (a word: [A-Za-z0-9_]+; it may be masked when it holds a digit or 8 hex digits in a
@@ -2876,20 +2919,27 @@ static ALWAYS_INLINE Py_ssize_t err_key_body(const unsigned char *s, Py_ssize_t 
     return j;
 }
 
-/* err_key_body compiled twice: for any x86-64, and with BMI1/BMI2 (one-uop variable shifts, tzcnt; the masks' bit
- * tricks are most of its work), taken on a CPU that has them (err_bmi, set at import). Same bytes out either way. */
+/* err_key_body compiled twice: for any x86-64, and with AVX2 and BMI1/BMI2 (one-uop variable shifts, tzcnt; the
+ * masks' bit tricks are most of its work; the masks made inline), taken on a CPU that has them (err_bmi, set at
+ * import) when the scan takes a SIMD path. Same bytes out either way. */
 #if HAVE_AVX2_PATH && !defined(__clang__)
 #define HAVE_BMI_KEY 1
-__attribute__((target("bmi,bmi2,popcnt"))) static Py_ssize_t err_key_bmi(const unsigned char *s, Py_ssize_t n,
-                                                                          unsigned char *o, int gated) {
-    return err_key_body(s, n, o, gated);
+__attribute__((target("avx2,bmi,bmi2,popcnt"))) static Py_ssize_t err_key_bmi(const unsigned char *s, Py_ssize_t n,
+                                                                               unsigned char *o, int gated) {
+    return err_key_body(s, n, o, gated, err_masks_avx2_body);
 }
+#if HAVE_AVX512_PATH
+__attribute__((target("avx2,avx512f,avx512bw,avx512vbmi,bmi,bmi2,popcnt"))) static Py_ssize_t
+err_key_512(const unsigned char *s, Py_ssize_t n, unsigned char *o, int gated) {
+    return err_key_body(s, n, o, gated, err_masks_avx512_body);
+}
+#endif
 static int err_bmi = -1;  /* the CPU has BMI1 and BMI2: 1; not known yet: -1 */
 #else
 #define HAVE_BMI_KEY 0
 #endif
 static Py_ssize_t err_key_plain(const unsigned char *s, Py_ssize_t n, unsigned char *o, int gated) {
-    return err_key_body(s, n, o, gated);
+    return err_key_body(s, n, o, gated, err_masks);
 }
 static Py_ssize_t err_key(const unsigned char *s, Py_ssize_t n, unsigned char *o, int gated) {
 #if HAVE_BMI_KEY
@@ -2897,6 +2947,9 @@ static Py_ssize_t err_key(const unsigned char *s, Py_ssize_t n, unsigned char *o
         __builtin_cpu_init();
         err_bmi = __builtin_cpu_supports("bmi") && __builtin_cpu_supports("bmi2");
     }
+#if HAVE_AVX512_PATH
+    if (err_bmi && path == P_AVX512) return err_key_512(s, n, o, gated);
+#endif
     if (err_bmi && path != P_SCALAR) return err_key_bmi(s, n, o, gated);
 #endif
     return err_key_plain(s, n, o, gated);
