@@ -2440,8 +2440,11 @@ typedef struct {
     uint64_t thash;                /* err_hash of the text */
 } ErrSlot;
 /* An entry of the table of texts (v: slot index + 1, 0 empty): the text's hash, length and bytes beside the slot's
- * index, so that a probe reads this entry alone, not the slot (a line taken whole is looked up there: err_text_slot) */
-typedef struct { uint64_t h; const unsigned char *key; int32_t v, tlen; } ErrTT;
+ * index, so that a probe reads this entry alone, not the slot (a line taken whole is looked up there: err_text_slot);
+ * its first ERR_TT_PRE bytes in the entry itself: the probe's loads wait on no pointer read first (`key`: all of
+ * them, for a longer text's rest) */
+#define ERR_TT_PRE 168  /* bytes of a text an entry holds (an entry: 192 bytes, three lines of cache, aligned) */
+typedef struct { uint64_t h; const unsigned char *key; int32_t v, tlen; unsigned char pre[ERR_TT_PRE]; } ErrTT;
 typedef struct { Py_ssize_t bol, eol, ids, nids; } ErrOpt;  /* a ruled line of a key not known yet (err_take) */
 typedef struct { Py_ssize_t ln, bol, eol, slot, pos; int out; } ErrQ;
 struct Errs {
@@ -2468,6 +2471,7 @@ struct Errs {
     unsigned char *pc_bytes;
     int runs;
     ErrTT *ttable;                 /* the slots of the plain keys by their text's hash, open addressing */
+    void *ttable_mem;              /* (its allocation: the table starts at the first 64-byte boundary in it) */
     Py_ssize_t ttcap, ntext;
     const void *whole_m;
     int m_ok;                      /* the matcher lets lines be taken whole at all (err_slot_whole) */
@@ -2737,13 +2741,150 @@ static ALWAYS_INLINE void err_copy(unsigned char *o, const unsigned char *s, Py_
 
 /* (masks: how the masks are made: err_masks, or err_masks_avx2_body, inlined into a build for AVX2) */
 typedef int (*ErrMasksFn)(const unsigned char *, Py_ssize_t, uint64_t *, uint64_t *, uint64_t *, uint64_t *);
+typedef void (*ErrCopyFn)(unsigned char *, const unsigned char *, Py_ssize_t, const unsigned char *);
+#if HAVE_AVX512_PATH
+/* err_copy through a mask: the last 1-64 bytes read and written as they are, no byte past them */
+TARGET_AVX512 static ALWAYS_INLINE void err_copy512(unsigned char *o, const unsigned char *s, Py_ssize_t len,
+                                                   const unsigned char *end) {
+    (void)end;
+    for (; len > 64; len -= 64, o += 64, s += 64) _mm512_storeu_si512((void *)o, _mm512_loadu_si512((const void *)s));
+    __mmask64 m = len == 64 ? ~0ULL : (1ULL << len) - 1;
+    _mm512_mask_storeu_epi8((void *)o, m, _mm512_maskz_loadu_epi8(m, s));
+}
+#endif
+/* A line of up to ERR_FAST_MAX bytes whose words the key masks are all of three kinds is keyed without a branch a word
+ * (err_fast512): its bits as one 128-bit number, each word's properties found at the bit after it by a carry through
+ * its bytes (as err_key_body finds the words it may mask), moved to its first byte by their order among the words
+ * (pext, pdep: the k-th word's end is the k-th end, its start the k-th start), spread over its bytes by a carry again,
+ * and the key made of the line's bytes at once (the marks written, the bytes a number drops left out: vpcompressb).
+ * The kinds: a number standing alone shorter than a hex token (`1`), a hex token (every byte `a`, or `1` when all
+ * are digits; the first `1` when one is), any other word holding a digit (each digit `1`). A line that may hold
+ * another mark or a gate is left to err_key_body's loop (-2): a `0x` word,
+ * a digit, `.` and a digit (an address, a fraction), `//` (the gate `1//0`), a/A/r/R followed by a digit in a word
+ * of the third kind (the gates `ya29`, `r8_`, `gr1348941`), more than two words of 8 hex digits followed by `-`;
+ * so is a gated key. A UUID (8-4-4-4-12 hex digits) is one mark, as in the loop. The same bytes as the loop's, or
+ * -2. */
+#define ERR_FAST_MAX 127
+typedef unsigned __int128 ErrU128;
+typedef Py_ssize_t (*ErrFastFn)(const unsigned char *, Py_ssize_t, unsigned char *, const uint64_t *, const uint64_t *,
+                                const uint64_t *, const uint64_t *);
+static ALWAYS_INLINE Py_ssize_t err_fast_none(const unsigned char *s, Py_ssize_t n, unsigned char *o, const uint64_t *W,
+                                              const uint64_t *D, const uint64_t *H, const uint64_t *G) {
+    (void)s; (void)n; (void)o; (void)W; (void)D; (void)H; (void)G;
+    return -2;
+}
+#if HAVE_AVX512_PATH
+#define TARGET_FAST __attribute__((target("avx2,avx512f,avx512bw,avx512vbmi,avx512vbmi2,bmi,bmi2,popcnt")))
+/* ERR_PUNCT's bits: what err_fast512 reads of a byte beside the classes err_masks makes */
+enum { EP_APART = 1, EP_DOT = 2, EP_DASH = 4, EP_SLASH = 8, EP_ZERO = 16, EP_X = 32 };
+static uint8_t ERR_PUNCT[128];
+static void err_punct_init(void) {
+    for (int c = 0; c < 128; c++) {
+        uint8_t k = 0;
+        if (c && strchr(" ()[]{}=,;/#<>!?|*&%", c)) k |= EP_APART;  /* (err_apart's bytes) */
+        if (c == '.') k |= EP_DOT;
+        if (c == '-') k |= EP_DASH;
+        if (c == '/') k |= EP_SLASH;
+        if (c == '0') k |= EP_ZERO;
+        if (c == 'x') k |= EP_X;
+        ERR_PUNCT[c] = k;
+    }
+}
+/* The bytes of the words (W, starts S, the bits after them E) whose bit after is in F. */
+TARGET_FAST static ALWAYS_INLINE ErrU128 err_spread(ErrU128 F, ErrU128 E, ErrU128 S, ErrU128 W) {
+    uint64_t e0 = (uint64_t)E, s0 = (uint64_t)S;
+    /* (n <= 127: at most 32 words end or start in the low 64 bits, 64 in all) */
+    uint64_t seq = _pext_u64((uint64_t)F, e0) | (_pext_u64((uint64_t)(F >> 64), (uint64_t)(E >> 64)) << _mm_popcnt_u64(e0));
+    uint64_t lo = _pdep_u64(seq, s0), hi = _pdep_u64(seq >> _mm_popcnt_u64(s0), (uint64_t)(S >> 64));
+    ErrU128 st = (ErrU128)lo | (ErrU128)hi << 64;
+    return W & ~(W + st);
+}
+TARGET_FAST static ALWAYS_INLINE Py_ssize_t err_fast512(const unsigned char *s, Py_ssize_t n, unsigned char *o,
+                                                       const uint64_t *Wb, const uint64_t *Db, const uint64_t *Hb,
+                                                       const uint64_t *Gb) {
+    if (n > ERR_FAST_MAX || n < 1) return -2;
+    int two = n > 64;
+    ErrU128 W = (ErrU128)Wb[0] | (two ? (ErrU128)Wb[1] << 64 : 0);
+    ErrU128 D = (ErrU128)Db[0] | (two ? (ErrU128)Db[1] << 64 : 0);
+    ErrU128 H = (ErrU128)Hb[0] | (two ? (ErrU128)Hb[1] << 64 : 0);
+    ErrU128 G = (ErrU128)Gb[0] | (two ? (ErrU128)Gb[1] << 64 : 0);
+    __mmask64 m0 = n >= 64 ? ~0ULL : (1ULL << n) - 1, m1 = n > 64 ? (1ULL << (n - 64)) - 1 : 0;
+    __m512i v0 = _mm512_maskz_loadu_epi8(m0, s), v1 = _mm512_maskz_loadu_epi8(m1, s + 64);
+    const __m512i plo = _mm512_loadu_si512((const void *)ERR_PUNCT), phi = _mm512_loadu_si512((const void *)(ERR_PUNCT + 64));
+    __m512i c0 = _mm512_permutex2var_epi8(plo, v0, phi), c1 = _mm512_permutex2var_epi8(plo, v1, phi);  /* (ASCII) */
+#define ERR_P(bit) ((ErrU128)_mm512_test_epi8_mask(c0, _mm512_set1_epi8(bit)) \
+                    | (ErrU128)_mm512_test_epi8_mask(c1, _mm512_set1_epi8(bit)) << 64)
+    ErrU128 AP = ERR_P(EP_APART), DOT = ERR_P(EP_DOT), SL = ERR_P(EP_SLASH);
+    ErrU128 WS = W & ~(W << 1), E = ~W & (W << 1);  /* the words' first bytes; the bits after their last */
+    /* the lines left to the loop */
+    if ((D & (DOT >> 1) & (D >> 2)) | (SL & (SL >> 1))) return -2;
+    if (WS & ERR_P(EP_ZERO) & (ERR_P(EP_X) >> 1)) return -2;
+    ErrU128 one = 1;
+    ErrU128 R8 = W & (W >> 1), R9, R12;  /* bytes that start a run of 8, 9, 12 word bytes */
+    R8 &= R8 >> 2;
+    R8 &= R8 >> 4;
+    R9 = R8 & (W >> 8);
+    R12 = R8 & (R8 >> 4);
+#define ERR_NONE(X) ((((W & ~(X)) + WS)) & E)  /* the bits after the words holding no byte of X */
+    ErrU128 DWa = E & ~ERR_NONE(D), AHa = ERR_NONE(~H), ADa = ERR_NONE(~D);
+    ErrU128 L8a = E & ~ERR_NONE(R8), L9a = E & ~ERR_NONE(R9), L12a = E & ~ERR_NONE(R12);
+#undef ERR_NONE
+    /* UUIDs: a word of 8 hex digits, `-`, ... (err_key_body's test, on the bits); at most two looked at */
+    ErrU128 CAND = AHa & L8a & ~L9a & ERR_P(EP_DASH), UR = 0, U1 = 0, UA = 0;
+#undef ERR_P
+    for (int k = 0; CAND; k++) {
+        if (k == 2) return -2;
+        uint64_t lo = (uint64_t)CAND;
+        int e = lo ? err_ctz(lo) : 64 + err_ctz((uint64_t)(CAND >> 64));
+        CAND &= CAND - 1;
+        int p = e - 8;
+        if ((UR >> p) & 1) continue;  /* within a UUID already */
+        const uint64_t m36 = (1ULL << 36) - 1;
+        uint64_t w = (uint64_t)(W >> p) & m36, h = (uint64_t)(H >> p) & m36, db = (uint64_t)(D >> p) & m36;
+        if (p + 36 > n || w != UUID_HEX || (h & UUID_HEX) != UUID_HEX || ((W >> (p + 36)) & 1)) continue;
+        if (s[p + 8] != '-' || s[p + 13] != '-' || s[p + 18] != '-' || s[p + 23] != '-') continue;
+        ErrU128 at = (ErrU128)UUID_HEX << p, first = one << p;
+        UR |= (ErrU128)m36 << p;
+        if (UUID_HEX & ~db) {  /* a letter: `a`, the first `1` when a digit is there */
+            UA |= at & ~first;
+            if (db) U1 |= first;
+            else UA |= first;
+        } else U1 |= at;
+    }
+    ErrU128 PAa = (W + (WS & ((AP << 1) | one))) & E;  /* a word whose byte before stands it apart (or none) */
+    ErrU128 NAa = E & (AP | (one << n));               /* ... whose byte after does (or none) */
+    ErrU128 HTa = AHa & (L12a | (L8a & DWa));          /* hex tokens */
+    ErrU128 NUa = ADa & ~L8a & PAa & NAa;              /* numbers standing alone */
+    ErrU128 MXa = DWa & ~HTa & ~NUa;                   /* other words holding a digit */
+    ErrU128 NU = err_spread(NUa, E, WS, W) & ~UR, MX = err_spread(MXa, E, WS, W) & ~UR;
+    ErrU128 HT = err_spread(HTa, E, WS, W) & ~UR;
+    ErrU128 HTD = err_spread(HTa & ADa, E, WS, W) & ~UR, HT1 = WS & err_spread(HTa & DWa, E, WS, W) & ~UR;
+    if (G & (D >> 1) & MX) return -2;  /* a letter of a gate beside a digit the loop would read */
+    ErrU128 ONE = (NU & WS) | (MX & D) | HTD | HT1 | U1, AA = (HT & ~ONE) | UA;
+    ErrU128 keep = ~(NU & ~WS);
+    const __m512i c1s = _mm512_set1_epi8('1'), cas = _mm512_set1_epi8('a');
+    v0 = _mm512_mask_mov_epi8(_mm512_mask_mov_epi8(v0, (__mmask64)ONE, c1s), (__mmask64)AA, cas);
+    v1 = _mm512_mask_mov_epi8(_mm512_mask_mov_epi8(v1, (__mmask64)(ONE >> 64), c1s), (__mmask64)(AA >> 64), cas);
+    __mmask64 k0 = (__mmask64)keep & m0, k1 = (__mmask64)(keep >> 64) & m1;
+    Py_ssize_t j0 = (Py_ssize_t)_mm_popcnt_u64(k0), j1 = (Py_ssize_t)_mm_popcnt_u64(k1);
+    _mm512_mask_storeu_epi8((void *)o, j0 == 64 ? ~0ULL : (1ULL << j0) - 1, _mm512_maskz_compress_epi8(k0, v0));
+    if (j1) _mm512_mask_storeu_epi8((void *)(o + j0), (1ULL << j1) - 1, _mm512_maskz_compress_epi8(k1, v1));
+    return j0 + j1;
+}
+#endif
+
 static ALWAYS_INLINE Py_ssize_t err_key_body(const unsigned char *s, Py_ssize_t n, unsigned char *o, int gated,
-                                             ErrMasksFn masks) {
+                                             ErrMasksFn masks, ErrCopyFn copy,
+                                             ErrFastFn fast) {
     if (n > ERR_LINE_MAX) return -1;
     Py_ssize_t j = 0;
     if (!ERR_CLS['a']) err_cls_init();
     uint64_t W[ERR_BLOCKS + 1], D[ERR_BLOCKS], H[ERR_BLOCKS], G[ERR_BLOCKS], ME[ERR_BLOCKS + 1];
     if (masks(s, n, W, D, H, G)) return -1;  /* a byte no key holds */
+    if (!gated) {
+        Py_ssize_t f = fast(s, n, o, W, D, H, G);
+        if (f >= 0) return f;
+    }
     Py_ssize_t nb = (n + 63) >> 6;
     W[nb] = 0;
     /* The words the key may mask (a word: [A-Za-z0-9_]+; it may be masked when it holds a digit or 8 hex digits in a
@@ -2783,7 +2924,7 @@ static ALWAYS_INLINE Py_ssize_t err_key_body(const unsigned char *s, Py_ssize_t 
         /* the bytes up to it, as they are (a key is never longer than the bytes it was made of, so o has room for
          * what s has left) */
         if (p0 > p) {
-            err_copy(o + j, s + p, p0 - p, s + n);
+            copy(o + j, s + p, p0 - p, s + n);
             j += p0 - p;
         }
         p = p0;
@@ -2803,7 +2944,7 @@ static ALWAYS_INLINE Py_ssize_t err_key_body(const unsigned char *s, Py_ssize_t 
             gate = err_next(G, p, q, 0) < q;
         }
         if (!anyd && !(allhex && q - p >= 8)) {  /* no digit, no token: as it is */
-            err_copy(o + j, s + p, q - p, s + n);
+            copy(o + j, s + p, q - p, s + n);
             j += q - p;
             p = q;
             continue;
@@ -2913,7 +3054,7 @@ static ALWAYS_INLINE Py_ssize_t err_key_body(const unsigned char *s, Py_ssize_t 
         p = q;
     }
     if (p < n) {  /* the bytes after the last word masked, as they are */
-        err_copy(o + j, s + p, n - p, s + n);
+        copy(o + j, s + p, n - p, s + n);
         j += n - p;
     }
     return j;
@@ -2926,29 +3067,34 @@ static ALWAYS_INLINE Py_ssize_t err_key_body(const unsigned char *s, Py_ssize_t 
 #define HAVE_BMI_KEY 1
 __attribute__((target("avx2,bmi,bmi2,popcnt"))) static Py_ssize_t err_key_bmi(const unsigned char *s, Py_ssize_t n,
                                                                                unsigned char *o, int gated) {
-    return err_key_body(s, n, o, gated, err_masks_avx2_body);
+    return err_key_body(s, n, o, gated, err_masks_avx2_body, err_copy, err_fast_none);
 }
 #if HAVE_AVX512_PATH
-__attribute__((target("avx2,avx512f,avx512bw,avx512vbmi,bmi,bmi2,popcnt"))) static Py_ssize_t
+TARGET_FAST static Py_ssize_t
 err_key_512(const unsigned char *s, Py_ssize_t n, unsigned char *o, int gated) {
-    return err_key_body(s, n, o, gated, err_masks_avx512_body);
+    return err_key_body(s, n, o, gated, err_masks_avx512_body, err_copy512, err_fast512);
 }
 #endif
 static int err_bmi = -1;  /* the CPU has BMI1 and BMI2: 1; not known yet: -1 */
+static int err_vbmi2;     /* ... and AVX-512 VBMI2 (err_key_512) */
 #else
 #define HAVE_BMI_KEY 0
 #endif
 static Py_ssize_t err_key_plain(const unsigned char *s, Py_ssize_t n, unsigned char *o, int gated) {
-    return err_key_body(s, n, o, gated, err_masks);
+    return err_key_body(s, n, o, gated, err_masks, err_copy, err_fast_none);
 }
 static Py_ssize_t err_key(const unsigned char *s, Py_ssize_t n, unsigned char *o, int gated) {
 #if HAVE_BMI_KEY
     if (err_bmi < 0) {
         __builtin_cpu_init();
         err_bmi = __builtin_cpu_supports("bmi") && __builtin_cpu_supports("bmi2");
+#if HAVE_AVX512_PATH
+        err_vbmi2 = __builtin_cpu_supports("avx512vbmi2");
+        err_punct_init();
+#endif
     }
 #if HAVE_AVX512_PATH
-    if (err_bmi && path == P_AVX512) return err_key_512(s, n, o, gated);
+    if (err_bmi && err_vbmi2 && path == P_AVX512) return err_key_512(s, n, o, gated);
 #endif
     if (err_bmi && path != P_SCALAR) return err_key_bmi(s, n, o, gated);
 #endif
@@ -3111,7 +3257,7 @@ static void errs_free(PyObject *cap) {
     PyMem_Free(E->opt);
     PyMem_Free(E->optids);
     PyMem_Free(E->cls);
-    PyMem_Free(E->ttable);
+    PyMem_Free(E->ttable_mem);
     PyMem_Free(E->pc_first);
     PyMem_Free(E->pc_count);
     PyMem_Free(E->pc_off);
@@ -3205,15 +3351,17 @@ static PyObject *errfold_key(PyObject *self, PyObject *args) {
 static int err_text_add(struct Errs *E, Py_ssize_t i) {
     if (2 * (E->ntext + 1) > E->ttcap) {
         Py_ssize_t cap2 = E->ttcap ? 2 * E->ttcap : 64;
-        ErrTT *t = PyMem_Calloc((size_t)cap2, sizeof(ErrTT));
-        if (!t) { PyErr_NoMemory(); return -1; }
+        void *mem = PyMem_Calloc((size_t)cap2 * sizeof(ErrTT) + 64, 1);
+        if (!mem) { PyErr_NoMemory(); return -1; }
+        ErrTT *t = (ErrTT *)(((uintptr_t)mem + 63) & ~(uintptr_t)63);
         for (Py_ssize_t k = 0; k < E->ttcap; k++) {
             if (!E->ttable[k].v) continue;
             Py_ssize_t x = (Py_ssize_t)(E->ttable[k].h & (uint64_t)(cap2 - 1));
             while (t[x].v) x = (x + 1) & (cap2 - 1);
             t[x] = E->ttable[k];
         }
-        PyMem_Free(E->ttable);
+        PyMem_Free(E->ttable_mem);
+        E->ttable_mem = mem;
         E->ttable = t;
         E->ttcap = cap2;
     }
@@ -3227,6 +3375,7 @@ static int err_text_add(struct Errs *E, Py_ssize_t i) {
     E->ttable[x].key = sl->key;
     E->ttable[x].v = (int32_t)(i + 1);
     E->ttable[x].tlen = (int32_t)sl->tlen;
+    memcpy(E->ttable[x].pre, sl->key, (size_t)(sl->tlen < ERR_TT_PRE ? sl->tlen : ERR_TT_PRE));
     E->ntext++;
     return 0;
 }
@@ -3495,7 +3644,9 @@ static Py_ssize_t err_text_slot(Scan *st, Py_ssize_t bol, Py_ssize_t eol) {
         const ErrTT *t = &E->ttable[x];
         Py_ssize_t v = t->v;
         if (!v) return -1;
-        if (t->h != h || t->tlen != tl || !same_bytes(t->key, E->kbuf, tl)) continue;
+        if (t->h != h || t->tlen != tl) continue;
+        Py_ssize_t k = tl < ERR_TT_PRE ? tl : ERR_TT_PRE;
+        if (!same_bytes(t->pre, E->kbuf, k) || (tl > k && !same_bytes(t->key + k, E->kbuf + k, tl - k))) continue;
         ErrSlot *sl = &E->slots[v - 1];
         if (E->whole_m != st->m || !sl->whole) sl->whole = err_slot_whole(E, sl, st->m) ? 1 : 2;
         return sl->whole == 1 ? v - 1 : -1;
