@@ -2440,11 +2440,8 @@ typedef struct {
     uint64_t thash;                /* err_hash of the text */
 } ErrSlot;
 /* An entry of the table of texts (v: slot index + 1, 0 empty): the text's hash, length and bytes beside the slot's
- * index, so that a probe reads this entry alone, not the slot (a line taken whole is looked up there: err_text_slot);
- * its first ERR_TT_PRE bytes in the entry itself: the probe's loads wait on no pointer read first (`key`: all of
- * them, for a longer text's rest) */
-#define ERR_TT_PRE 168  /* bytes of a text an entry holds (an entry: 192 bytes, three lines of cache, aligned) */
-typedef struct { uint64_t h; const unsigned char *key; int32_t v, tlen; unsigned char pre[ERR_TT_PRE]; } ErrTT;
+ * index, so that a probe reads this entry alone, not the slot (a line taken whole is looked up there: err_text_slot) */
+typedef struct { uint64_t h; const unsigned char *key; int32_t v, tlen; } ErrTT;
 typedef struct { Py_ssize_t bol, eol, ids, nids; } ErrOpt;  /* a ruled line of a key not known yet (err_take) */
 typedef struct { Py_ssize_t ln, bol, eol, slot, pos; int out; } ErrQ;
 struct Errs {
@@ -2471,7 +2468,6 @@ struct Errs {
     unsigned char *pc_bytes;
     int runs;
     ErrTT *ttable;                 /* the slots of the plain keys by their text's hash, open addressing */
-    void *ttable_mem;              /* (its allocation: the table starts at the first 64-byte boundary in it) */
     Py_ssize_t ttcap, ntext;
     const void *whole_m;
     int m_ok;                      /* the matcher lets lines be taken whole at all (err_slot_whole) */
@@ -2759,11 +2755,13 @@ TARGET_AVX512 static ALWAYS_INLINE void err_copy512(unsigned char *o, const unsi
  * and the key made of the line's bytes at once (the marks written, the bytes a number drops left out: vpcompressb).
  * The kinds: a number standing alone shorter than a hex token (`1`), a hex token (every byte `a`, or `1` when all
  * are digits; the first `1` when one is), any other word holding a digit (each digit `1`). A line that may hold
- * another mark or a gate is left to err_key_body's loop (-2): a `0x` word,
- * a digit, `.` and a digit (an address, a fraction), `//` (the gate `1//0`), a/A/r/R followed by a digit in a word
- * of the third kind (the gates `ya29`, `r8_`, `gr1348941`), more than two words of 8 hex digits followed by `-`;
- * so is a gated key. A UUID (8-4-4-4-12 hex digits) is one mark, as in the loop. The same bytes as the loop's, or
- * -2. */
+ * another mark or a gate is left to err_key_body's loop (-2): more than four `0x` words, `//` (the gate `1//0`),
+ * a/A/r/R followed by a digit in a word
+ * of the third kind (the gates `ya29`, `r8_`, `gr1348941`), more than two words of 8 hex digits followed by `-`,
+ * more than four words of digits followed by `.` and a digit; so is a gated key. A UUID (8-4-4-4-12 hex digits) is
+ * one mark, an address (and its port) another, a fraction `1.1`, a `0x` handle `\0x` and a letter a digit, as in
+ * the loop, found by its tests on the bytes.
+ * The same bytes as the loop's, or -2. */
 #define ERR_FAST_MAX 127
 typedef unsigned __int128 ErrU128;
 typedef Py_ssize_t (*ErrFastFn)(const unsigned char *, Py_ssize_t, unsigned char *, const uint64_t *, const uint64_t *,
@@ -2776,7 +2774,7 @@ static ALWAYS_INLINE Py_ssize_t err_fast_none(const unsigned char *s, Py_ssize_t
 #if HAVE_AVX512_PATH
 #define TARGET_FAST __attribute__((target("avx2,avx512f,avx512bw,avx512vbmi,avx512vbmi2,bmi,bmi2,popcnt")))
 /* ERR_PUNCT's bits: what err_fast512 reads of a byte beside the classes err_masks makes */
-enum { EP_APART = 1, EP_DOT = 2, EP_DASH = 4, EP_SLASH = 8, EP_ZERO = 16, EP_X = 32 };
+enum { EP_APART = 1, EP_DOT = 2, EP_DASH = 4, EP_SLASH = 8, EP_ZERO = 16, EP_X = 32, EP_UHEX = 64 };
 static uint8_t ERR_PUNCT[128];
 static void err_punct_init(void) {
     for (int c = 0; c < 128; c++) {
@@ -2787,6 +2785,7 @@ static void err_punct_init(void) {
         if (c == '/') k |= EP_SLASH;
         if (c == '0') k |= EP_ZERO;
         if (c == 'x') k |= EP_X;
+        if (c >= 'A' && c <= 'F') k |= EP_UHEX;
         ERR_PUNCT[c] = k;
     }
 }
@@ -2817,9 +2816,8 @@ TARGET_FAST static ALWAYS_INLINE Py_ssize_t err_fast512(const unsigned char *s, 
     ErrU128 AP = ERR_P(EP_APART), DOT = ERR_P(EP_DOT), SL = ERR_P(EP_SLASH);
     ErrU128 WS = W & ~(W << 1), E = ~W & (W << 1);  /* the words' first bytes; the bits after their last */
     /* the lines left to the loop */
-    if ((D & (DOT >> 1) & (D >> 2)) | (SL & (SL >> 1))) return -2;
-    if (WS & ERR_P(EP_ZERO) & (ERR_P(EP_X) >> 1)) return -2;
-    ErrU128 one = 1;
+    if (SL & (SL >> 1)) return -2;
+    ErrU128 one = 1, OX = WS & ERR_P(EP_ZERO) & (ERR_P(EP_X) >> 1), UHX = ERR_P(EP_UHEX);
     ErrU128 R8 = W & (W >> 1), R9, R12;  /* bytes that start a run of 8, 9, 12 word bytes */
     R8 &= R8 >> 2;
     R8 &= R8 >> 4;
@@ -2830,7 +2828,7 @@ TARGET_FAST static ALWAYS_INLINE Py_ssize_t err_fast512(const unsigned char *s, 
     ErrU128 L8a = E & ~ERR_NONE(R8), L9a = E & ~ERR_NONE(R9), L12a = E & ~ERR_NONE(R12);
 #undef ERR_NONE
     /* UUIDs: a word of 8 hex digits, `-`, ... (err_key_body's test, on the bits); at most two looked at */
-    ErrU128 CAND = AHa & L8a & ~L9a & ERR_P(EP_DASH), UR = 0, U1 = 0, UA = 0;
+    ErrU128 CAND = AHa & L8a & ~L9a & ERR_P(EP_DASH), UR = 0, U1 = 0, UA = 0, X0 = 0, XU = 0;
 #undef ERR_P
     for (int k = 0; CAND; k++) {
         if (k == 2) return -2;
@@ -2856,15 +2854,90 @@ TARGET_FAST static ALWAYS_INLINE Py_ssize_t err_fast512(const unsigned char *s, 
     ErrU128 HTa = AHa & (L12a | (L8a & DWa));          /* hex tokens */
     ErrU128 NUa = ADa & ~L8a & PAa & NAa;              /* numbers standing alone */
     ErrU128 MXa = DWa & ~HTa & ~NUa;                   /* other words holding a digit */
+    /* `0x` handles: a word of `0x` and hex digits (either case); at most four looked at */
+    for (int k = 0; OX; k++) {
+        if (k == 4) return -2;
+        uint64_t lo = (uint64_t)OX;
+        int p = lo ? err_ctz(lo) : 64 + err_ctz((uint64_t)(OX >> 64));
+        OX &= OX - 1;
+        ErrU128 after = (W + (one << p)) & E;  /* the bit after the word */
+        uint64_t al = (uint64_t)after;
+        int q = al ? err_ctz(al) : 64 + err_ctz((uint64_t)(after >> 64));
+        if (q - p < 3) continue;
+        ErrU128 r = ((one << q) - 1) & ~((one << p) - 1), digs = r & ~((one << (p + 2)) - 1);
+        if (digs & ~(H | UHX)) continue;  /* not all hex digits: a word holding a digit */
+        UR |= r;
+        X0 |= one << p;
+        XU |= digs & UHX;
+        UA |= digs & ~UHX;
+    }
+    /* Addresses and fractions: a word of digits followed by `.` and a digit, in order (err_key_body's tests, on the
+     * bytes); at most four looked at */
+    ErrU128 C2 = E & ADa & DOT & (D >> 1), R2 = 0, X1 = 0, DR = 0;
+    for (int k = 0; C2; k++) {
+        if (k == 4) return -2;
+        uint64_t lo = (uint64_t)C2;
+        Py_ssize_t q = lo ? err_ctz(lo) : 64 + err_ctz((uint64_t)(C2 >> 64));
+        C2 &= C2 - 1;
+        ErrU128 before = WS & ((one << q) - 1);  /* its first byte: the last word start before q */
+        uint64_t bh = (uint64_t)(before >> 64);
+        Py_ssize_t p = bh ? 127 - err_clz(bh) : 63 - err_clz((uint64_t)before), L = q - p;
+        if (((UR | R2) >> p) & 1) continue;  /* within a mark already */
+        if (L <= 3 && (p == 0 || s[p - 1] != '.')) {  /* an address (the byte before is no word's) */
+            Py_ssize_t kk = q, parts = 1;
+            while (parts < 4 && kk + 1 < n && s[kk] == '.' && err_digit(s[kk + 1])) {
+                Py_ssize_t d = kk + 1;
+                while (d < n && err_digit(s[d])) d++;
+                if (d - kk - 1 > 3) break;
+                kk = d;
+                parts++;
+            }
+            if (parts == 4) {
+                if (kk + 1 < n && s[kk] == ':' && err_digit(s[kk + 1])) {
+                    kk++;
+                    while (kk < n && err_digit(s[kk])) kk++;
+                }
+                if (kk == n || (!err_wordc(s[kk]) && s[kk] != '.' && s[kk] != ':')) {
+                    ErrU128 r = ((one << kk) - 1) & ~((one << p) - 1);
+                    R2 |= r;
+                    X1 |= one << p;
+                    DR |= r & ~(one << p);
+                    continue;
+                }
+            }
+        }
+        if (L < 8 && (p == 0 || err_apart(s[p - 1]))) {  /* a fraction (8 digits or more: a hex token first) */
+            Py_ssize_t f = q + 1;
+            while (f < n && err_digit(s[f])) f++;
+            if (f - q - 1 <= 11 && (f == n || err_apart(s[f]))) {
+                ErrU128 r = ((one << f) - 1) & ~((one << p) - 1);
+                R2 |= r;
+                U1 |= (one << p) | (one << (q + 1));
+                DR |= r & ~((one << p) | (one << q) | (one << (q + 1)));
+            }
+        }
+    }
+    if (R2 & UR) return -2;  /* (an address's port of 8 hex digits before a `-`: the loop's order decides) */
+    UR |= R2;
     ErrU128 NU = err_spread(NUa, E, WS, W) & ~UR, MX = err_spread(MXa, E, WS, W) & ~UR;
     ErrU128 HT = err_spread(HTa, E, WS, W) & ~UR;
     ErrU128 HTD = err_spread(HTa & ADa, E, WS, W) & ~UR, HT1 = WS & err_spread(HTa & DWa, E, WS, W) & ~UR;
     if (G & (D >> 1) & MX) return -2;  /* a letter of a gate beside a digit the loop would read */
     ErrU128 ONE = (NU & WS) | (MX & D) | HTD | HT1 | U1, AA = (HT & ~ONE) | UA;
-    ErrU128 keep = ~(NU & ~WS);
+    ErrU128 keep = ~((NU & ~WS) | DR);
     const __m512i c1s = _mm512_set1_epi8('1'), cas = _mm512_set1_epi8('a');
     v0 = _mm512_mask_mov_epi8(_mm512_mask_mov_epi8(v0, (__mmask64)ONE, c1s), (__mmask64)AA, cas);
     v1 = _mm512_mask_mov_epi8(_mm512_mask_mov_epi8(v1, (__mmask64)(ONE >> 64), c1s), (__mmask64)(AA >> 64), cas);
+    if (X0) {
+        v0 = _mm512_mask_mov_epi8(_mm512_mask_mov_epi8(v0, (__mmask64)X0, _mm512_setzero_si512()), (__mmask64)XU,
+                                  _mm512_set1_epi8('A'));
+        v1 = _mm512_mask_mov_epi8(_mm512_mask_mov_epi8(v1, (__mmask64)(X0 >> 64), _mm512_setzero_si512()),
+                                  (__mmask64)(XU >> 64), _mm512_set1_epi8('A'));
+    }
+    if (X1) {
+        v0 = _mm512_mask_mov_epi8(v0, (__mmask64)X1, _mm512_set1_epi8(1));
+        v1 = _mm512_mask_mov_epi8(v1, (__mmask64)(X1 >> 64), _mm512_set1_epi8(1));
+    }
     __mmask64 k0 = (__mmask64)keep & m0, k1 = (__mmask64)(keep >> 64) & m1;
     Py_ssize_t j0 = (Py_ssize_t)_mm_popcnt_u64(k0), j1 = (Py_ssize_t)_mm_popcnt_u64(k1);
     _mm512_mask_storeu_epi8((void *)o, j0 == 64 ? ~0ULL : (1ULL << j0) - 1, _mm512_maskz_compress_epi8(k0, v0));
@@ -3257,7 +3330,7 @@ static void errs_free(PyObject *cap) {
     PyMem_Free(E->opt);
     PyMem_Free(E->optids);
     PyMem_Free(E->cls);
-    PyMem_Free(E->ttable_mem);
+    PyMem_Free(E->ttable);
     PyMem_Free(E->pc_first);
     PyMem_Free(E->pc_count);
     PyMem_Free(E->pc_off);
@@ -3351,17 +3424,15 @@ static PyObject *errfold_key(PyObject *self, PyObject *args) {
 static int err_text_add(struct Errs *E, Py_ssize_t i) {
     if (2 * (E->ntext + 1) > E->ttcap) {
         Py_ssize_t cap2 = E->ttcap ? 2 * E->ttcap : 64;
-        void *mem = PyMem_Calloc((size_t)cap2 * sizeof(ErrTT) + 64, 1);
-        if (!mem) { PyErr_NoMemory(); return -1; }
-        ErrTT *t = (ErrTT *)(((uintptr_t)mem + 63) & ~(uintptr_t)63);
+        ErrTT *t = PyMem_Calloc((size_t)cap2, sizeof(ErrTT));
+        if (!t) { PyErr_NoMemory(); return -1; }
         for (Py_ssize_t k = 0; k < E->ttcap; k++) {
             if (!E->ttable[k].v) continue;
             Py_ssize_t x = (Py_ssize_t)(E->ttable[k].h & (uint64_t)(cap2 - 1));
             while (t[x].v) x = (x + 1) & (cap2 - 1);
             t[x] = E->ttable[k];
         }
-        PyMem_Free(E->ttable_mem);
-        E->ttable_mem = mem;
+        PyMem_Free(E->ttable);
         E->ttable = t;
         E->ttcap = cap2;
     }
@@ -3375,7 +3446,6 @@ static int err_text_add(struct Errs *E, Py_ssize_t i) {
     E->ttable[x].key = sl->key;
     E->ttable[x].v = (int32_t)(i + 1);
     E->ttable[x].tlen = (int32_t)sl->tlen;
-    memcpy(E->ttable[x].pre, sl->key, (size_t)(sl->tlen < ERR_TT_PRE ? sl->tlen : ERR_TT_PRE));
     E->ntext++;
     return 0;
 }
@@ -3644,9 +3714,7 @@ static Py_ssize_t err_text_slot(Scan *st, Py_ssize_t bol, Py_ssize_t eol) {
         const ErrTT *t = &E->ttable[x];
         Py_ssize_t v = t->v;
         if (!v) return -1;
-        if (t->h != h || t->tlen != tl) continue;
-        Py_ssize_t k = tl < ERR_TT_PRE ? tl : ERR_TT_PRE;
-        if (!same_bytes(t->pre, E->kbuf, k) || (tl > k && !same_bytes(t->key + k, E->kbuf + k, tl - k))) continue;
+        if (t->h != h || t->tlen != tl || !same_bytes(t->key, E->kbuf, tl)) continue;
         ErrSlot *sl = &E->slots[v - 1];
         if (E->whole_m != st->m || !sl->whole) sl->whole = err_slot_whole(E, sl, st->m) ? 1 : 2;
         return sl->whole == 1 ? v - 1 : -1;
