@@ -2738,7 +2738,7 @@ static ALWAYS_INLINE void err_copy(unsigned char *o, const unsigned char *s, Py_
 /* (masks: how the masks are made: err_masks, or err_masks_avx2_body, inlined into a build for AVX2) */
 typedef int (*ErrMasksFn)(const unsigned char *, Py_ssize_t, uint64_t *, uint64_t *, uint64_t *, uint64_t *);
 typedef void (*ErrCopyFn)(unsigned char *, const unsigned char *, Py_ssize_t, const unsigned char *);
-#if HAVE_AVX512_PATH
+#if HAVE_AVX512_PATH && !defined(__clang__)
 /* err_copy through a mask: the last 1-64 bytes read and written as they are, no byte past them */
 TARGET_AVX512 static ALWAYS_INLINE void err_copy512(unsigned char *o, const unsigned char *s, Py_ssize_t len,
                                                    const unsigned char *end) {
@@ -2771,7 +2771,7 @@ static ALWAYS_INLINE Py_ssize_t err_fast_none(const unsigned char *s, Py_ssize_t
     (void)s; (void)n; (void)o; (void)W; (void)D; (void)H; (void)G;
     return -2;
 }
-#if HAVE_AVX512_PATH
+#if HAVE_AVX512_PATH && !defined(__clang__)  /* (as err_key_bmi: the build err_key_512 is one of) */
 #define TARGET_FAST __attribute__((target("avx2,avx512f,avx512bw,avx512vbmi,avx512vbmi2,bmi,bmi2,popcnt")))
 /* ERR_PUNCT's bits: what err_fast512 reads of a byte beside the classes err_masks makes */
 enum { EP_APART = 1, EP_DOT = 2, EP_DASH = 4, EP_SLASH = 8, EP_ZERO = 16, EP_X = 32, EP_UHEX = 64 };
