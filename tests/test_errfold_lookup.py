@@ -11,6 +11,9 @@ s18a: err_key finds the words it may mask at once (the bit after each one's end,
 bytes) and each one's start back from its end; err_apart reads the class table (each byte beside a number as template._APART has it); a key's whole-line check
 (err_slot_whole) finds the stable needles in its text by the text's pairs in the matcher's table, each occurrence once,
 not each needle in turn; the table of texts holds each key's hash, length and bytes beside its slot.
+
+s19a: on a CPU with AVX-512 VBMI2, a line of up to 127 bytes is keyed without err_key's loop when its words are of the
+kinds the fast path takes (err_fast512): its keys are the loop's (the scalar path's), line for line.
 """
 
 from __future__ import annotations
@@ -105,6 +108,63 @@ def test_a_key_is_the_same_wherever_the_words_of_bits_cut_the_line(path: str, ga
                 assert _linescan.errfold_key(head + rest.encode(), gated) == head + alone, (k, rest)
     finally:
         _linescan.set_simd(default)
+
+
+# -- s19a: err_fast512, a short line's key without a branch a word ---------------------------------------------------
+
+# the pieces a line of up to 127 bytes is made of: each kind the fast path keys (numbers standing alone, hex tokens,
+# other words holding a digit, UUIDs, addresses and their ports, fractions, `0x` handles) and each it leaves to the
+# loop (gates, `//`, a UUID's first word where an address's port ends, many marks), beside every kind of byte
+FAST_PIECES = ["0", "1", "12", "1234567", "12345678", "123456789012", "ab", "deadbeef", "deadbeefcafe", "b1", "fb97",
+               "e8e52171", "7a4e862a0ad59000", "shard_01242", "Z", "q", "G", "x", "X", "A1", "12x", "c0ffee00", "_",
+               " ", "(", ")", "[", "]", "=", ",", ";", "#", "<", ">", "!", "?", "|", "*", "&", "%", "+", "@", "~",
+               "$", "^", "`", "\\", "-", ":", ".", "/", "1234-5678", "e8e52171-fb97-cf6a-e6f4-4f65d4c32911",
+               "12345678-1234-1234-1234-123456789012", "abcdefab-abcd-abcd-abcd-abcdefabcdef", "e8e52171-fb97",
+               "e8e52171-fb97-cf6a-e6f4-4f65d4c3291", "E8E52171-FB97-CF6A-E6F4-4F65D4C32911", "deadbeef-", "1.5",
+               "10.0.0.1", "10.0.0.1:8080", "78.67", "1.2.3", "1.2.3.4.5", "999.1.1.1", "1.22222222", ".5", "5.",
+               "1234567.1", "12345678.1", "0.0.0.0:1x", "1.2.3.4:", "1.2.3.4:12345678-1234-1234-1234-123456789012",
+               "0x1f", "0xAB", "0x", "0xa1b2", "0xZZ", "0x1g", "0X1f", "00x1", "0x06389bccbd2c", "0xdeadBEEF",
+               "ya29", "r8_", "gr1348941", "1//0", "//", "a2", "R1", "ERROR", "failed"]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_short_line_keys_as_the_loop_keys_it(seed: int) -> None:
+    """Lines of every length up to past 128 bytes made of FAST_PIECES: the key (plain and gated) of the SIMD path,
+    which takes lines of up to 127 bytes without its loop where it can, is the scalar path's, which never does."""
+    rnd = random.Random(seed)
+    default = _linescan.SIMD
+    lines = []
+    for _ in range(5000):
+        line = "".join(rnd.choice(FAST_PIECES) for _ in range(rnd.randint(1, 24)))
+        lines.append(line[: rnd.choice([16, 63, 64, 65, 100, 127, 128, 160])].encode())
+    try:
+        got = [(_linescan.errfold_key(b), _linescan.errfold_key(b, True)) for b in lines]
+        _linescan.set_simd("")
+        want = [(_linescan.errfold_key(b), _linescan.errfold_key(b, True)) for b in lines]
+    finally:
+        _linescan.set_simd(default)
+    assert [b for b, g, w in zip(lines, got, want) if g != w] == []
+
+
+# each kind the fast path keys, alone in a short line (the keys the loop made before it)
+FAST_KEYS = [
+    (b"ERROR failed after 2818 attempts (61 ms)", b"ERROR failed after 1 attempts (1 ms)"),
+    (b"ERROR request e8e52171-fb97-cf6a-e6f4-4f65d4c32911 failed", b"ERROR request 1aaaaaaa-aaaa-aaaa-aaaa-aaaaaaaaaaaa failed"),
+    (b"ERROR request 12345678-1234-1234-1234-123456789012 x", b"ERROR request 11111111-1111-1111-1111-111111111111 x"),
+    (b"ERROR peer 10.50.128.73:15402 after 0 frames", b"ERROR peer \x01 after 1 frames"),
+    (b"ERROR late by 78.67 s", b"ERROR late by 1.1 s"),
+    (b"ERROR handle 0x91368e770350 is stale", b"ERROR handle \x00xaaaaaaaaaaaa is stale"),
+    (b"ERROR handle 0xDEADbeef12 is stale", b"ERROR handle \x00xAAAAaaaaaa is stale"),
+    (b"ERROR object 7a4e862a0ad59000 (273 bytes)", b"ERROR object 1aaaaaaaaaaaaaaa (1 bytes)"),
+    (b"write to /mnt/ckpt/shard_03481/part-7355744e.bin failed", b"write to /mnt/ckpt/shard_11111/part-1aaaaaaa.bin failed"),
+    (b"ERROR attempt 6/8 then 1//0", None),
+    (b"ERROR token ya29.abc", None),
+]
+
+
+@pytest.mark.parametrize("line,key", FAST_KEYS)
+def test_each_kind_the_fast_path_keys_keys_as_before(line: bytes, key: bytes | None) -> None:
+    assert _linescan.errfold_key(line) == key
 
 
 # -- err_slot_whole: a key's needles found by its text's pairs ------------------------------------------------------

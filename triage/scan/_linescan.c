@@ -2569,57 +2569,93 @@ static int err_masks_scalar(const unsigned char *s, Py_ssize_t n, uint64_t *W, u
 }
 
 #if HAVE_AVX2_PATH
-/* The same, 32 bytes a step (the last ones copied into a block of zeros, their bits beyond the line dropped). */
-TARGET_AVX2 static int err_masks_avx2(const unsigned char *s, Py_ssize_t n, uint64_t *W, uint64_t *D, uint64_t *H,
-                                      uint64_t *G) {
+/* The classes of 32 bytes as bits (err_masks_avx2): word, digit, [0-9a-f], a byte no key holds, a/A/r/R. */
+TARGET_AVX2 static ALWAYS_INLINE void err_cls32(__m256i x, uint32_t *wm, uint32_t *dm, uint32_t *hm, uint32_t *bm,
+                                                uint32_t *gm) {
     const __m256i c0 = _mm256_set1_epi8('0'), c9 = _mm256_set1_epi8(9), ca = _mm256_set1_epi8('a');
     const __m256i c25 = _mm256_set1_epi8(25), c5 = _mm256_set1_epi8(5), c20 = _mm256_set1_epi8(0x20);
     const __m256i c5e = _mm256_set1_epi8(0x5e), us = _mm256_set1_epi8('_');
-    const __m256i dq = _mm256_set1_epi8('"'), sq = _mm256_set1_epi8('\''), la = _mm256_set1_epi8('a');
-    const __m256i lr = _mm256_set1_epi8('r');
-    uint32_t bad = 0;
-    for (Py_ssize_t b = 0; b * 32 < n; b++) {
-        Py_ssize_t e = n - b * 32 < 32 ? n - b * 32 : 32;
+    const __m256i dq = _mm256_set1_epi8('"'), sq = _mm256_set1_epi8('\''), lr = _mm256_set1_epi8('r');
+    __m256i d = _mm256_sub_epi8(x, c0);
+    __m256i isd = _mm256_cmpeq_epi8(_mm256_min_epu8(d, c9), d);
+    __m256i low = _mm256_or_si256(x, c20);  /* (only A and R fold onto a and r among the bytes G reads) */
+    __m256i a = _mm256_sub_epi8(low, ca);
+    __m256i alpha = _mm256_cmpeq_epi8(_mm256_min_epu8(a, c25), a);
+    __m256i l = _mm256_sub_epi8(x, ca);
+    __m256i hexl = _mm256_cmpeq_epi8(_mm256_min_epu8(l, c5), l);
+    __m256i pr = _mm256_sub_epi8(x, c20);
+    __m256i printable = _mm256_cmpeq_epi8(_mm256_min_epu8(pr, c5e), pr);
+    __m256i quote = _mm256_or_si256(_mm256_cmpeq_epi8(x, dq), _mm256_cmpeq_epi8(x, sq));
+    *wm = (uint32_t)_mm256_movemask_epi8(_mm256_or_si256(_mm256_or_si256(isd, alpha), _mm256_cmpeq_epi8(x, us)));
+    *dm = (uint32_t)_mm256_movemask_epi8(isd);
+    *hm = (uint32_t)_mm256_movemask_epi8(_mm256_or_si256(isd, hexl));
+    *bm = ~(uint32_t)_mm256_movemask_epi8(printable) | (uint32_t)_mm256_movemask_epi8(quote);
+    *gm = (uint32_t)_mm256_movemask_epi8(_mm256_or_si256(_mm256_cmpeq_epi8(low, ca), _mm256_cmpeq_epi8(low, lr)));
+}
+
+/* The classes of the k bytes at t (0 < k <= 32; the line starts at s, ends at t + k): a load that ends at the
+ * line's end when the line has 32 bytes (its bits shifted down), else the bytes copied into a block of zeros. */
+TARGET_AVX2 static ALWAYS_INLINE void err_cls_part(const unsigned char *s, const unsigned char *t, Py_ssize_t k,
+                                                   uint32_t *wm, uint32_t *dm, uint32_t *hm, uint32_t *bm,
+                                                   uint32_t *gm) {
+    if (k == 32) {
+        err_cls32(_mm256_loadu_si256((const __m256i *)t), wm, dm, hm, bm, gm);
+    } else if (t + k - 32 >= s) {
+        int sh = (int)(32 - k);
+        err_cls32(_mm256_loadu_si256((const __m256i *)(t + k - 32)), wm, dm, hm, bm, gm);
+        *wm >>= sh;
+        *dm >>= sh;
+        *hm >>= sh;
+        *bm >>= sh;
+        *gm >>= sh;
+    } else {
         unsigned char tail[32];
-        const unsigned char *t = s + b * 32;
-        if (e < 32) {
-            memset(tail, 0, sizeof tail);
-            memcpy(tail, t, (size_t)e);
-            t = tail;
-        }
-        __m256i x = _mm256_loadu_si256((const __m256i *)t);
-        __m256i d = _mm256_sub_epi8(x, c0);
-        __m256i isd = _mm256_cmpeq_epi8(_mm256_min_epu8(d, c9), d);
-        __m256i a = _mm256_sub_epi8(_mm256_or_si256(x, c20), ca);
-        __m256i alpha = _mm256_cmpeq_epi8(_mm256_min_epu8(a, c25), a);
-        __m256i l = _mm256_sub_epi8(x, ca);
-        __m256i hexl = _mm256_cmpeq_epi8(_mm256_min_epu8(l, c5), l);
-        __m256i pr = _mm256_sub_epi8(x, c20);
-        __m256i printable = _mm256_cmpeq_epi8(_mm256_min_epu8(pr, c5e), pr);
-        __m256i quote = _mm256_or_si256(_mm256_cmpeq_epi8(x, dq), _mm256_cmpeq_epi8(x, sq));
-        uint32_t wm = (uint32_t)_mm256_movemask_epi8(_mm256_or_si256(_mm256_or_si256(isd, alpha), _mm256_cmpeq_epi8(x, us)));
-        uint32_t dm = (uint32_t)_mm256_movemask_epi8(isd);
-        uint32_t hm = (uint32_t)_mm256_movemask_epi8(_mm256_or_si256(isd, hexl));
-        uint32_t bm = ~(uint32_t)_mm256_movemask_epi8(printable) | (uint32_t)_mm256_movemask_epi8(quote);
-        __m256i low = _mm256_or_si256(x, c20);  /* (only A and R fold onto a and r) */
-        uint32_t gm = (uint32_t)_mm256_movemask_epi8(_mm256_or_si256(_mm256_cmpeq_epi8(low, la), _mm256_cmpeq_epi8(low, lr)));
-        if (e < 32) bm &= (1u << e) - 1;
-        bad |= bm;
-        int sh = (int)(b & 1) * 32;
-        if (!sh) { W[b / 2] = 0; D[b / 2] = 0; H[b / 2] = 0; G[b / 2] = 0; }
-        W[b / 2] |= (uint64_t)wm << sh;
-        D[b / 2] |= (uint64_t)dm << sh;
-        H[b / 2] |= (uint64_t)hm << sh;
-        G[b / 2] |= (uint64_t)gm << sh;
+        memset(tail, 0, sizeof tail);
+        memcpy(tail, t, (size_t)k);
+        err_cls32(_mm256_loadu_si256((const __m256i *)tail), wm, dm, hm, bm, gm);
+        *bm &= (1u << k) - 1;  /* (the zeros are bad bytes) */
+    }
+}
+
+/* The same, 64 bytes a step (the last ones read by a load that ends at the line's end: err_cls_part). */
+TARGET_AVX2 static ALWAYS_INLINE int err_masks_avx2_body(const unsigned char *s, Py_ssize_t n, uint64_t *W,
+                                                         uint64_t *D, uint64_t *H, uint64_t *G) {
+    uint32_t bad = 0, w0, d0, h0, b0, g0, w1 = 0, d1 = 0, h1 = 0, b1 = 0, g1 = 0;
+    Py_ssize_t b = 0;
+    for (; (b + 1) * 64 <= n; b++) {
+        const unsigned char *t = s + b * 64;
+        err_cls32(_mm256_loadu_si256((const __m256i *)t), &w0, &d0, &h0, &b0, &g0);
+        err_cls32(_mm256_loadu_si256((const __m256i *)(t + 32)), &w1, &d1, &h1, &b1, &g1);
+        W[b] = (uint64_t)w0 | (uint64_t)w1 << 32;
+        D[b] = (uint64_t)d0 | (uint64_t)d1 << 32;
+        H[b] = (uint64_t)h0 | (uint64_t)h1 << 32;
+        G[b] = (uint64_t)g0 | (uint64_t)g1 << 32;
+        bad |= b0 | b1;
+    }
+    Py_ssize_t e = n - b * 64;
+    if (e > 0) {
+        const unsigned char *t = s + b * 64;
+        err_cls_part(s, t, e < 32 ? e : 32, &w0, &d0, &h0, &b0, &g0);
+        w1 = d1 = h1 = b1 = g1 = 0;
+        if (e > 32) err_cls_part(s, t + 32, e - 32, &w1, &d1, &h1, &b1, &g1);
+        W[b] = (uint64_t)w0 | (uint64_t)w1 << 32;
+        D[b] = (uint64_t)d0 | (uint64_t)d1 << 32;
+        H[b] = (uint64_t)h0 | (uint64_t)h1 << 32;
+        G[b] = (uint64_t)g0 | (uint64_t)g1 << 32;
+        bad |= b0 | b1;
     }
     return bad != 0;
+}
+TARGET_AVX2 static int err_masks_avx2(const unsigned char *s, Py_ssize_t n, uint64_t *W, uint64_t *D, uint64_t *H,
+                                      uint64_t *G) {
+    return err_masks_avx2_body(s, n, W, D, H, G);
 }
 #endif
 
 #if HAVE_AVX512_PATH
 /* The same, 64 bytes a step into mask registers (the last ones read through a mask: zeros past the line). */
-TARGET_AVX512 static int err_masks_avx512(const unsigned char *s, Py_ssize_t n, uint64_t *W, uint64_t *D, uint64_t *H,
-                                          uint64_t *G) {
+TARGET_AVX512 static ALWAYS_INLINE int err_masks_avx512_body(const unsigned char *s, Py_ssize_t n, uint64_t *W,
+                                                             uint64_t *D, uint64_t *H, uint64_t *G) {
     const __m512i c0 = _mm512_set1_epi8('0'), c10 = _mm512_set1_epi8(10), ca = _mm512_set1_epi8('a');
     const __m512i c26 = _mm512_set1_epi8(26), c6 = _mm512_set1_epi8(6), c20 = _mm512_set1_epi8(0x20);
     const __m512i c5f = _mm512_set1_epi8(0x5f), us = _mm512_set1_epi8('_'), dq = _mm512_set1_epi8('"');
@@ -2642,6 +2678,10 @@ TARGET_AVX512 static int err_masks_avx512(const unsigned char *s, Py_ssize_t n, 
         bad |= (~pr | quote) & in;
     }
     return bad != 0;
+}
+TARGET_AVX512 static int err_masks_avx512(const unsigned char *s, Py_ssize_t n, uint64_t *W, uint64_t *D, uint64_t *H,
+                                          uint64_t *G) {
+    return err_masks_avx512_body(s, n, W, D, H, G);
 }
 #endif
 
@@ -2695,12 +2735,229 @@ static ALWAYS_INLINE void err_copy(unsigned char *o, const unsigned char *s, Py_
     } else memcpy(o, s, (size_t)len);
 }
 
-static ALWAYS_INLINE Py_ssize_t err_key_body(const unsigned char *s, Py_ssize_t n, unsigned char *o, int gated) {
+/* (masks: how the masks are made: err_masks, or err_masks_avx2_body, inlined into a build for AVX2) */
+typedef int (*ErrMasksFn)(const unsigned char *, Py_ssize_t, uint64_t *, uint64_t *, uint64_t *, uint64_t *);
+typedef void (*ErrCopyFn)(unsigned char *, const unsigned char *, Py_ssize_t, const unsigned char *);
+#if HAVE_AVX512_PATH && !defined(__clang__)
+/* err_copy through a mask: the last 1-64 bytes read and written as they are, no byte past them */
+TARGET_AVX512 static ALWAYS_INLINE void err_copy512(unsigned char *o, const unsigned char *s, Py_ssize_t len,
+                                                   const unsigned char *end) {
+    (void)end;
+    for (; len > 64; len -= 64, o += 64, s += 64) _mm512_storeu_si512((void *)o, _mm512_loadu_si512((const void *)s));
+    __mmask64 m = len == 64 ? ~0ULL : (1ULL << len) - 1;
+    _mm512_mask_storeu_epi8((void *)o, m, _mm512_maskz_loadu_epi8(m, s));
+}
+#endif
+/* A line of up to ERR_FAST_MAX bytes whose words the key masks are all of three kinds is keyed without a branch a word
+ * (err_fast512): its bits as one 128-bit number, each word's properties found at the bit after it by a carry through
+ * its bytes (as err_key_body finds the words it may mask), moved to its first byte by their order among the words
+ * (pext, pdep: the k-th word's end is the k-th end, its start the k-th start), spread over its bytes by a carry again,
+ * and the key made of the line's bytes at once (the marks written, the bytes a number drops left out: vpcompressb).
+ * The kinds: a number standing alone shorter than a hex token (`1`), a hex token (every byte `a`, or `1` when all
+ * are digits; the first `1` when one is), any other word holding a digit (each digit `1`). A line that may hold
+ * another mark or a gate is left to err_key_body's loop (-2): more than four `0x` words, `//` (the gate `1//0`),
+ * a/A/r/R followed by a digit in a word
+ * of the third kind (the gates `ya29`, `r8_`, `gr1348941`), more than two words of 8 hex digits followed by `-`,
+ * more than four words of digits followed by `.` and a digit; so is a gated key. A UUID (8-4-4-4-12 hex digits) is
+ * one mark, an address (and its port) another, a fraction `1.1`, a `0x` handle `\0x` and a letter a digit, as in
+ * the loop, found by its tests on the bytes.
+ * The same bytes as the loop's, or -2. */
+#define ERR_FAST_MAX 127
+typedef unsigned __int128 ErrU128;
+typedef Py_ssize_t (*ErrFastFn)(const unsigned char *, Py_ssize_t, unsigned char *, const uint64_t *, const uint64_t *,
+                                const uint64_t *, const uint64_t *);
+static ALWAYS_INLINE Py_ssize_t err_fast_none(const unsigned char *s, Py_ssize_t n, unsigned char *o, const uint64_t *W,
+                                              const uint64_t *D, const uint64_t *H, const uint64_t *G) {
+    (void)s; (void)n; (void)o; (void)W; (void)D; (void)H; (void)G;
+    return -2;
+}
+#if HAVE_AVX512_PATH && !defined(__clang__)  /* (as err_key_bmi: the build err_key_512 is one of) */
+#define TARGET_FAST __attribute__((target("avx2,avx512f,avx512bw,avx512vbmi,avx512vbmi2,bmi,bmi2,popcnt")))
+/* ERR_PUNCT's bits: what err_fast512 reads of a byte beside the classes err_masks makes */
+enum { EP_APART = 1, EP_DOT = 2, EP_DASH = 4, EP_SLASH = 8, EP_ZERO = 16, EP_X = 32, EP_UHEX = 64 };
+static uint8_t ERR_PUNCT[128];
+static void err_punct_init(void) {
+    for (int c = 0; c < 128; c++) {
+        uint8_t k = 0;
+        if (c && strchr(" ()[]{}=,;/#<>!?|*&%", c)) k |= EP_APART;  /* (err_apart's bytes) */
+        if (c == '.') k |= EP_DOT;
+        if (c == '-') k |= EP_DASH;
+        if (c == '/') k |= EP_SLASH;
+        if (c == '0') k |= EP_ZERO;
+        if (c == 'x') k |= EP_X;
+        if (c >= 'A' && c <= 'F') k |= EP_UHEX;
+        ERR_PUNCT[c] = k;
+    }
+}
+/* The bytes of the words (W, starts S, the bits after them E) whose bit after is in F. */
+TARGET_FAST static ALWAYS_INLINE ErrU128 err_spread(ErrU128 F, ErrU128 E, ErrU128 S, ErrU128 W) {
+    uint64_t e0 = (uint64_t)E, s0 = (uint64_t)S;
+    /* (n <= 127: at most 32 words end or start in the low 64 bits, 64 in all) */
+    uint64_t seq = _pext_u64((uint64_t)F, e0) | (_pext_u64((uint64_t)(F >> 64), (uint64_t)(E >> 64)) << _mm_popcnt_u64(e0));
+    uint64_t lo = _pdep_u64(seq, s0), hi = _pdep_u64(seq >> _mm_popcnt_u64(s0), (uint64_t)(S >> 64));
+    ErrU128 st = (ErrU128)lo | (ErrU128)hi << 64;
+    return W & ~(W + st);
+}
+TARGET_FAST static ALWAYS_INLINE Py_ssize_t err_fast512(const unsigned char *s, Py_ssize_t n, unsigned char *o,
+                                                       const uint64_t *Wb, const uint64_t *Db, const uint64_t *Hb,
+                                                       const uint64_t *Gb) {
+    if (n > ERR_FAST_MAX || n < 1) return -2;
+    int two = n > 64;
+    ErrU128 W = (ErrU128)Wb[0] | (two ? (ErrU128)Wb[1] << 64 : 0);
+    ErrU128 D = (ErrU128)Db[0] | (two ? (ErrU128)Db[1] << 64 : 0);
+    ErrU128 H = (ErrU128)Hb[0] | (two ? (ErrU128)Hb[1] << 64 : 0);
+    ErrU128 G = (ErrU128)Gb[0] | (two ? (ErrU128)Gb[1] << 64 : 0);
+    __mmask64 m0 = n >= 64 ? ~0ULL : (1ULL << n) - 1, m1 = n > 64 ? (1ULL << (n - 64)) - 1 : 0;
+    __m512i v0 = _mm512_maskz_loadu_epi8(m0, s), v1 = _mm512_maskz_loadu_epi8(m1, s + 64);
+    const __m512i plo = _mm512_loadu_si512((const void *)ERR_PUNCT), phi = _mm512_loadu_si512((const void *)(ERR_PUNCT + 64));
+    __m512i c0 = _mm512_permutex2var_epi8(plo, v0, phi), c1 = _mm512_permutex2var_epi8(plo, v1, phi);  /* (ASCII) */
+#define ERR_P(bit) ((ErrU128)_mm512_test_epi8_mask(c0, _mm512_set1_epi8(bit)) \
+                    | (ErrU128)_mm512_test_epi8_mask(c1, _mm512_set1_epi8(bit)) << 64)
+    ErrU128 AP = ERR_P(EP_APART), DOT = ERR_P(EP_DOT), SL = ERR_P(EP_SLASH);
+    ErrU128 WS = W & ~(W << 1), E = ~W & (W << 1);  /* the words' first bytes; the bits after their last */
+    /* the lines left to the loop */
+    if (SL & (SL >> 1)) return -2;
+    ErrU128 one = 1, OX = WS & ERR_P(EP_ZERO) & (ERR_P(EP_X) >> 1), UHX = ERR_P(EP_UHEX);
+    ErrU128 R8 = W & (W >> 1), R9, R12;  /* bytes that start a run of 8, 9, 12 word bytes */
+    R8 &= R8 >> 2;
+    R8 &= R8 >> 4;
+    R9 = R8 & (W >> 8);
+    R12 = R8 & (R8 >> 4);
+#define ERR_NONE(X) ((((W & ~(X)) + WS)) & E)  /* the bits after the words holding no byte of X */
+    ErrU128 DWa = E & ~ERR_NONE(D), AHa = ERR_NONE(~H), ADa = ERR_NONE(~D);
+    ErrU128 L8a = E & ~ERR_NONE(R8), L9a = E & ~ERR_NONE(R9), L12a = E & ~ERR_NONE(R12);
+#undef ERR_NONE
+    /* UUIDs: a word of 8 hex digits, `-`, ... (err_key_body's test, on the bits); at most two looked at */
+    ErrU128 CAND = AHa & L8a & ~L9a & ERR_P(EP_DASH), UR = 0, U1 = 0, UA = 0, X0 = 0, XU = 0;
+#undef ERR_P
+    for (int k = 0; CAND; k++) {
+        if (k == 2) return -2;
+        uint64_t lo = (uint64_t)CAND;
+        int e = lo ? err_ctz(lo) : 64 + err_ctz((uint64_t)(CAND >> 64));
+        CAND &= CAND - 1;
+        int p = e - 8;
+        if ((UR >> p) & 1) continue;  /* within a UUID already */
+        const uint64_t m36 = (1ULL << 36) - 1;
+        uint64_t w = (uint64_t)(W >> p) & m36, h = (uint64_t)(H >> p) & m36, db = (uint64_t)(D >> p) & m36;
+        if (p + 36 > n || w != UUID_HEX || (h & UUID_HEX) != UUID_HEX || ((W >> (p + 36)) & 1)) continue;
+        if (s[p + 8] != '-' || s[p + 13] != '-' || s[p + 18] != '-' || s[p + 23] != '-') continue;
+        ErrU128 at = (ErrU128)UUID_HEX << p, first = one << p;
+        UR |= (ErrU128)m36 << p;
+        if (UUID_HEX & ~db) {  /* a letter: `a`, the first `1` when a digit is there */
+            UA |= at & ~first;
+            if (db) U1 |= first;
+            else UA |= first;
+        } else U1 |= at;
+    }
+    ErrU128 PAa = (W + (WS & ((AP << 1) | one))) & E;  /* a word whose byte before stands it apart (or none) */
+    ErrU128 NAa = E & (AP | (one << n));               /* ... whose byte after does (or none) */
+    ErrU128 HTa = AHa & (L12a | (L8a & DWa));          /* hex tokens */
+    ErrU128 NUa = ADa & ~L8a & PAa & NAa;              /* numbers standing alone */
+    ErrU128 MXa = DWa & ~HTa & ~NUa;                   /* other words holding a digit */
+    /* `0x` handles: a word of `0x` and hex digits (either case); at most four looked at */
+    for (int k = 0; OX; k++) {
+        if (k == 4) return -2;
+        uint64_t lo = (uint64_t)OX;
+        int p = lo ? err_ctz(lo) : 64 + err_ctz((uint64_t)(OX >> 64));
+        OX &= OX - 1;
+        ErrU128 after = (W + (one << p)) & E;  /* the bit after the word */
+        uint64_t al = (uint64_t)after;
+        int q = al ? err_ctz(al) : 64 + err_ctz((uint64_t)(after >> 64));
+        if (q - p < 3) continue;
+        ErrU128 r = ((one << q) - 1) & ~((one << p) - 1), digs = r & ~((one << (p + 2)) - 1);
+        if (digs & ~(H | UHX)) continue;  /* not all hex digits: a word holding a digit */
+        UR |= r;
+        X0 |= one << p;
+        XU |= digs & UHX;
+        UA |= digs & ~UHX;
+    }
+    /* Addresses and fractions: a word of digits followed by `.` and a digit, in order (err_key_body's tests, on the
+     * bytes); at most four looked at */
+    ErrU128 C2 = E & ADa & DOT & (D >> 1), R2 = 0, X1 = 0, DR = 0;
+    for (int k = 0; C2; k++) {
+        if (k == 4) return -2;
+        uint64_t lo = (uint64_t)C2;
+        Py_ssize_t q = lo ? err_ctz(lo) : 64 + err_ctz((uint64_t)(C2 >> 64));
+        C2 &= C2 - 1;
+        ErrU128 before = WS & ((one << q) - 1);  /* its first byte: the last word start before q */
+        uint64_t bh = (uint64_t)(before >> 64);
+        Py_ssize_t p = bh ? 127 - err_clz(bh) : 63 - err_clz((uint64_t)before), L = q - p;
+        if (((UR | R2) >> p) & 1) continue;  /* within a mark already */
+        if (L <= 3 && (p == 0 || s[p - 1] != '.')) {  /* an address (the byte before is no word's) */
+            Py_ssize_t kk = q, parts = 1;
+            while (parts < 4 && kk + 1 < n && s[kk] == '.' && err_digit(s[kk + 1])) {
+                Py_ssize_t d = kk + 1;
+                while (d < n && err_digit(s[d])) d++;
+                if (d - kk - 1 > 3) break;
+                kk = d;
+                parts++;
+            }
+            if (parts == 4) {
+                if (kk + 1 < n && s[kk] == ':' && err_digit(s[kk + 1])) {
+                    kk++;
+                    while (kk < n && err_digit(s[kk])) kk++;
+                }
+                if (kk == n || (!err_wordc(s[kk]) && s[kk] != '.' && s[kk] != ':')) {
+                    ErrU128 r = ((one << kk) - 1) & ~((one << p) - 1);
+                    R2 |= r;
+                    X1 |= one << p;
+                    DR |= r & ~(one << p);
+                    continue;
+                }
+            }
+        }
+        if (L < 8 && (p == 0 || err_apart(s[p - 1]))) {  /* a fraction (8 digits or more: a hex token first) */
+            Py_ssize_t f = q + 1;
+            while (f < n && err_digit(s[f])) f++;
+            if (f - q - 1 <= 11 && (f == n || err_apart(s[f]))) {
+                ErrU128 r = ((one << f) - 1) & ~((one << p) - 1);
+                R2 |= r;
+                U1 |= (one << p) | (one << (q + 1));
+                DR |= r & ~((one << p) | (one << q) | (one << (q + 1)));
+            }
+        }
+    }
+    if (R2 & UR) return -2;  /* (an address's port of 8 hex digits before a `-`: the loop's order decides) */
+    UR |= R2;
+    ErrU128 NU = err_spread(NUa, E, WS, W) & ~UR, MX = err_spread(MXa, E, WS, W) & ~UR;
+    ErrU128 HT = err_spread(HTa, E, WS, W) & ~UR;
+    ErrU128 HTD = err_spread(HTa & ADa, E, WS, W) & ~UR, HT1 = WS & err_spread(HTa & DWa, E, WS, W) & ~UR;
+    if (G & (D >> 1) & MX) return -2;  /* a letter of a gate beside a digit the loop would read */
+    ErrU128 ONE = (NU & WS) | (MX & D) | HTD | HT1 | U1, AA = (HT & ~ONE) | UA;
+    ErrU128 keep = ~((NU & ~WS) | DR);
+    const __m512i c1s = _mm512_set1_epi8('1'), cas = _mm512_set1_epi8('a');
+    v0 = _mm512_mask_mov_epi8(_mm512_mask_mov_epi8(v0, (__mmask64)ONE, c1s), (__mmask64)AA, cas);
+    v1 = _mm512_mask_mov_epi8(_mm512_mask_mov_epi8(v1, (__mmask64)(ONE >> 64), c1s), (__mmask64)(AA >> 64), cas);
+    if (X0) {
+        v0 = _mm512_mask_mov_epi8(_mm512_mask_mov_epi8(v0, (__mmask64)X0, _mm512_setzero_si512()), (__mmask64)XU,
+                                  _mm512_set1_epi8('A'));
+        v1 = _mm512_mask_mov_epi8(_mm512_mask_mov_epi8(v1, (__mmask64)(X0 >> 64), _mm512_setzero_si512()),
+                                  (__mmask64)(XU >> 64), _mm512_set1_epi8('A'));
+    }
+    if (X1) {
+        v0 = _mm512_mask_mov_epi8(v0, (__mmask64)X1, _mm512_set1_epi8(1));
+        v1 = _mm512_mask_mov_epi8(v1, (__mmask64)(X1 >> 64), _mm512_set1_epi8(1));
+    }
+    __mmask64 k0 = (__mmask64)keep & m0, k1 = (__mmask64)(keep >> 64) & m1;
+    Py_ssize_t j0 = (Py_ssize_t)_mm_popcnt_u64(k0), j1 = (Py_ssize_t)_mm_popcnt_u64(k1);
+    _mm512_mask_storeu_epi8((void *)o, j0 == 64 ? ~0ULL : (1ULL << j0) - 1, _mm512_maskz_compress_epi8(k0, v0));
+    if (j1) _mm512_mask_storeu_epi8((void *)(o + j0), (1ULL << j1) - 1, _mm512_maskz_compress_epi8(k1, v1));
+    return j0 + j1;
+}
+#endif
+
+static ALWAYS_INLINE Py_ssize_t err_key_body(const unsigned char *s, Py_ssize_t n, unsigned char *o, int gated,
+                                             ErrMasksFn masks, ErrCopyFn copy,
+                                             ErrFastFn fast) {
     if (n > ERR_LINE_MAX) return -1;
     Py_ssize_t j = 0;
     if (!ERR_CLS['a']) err_cls_init();
     uint64_t W[ERR_BLOCKS + 1], D[ERR_BLOCKS], H[ERR_BLOCKS], G[ERR_BLOCKS], ME[ERR_BLOCKS + 1];
-    if (err_masks(s, n, W, D, H, G)) return -1;  /* a byte no key holds */
+    if (masks(s, n, W, D, H, G)) return -1;  /* a byte no key holds */
+    if (!gated) {
+        Py_ssize_t f = fast(s, n, o, W, D, H, G);
+        if (f >= 0) return f;
+    }
     Py_ssize_t nb = (n + 63) >> 6;
     W[nb] = 0;
     /* The words the key may mask (a word: [A-Za-z0-9_]+; it may be masked when it holds a digit or 8 hex digits in a
@@ -2740,7 +2997,7 @@ static ALWAYS_INLINE Py_ssize_t err_key_body(const unsigned char *s, Py_ssize_t 
         /* the bytes up to it, as they are (a key is never longer than the bytes it was made of, so o has room for
          * what s has left) */
         if (p0 > p) {
-            err_copy(o + j, s + p, p0 - p, s + n);
+            copy(o + j, s + p, p0 - p, s + n);
             j += p0 - p;
         }
         p = p0;
@@ -2760,7 +3017,7 @@ static ALWAYS_INLINE Py_ssize_t err_key_body(const unsigned char *s, Py_ssize_t 
             gate = err_next(G, p, q, 0) < q;
         }
         if (!anyd && !(allhex && q - p >= 8)) {  /* no digit, no token: as it is */
-            err_copy(o + j, s + p, q - p, s + n);
+            copy(o + j, s + p, q - p, s + n);
             j += q - p;
             p = q;
             continue;
@@ -2870,33 +3127,48 @@ static ALWAYS_INLINE Py_ssize_t err_key_body(const unsigned char *s, Py_ssize_t 
         p = q;
     }
     if (p < n) {  /* the bytes after the last word masked, as they are */
-        err_copy(o + j, s + p, n - p, s + n);
+        copy(o + j, s + p, n - p, s + n);
         j += n - p;
     }
     return j;
 }
 
-/* err_key_body compiled twice: for any x86-64, and with BMI1/BMI2 (one-uop variable shifts, tzcnt; the masks' bit
- * tricks are most of its work), taken on a CPU that has them (err_bmi, set at import). Same bytes out either way. */
+/* err_key_body compiled twice: for any x86-64, and with AVX2 and BMI1/BMI2 (one-uop variable shifts, tzcnt; the
+ * masks' bit tricks are most of its work; the masks made inline), taken on a CPU that has them (err_bmi, set at
+ * import) when the scan takes a SIMD path. Same bytes out either way. */
 #if HAVE_AVX2_PATH && !defined(__clang__)
 #define HAVE_BMI_KEY 1
-__attribute__((target("bmi,bmi2,popcnt"))) static Py_ssize_t err_key_bmi(const unsigned char *s, Py_ssize_t n,
-                                                                          unsigned char *o, int gated) {
-    return err_key_body(s, n, o, gated);
+__attribute__((target("avx2,bmi,bmi2,popcnt"))) static Py_ssize_t err_key_bmi(const unsigned char *s, Py_ssize_t n,
+                                                                               unsigned char *o, int gated) {
+    return err_key_body(s, n, o, gated, err_masks_avx2_body, err_copy, err_fast_none);
 }
+#if HAVE_AVX512_PATH
+TARGET_FAST static Py_ssize_t
+err_key_512(const unsigned char *s, Py_ssize_t n, unsigned char *o, int gated) {
+    return err_key_body(s, n, o, gated, err_masks_avx512_body, err_copy512, err_fast512);
+}
+#endif
 static int err_bmi = -1;  /* the CPU has BMI1 and BMI2: 1; not known yet: -1 */
+static int err_vbmi2;     /* ... and AVX-512 VBMI2 (err_key_512) */
 #else
 #define HAVE_BMI_KEY 0
 #endif
 static Py_ssize_t err_key_plain(const unsigned char *s, Py_ssize_t n, unsigned char *o, int gated) {
-    return err_key_body(s, n, o, gated);
+    return err_key_body(s, n, o, gated, err_masks, err_copy, err_fast_none);
 }
 static Py_ssize_t err_key(const unsigned char *s, Py_ssize_t n, unsigned char *o, int gated) {
 #if HAVE_BMI_KEY
     if (err_bmi < 0) {
         __builtin_cpu_init();
         err_bmi = __builtin_cpu_supports("bmi") && __builtin_cpu_supports("bmi2");
+#if HAVE_AVX512_PATH
+        err_vbmi2 = __builtin_cpu_supports("avx512vbmi2");
+        err_punct_init();
+#endif
     }
+#if HAVE_AVX512_PATH
+    if (err_bmi && err_vbmi2 && path == P_AVX512) return err_key_512(s, n, o, gated);
+#endif
     if (err_bmi && path != P_SCALAR) return err_key_bmi(s, n, o, gated);
 #endif
     return err_key_plain(s, n, o, gated);
