@@ -57,6 +57,9 @@ AHEAD = 4  # chunks a reading stage may run ahead of the parsing (bounds the mem
 TOOK = -1  # a worker's message (TOOK, i): it is scanning shared job i
 RESULTS_AHEAD = 8  # results a worker may have made that this process has not read (a batch's tape waits here)
 ENGINE_KINDS = ("sglang", "vllm")
+WORKER_READ = 1 << 20  # bytes a worker reads at a time (prefiltered.read_size), not CHUNK then ROWS_CHUNK as this
+# process does: the read buffer is the worker's own memory beside this process's (a 1 GiB trainer run, peak PSS summed
+# over both: 67.5 -> 64.6 MB, CPU alike: a chunk's fixed cost is small beside an engine log's rows)
 POLL = 0.05  # seconds given a worker to exit once its pipe is closed
 DIED = "the process scanning it died (killed or out of memory?)"
 DIED_READING = "the process reading it died (killed or out of memory?)"
@@ -222,6 +225,7 @@ def _work(conn: Any) -> None:
     """A worker: scan shared files until none is left. A thread sends each result as soon as it is made, so
     the worker goes on scanning while this process, busy with its own files, has not read it yet."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is for this process's parent, which ends the workers
+    fastscan.read_size = fastscan.rows_chunk = WORKER_READ
     outbox: Queue[Any] = Queue(RESULTS_AHEAD)  # bounded: a batch's tape waits here until this process plays it
     sender = _sender(conn, outbox, lambda item, why: (item[0], f"its result could not be sent back: {why}"))
     while (i := _take()) < len(_shared):
@@ -285,6 +289,7 @@ def scan_files(scanner: Scanner, files: list[LogFile]) -> list[FileResult | None
         got[i] = r
 
     workers, conns = [], []
+    trim()
     try:
         for _ in range(min(n - 1, len(jobs))):
             started = _start(_work)
@@ -332,6 +337,7 @@ def map_shared(fn: Callable[[Any], Any], items: list[Any]) -> list[Any]:
             got[i] = r
 
     workers, conns = [], []
+    trim()
     try:
         for _ in range(min(n - 1, len(chunks) - 1)):
             started = _start(_map_work)
@@ -417,6 +423,27 @@ def _child(target: Callable[..., None], parent: int, *args: Any) -> None:
     _open_readers.clear()
     _die_with(parent)
     target(*args)
+
+
+def trim() -> None:
+    """Give the free memory inside malloc's heap back to the system (glibc malloc_trim), before forking workers. A
+    page freed but still mapped is shared with a worker after the fork; the first process that allocates into it then
+    copies it, and both hold it: on a 1 GiB trainer run ~7 MB of the parent's heap was such pages (peak PSS summed
+    over both processes 73.4 -> 67.6 MB). A trimmed page is the parent's alone when it is used again. Elsewhere
+    (another C library, no ctypes): nothing."""
+    global _malloc_trim
+    if _malloc_trim is None:
+        try:
+            import ctypes
+
+            _malloc_trim = ctypes.CDLL(None).malloc_trim
+        except (OSError, AttributeError, ImportError):
+            _malloc_trim = False
+    if _malloc_trim:
+        _malloc_trim(0)
+
+
+_malloc_trim: Any = None
 
 
 def _start(target: Callable[..., None], *args: Any) -> tuple[Any, Any] | None:
@@ -561,6 +588,7 @@ def _staged_scan(scanner: Scanner, lf: LogFile) -> FileResult:
     global _scanner
     _scanner = scanner
     try:
+        trim()
         started = _start(_read_stage, lf)
         if started is None:  # no process to be had: this one does both stages
             return scanner.scan(lf)

@@ -1,0 +1,81 @@
+"""Memory of a run with forked workers (issue 16): the parent trims malloc's free pages before it forks, a worker
+reads smaller chunks than the parent does, and the report is the one a single process gives."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+from pathlib import Path
+
+import pytest
+
+from triage.analyze import Settings, analyze
+from triage.report import RenderOptions, render
+from triage.scan import parallel
+from triage.scan import prefiltered as fastscan
+
+needs_fork = pytest.mark.skipif("fork" not in multiprocessing.get_all_start_methods(), reason="no fork")
+STATS = ("[2026-05-24 00:53:{s:02d} TP0] Decode batch, #running-req: 40, #token: 200000, token usage: {u}, "
+         "cuda graph: True, gen throughput (token/s): 2210.45, #queue-req: {q}")
+OOM = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.11 GiB"
+
+
+def engine_run(root: Path) -> Path:
+    """Two engine logs of ~150 KB each (many chunks of a small worker read), one under KV pressure at its end."""
+    for e, (u, tail) in enumerate((("0.40", "0.99"), ("0.30", "0.35"))):
+        rows = [STATS.format(s=i % 60, u=u, q=0) for i in range(900)]
+        rows += [STATS.format(s=i % 60, u=tail, q=7) for i in range(40)]
+        (root / f"sglang-engine-{e}.log").write_text("\n".join(rows) + "\n")
+    (root / "train.log").write_text("step 1: {'train/loss': 0.1}\n" + OOM + "\n")
+    return root
+
+
+def report(root: Path, monkeypatch: pytest.MonkeyPatch, jobs: str) -> dict:
+    monkeypatch.setenv("TRIAGE_JOBS", jobs)
+    return json.loads(render("json", analyze(Settings(paths=[str(root)])), RenderOptions()))
+
+
+@needs_fork
+def test_a_worker_reads_smaller_chunks_and_gives_the_report_one_process_gives(tmp_path: Path,
+                                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(parallel, "BIG", 0)  # every engine log may go to a worker
+    monkeypatch.setattr(parallel, "WORKER_READ", 16 << 10)  # a chunk of ~100 rows: runs cross chunk ends
+    (tmp_path / "run").mkdir()
+    run = engine_run(tmp_path / "run")
+    real = fastscan.read_chunks
+
+    def spy(needles, lf, *args):  # type: ignore[no-untyped-def]
+        if os.getpid() != parent:  # in a worker: what it reads at a time
+            (tmp_path / f"read-{lf.rel}").write_text(f"{fastscan.read_size} {fastscan.rows_chunk}")
+        return real(needles, lf, *args)
+
+    parent = os.getpid()
+    monkeypatch.setattr(fastscan, "read_chunks", spy)
+    workers = report(run, monkeypatch, "3")
+    assert workers == report(run, monkeypatch, "1")
+    assert fastscan.read_size is None and fastscan.rows_chunk == fastscan.ROWS_CHUNK  # this process's, untouched
+    seen = {p.name: p.read_text() for p in tmp_path.glob("read-*")}
+    assert seen and set(seen.values()) == {f"{16 << 10} {16 << 10}"}
+    rules = {f["rule"] for f in workers["findings"]}
+    assert "trainer.cuda-oom" in rules
+    assert {f["path"]: f["lines"] for f in workers["files"]}["sglang-engine-0.log"] == 940
+
+
+@needs_fork
+def test_the_heap_is_trimmed_before_workers_are_forked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(parallel, "BIG", 0)
+    (tmp_path / "run").mkdir()
+    run = engine_run(tmp_path / "run")
+    calls: list[str] = []
+    real_trim, real_start = parallel.trim, parallel._start
+    monkeypatch.setattr(parallel, "trim", lambda: (calls.append("trim"), real_trim())[1])
+    monkeypatch.setattr(parallel, "_start", lambda *a: (calls.append("fork"), real_start(*a))[1])
+    report(run, monkeypatch, "2")
+    assert calls and calls[0] == "trim" and "fork" in calls
+
+
+def test_trim_is_harmless_without_workers() -> None:
+    parallel.trim()
+    parallel.trim()  # the C library's function is looked up once
+    assert parallel._malloc_trim is not None
