@@ -79,3 +79,57 @@ def test_trim_is_harmless_without_workers() -> None:
     parallel.trim()
     parallel.trim()  # the C library's function is looked up once
     assert parallel._malloc_trim is not None
+
+
+def test_a_file_of_a_walk_keeps_no_path_of_its_own(tmp_path: Path) -> None:
+    import pickle
+
+    from triage.input.discover import discover
+    from triage.model import LogFile, own_path
+
+    (tmp_path / "ranks").mkdir()
+    (tmp_path / "ranks" / "train-rank-0.log").write_text("step 1\n")
+    (tmp_path / "odd\x01name.log").write_text("x\n")
+    files, problems = discover([str(tmp_path)], mapper=parallel.map_shared)
+    assert not problems
+    by_rel = {lf.rel: lf for lf in files}
+    plain, odd = by_rel["ranks/train-rank-0.log"], by_rel["odd\\x01name.log"]
+    assert own_path(plain) is None and plain.path == os.path.join(str(tmp_path), "ranks", "train-rank-0.log")
+    assert plain._dir == os.path.join(str(tmp_path), "") and all(lf._dir is plain._dir for lf in files if lf._dir)
+    assert own_path(odd) == os.path.join(str(tmp_path), "odd\x01name.log")  # its name is printed escaped
+    sent = pickle.dumps([plain, plain])
+    assert plain.path.encode() not in sent  # a worker's message holds the root once and the rel, not the path
+    back = pickle.loads(sent)[0]
+    assert back == plain and back.path == plain.path and own_path(back) is None
+    given = LogFile(path="/a/b.log", rel="b.log")
+    assert own_path(given) == "/a/b.log" == pickle.loads(pickle.dumps(given)).path
+
+
+def test_files_of_several_roots_keep_their_paths(tmp_path: Path) -> None:
+    from triage.input.discover import discover
+    from triage.model import own_path
+
+    for name in ("a", "b"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "train.log").write_text("step 1\n")
+    files, _ = discover([str(tmp_path / "a"), str(tmp_path / "b")])
+    assert [(lf.rel, lf.path) for lf in files] == [(str(tmp_path / n / "train.log"), str(tmp_path / n / "train.log"))
+                                                   for n in ("a", "b")]
+    assert all(own_path(lf) == lf.path for lf in files)
+
+
+def test_a_walk_lists_links_out_of_the_run_and_reads_the_rest(tmp_path: Path) -> None:
+    from triage.input.discover import discover
+
+    run = tmp_path / "run"
+    (run / "sub").mkdir(parents=True)
+    (run / "b.log").write_text("x\n")
+    (run / "a.log").write_text("y\n")
+    (run / "sub" / "c.log").write_text("z\n")
+    (tmp_path / "secret").write_text("s\n")
+    (run / "link.log").symlink_to(tmp_path / "secret")
+    (run / "inside.log").symlink_to(run / "a.log")
+    files, _ = discover([str(run)])
+    assert [(lf.rel, lf.kind if lf.kind == "link" else lf.status) for lf in files] == [
+        ("a.log", "read"), ("b.log", "read"), ("inside.log", "read"), ("link.log", "link"), ("sub/c.log", "read")]
+    assert {lf.rel: lf.path for lf in files}["inside.log"] == str(run / "inside.log")

@@ -37,14 +37,13 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from triage.input.read import CHUNK, open_stream
-from triage.model import Event, Hit, Line
+from triage.model import Event, Hit, Line, LogFile, own_path
 from triage.parsers.series_store import RowPart
 from triage.scan import batches
 from triage.scan import prefiltered as fastscan
 from triage.scan.filescan import FileResult
 
 if TYPE_CHECKING:
-    from triage.model import LogFile
     from triage.scan.scanner import Scanner
 
 BIG = 16 << 20  # bytes: engine logs smaller than this are not worth a process
@@ -115,6 +114,23 @@ def _hit(hit: Hit) -> tuple[type, tuple[Any, ...]]:
 copyreg.pickle(Line, _line)
 copyreg.pickle(Event, _event)
 copyreg.pickle(Hit, _hit)
+
+
+def _made_file(path: str | None, rel: str, kind: str, status: str, reason: str, size: int, lines: int,
+               compression: str, node: str, root: str) -> LogFile:
+    lf = LogFile(path, rel, kind, status, reason, size, lines, compression, node)  # type: ignore[arg-type]
+    lf._dir = root
+    return lf
+
+
+def _file(lf: LogFile) -> tuple[Any, tuple[Any, ...]]:
+    """A file as it travels: its path only when it has one of its own (a file of a walk is made of its root and rel,
+    and the root is one string a message: pickle sends it once)."""
+    return _made_file, (own_path(lf), lf.rel, lf.kind, lf.status, lf.reason, lf.size, lf.lines,
+                        lf.compression, lf.node, lf._dir)
+
+
+copyreg.pickle(LogFile, _file)
 
 
 def _made_part(shape: Any, n: int, lineno0: int, lines: bytes, ords: bytes, vals: bytes, stats: tuple[Any, ...],
