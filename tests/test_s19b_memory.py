@@ -133,3 +133,24 @@ def test_a_walk_lists_links_out_of_the_run_and_reads_the_rest(tmp_path: Path) ->
     assert [(lf.rel, lf.kind if lf.kind == "link" else lf.status) for lf in files] == [
         ("a.log", "read"), ("b.log", "read"), ("inside.log", "read"), ("link.log", "link"), ("sub/c.log", "read")]
     assert {lf.rel: lf.path for lf in files}["inside.log"] == str(run / "inside.log")
+
+
+def test_the_json_report_is_written_a_block_of_files_at_a_time(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from triage.model import LogFile, Report
+    from triage.report import json_format, outputs, render, render_pieces
+
+    monkeypatch.setattr(json_format, "FILES_BLOCK", 3)
+    files = [LogFile.found(str(tmp_path) + os.sep, f"rank-{i}.log") for i in range(10)]
+    for i, lf in enumerate(files):
+        lf.lines, lf.size, lf.kind = i, 1000 * i, "trainer"
+    rep = Report(version="0.1.0", root=str(tmp_path), files=files, figures={"x": 1.0})
+    parts = list(render_pieces("json", rep))
+    assert "".join(parts) == render("json", rep) and len(parts) == 1 + 4 + 1 + 1  # head, 4 blocks, "]", tail
+    assert json.loads("".join(parts))["files"][9] == {"path": "rank-9.log", "kind": "trainer", "status": "read",
+                                                       "reason": "", "lines": 9, "size": 9000}
+    empty = Report(version="0.1.0", root=str(tmp_path))
+    assert "".join(render_pieces("json", empty)) == render("json", empty)
+    assert list(render_pieces("markdown", rep)) == [render("markdown", rep)]  # a format without pieces: one
+    out = tmp_path / "report.json"
+    outputs.write_text(out, render_pieces("json", rep))
+    assert out.read_text() == render("json", rep)
