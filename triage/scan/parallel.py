@@ -314,7 +314,7 @@ def scan_files(scanner: Scanner, files: list[LogFile]) -> list[FileResult | None
             workers.append(started[0])
             conns.append(started[1])
         live, scanning = list(conns), dict[Any, Any]()
-        out = {id(lf): kept(lf, scanner.scan(lf)) for lf in here}
+        out = {id(lf): r for lf in here if (r := kept(lf, scanner.scan(lf))) is not None}  # None: not kept
         while (i := _take()) < len(jobs):  # then take shared jobs like any worker
             arrived(i, _scan_batch(jobs[i]) if i >= len(shared) else scanner.scan(jobs[i][0]))
             _collect(live, arrived, scanning, block=False)  # the workers' results so far (their tapes' turn may come)
@@ -323,12 +323,13 @@ def scan_files(scanner: Scanner, files: list[LogFile]) -> list[FileResult | None
         for i, job in enumerate(jobs):
             r = got.get(i, DIED)
             for lf, one in zip(job, r if isinstance(r, list) else [r] * len(job)):
-                out[id(lf)] = _lost(lf, one) if isinstance(one, str) else one if one is None else kept(lf, one)
+                if (one := _lost(lf, one) if isinstance(one, str) else one if one is None else kept(lf, one)) is not None:
+                    out[id(lf)] = one
     finally:
         for w, c in zip(workers, conns):
             _end(w, c)
         _scanner, _shared, _first_batch, _taken = None, [], 0, None
-    return [out[id(lf)] for lf in files]
+    return [out.get(id(lf)) for lf in files]  # out: only the results kept (a run of 200 k small files keeps a few)
 
 
 MAP_CHUNK = 256  # items of a map_shared job: one message of results each
