@@ -51,8 +51,10 @@ def test_every_built_in_format_but_text_and_github_is_an_extra_output() -> None:
 
 def test_sarif_category_and_max_chars_reach_the_render_options(cli, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
     seen: list[registry.RenderOptions] = []
-    real = registry.render
+    real, real_pieces = registry.render, registry.render_pieces
     monkeypatch.setattr("triage.report.outputs.render", lambda fmt, rep, opts: seen.append(opts) or real(fmt, rep, opts))
+    monkeypatch.setattr("triage.report.outputs.render_pieces",  # json is written as it is made (render_pieces)
+                        lambda fmt, rep, opts: seen.append(opts) or real_pieces(fmt, rep, opts))
     assert cli(case("004"), "--format", "json", "--sarif-category", "nightly/8xH100", "--max-chars", "jira").code == 1
     assert (seen[0].sarif_category, seen[0].max_chars) == ("nightly/8xH100", 32767)
     assert cli(case("004"), "--format", "json", "--max-chars", "5000").code == 1

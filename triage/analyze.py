@@ -96,15 +96,12 @@ def _scan_all(scanner: Scanner, files: list[LogFile]) -> tuple[list[FileResult],
     bar = progress.start(sum(lf.size for lf in todo))
     scanner.progress = bar
     try:
-        by_file = {id(lf): r for lf, r in zip(todo, parallel.scan_files(scanner, todo))}
+        by_file = [r for r in parallel.scan_files(scanner, todo) if r is not None]  # in the order of todo
     finally:
         scanner.progress = None
         if bar is not None:
             bar.close()
-    for lf in todo:
-        r = by_file[id(lf)]
-        if r is not None:  # None: a result that holds nothing (its file's notes are home: parallel.kept)
-            results.append(r)
+    results += by_file  # None: a result that holds nothing, left out (its file's notes are home: parallel.kept)
     for r in results:
         _how_far(r)
     return results, config_events

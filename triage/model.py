@@ -27,6 +27,17 @@ class LogFile:
     lines: int = 0
     compression: str = ""
     node: str = ""  # the machine the file was read on, in a merged report (`triage merge`)
+    # a file found walking a directory keeps no path of its own: it is `_dir + rel`, `_dir` the directory given (with
+    # its separator, one string all its files share), path None (see `found`): ~100 bytes less a file, 26 MB for
+    # 257 k small files, pages a forked worker would otherwise have shared and then copied
+    _dir: str = field(default="", init=False, repr=False, compare=False)
+
+    @classmethod
+    def found(cls, root: str, rel: str) -> LogFile:
+        """The file rel under root (`root` ending with its separator: every file of the walk shares that string)."""
+        lf = cls(path=None, rel=rel)  # type: ignore[arg-type]  # the path is root + rel, made when asked
+        lf._dir = root
+        return lf
 
     @property
     def side(self) -> str:
@@ -44,6 +55,27 @@ class LogFile:
         if self.status == "read":
             self.status = "partial"
         self.reason = (self.reason + "; " if self.reason else "") + why
+
+
+_PATH = LogFile.__dict__["path"]  # the slot that holds a path given (None: `_dir + rel`)
+
+
+def own_path(lf: LogFile) -> str | None:
+    """The path lf was given, None for a file of a walk (its path is `_dir + rel`)."""
+    p: str | None = _PATH.__get__(lf, LogFile)
+    return p
+
+
+def _path(self: LogFile) -> str:
+    p: str | None = _PATH.__get__(self, LogFile)
+    return p if p is not None else self._dir + self.rel
+
+
+def _set_path(self: LogFile, path: str | None) -> None:
+    _PATH.__set__(self, path)
+
+
+LogFile.path = property(_path, _set_path)  # type: ignore[assignment,misc]  # a slot read through `_path`
 
 
 # What became of a file: read whole; partial (reading stopped before its end: LogFile.reason says why and how far);

@@ -10,7 +10,7 @@ REGISTRY is the one list of formats: the CLI's `--format` choices and its extra-
 from __future__ import annotations
 
 import importlib
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -70,6 +70,16 @@ def resolve(fmt: str, env: Mapping[str, str]) -> str:
     if fmt != AUTO:
         return fmt
     return "github" if env.get("GITHUB_ACTIONS") else "text"
+
+
+def render_pieces(fmt: str, report: Report, options: RenderOptions | None = None) -> Iterator[str]:
+    """render's text in pieces (their join is render's), for a format that can make it so without holding it whole
+    (json's files list, a block at a time); else the text as one piece."""
+    spec = REGISTRY.get(fmt)
+    module = importlib.import_module(spec.module) if spec is not None else None
+    if module is not None and hasattr(module, "pieces"):
+        return module.pieces(report, options or RenderOptions())
+    return iter((render(fmt, report, options),))
 
 
 def render(fmt: str, report: Report, options: RenderOptions | None = None) -> str:

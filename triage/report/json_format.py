@@ -4,7 +4,7 @@ and compact timelines). `triage diff` reads it back."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from json.encoder import encode_basestring_ascii
 from typing import Any
 
@@ -71,17 +71,24 @@ FILES_LEVEL = 1  # the files list's indent level in the report (a value of the t
 FILES_BLOCK = 4096  # file entries joined at a time
 
 
-def _files_written(files: list[LogFile]) -> _Written:
-    """The files list as dumps writes it at FILES_LEVEL, one file's entry at a time: a run of 200 k files held a
+def _files_blocks(files: list[LogFile]) -> Iterator[str]:
+    """The files list as dumps writes it at FILES_LEVEL, FILES_BLOCK entries at a time: a run of 200 k files held a
     dict per file (and a copy of each file) for its whole report, ~150 MB, where the text alone is ~25 MB."""
     if not files:
-        return _Written(dumps([], FILES_LEVEL))
+        yield dumps([], FILES_LEVEL)
+        return
     inner = ",\n" + "  " * (FILES_LEVEL + 1)
-    blocks = ["".join([inner + dumps(_file(f), FILES_LEVEL + 1) for f in files[i:i + FILES_BLOCK]])
-              for i in range(0, len(files), FILES_BLOCK)]  # not 200 k entries held at once: a block's at most
-    blocks[0] = "[\n" + blocks[0][2:]
-    blocks.append("\n" + "  " * FILES_LEVEL + "]")
-    return _Written("".join(blocks))
+    for i in range(0, len(files), FILES_BLOCK):  # not 200 k entries held at once: a block's at most
+        block = "".join([inner + dumps(_file(f), FILES_LEVEL + 1) for f in files[i:i + FILES_BLOCK]])
+        yield "[\n" + block[2:] if i == 0 else block
+    yield "\n" + "  " * FILES_LEVEL + "]"
+
+
+def _files_written(files: list[LogFile]) -> _Written:
+    return _Written("".join(_files_blocks(files)))
+
+
+_HOLE = _Written("\x00files\x00")  # where the files list goes in the report's text: JSON text never holds a NUL
 
 
 def dumps(value: Any, level: int = 0, tail: str = "") -> str:
@@ -104,6 +111,18 @@ def dumps(value: Any, level: int = 0, tail: str = "") -> str:
         parts[0] = "[\n"
         parts.append(f"\n{pad}]{tail}")
     return "".join(parts)
+
+
+def pieces(report: Report, options: RenderOptions) -> Iterator[str]:
+    """The report's text in pieces, "".join of them being render's: the files list a block at a time, written as
+    it is made (a run of 257 k files: its ~45 MB of text were held two or three times over at the end of the run,
+    blocks, joined list, whole report)."""
+    safe = safe_report(report)
+    head, hole, tail = dumps(as_dict(safe, lambda files: _HOLE), tail="\n").partition(_HOLE)
+    assert hole, "the files list has its place in the report"
+    yield head
+    yield from _files_blocks(safe.files)
+    yield tail
 
 
 def render(report: Report, options: RenderOptions) -> str:

@@ -16,13 +16,13 @@ import secrets
 import stat
 import sys
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from triage.errors import TriageError
 from triage.model import Report
-from triage.report import RenderOptions, render
+from triage.report import RenderOptions, render, render_pieces
 
 
 class OutputError(TriageError):
@@ -101,18 +101,20 @@ PIECE = 1 << 20  # characters of a report encoded and written at a time: not a s
 # report of 200 k files is ~25 MB)
 
 
-def _pieces(text: str) -> Iterator[str]:
-    for i in range(0, len(text), PIECE):
-        yield text[i:i + PIECE]
+def _pieces(text: str | Iterable[str]) -> Iterator[str]:
+    """text, or the text the parts of an iterable make (render_pieces), a PIECE at most at a time."""
+    for part in (text,) if isinstance(text, str) else text:
+        for i in range(0, len(part), PIECE):
+            yield part[i:i + PIECE]
 
 
-def _write_encoded(fd: int, text: str) -> None:
+def _write_encoded(fd: int, text: str | Iterable[str]) -> None:
     """text as UTF-8 (an unpaired surrogate as its escape), a PIECE at a time."""
     for piece in _pieces(text):
         write_all(fd, piece.encode("utf-8", "backslashreplace"))
 
 
-def write_text(path: Path, text: str, append: bool = False) -> None:
+def write_text(path: Path, text: str | Iterable[str], append: bool = False) -> None:
     """Write (or append) text as UTF-8. A file or a new name is replaced atomically; a FIFO or a device the
     user named (`--output /dev/stdout`) is written directly, as a shell redirection would."""
     what = special(path)
@@ -135,7 +137,7 @@ def write_text(path: Path, text: str, append: bool = False) -> None:
             os.close(fd)
 
 
-def write_stdout(text: str) -> None:
+def write_stdout(text: str | Iterable[str]) -> None:
     """The report on standard output, flushed now, so a closed pipe or a full device is an OutputError here."""
     stream = sys.stdout
     if stream is None:
@@ -163,9 +165,12 @@ def emit(report: Report, targets: list[Target], options: RenderOptions, env: Map
     """Render and write every target; returns warnings (e.g. a job summary that could not be appended)."""
     warnings = []
     for t in targets:
-        text = render(t.fmt, report, options)
+        if t.path is None and t.fmt == "text":
+            write_stdout(fence(render(t.fmt, report, options), env))
+            continue
+        text = render_pieces(t.fmt, report, options)  # written as it is made: not held whole (json's files list)
         if t.path is None:
-            write_stdout(fence(text, env) if t.fmt == "text" else text)
+            write_stdout(text)
         else:
             write_text(t.path, text)
     summary = env.get("GITHUB_STEP_SUMMARY")

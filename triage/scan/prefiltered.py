@@ -111,6 +111,11 @@ COLUMNS_FROM = 256 << 10  # bytes: a smaller file learns no shapes of its own (a
 ROWS_CHUNK = 8 << 20  # bytes read at a time from a file once line shapes are registered (its lines come as columns):
 # its rows reach the stores in write-outs of a chunk at most, each costing Python a fixed few milliseconds (a 750 MB
 # trainer log: ~180 write-outs -> ~90; 16 MiB halved that again but added ~30 MB of peak PSS at 1 GiB)
+# What read_chunks reads at a time in this process: read_size (None: CHUNK), then rows_chunk once shapes are
+# registered. A forked worker reads less at a time (parallel.WORKER_READ): its read buffer is its own memory beside
+# the parent's
+read_size: int | None = None
+rows_chunk = ROWS_CHUNK
 RESCAN_PER_MIB = 500  # lines a chunk returned per MiB of it above which it is scanned again once new error keys are
 # registered (a scan costs about a millisecond a MiB, a line reaching Python some 20 us: the first part of a file,
 # FIRST_PART, is scanned again for a few dozen lines)
@@ -254,7 +259,7 @@ def scan_file(scanner: LineScanner, fs: FileScan, stream: BinaryIO, progress: Pr
     if shapes is not None and shapes.shared:
         fs.shapes = list(shapes.shapes)  # armed before this file's first chunk: the C side's indices from the start
     chunks = read_chunks(scanner.needles, fs.lf, stream, progress, lambda base: fs.family.native(fs.ctx, base),
-                         shapes)
+                         shapes, rows_chunk)
     return parse_chunks(scanner, fs, chunks, lambda rest: _Prepend(rest.head, stream))
 
 
@@ -285,7 +290,7 @@ def read_chunks(needles: Needles, lf: LogFile, stream: BinaryIO, progress: Progr
     step = 0 if lf.size <= SAMPLE_ALL_BELOW else lf.size // TIMELINE_ROWS
     # a file of known size smaller than a chunk reads into a buffer its size (zeroing 4 MiB for each of 200 k small
     # files is most of their cost); should it grow meanwhile, a line the buffer cannot hold goes to the line reader
-    size = CHUNK
+    size = read_size or CHUNK
     known = not lf.compression and lf.path != "-" and 0 < lf.size < size
     buf = _buffer((lf.size + 1 if known else size) + MAX_LINE + 1)
     mv = memoryview(buf)
@@ -409,7 +414,7 @@ def _buffer(n: int) -> Any:
     into, and they go back to the system as soon as the file is done (a freed bytearray that size raised malloc's
     threshold, so the next file's came from the heap and stayed there: ~4 MiB more RSS in a process that reads
     several big files, a worker's engine logs)."""
-    if n >= CHUNK and hasattr(mmap, "MAP_PRIVATE"):
+    if n >= (read_size or CHUNK) and hasattr(mmap, "MAP_PRIVATE"):
         return mmap.mmap(-1, n, mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)  # private: a worker forked meanwhile has its own
     return bytearray(n)
 
