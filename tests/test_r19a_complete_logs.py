@@ -202,3 +202,18 @@ def test_phase_ranking_keeps_other_findings_in_place(tmp_path: Path):
            "INFO 03-01 16:42:49 [gpu_model_runner.py:4656] Graph capturing finished in 40 secs, took 4.08 GiB\n")
     rules = [f.rule for f in triage_files(tmp_path, {"vllm.log": log}).findings]
     assert rules.index("cold.startup-compile-slow") < rules.index("cold.startup-capture-slow")
+
+
+@pytest.mark.parametrize(("case", "words"), [
+    ("1766", "Streaming VLLM version must be greater than 0.8.5"),
+    ("1771", "Attempted to load weight (torch.Size([32, 5760])) into parameter (torch.Size([32, 6144]))"),
+])
+def test_round_two_openrlhf_jobs_end_in_their_own_exception(case: str, words: str):
+    """Round 2 (scored against the library with round 1's fixes): a version assertion in every LLMRayActor's creation
+    task, a weight update the engine refused; srun's exit folds into each."""
+    report = triage_dir(extra_input(case))
+    f = top(report)
+    assert (f.category, f.rule, f.severity) == ("other", "other.fatal-exit", "error")
+    assert any(words in e.text for e in f.evidence)
+    assert f.evidence[-1].text.startswith("srun: error: ")
+    assert all(g.category in ("other", "unclassified") for g in report.findings)
