@@ -34,12 +34,13 @@ def test_rocm_benchmark_slow_from_its_cold_start_is_not_a_generation_tail():
     r = triage_dir(extra_input("1705"))
     rules = {f.rule for f in r.findings}
     assert "gen.slow-generation" not in rules
-    f = top(r)
-    assert (f.category, f.rule, f.severity) == ("cold-start", "cold.startup-compile-slow", "warning")
-    assert [(e.file, e.line) for e in f.evidence] == [("vllm_results.log", 42)]
-    capture = next(x for x in r.findings if x.rule == "cold.startup-capture-slow")
-    assert (capture.severity, capture.numbers["seconds"]) == ("warning", 2173)
-    assert "compile.cache" in knob_names(f)
+    f = top(r)  # the capture, 72x its threshold, before the compile at 1.4x (s19: phases rank by how far over)
+    assert (f.category, f.rule, f.severity) == ("cold-start", "cold.startup-capture-slow", "warning")
+    assert [(e.file, e.line) for e in f.evidence] == [("vllm_results.log", 48)]
+    assert f.numbers["seconds"] == 2173
+    compile_ = next(x for x in r.findings if x.rule == "cold.startup-compile-slow")
+    assert compile_.severity == "warning" and [e.line for e in compile_.evidence] == [42]
+    assert "compile.cache" in knob_names(compile_)
 
 
 LONG_BAR = ("Processed prompts:   7%|▋         | 32/480 [1:51:04<21:22:43, 171.79s/it, est. speed input: 0.69 toks/s, "

@@ -222,6 +222,8 @@ def mean_length_at_cap(params: dict[str, Any], run: Run) -> list[CheckResult]:
         if limit > 0 and math.isfinite(p[1]) and p[1] >= share * limit:
             hits.append((p, limit, source))
     s = run.canon_summary("response_length")
+    if not cap and s_max is None and s is not None:
+        hits = _pinned_at_ceiling(params, means, s)
     near = run.canon_summary(SHARE)  # every record at `share` of its longest response is in view unless TOP are
     if s is not None and (cap or near is None or (len(near.top) == TOP and near.top[0][0] >= share)):
         count = run.scaled([p[0] for p, _, _ in hits], [p[0] for p in means], s.n)  # more than the view holds
@@ -236,6 +238,25 @@ def mean_length_at_cap(params: dict[str, Any], run: Run) -> list[CheckResult]:
     return [CheckResult(evidence=_ev(points, 0, -1), count=count,
                         numbers={"metric": key, "mean": mean, "response_cap": limit, "cap_source": source,
                                  "records": count, "arithmetic": arithmetic})]
+
+
+def _pinned_at_ceiling(params: dict[str, Any], means: list[Point], s: Summary) -> list[tuple[Point, float, str]]:
+    """With neither a configured cap nor a per-step longest response (TRL < 0.14 prints only `completion_length`,
+    the step's mean): the records whose mean sits at the run's highest mean, when nearly all of them do. Means of
+    sampled responses vary from step to step; a mean that returns to the same highest value record after record
+    is every response cut at one length, the cap (a Qwen3.5-9B GRPO run on GSM8K: `'completion_length': '128'` in
+    99 of 100 records, 127.8 in the other). A mean pinned at the run's lowest value is no cap (a collapse to
+    one-token answers); short pinned means (a fixed-format answer) are not either."""
+    if s.hi is None or s.n < int(params.get("min_pinned_records", 10)):
+        return []
+    ceiling = s.hi[1]
+    if ceiling < float(params.get("min_pinned_tokens", 32)):
+        return []
+    tol = float(params.get("pinned_tolerance", 0.005)) * ceiling
+    pinned = [p for p in means if math.isfinite(p[1]) and p[1] >= ceiling - tol]
+    if len(pinned) < float(params.get("min_pinned_share", 0.9)) * len(means):
+        return []
+    return [(p, ceiling, "the mean's own ceiling, held record after record") for p in pinned]
 
 
 # -- step time ------------------------------------------------------------------------------------------------
@@ -282,6 +303,8 @@ def step_time_trend(params: dict[str, Any], run: Run) -> list[CheckResult]:
         worst = max(range(len(warm)), key=warm.__getitem__)
         rest = warm[:worst] + warm[worst + 1:]
         base = median(rest) if rest else 0.0
+        if base > 0 and _slow_prefix(values, worst + 1, stall * base):
+            continue  # the run's first steps were all slow: a warm-up (or a regime that ended), not one stalled step
         if base > 0 and warm[worst] >= max(min_seconds, stall * base) and _waited(points, worst + 1, min_seconds):
             arithmetic = f"{label} {warm[worst]:g} s against a median of {base:g} s ({warm[worst] / base:.1f}x)"
             return [CheckResult(evidence=_ev(points, worst + 1), count=1,
@@ -289,6 +312,14 @@ def step_time_trend(params: dict[str, Any], run: Run) -> list[CheckResult]:
                                          "ratio": round(warm[worst] / base, 2), "arithmetic": arithmetic},
                                 title=f"One step stalled far beyond the others ({arithmetic})")]
     return []
+
+
+def _slow_prefix(values: list[float], i: int, slow: float) -> bool:
+    """Whether the step at `i` is the end of a run of slow steps that began with the first one, none of them far
+    above the first: a TRL bar whose first two iterations took 11 and 7 minutes (first-time kernels) before 98 took
+    37 s each, a verl run whose steps fell from 427 s to 38 s as its responses collapsed from 1,760 tokens to one.
+    Each step of such a prefix is slow against the later median, but none stalled among fast neighbours."""
+    return i >= 1 and all(v >= slow for v in values[:i + 1]) and values[i] <= 2.0 * values[0]
 
 
 def _waited(points: list[Point], i: int, min_seconds: float) -> bool:

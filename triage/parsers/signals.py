@@ -103,6 +103,29 @@ WARNINGS_RECORD = lazy(r"^\s?\S+\.py:\d+: (?:[A-Z]\w*)?Warning: |^\s*warnings\.w
 TQDM_HEAD = lazy(r"^[^|\n]{0,160}?\d{1,3}%\|[^|]{0,80}\| *\d+/\d+ \[[^\]]{0,80}\]")
 
 
+# A line its program printed below warning: Python logging's default `%(asctime)s - %(levelname)s - %(message)s`
+# (`2026-02-28 16:15:25,731 - INFO - Failed to auto-detect TPU type.`, Ray 2.5x's TPU probe on every job start),
+# `INFO:name:`, `[INFO]`, loguru `| INFO |`, vLLM/SGLang `INFO 03-08 08:22:22 [file.py:12]`, glog `I0801 13:23:20`.
+PREFIX_INFO = lazy(r"(?:^|[\s\[(|:,])(?:INFO|DEBUG)(?=[\s\]):|,]|$)|(?:^|[\s\[:\]])I\d{3,8} \d\d:\d\d:\d")
+HEAD_INFO = lazy(
+    r"^(?:\([^)]{1,80}\) )?(?:\[[^\]]{0,60}\]:?)?\s?\[?(?:INFO|DEBUG)(?=[\s\]):|])"  # `INFO:root:`, `[INFO]`
+    r"|^\s?(?:[-|]\s*)?(?:[\w.]+\s*[-|]\s*)?(?:INFO|DEBUG)\s*[-|]"  # `- root - INFO -`, `| INFO |`
+    r"|^\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[,.]\d+)? - (?:[\w.]+ - )?(?:INFO|DEBUG) - "  # logging's default format
+    r"|^\[?I\d{3,4} \d\d:\d\d:\d\d"
+)
+
+
+def is_info_level(line: Line) -> bool:
+    """Whether the line's own program printed it as information (INFO/DEBUG): what it reports did not stop it."""
+    text, msg = line.text, line.msg
+    cut = len(text) - len(msg) if text.endswith(msg) else max(text.find(msg[:60]), 0) if msg else 0
+    if cut and (PREFIX_LEVEL.search(text, 0, cut) or PREFIX_WARNING.search(text, 0, cut)):
+        return False  # the prefix's level is higher: a message that starts with the word INFO is not the level
+    if cut and PREFIX_INFO.search(text, 0, cut):
+        return True
+    return HEAD_INFO.match(msg) is not None
+
+
 def is_warning_level(line: Line) -> bool:
     """Whether the line's own program printed it as a warning (and so caught whatever it reports and went on)."""
     text, msg = line.text, line.msg
@@ -547,7 +570,7 @@ def judge(found: list[Chain], marks: list[Line], hits: list[Hit], unclaimed: lis
     unclaimed[:] = kept_lines
 
     if found:
-        last = found[-1]
+        last = _last_new(found)
         final = last.final
         assert final is not None
         end = final.until or final.lineno
@@ -755,6 +778,27 @@ WENT_ON_LOOK = 200
 # start", "... exiting", "Fatal ...", "... died"): the traceback was its end, not something it went on from
 PROCESS_EXIT = re.compile(r"(?i)\b(?:exit(?:ing|ed)?|fatal|abort(?:ing|ed)?|terminat\w*|died|dead|kill(?:ed|ing)?"
                           r"|failed to start|sigquit|shut(?:ting)? ?down|crash\w*)\b")
+
+
+def _ray_echo(c: Chain, before: list[Chain]) -> bool:
+    """Whether a chain is Ray's deduplicated echo of a failure printed before it: the log monitor prints the first
+    copy of a line at once and the other workers' copies later as one `... [repeated 6x across cluster]` line (an
+    OpenRLHF job's four vLLM actors each panicking in tiktoken while loading a vocabulary, the summary printed after
+    the driver's own traceback, real-extra 1775). The summary is a copy of what already happened, not what happened
+    last."""
+    final = c.final
+    if final is None or final.repeat <= 1 or c.frames:
+        return False
+    name = exception_name(final)[0]
+    return bool(name) and any(b.final is not None and exception_name(b.final)[0] == name for b in before)
+
+
+def _last_new(found: list[Chain]) -> Chain:
+    """The file's last chain that is not a Ray echo of an earlier one (_ray_echo)."""
+    i = len(found) - 1
+    while i > 0 and _ray_echo(found[i], found[:i]):
+        i -= 1
+    return found[i]
 
 
 def _benign(c: Chain) -> bool:
