@@ -10,8 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from triage.analyze import Settings, analyze
-from triage.report import RenderOptions, render
+from tests.test_parallel import report
 from triage.scan import parallel
 from triage.scan import prefiltered as fastscan
 
@@ -29,11 +28,6 @@ def engine_run(root: Path) -> Path:
         (root / f"sglang-engine-{e}.log").write_text("\n".join(rows) + "\n")
     (root / "train.log").write_text("step 1: {'train/loss': 0.1}\n" + OOM + "\n")
     return root
-
-
-def report(root: Path, monkeypatch: pytest.MonkeyPatch, jobs: str) -> dict:
-    monkeypatch.setenv("TRIAGE_JOBS", jobs)
-    return json.loads(render("json", analyze(Settings(paths=[str(root)])), RenderOptions()))
 
 
 @needs_fork
