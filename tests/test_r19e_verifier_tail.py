@@ -107,3 +107,12 @@ def test_bounds_and_moving_functions_are_not_flagged(tmp_path: Path, values: tup
 def test_two_records_are_not_enough(tmp_path: Path):
     report = triage_files(tmp_path, {"train.log": _trl(0.5, 0.1, 0.6) + _trl(0.5, 0.2, 0.7)})
     assert all(f.rule != "verifier.reward-function-constant" for f in report.findings)
+
+
+@pytest.mark.parametrize("line", [
+    "Warning: Failed to parse gold solution: The answer is nine",
+    "Warning: Gold solution is None: None",
+])
+def test_gold_answers_the_grader_cannot_read(tmp_path: Path, line: str):
+    f = top(triage_files(tmp_path, {"train.log": line + "\n"}))
+    assert (f.category, f.rule) == ("verifier", "verifier.gold-unparseable")
