@@ -1,9 +1,10 @@
 """Recognition round 19 (r19e): verifier timeouts in trial harnesses, graders that crash or never grade
-(real-extra 1840-1845).
+(real-extra 1840-1846).
 
 - Harbor / Terminal-Bench style harnesses name a grader that ran out of time by the exception alone
-  (VerifierTimeoutError in a trial summary, in prose, in exception.txt or a result JSON): verifier.timeout
-  (1841, 1842). Source text defining or catching the class is no run's log.
+  (VerifierTimeoutError in a trial summary, in prose, in a CI summary, in exception.txt or a result JSON):
+  verifier.trial-timeout, a warning however few (the trial has no reward at all) (1841, 1842; round 2 1846). Source
+  text defining or catching the class is no run's log.
 - A reward function scoring every batch the same value strictly between 0 and 1, in the train records and the
   trainer's eval records, while the total reward moves: verifier.reward-function-constant (1844: the
   open-r1-derived accuracy_reward's "neutral" 0.5 when the gold answer cannot be parsed). A function at 0 or 1, or
@@ -29,7 +30,7 @@ def test_lcb_execution_timeout_is_the_verifier_timeout():
 
 def test_harbor_trial_summaries_with_verifier_timeout():
     f = top(triage_dir(extra_input("1842")))
-    assert (f.category, f.rule) == ("verifier", "verifier.timeout")
+    assert (f.category, f.rule, f.severity) == ("verifier", "verifier.trial-timeout", "warning")
     assert [(e.file, e.line) for e in f.evidence][0] == ("trials.log", 2)
     assert f.count == 2
     assert knob_names(f)[0] == "verifier.timeout"
@@ -37,7 +38,7 @@ def test_harbor_trial_summaries_with_verifier_timeout():
 
 def test_verifier_timeout_error_named_in_prose():
     f = top(triage_dir(extra_input("1841")))
-    assert (f.category, f.rule) == ("verifier", "verifier.timeout")
+    assert (f.category, f.rule) == ("verifier", "verifier.trial-timeout")
     assert [(e.file, e.line) for e in f.evidence] == [("pier-run.log", 8)]
 
 
@@ -50,14 +51,22 @@ def test_verifier_timeout_error_named_in_prose():
 ])
 def test_other_verifier_timeout_error_wordings(tmp_path: Path, line: str):
     f = top(triage_files(tmp_path, {"job.log": line + "\n"}))
-    assert (f.category, f.rule) == ("verifier", "verifier.timeout")
+    assert (f.category, f.rule, f.severity) == ("verifier", "verifier.trial-timeout", "warning")
+
+
+def test_a_ci_summary_naming_one_verifier_timeout_beside_agent_timeouts():
+    # round 2 (mux#1680): one VerifierTimeoutError failed the nightly job; before the harness rule became its own
+    # warning, the info-level verifier.timeout finding lost to the unexplained "failed with:" line
+    f = top(triage_dir(extra_input("1846")))
+    assert (f.category, f.rule) == ("verifier", "verifier.trial-timeout")
+    assert [(e.file, e.line) for e in f.evidence][0] == ("nightly-summary.md", 5)
 
 
 def test_source_defining_the_class_is_not_a_timeout(tmp_path: Path):
     src = ("class VerifierError(RuntimeError):\n    pass\n\n\nclass VerifierTimeoutError(VerifierError):\n"
            '    """Raised when a verifier process exceeds its time limit."""\n')
     report = triage_files(tmp_path, {"errors.txt": src})
-    assert all(f.rule != "verifier.timeout" for f in report.findings)
+    assert all(f.rule not in ("verifier.timeout", "verifier.trial-timeout") for f in report.findings)
 
 
 def test_harness_bench_benchflow_verifier_timeout():
