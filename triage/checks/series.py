@@ -6,6 +6,7 @@ grows or stalls, a generation bar minutes per prompt.
 from __future__ import annotations
 
 import math
+import re
 from statistics import median
 from typing import Any
 
@@ -103,6 +104,59 @@ def rewards_all_zero(params: dict[str, Any], run: Run) -> list[CheckResult]:
             break
     return [CheckResult(evidence=evidence, count=n, numbers=numbers,
                         title=f"Every reward is zero: lifecycle pass, no policy gradient exercised ({arithmetic})")]
+
+
+_EVAL_FN = re.compile(r"eval[_/]rewards/(?P<fn>[^/]+?)(?:/mean)?")
+
+
+def reward_function_constant(params: dict[str, Any], run: Run) -> list[CheckResult]:
+    """One reward function's mean is the same value, strictly between 0 and 1, in every record that prints it
+    (train records, and the trainer's eval records of the same function: `eval_rewards/<fn>`), at least
+    `min_records` of them, while the step's total reward moves: the function gives every batch the same score
+    whatever the completions say. A grader that falls back to a fixed "neutral" score when it cannot read the
+    reference does this (the open-r1-derived accuracy_reward returns 0.5 when math_verify cannot parse the gold
+    solution: real-extra 1844). 0 and 1 are left out: a function pinned at a bound can be a hard task or a learned
+    format (an all-zero run is rewards_all_zero's)."""
+    min_records = int(params.get("min_records", 3))
+    total = run.canon_summary("reward")
+    if total is None or total.lo is None or total.hi is None or total.hi[1] - total.lo[1] <= 1e-9:
+        return []  # no moving total: nothing says the records are different batches
+    evals: dict[str, list[Any]] = {}
+    for key, s in run.store().sums.items():
+        m = _EVAL_FN.fullmatch(key)
+        if m and s.lo is not None and s.hi is not None:
+            evals.setdefault(m["fn"], []).append(s)
+    out: list[CheckResult] = []
+    for fn, s in sorted(run.fn_summaries().items()):
+        if s.lo is None or s.hi is None or s.bad or s.hi[1] != s.lo[1]:
+            continue
+        value = s.lo[1]
+        if not 0 < abs(value) < 1:
+            continue
+        extra = [e for e in evals.get(fn, ()) if e.lo[1] == value and e.hi[1] == value and not e.bad]
+        if any(e.lo[1] != value or e.hi[1] != value for e in evals.get(fn, ())):
+            continue  # the eval batches score differently: the function does read the completions
+        n = s.n + sum(e.n for e in extra)
+        if n < min_records:
+            continue
+        assert s.first is not None and s.last is not None
+        key = s.first[2]
+        evidence = _ends(run, s)
+        for e in extra:
+            if e.first is not None:
+                ev, _, k = run.point(e.first)
+                line = _line(ev, k)
+                if all(line is not o for o in evidence):
+                    evidence.append(line)
+        arithmetic = (f"{key} = {value:g} in {s.n} of {s.n} records"
+                      + (f" and in {sum(e.n for e in extra)} eval records" if extra else "")
+                      + f" while {total.first[2] if total.first else 'reward'} moved "
+                      f"{total.lo[1]:.4g}..{total.hi[1]:.4g}")
+        out.append(CheckResult(evidence=evidence, count=n,
+                               numbers={"metric": key, "reward_function": fn, "value": value, "records": n,
+                                        "arithmetic": arithmetic},
+                               title=f"Reward function {fn} scores every batch {value:g} ({arithmetic})"))
+    return out[:1]
 
 
 # -- collapse -----------------------------------------------------------------------------------------------
