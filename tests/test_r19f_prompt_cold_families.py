@@ -107,3 +107,35 @@ def test_blind_right_cases_stay_right(case: str, category: str, rule: str, numbe
 def test_double_spaced_ascend_paste_points_at_the_value_error():
     f = top(triage_dir(extra_input("1866")))
     assert ("vllm-serve.log", 5) in [(e.file, e.line) for e in f.evidence]
+
+
+# Round 2 (1870-1872): TensorRT-LLM's max_num_tokens refusal and Ollama's embed context refusal.
+
+def test_trtllm_prompt_over_max_num_tokens_through_triton():
+    f = top(triage_dir(extra_input("1870")))
+    assert (f.category, f.rule, f.severity) == ("prompt-budget", "prompt.trtllm-max-num-tokens", "error")
+    assert [(e.file, e.line) for e in f.evidence] == [("tritonserver.log", 1)]
+    assert (f.numbers["input_tokens"], f.numbers["budget"]) == (9351, 8192)
+    assert "miles.sglang_chunked_prefill_size" in knob_names(f)
+
+
+@pytest.mark.parametrize("line", [
+    "RequestError: The sum of prompt length (101), query length (0) should not exceed max_num_tokens (100)",
+    '{"object":"error","message":"The sum of prompt length (38049.0), query length (0) should not exceed '
+    'max_num_tokens (32768)","type":"BadRequestError","param":null,"code":400}',
+])
+def test_trtllm_max_num_tokens_family(tmp_path: Path, line: str):
+    f = top(triage_files(tmp_path, {"serve.log": line + "\n"}))
+    assert (f.category, f.rule) == ("prompt-budget", "prompt.trtllm-max-num-tokens")
+
+
+def test_a_build_time_clamp_is_not_a_refused_request(tmp_path: Path):
+    report = triage_files(tmp_path, {"build.log": "opt_num_tokens (9000) should not exceed max_num_tokens (8192).\n"})
+    assert all(f.rule != "prompt.trtllm-max-num-tokens" for f in report.findings)
+
+
+@pytest.mark.parametrize("case, file, line", [("1871", "nano-brain.log", 3), ("1872", "n8n-error.txt", 2)])
+def test_ollama_embed_input_over_context(case: str, file: str, line: int):
+    f = top(triage_dir(extra_input(case)))
+    assert (f.category, f.rule) == ("prompt-budget", "prompt.context-length-exceeded")
+    assert (file, line) in [(e.file, e.line) for e in f.evidence]
