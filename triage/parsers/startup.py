@@ -41,7 +41,8 @@ phases, each with its duration when the line gives one:
 - `timeout`       the launcher gave up: `server not ready within N seconds` (Modal examples), `did not become
                   ready` (olmOCR), `Timed out [after Ns ]waiting for [the ]server|vLLM server` (TRL, generic),
                   `Timeout waiting for vLLM server healthy` (slime/vime vLLM backend), `can't be reached at ... after
-                  N seconds` (TRL/verifiers client), `failed to start within N`, `health check failed after Ns`
+                  N seconds` (TRL/verifiers client), `failed to start within N`, SkyRL's `Server at HOST:PORT did
+                  not come online within N seconds`, `health check failed after Ns`
                   (llama-swap), text-generation-webui `Server health check timed out after N seconds`, the
                   tt-inference-server eval harness `Service did not become healthy within 1200.0s`, vLLM-Omni
                   `Timed out waiting for READY from StageEngineCoreProc after 300s`, AReaL `Waiting generation
@@ -114,6 +115,8 @@ TIMEOUT = lazy(
     r"(?: within (?P<became>[\d.]+) ?s)?"
     r"|timed? ?out (?:after (?P<after>[\d.]+) ?s )?waiting for (?:the )?(?:\w+ )?(?:server|engine|runner)"
     r"|(?:server|engine) (?:failed to start|did not start) within (?:(?P<within>[\d.]+)|(?:the )?timeout)"
+    r"|(?:server|engine|worker)s?(?: at \S+)? (?:did not|didn't|failed to) come (?:online|up) within "
+    r"(?P<online>[\d.]+) ?(?:s\b|sec|seconds?)"
     r"|server can't be reached at \S+ after (?P<reach>[\d.]+) seconds"
     r"|health check failed after (?P<hc>[\d.]+) ?s"
     r"|\bcheck timed out after (?P<hct>[\d.]+) ?(?:s\b|sec|seconds?)"
@@ -134,6 +137,7 @@ ANCHORS = ("Load weight end", "Load weight begin", "graph end", "graph begin", "
            "aiting for server", "not ready within", "not ready in", "did not become ready", "didn't become ready",
            "never became ready", "failed to become ready", "imed out waiting for", "imeout waiting for",
            "aiting for vLLM server", "failed to start within", "did not start within", "can't be reached at",
+           "come online within", "come up within",
            "health check failed after", "check timed out after", "did not become healthy", "waiting for READY from",
            "servers timeout", "server timeout", "graph bs [",
            "not ready after", "not healthy after", "not up after", "was not reached after",
@@ -217,7 +221,7 @@ def _parse(line: Line, msg: str) -> Event | None:
     m = TIMEOUT.search(msg)
     if m:
         deadline = next((float(v) for v in (m["deadline"], m["after"], m["within"], m["reach"], m["hc"], m["hct"],
-                                                 m["became"], m["ready"]) if v), None)
+                                                 m["became"], m["ready"], m["online"]) if v), None)
         if deadline is None and m["after_n"]:
             deadline = float(m["after_n"]) * UNIT_SECONDS.get(m["after_unit"].lower(), 1.0)
         return _event(line, "timeout", "launcher", "", None, **({"deadline": deadline} if deadline else {}))
