@@ -286,6 +286,44 @@ def unclassified(lib: Library, lines: list[Line], redact_on: bool, folds: list[F
     return out
 
 
+def fold_exit_copies(findings: list[Finding], run: Run, redact_on: bool) -> list[Finding]:
+    """An unexplained group whose template is the exception that ended a process (an `other.fatal-exit`, or the root
+    it folded into) is that exception again: each engine, worker or wrapper that printed it (Ray's actor and
+    TaskRunner copies, every LLMRayActor's vLLM engine, the driver's own traceback) adds a copy, not a second
+    failure (real-extra 1766: the same AssertionError from each LLMRayActor; 1774: pydantic's ValidationError
+    twice; 776: the RuntimeError in the traceback and in the TaskRunner's unhandled-error copy). Its lines fold into
+    the finding that holds the process end: `same_exception_lines` counts them, its first line joins the evidence
+    next to the exception's."""
+    keys: dict[str, tuple[str, int]] = {}
+    for ev in run.events:
+        if ev.kind != "fatal" or ev.fields.get("rule"):
+            continue
+        msg = ev.line.msg[: 2 * MAX_TEXT]
+        keys.setdefault(family(redact(msg) if redact_on else msg)[:200], (ev.line.file, ev.line.lineno))
+    if not keys:
+        return findings
+    holder: dict[tuple[str, int], Finding] = {}
+    for f in findings:
+        if f.category != "unclassified":
+            for e in f.evidence:
+                holder.setdefault((e.file, e.line), f)
+    out = []
+    for f in findings:
+        at = keys.get(f.numbers.get("template", "")) if f.rule == "unclassified" else None
+        root = holder.get(at) if at is not None else None
+        if root is None:
+            out.append(f)
+            continue
+        root.numbers["same_exception_lines"] = root.numbers.get("same_exception_lines", 0) + f.count
+        first = f.evidence[0] if f.evidence else None
+        if first is not None and len(root.evidence) < MAX_EVIDENCE + 2 and all(
+                (e.file, e.line) != (first.file, first.line) for e in root.evidence):
+            # next to the exception it repeats, before the symptoms folded in after it (srun's exit stays last)
+            at_index = next(i for i, e in enumerate(root.evidence) if (e.file, e.line) == at)
+            root.evidence.insert(at_index + 1, first)
+    return out
+
+
 def merge_symptoms(lib: Library, findings: list[Finding]) -> list[Finding]:
     """Fold a symptom (actor death, crash header) into the root-cause finding it belongs to.
 
@@ -427,6 +465,7 @@ def build(lib: Library, results: list[FileResult], run: Run, cfg: Config, redact
     order = {r.file.rel: i for i, r in reversed(list(enumerate(results)))}
     findings += unclassified(lib, [ln for r in results for ln in r.unclaimed], redact_on,
                              [f for r in results for f in r.folded], order)
+    findings = fold_exit_copies(findings, run, redact_on)
     findings = rank(findings, lib.domain)
     seen: dict[str, int] = {}
     for f in findings:

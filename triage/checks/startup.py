@@ -21,7 +21,7 @@ from triage.checks.base import CheckResult, Run
 from triage.model import Event, Line
 
 LABELS = {"weight_load": "weight load", "compile": "compile/JIT", "graph_capture": "CUDA-graph capture",
-          "engine_init": "engine init", "profile": "memory profiling/warmup"}
+          "engine_init": "engine init", "profile": "memory profiling/warmup", "download": "weight download"}
 SUMMED = {"autotune"}  # one line per GEMM shape, run one after the other: their times add up
 
 
@@ -36,6 +36,7 @@ class Span:
     lines: int = 1
     cached: bool = False
     line_ts: float | None = None  # wall-clock time of the line (parsers/startup.timestamp)
+    download: float | None = None  # a weight load's seconds of Hub download, taken out of it (_split_download)
 
     @property
     def key(self) -> str:
@@ -168,14 +169,30 @@ def engines(run: Run) -> list[Engine]:
         for eng in out.values():
             if eng.cache_hit is not None and "compile" in eng.spans:
                 eng.spans["compile"].cached = True
+            _split_download(eng)
         return list(out.values())
     return run.once("startup_engines", build)
 
 
+def _split_download(eng: Engine) -> None:
+    """vLLM times the whole model load (`Model loading took X GiB and Y seconds`, V0's model runner total) with the
+    Hub download of a first start inside it, and prints the download on its own line before (`Time spent downloading
+    weights for M: S seconds`). A weight-load span that follows the download and holds it is the load less the
+    download: reading 9 GiB in 9.7 s after an 844 s download is a fast load on an empty cache (real-extra 1821), not
+    slow storage. `Loading weights took` (the loader's own loop) is already without it (shorter than the download,
+    left as it is). The download stays a phase of its own in the summary."""
+    down, load = eng.spans.get("download"), eng.spans.get("weight_load")
+    if down is None or load is None or load.line.lineno < down.line.lineno or load.seconds < down.seconds:
+        return
+    load.seconds = round(load.seconds - down.seconds, 2)
+    load.download = down.seconds
+
+
 def total_seconds(phases: dict[str, float]) -> float:
-    """Startup seconds without double counting: vLLM's engine init already holds its compile, capture and profiling."""
-    load = phases.get("weight_load", 0.0)
-    rest = sum(v for k, v in phases.items() if k not in ("weight_load", "engine_init"))
+    """Startup seconds without double counting: vLLM's engine init already holds its compile, capture and profiling;
+    a weight download comes before the load, outside engine init."""
+    load = phases.get("weight_load", 0.0) + phases.get("download", 0.0)
+    rest = sum(v for k, v in phases.items() if k not in ("weight_load", "engine_init", "download"))
     return round(load + max(phases.get("engine_init", 0.0), rest), 3)
 
 

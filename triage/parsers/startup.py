@@ -6,6 +6,10 @@ phases, each with its duration when the line gives one:
 - `weight_load`   SGLang `Load weight end. elapsed=X s` (2026-01-26 ->; earlier ones carry no time) and
                   `Load weight begin`; vLLM `Loading weights took X seconds` (V0/V1 loader, `default_loader.py`),
                   `Model loading took X GiB [memory ]and Y seconds` (V1 `gpu_model_runner.py`).
+- `download`      vLLM `Time spent downloading weights for MODEL: X seconds` (`weight_utils.py`, printed when the
+                  Hub download took over 0.5 s; 0.6 -> 2026, V0 and V1): the download of a first start on an empty
+                  cache. `Model loading took` (and V0's model runner total) includes it; `Loading weights took`
+                  does not (real-extra 1760: 125.7 s of a 132.6 s load; 1821: 844.4 s of 854.1 s).
 - `compile`       vLLM `torch.compile takes|took X s in total` (`monitor.py`), `Compiling a graph for ... takes X s`,
                   `Dynamo bytecode transform time: X s` (parts of the total), `Directly load the compiled graph ...
                   from the cache` (a cache hit); PyTorch inductor `SingleProcess AUTOTUNE [benchmarking ]takes X
@@ -86,6 +90,8 @@ VLLM = (
     ("profile", "memory profiling", lazy(r"Memory profiling takes (?P<seconds>[\d.]+) s")),
     ("profile", "profiling/warmup", lazy(r"Initial profiling/warmup run took (?P<seconds>[\d.]+) s")),
 )
+# vLLM weight_utils: `Time spent downloading weights for Qwen/Qwen2.5-7B-Instruct: 125.718781 seconds`
+DOWNLOAD = lazy(r"Time spent downloading weights for .{0,300}?: (?P<seconds>[\d.]+) seconds")
 CACHE_HIT = lazy(r"Directly load the compiled graph")
 AUTOTUNE = lazy(r"\bAUTOTUNE (?:benchmarking )?takes (?P<a>[\d.]+) seconds(?: and (?P<b>[\d.]+) seconds precompiling)?")
 DEEPGEMM = lazy(r"Entering DeepGEMM JIT Pre-Compile session")
@@ -128,7 +134,7 @@ UNIT_SECONDS = {"s": 1.0, "sec": 1.0, "second": 1.0, "seconds": 1.0, "min": 60.0
 
 ANCHORS = ("Load weight end", "Load weight begin", "graph end", "graph begin", "fired up and ready",
            "Starting vLLM API server", "Starting vLLM server", "Application startup complete",
-           "Loading weights took", "Model loading took", "torch.compile takes",
+           "Loading weights took", "Model loading took", "Time spent downloading weights", "torch.compile takes",
            "torch.compile took", "Compiling a graph for", "Dynamo bytecode transform", "Directly load the compiled",
            "Graph capturing finished", "init engine (profile", "Memory profiling takes", "profiling/warmup run took",
            "AUTOTUNE benchmarking takes", "AUTOTUNE takes", "DeepGEMM JIT Pre-Compile",
@@ -197,6 +203,10 @@ def _parse(line: Line, msg: str) -> Event | None:
         m = CAPTURE_BEGIN.search(msg)
         if m:
             return _event(line, "graph_capture", "sglang", m["what"].strip(), None, mark="begin")
+    if "Time spent downloading weights" in msg:
+        m = DOWNLOAD.search(msg)
+        if m:
+            return _event(line, "download", "vllm", "", float(m["seconds"]))
     if "took" in msg or "take" in msg or "transform time" in msg or "finished in" in msg:
         for phase, what, rx in VLLM:
             m = rx.search(msg)
