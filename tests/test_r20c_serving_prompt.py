@@ -166,7 +166,7 @@ def test_blind_right_cases_stay_right(prefix: str, rule: str, where: tuple[str, 
 
 @pytest.mark.parametrize("prefix,rule,where", [
     # round 2: real threads added after the rules were written
-    ("1934", "serving.engine-memory-estimate-refused", ("ollama-run.log", 12)),
+    ("1934", "serving.engine-memory-estimate-refused", ("ollama-run.log", 11)),
     ("1935", "serving.engine-memory-estimate-refused", ("rag-agent.log", 10)),
     ("1936", "prompt.llamacpp-context-exceeded", ("privateGPT.log", 1)),
     ("1937", "serving.engine-memory-estimate-refused", ("app.log", 1)),
