@@ -25,7 +25,6 @@ from pathlib import Path
 import pytest
 from conftest import extra_input, knob_names, top, triage_dir, triage_files
 
-
 # -- host RAM: Ray's memory monitor ---------------------------------------------------------------------------------
 
 def test_ray_lease_listing_beside_a_wrapped_oom_is_host_memory():
