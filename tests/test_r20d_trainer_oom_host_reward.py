@@ -24,6 +24,7 @@ from pathlib import Path
 
 import pytest
 from conftest import extra_input, knob_names, top, triage_dir, triage_files
+from domain import SIX
 
 # -- host RAM: Ray's memory monitor ---------------------------------------------------------------------------------
 
@@ -77,6 +78,20 @@ def test_custom_reward_function_not_found(tmp_path: Path, line: str, name: str |
     assert (f.category, f.rule) == ("verifier", "verifier.reward-not-implemented")
     if name:
         assert f.numbers["reward_function"] == name
+
+
+def test_roll_reward_worker_class_that_does_not_import():
+    # round 2 (ROLL issue 201): the failed import is logged, then the pipeline dies on worker_cls.__name__
+    f = top(triage_dir(extra_input("1950")))
+    assert (f.category, f.rule) == ("verifier", "verifier.reward-not-implemented")
+    assert [(e.file, e.line) for e in f.evidence][0] == ("driver.log", 1)
+    assert f.numbers["reward_function"] == "roll.pipeline.rlvr.rewards.general_val_rule_reward_worker.GeneralRuleRewardWorker"
+
+
+def test_a_non_reward_worker_class_that_does_not_import_is_not_the_reward_path():
+    # round 2 (ROLL issue 275): worker_cls None from an environment worker's broken dependency
+    f = top(triage_dir(extra_input("1951")))
+    assert f.category not in SIX and f.rule != "verifier.reward-not-implemented"
 
 
 def test_the_loaded_reward_function_message_is_quiet(tmp_path: Path):
