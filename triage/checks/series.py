@@ -61,7 +61,9 @@ def rewards_all_zero(params: dict[str, Any], run: Run) -> list[CheckResult]:
     total and each reward function (warning: no policy gradient). Zero must persist: `min_steps` records, or
     two records in which two or more reward functions are all zero, or a closing run summary (wandb) whose
     reward max is zero (every sample of the last step scored 0), or records (one is enough) whose reward std and
-    grad_norm are both exactly 0 (no gradient measured, not only inferred). Counts, non-finite values and
+    grad_norm are both exactly 0 (no gradient measured, not only inferred), or a step record (one is enough) that
+    counts at least `min_unsolved_prompts` prompts none of whose samples scored, none solved, and a batch reward
+    max of 0: a whole large batch credited nothing, which a hard task alone does not explain. Counts, non-finite values and
     "every value zero" come from the exact summaries (series_store.Summary), whatever the log's length."""
     min_steps = int(params.get("min_steps", 3))
     total = run.canon_summary("reward")
@@ -83,7 +85,11 @@ def rewards_all_zero(params: dict[str, Any], run: Run) -> list[CheckResult]:
     summary_zero = any(ev.fields.get("tag") == "summary" and _at(maxima, ev) == 0 for ev in viewed.values())
     spread = run.canon_summary("reward_std")
     no_spread = spread is not None and spread.n > 0 and not spread.nonzero
-    if not (n >= min_steps or (n >= 2 and len(fns) >= 2) or summary_zero
+    min_unsolved = int(params.get("min_unsolved_prompts", 64))
+    solved = {id(ev): v for ev, v, _ in run.canon("solved_prompts")}
+    broad = [(ev, v, k) for ev, v, k in run.canon("unsolved_prompts")
+             if id(ev) in viewed and v >= min_unsolved and solved.get(id(ev), 0) == 0 and _at(maxima, ev) == 0]
+    if not (n >= min_steps or (n >= 2 and len(fns) >= 2) or summary_zero or broad
             or (no_spread and _no_gradient(run, viewed))):  # the update measured no gradient at all
         return []
     first = groups[0][1]
@@ -95,6 +101,9 @@ def rewards_all_zero(params: dict[str, Any], run: Run) -> list[CheckResult]:
         arithmetic += f"; {len(names)} reward function{'s' if len(names) > 1 else ''} all 0 ({', '.join(names[:6])})"
     if summary_zero and n < min_steps:
         arithmetic += "; the run summary's reward max is 0: every sample of the last step scored 0"
+    if broad and n < min_steps and not summary_zero:
+        arithmetic += (f"; {broad[0][2]} = {broad[0][1]:g} with a reward max of 0: none of the step's "
+                       f"{broad[0][1]:g} prompts got a nonzero score from any sample")
     numbers: dict[str, Any] = {"metric": key, "records": n, "all": 0.0, "reward_functions": names,
                                "arithmetic": arithmetic}
     evidence = _ends(run, first)

@@ -25,6 +25,9 @@ SERIES: dict[str, tuple[str, ...]] = {
     "reward_min": ("critic/score/min", "critic/rewards/min", "reward_min", "rewards/min"),
     "reward_std": ("critic/score/std", "reward_std", "rewards/std", "train/reward_std", "Total rewards std",
                    "GrpStd"),
+    # prompts of the step none of whose samples scored, and all of whose did (DeepScaleR/rllm-style verl step lines)
+    "unsolved_prompts": ("batch/solve_none",),
+    "solved_prompts": ("batch/solve_all",),
     # share of groups whose samples all scored alike (TRL; Video-R1/R1-V style trainers print zero_var_ratio)
     "frac_reward_zero_std": ("frac_reward_zero_std", "zero_var_ratio"),
     "response_length": ("response_length/mean", "rollout/response_len/mean", "rollout/response_lengths",
