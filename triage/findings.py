@@ -244,26 +244,24 @@ def unclassified(lib: Library, lines: list[Line], redact_on: bool, folds: list[F
     files = dict(order or {})  # file -> its place in the run's order
     for ln in [*lines, *(f.first for f in folds or [])]:
         files.setdefault(ln.file, len(files))
-    items = [(files[ln.file], ln, ln, ln.repeat) for ln in lines]
-    items += [(files[f.first.file], f.first, f.last, f.count) for f in folds or []]
+    items: list[tuple[int, Line, Line, int, bytes | None]] = [(files[ln.file], ln, ln, ln.repeat, None) for ln in lines]
+    items += [(files[f.first.file], f.first, f.last, f.count, f.shape) for f in folds or []]
     items.sort(key=lambda it: (it[0], it[1].lineno))
-    for i, first, end, count in items:
+    for i, first, end, count, kind in items:
         msg = first.msg[: 2 * MAX_TEXT]
-        kind = shape(msg)
+        if kind is None:  # (a fold's shape is the one its lines were folded under: lines of one shape, one family)
+            kind = shape(msg)
         key = keys.get(kind)
         if key is None:
             key = keys[kind] = family(redact(msg) if redact_on else msg)
             if len(keys) > 100_000:
                 keys.clear()
-        # a folded line is of its first line's shape, prefix included
-        warned = (signals.is_warning_level(first) or signals.is_info_level(first)
-                  or FELL_BACK.search(first.msg) is not None)
         c = clusters.get(key)
         if c is None:
-            clusters[key] = [first, end, count, i, warned]
+            clusters[key] = [first, end, count, i, _warned(first)]
             continue
         c[2] += count
-        c[4] = c[4] and warned
+        c[4] = c[4] and _warned(first)  # (asked only while every line before was warned)
         if i != c[3] or end.lineno > c[1].lineno:  # the last line of the last file holding the family
             c[1], c[3] = end, i
     cat = lib.categories.get("unclassified")
@@ -284,6 +282,13 @@ def unclassified(lib: Library, lines: list[Line], redact_on: bool, folds: list[F
                            explain=cat.explain if cat else "", first=ev[0], last=last, priority=5,
                            numbers=numbers))
     return out
+
+
+def _warned(first: Line) -> bool:
+    """Whether the line's own program printed it as a warning or information, or it says what it fell back to (a
+    folded line is of its first line's shape, prefix included)."""
+    return (signals.is_warning_level(first) or signals.is_info_level(first)
+            or FELL_BACK.search(first.msg) is not None)
 
 
 def fold_exit_copies(findings: list[Finding], run: Run, redact_on: bool) -> list[Finding]:

@@ -2501,6 +2501,25 @@ static ALWAYS_INLINE int err_digit(unsigned char c) { return c >= '0' && c <= '9
 static ALWAYS_INLINE int err_wordc(unsigned char c) {
     return c == '_' || err_digit(c) || ((c | 0x20) >= 'a' && (c | 0x20) <= 'z');
 }
+/* Where an address ends (template.MASKS: `\b\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?\b`) whose first part, of 1-3 digits,
+ * ends at q: after its fourth part, or its port; -1 when there is none there (fewer parts, a part of more digits, or
+ * a word byte, `.` or `:` right after it). err_fast512 and err_key_body's loop both ask it. */
+static ALWAYS_INLINE Py_ssize_t err_addr_end(const unsigned char *s, Py_ssize_t n, Py_ssize_t q) {
+    Py_ssize_t k = q, parts = 1;
+    while (parts < 4 && k + 1 < n && s[k] == '.' && err_digit(s[k + 1])) {
+        Py_ssize_t d = k + 1;
+        while (d < n && err_digit(s[d])) d++;
+        if (d - k - 1 > 3) return -1;
+        k = d;
+        parts++;
+    }
+    if (parts < 4) return -1;
+    if (k + 1 < n && s[k] == ':' && err_digit(s[k + 1])) {
+        k++;
+        while (k < n && err_digit(s[k])) k++;
+    }
+    return k == n || (!err_wordc(s[k]) && s[k] != '.' && s[k] != ':') ? k : -1;
+}
 /* template._APART: what may stand beside a number standing alone (ASCII: \s is only the blank here) */
 static ALWAYS_INLINE int err_apart(unsigned char c) {  /* (ERR_CLS is set: err_key_body's callers) */
     return (ERR_CLS[c] & EC_APART) != 0;
@@ -2884,26 +2903,13 @@ TARGET_FAST static ALWAYS_INLINE Py_ssize_t err_fast512(const unsigned char *s, 
         Py_ssize_t p = bh ? 127 - err_clz(bh) : 63 - err_clz((uint64_t)before), L = q - p;
         if (((UR | R2) >> p) & 1) continue;  /* within a mark already */
         if (L <= 3 && (p == 0 || s[p - 1] != '.')) {  /* an address (the byte before is no word's) */
-            Py_ssize_t kk = q, parts = 1;
-            while (parts < 4 && kk + 1 < n && s[kk] == '.' && err_digit(s[kk + 1])) {
-                Py_ssize_t d = kk + 1;
-                while (d < n && err_digit(s[d])) d++;
-                if (d - kk - 1 > 3) break;
-                kk = d;
-                parts++;
-            }
-            if (parts == 4) {
-                if (kk + 1 < n && s[kk] == ':' && err_digit(s[kk + 1])) {
-                    kk++;
-                    while (kk < n && err_digit(s[kk])) kk++;
-                }
-                if (kk == n || (!err_wordc(s[kk]) && s[kk] != '.' && s[kk] != ':')) {
-                    ErrU128 r = ((one << kk) - 1) & ~((one << p) - 1);
-                    R2 |= r;
-                    X1 |= one << p;
-                    DR |= r & ~(one << p);
-                    continue;
-                }
+            Py_ssize_t kk = err_addr_end(s, n, q);
+            if (kk >= 0) {
+                ErrU128 r = ((one << kk) - 1) & ~((one << p) - 1);
+                R2 |= r;
+                X1 |= one << p;
+                DR |= r & ~(one << p);
+                continue;
             }
         }
         if (L < 8 && (p == 0 || err_apart(s[p - 1]))) {  /* a fraction (8 digits or more: a hex token first) */
@@ -3064,25 +3070,12 @@ static ALWAYS_INLINE Py_ssize_t err_key_body(const unsigned char *s, Py_ssize_t 
         if (!gated && alldig && L <= 3 && (p == 0 || (!err_wordc(s[p - 1]) && s[p - 1] != '.'))) {
             /* an address (template.MASKS: `\b\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?\b`, all of it `<ip>`): one mark,
              * whatever its digits; where the address ends otherwise (`.`, a word), the digits are kept */
-            Py_ssize_t k = q, parts = 1;
-            while (parts < 4 && k + 1 < n && s[k] == '.' && err_digit(s[k + 1])) {
-                Py_ssize_t d = k + 1;
-                while (d < n && err_digit(s[d])) d++;
-                if (d - k - 1 > 3) break;
-                k = d;
-                parts++;
-            }
-            if (parts == 4) {
-                if (k + 1 < n && s[k] == ':' && err_digit(s[k + 1])) {
-                    k++;
-                    while (k < n && err_digit(s[k])) k++;
-                }
-                if (k == n || (!err_wordc(s[k]) && s[k] != '.' && s[k] != ':')) {
-                    if (err_slash_gate(s, n, p, k)) return -1;
-                    o[j++] = 1;
-                    p = k;
-                    continue;
-                }
+            Py_ssize_t k = err_addr_end(s, n, q);
+            if (k >= 0) {
+                if (err_slash_gate(s, n, p, k)) return -1;
+                o[j++] = 1;
+                p = k;
+                continue;
             }
         }
         if (!gated && alldig && L <= 11 && (p == 0 || err_apart(s[p - 1]))) {  /* a number standing alone */
@@ -3175,7 +3168,8 @@ static Py_ssize_t err_key(const unsigned char *s, Py_ssize_t n, unsigned char *o
 }
 
 #define ERR_MIX(h, w) ((h) = ((h) ^ (w)) * 0x9E3779B97F4A7C15ULL, (h) ^= (h) >> 29)
-static uint64_t err_hash(const unsigned char *k, Py_ssize_t n) {  /* 32 bytes a step in four lanes (a key is ~100) */
+/* (err_hash's body: inlined where a line taken whole is looked up, err_run_512) */
+static ALWAYS_INLINE uint64_t err_hash_body(const unsigned char *k, Py_ssize_t n) {  /* 32 bytes a step in four lanes (a key is ~100) */
     uint64_t h = 1469598103934665603ULL ^ (uint64_t)n, h1 = 0xC2B2AE3D27D4EB4FULL, h2 = 0x165667B19E3779F9ULL,
              h3 = 0x27D4EB2F165667C5ULL, w;
     Py_ssize_t i = 0;
@@ -3204,6 +3198,7 @@ static uint64_t err_hash(const unsigned char *k, Py_ssize_t n) {  /* 32 bytes a 
     ERR_MIX(h, h2 ^ (h3 << 1));
     return h | 1;
 }
+static uint64_t err_hash(const unsigned char *k, Py_ssize_t n) { return err_hash_body(k, n); }
 
 /* A line's header (`[2026-05-24 00:50:01 DP0 TP0] `: up to the first `] `) is most of the digits err_key reads, and
  * a log's lines repeat it but for its digits. Its key is the key of the header alone (what follows `] ` is not read
@@ -3253,17 +3248,23 @@ static Py_ssize_t err_head(struct Errs *E, const unsigned char *s, Py_ssize_t n)
 
 static Py_ssize_t err_key_ids(struct Errs *E, Py_ssize_t j, const Py_ssize_t *ids, Py_ssize_t nids, int gated);
 
-/* The text of the key of line [bol, eol) (of the `gated` kind) into E->kbuf: its length, or -1. */
-static Py_ssize_t err_line_text(struct Errs *E, const unsigned char *b, Py_ssize_t bol, Py_ssize_t eol, int gated) {
+/* The text of the key of line [bol, eol) (of the `gated` kind) into E->kbuf: its length, or -1. (key: err_key, or the
+ * build of it err_key would take, inlined into a loop built for the same CPU: err_run_512) */
+typedef Py_ssize_t (*ErrKeyFn)(const unsigned char *, Py_ssize_t, unsigned char *, int);
+static ALWAYS_INLINE Py_ssize_t err_line_text_body(struct Errs *E, const unsigned char *b, Py_ssize_t bol,
+                                                   Py_ssize_t eol, int gated, ErrKeyFn key) {
     const unsigned char *s = b + bol;
     Py_ssize_t n = eol - bol, j;
     Py_ssize_t P = gated || n > ERR_LINE_MAX ? 0 : err_head(E, s, n);
     if (P) {  /* the kept header's key, then the rest's */
         memcpy(E->kbuf, E->head_out, (size_t)E->head_olen);
-        j = err_key(s + P, n - P, E->kbuf + E->head_olen, 0);
+        j = key(s + P, n - P, E->kbuf + E->head_olen, 0);
         if (j >= 0) j += E->head_olen;
-    } else j = err_key(s, n, E->kbuf, gated);
+    } else j = key(s, n, E->kbuf, gated);
     return j;
+}
+static Py_ssize_t err_line_text(struct Errs *E, const unsigned char *b, Py_ssize_t bol, Py_ssize_t eol, int gated) {
+    return err_line_text_body(E, b, bol, eol, gated, err_key);
 }
 
 /* The key of line [bol, eol) with these needles into E->kbuf (of the `gated` kind): its length, or -1. */
@@ -3702,35 +3703,50 @@ static int err_slot_whole(struct Errs *E, ErrSlot *sl, const Matcher *m) {
     return 1;
 }
 
-/* The slot whose lines may be taken whole that line [bol, eol) is a line of, or -1. */
-static Py_ssize_t err_text_slot(Scan *st, Py_ssize_t bol, Py_ssize_t eol) {
+/* The slot whose lines may be taken whole that line [bol, eol) is a line of, or -1. (key, hash, same: how its text
+ * is made, hashed and compared, err_run_512's own builds inlined there) */
+typedef uint64_t (*ErrHashFn)(const unsigned char *, Py_ssize_t);
+typedef int (*ErrSameFn)(const unsigned char *, const unsigned char *, Py_ssize_t);
+typedef const unsigned char *(*ErrEolFn)(const unsigned char *, Py_ssize_t);
+static ALWAYS_INLINE Py_ssize_t err_text_slot_body(Scan *st, Py_ssize_t bol, Py_ssize_t eol, ErrKeyFn key,
+                                                   ErrHashFn hash, ErrSameFn same) {
     struct Errs *E = st->errs;
-    Py_ssize_t tl = E->text_bol == bol ? E->text_len : err_line_text(E, st->b, bol, eol, 0);
+    Py_ssize_t tl = E->text_bol == bol ? E->text_len : err_line_text_body(E, st->b, bol, eol, 0, key);
     E->text_bol = bol;  /* (err_take completes it when the line is not one of a whole key) */
     E->text_len = tl;
     if (tl < 0) return -1;
-    uint64_t h = err_hash(E->kbuf, tl);
+    uint64_t h = hash(E->kbuf, tl);
     for (Py_ssize_t x = (Py_ssize_t)(h & (uint64_t)(E->ttcap - 1));; x = (x + 1) & (E->ttcap - 1)) {
         const ErrTT *t = &E->ttable[x];
         Py_ssize_t v = t->v;
         if (!v) return -1;
-        if (t->h != h || t->tlen != tl || !same_bytes(t->key, E->kbuf, tl)) continue;
+        if (t->h != h || t->tlen != tl || !same(t->key, E->kbuf, tl)) continue;
         ErrSlot *sl = &E->slots[v - 1];
         if (E->whole_m != st->m || !sl->whole) sl->whole = err_slot_whole(E, sl, st->m) ? 1 : 2;
         return sl->whole == 1 ? v - 1 : -1;
     }
 }
+static int err_same(const unsigned char *a, const unsigned char *b, Py_ssize_t n) { return same_bytes(a, b, n); }
+static Py_ssize_t err_text_slot(Scan *st, Py_ssize_t bol, Py_ssize_t eol) {
+    return err_text_slot_body(st, bol, eol, err_key, err_hash, err_same);
+}
+
+/* The first newline of the `room` bytes at s, or NULL */
+static ALWAYS_INLINE const unsigned char *err_eol(const unsigned char *s, Py_ssize_t room) {
+    return memchr(s, '\n', (size_t)room);
+}
 
 /* Lines taken whole from line start p on (nl newlines before it): see above. */
-static int err_run(Scan *st, Py_ssize_t p, Py_ssize_t nl) {
+static ALWAYS_INLINE int err_run_body(Scan *st, Py_ssize_t p, Py_ssize_t nl, ErrKeyFn key, ErrHashFn hash,
+                                      ErrSameFn same, ErrEolFn eolf) {
     struct Errs *E = st->errs;
     const unsigned char *b = st->b;
     Py_ssize_t n = st->n, p0 = p, w0 = st->em.w, nlw0 = st->em.nl_w;
     while (p < n && !E->c_stop) {
         Py_ssize_t room = n - p < ERR_LINE_MAX + 1 ? n - p : ERR_LINE_MAX + 1;
-        const unsigned char *e = memchr(b + p, '\n', (size_t)room);
+        const unsigned char *e = eolf(b + p, room);
         if (!e) break;  /* too long to have a key, or the buffer's last line */
-        Py_ssize_t eol = e - b, slot = err_text_slot(st, p, eol);
+        Py_ssize_t eol = e - b, slot = err_text_slot_body(st, p, eol, key, hash, same);
         if (slot < 0) break;
         E->pre_bol = p;
         E->pre_slot = slot;
@@ -3741,6 +3757,41 @@ static int err_run(Scan *st, Py_ssize_t p, Py_ssize_t nl) {
     }
     whole_end(st, p0, p, nl, w0, nlw0);
     return 0;
+}
+
+#if HAVE_BMI_KEY && HAVE_AVX512_PATH
+/* err_run for a CPU whose keys err_key_512 makes (most of an error storm's work: each line's end found, its key
+ * made, hashed and looked up, one after the other): those steps inlined into one loop, the end and the comparison
+ * through 64-byte masks rather than calls of memchr and a loop of 8-byte words. Same slots, same lines. */
+TARGET_FAST static ALWAYS_INLINE const unsigned char *err_eol512(const unsigned char *s, Py_ssize_t room) {
+    const __m512i nlv = _mm512_set1_epi8('\n');
+    for (Py_ssize_t i = 0; i < room && i < 256; i += 64) {  /* (a masked load reads no byte past room) */
+        Py_ssize_t k = room - i;
+        __mmask64 m = k >= 64 ? ~0ULL : (1ULL << k) - 1;
+        uint64_t hit = _mm512_mask_cmpeq_epi8_mask(m, _mm512_maskz_loadu_epi8(m, s + i), nlv);
+        if (hit) return s + i + err_ctz(hit);
+    }
+    return room > 256 ? memchr(s + 256, '\n', (size_t)(room - 256)) : NULL;
+}
+TARGET_FAST static ALWAYS_INLINE int err_same512(const unsigned char *a, const unsigned char *b, Py_ssize_t n) {
+    if (n > 256) return same_bytes(a, b, n);  /* (a text is its header's key and the rest's: most are 100-160 bytes) */
+    for (Py_ssize_t i = 0; i < n; i += 64) {
+        Py_ssize_t k = n - i;
+        __mmask64 m = k >= 64 ? ~0ULL : (1ULL << k) - 1;
+        if (_mm512_mask_cmpneq_epi8_mask(m, _mm512_maskz_loadu_epi8(m, a + i), _mm512_maskz_loadu_epi8(m, b + i)))
+            return 0;
+    }
+    return 1;
+}
+TARGET_FAST static int err_run_512(Scan *st, Py_ssize_t p, Py_ssize_t nl) {
+    return err_run_body(st, p, nl, err_key_512, err_hash_body, err_same512, err_eol512);
+}
+#endif
+static int err_run(Scan *st, Py_ssize_t p, Py_ssize_t nl) {
+#if HAVE_BMI_KEY && HAVE_AVX512_PATH
+    if (err_bmi == 1 && err_vbmi2 && path == P_AVX512) return err_run_512(st, p, nl);  /* (err_key's own test) */
+#endif
+    return err_run_body(st, p, nl, err_key, err_hash, err_same, err_eol);
 }
 
 /* A candidate line has just begun with its first needle (found), id: when it is a line of a key whose lines may be

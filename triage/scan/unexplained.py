@@ -53,13 +53,15 @@ PYTEST_OUTCOMES = lazy(r"=+ (?:\d+ (?:failed|passed|errors?|skipped|xfailed|xpas
 
 
 class Fold:
-    """The lines of one shape: the first, the last, and how many (their repeat counts summed)."""
+    """The lines of one shape: the first, the last, and how many (their repeat counts summed). `shape`: the shape
+    they were folded under (findings.unclassified groups by it rather than taking it again)."""
 
-    __slots__ = ("first", "last", "count")
+    __slots__ = ("first", "last", "count", "shape")
 
-    def __init__(self, line: Line) -> None:
+    def __init__(self, line: Line, shape: bytes | None = None) -> None:
         self.first = self.last = line
         self.count = line.repeat
+        self.shape = shape
 
     def add(self, line: Line) -> None:
         if line.lineno < self.first.lineno:
@@ -129,7 +131,7 @@ class Unexplained:
     def _merge(self, key: bytes, count: int, first: Line, last: Line) -> None:
         f = self.folds.get(key)
         if f is None:
-            f = self.folds[key] = Fold(first)
+            f = self.folds[key] = Fold(first, key)
             f.last, f.count = last, count
             return
         if first.lineno < f.first.lineno:
@@ -142,7 +144,7 @@ class Unexplained:
         key = known if known is not None else shape(line.msg)
         f = self.folds.get(key)
         if f is None:
-            self.folds[key] = Fold(line)
+            self.folds[key] = Fold(line, key)
         else:
             f.add(line)
 
