@@ -103,3 +103,44 @@ def test_other_health_window_wordings(tmp_path: Path, line: str, deadline: float
     f = top(triage_files(tmp_path, {"launcher.log": line + "\n"}))
     assert (f.category, f.rule) == ("cold-start", "cold.startup-not-ready")
     assert f.numbers["deadline"] == deadline
+
+
+# round 2 (1907-1910: families the round-1 fixes generalise to, scored before the round-2 changes)
+
+def test_terminal_bench_harness_agent_timed_out_for_task():
+    # coder/xum#1539: the harness prints the configured global timeout although a 180 s per-command default fired
+    f = top(triage_dir(extra_input("1907")))
+    assert (f.category, f.rule) == ("generation-tail", "gen.agent-episode-timeout")
+    assert [(e.file, e.line) for e in f.evidence] == [("nightly-harness.log", 2), ("nightly-harness.log", 3)]
+    assert f.count == 2
+    assert (f.numbers["seconds"], f.numbers["task"]) == (1800.0, "build-linux-kernel-qemu")
+
+
+def test_lm_eval_api_timeouts_at_the_end_of_mmlu_pro():
+    f = top(triage_dir(extra_input("1908")))
+    assert (f.category, f.rule) == ("generation-tail", "gen.eval-client-timeout")
+    assert [(e.file, e.line) for e in f.evidence] == [("evals.log", 2), ("evals.log", 7)]
+
+
+def test_aiohttp_socket_timeout_under_litellm_is_a_rollout_timeout():
+    # aiohttp 3.10+'s SocketTimeoutError (a ServerTimeoutError) joins httpx's TimeoutException as evidence
+    f = top(triage_dir(extra_input("1909")))
+    assert (f.category, f.rule) == ("generation-tail", "gen.rollout-timeout")
+    assert ("harbor-grep.log", 5) in [(e.file, e.line) for e in f.evidence]
+    assert knob_names(f)[0] == "rollout.timeout"
+
+
+def test_deepgemm_jit_after_ready_is_a_cold_start():
+    f = top(triage_dir(extra_input("1910")))
+    assert (f.category, f.rule) == ("cold-start", "cold.deepgemm-jit-compile")
+    assert knob_names(f)[0] == "compile.cache"
+
+
+@pytest.mark.parametrize("key", ["train/agg/all/is_truncated/mean", "effective/math-env/is_truncated/mean",
+                                 "is_truncated/mean"])
+def test_prime_rl_truncation_share_is_the_cap_hit_series(tmp_path: Path, key: str):
+    # key names as prime-rl/verifiers write them (orchestrator metrics.jsonl, verifiers eval); the records are made up
+    rows = "".join(f'{{"step": {i}, "{key}": {1.0 if i > 1 else 0.9}, "time/step": 30.0}}\n' for i in range(8))
+    f = top(triage_files(tmp_path, {"metrics.jsonl": rows}))
+    assert (f.category, f.rule) == ("generation-tail", "gen.cap-hit-rate")
+    assert f.numbers["metric"] == key
