@@ -15,6 +15,9 @@ EXTRA = FIXTURES / "real-extra"
 CASES = sorted(p.name for p in EXTRA.iterdir() if (p / "expect.yaml").is_file())
 # Known misses, kept visible: the label depends on when in the run the lines appeared.
 KNOWN_MISSES = {
+    "1905-orca-agent-tb2-trials-killed-at-wall-60-250k-output-tokens":
+        "a measurement table alone: budgets, '(killed)' cells and output-token counts, no timeout wording; the "
+        "thread's prose says the trials were killed at the wall clock, the table cannot be read as that without it",
     "021-slime-rollout-503-no-available-workers-before-engine-ready":
         "router 503 'No available workers' before the engines are ready: reported as other.router-no-healthy-engine; "
         "the thread says cold-start, but the same line follows a dead engine",
@@ -92,7 +95,7 @@ KNOWN_MISSES = {
 
 
 def test_the_extra_corpus_is_there() -> None:
-    assert len(CASES) == 920
+    assert len(CASES) == 931
 
 
 @pytest.mark.parametrize("case", CASES)

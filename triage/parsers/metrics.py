@@ -94,7 +94,9 @@ ANCHORS = DICT_ANCHORS + TRL_ANCHORS + (
     "step:", " - timing_s/", " - actor/", " - critic/", " - response_length/", "{'loss'", '"reward"', '"score"',
     '"loss": ', "wandb: ", ": Train loss ", ": Val loss ", "s/it]", "s/it,", "• Avg Reward:", "• Total step time:",
     "• Mean Generation Length:", ", Reward:", ", reward:", "| reward: ") + SPACED_ANCHORS + (
-    "Dataset filtered, origin length: ", "dataset len: ")
+    "Dataset filtered, origin length: ", "dataset len: ",
+    # PrimeIntellect verifiers/prime-rl truncation shares (`train/agg/all/is_truncated/mean`, `is_truncated/mean`)
+    'is_truncated/mean"', "is_truncated/mean': ")
 
 
 def _float(v: str) -> float:

@@ -124,6 +124,9 @@ TIMEOUT = lazy(
     r"|(?:server|engine|worker)s?(?: at \S+)? (?:did not|didn't|failed to) come (?:online|up) within "
     r"(?P<online>[\d.]+) ?(?:s\b|sec|seconds?)"
     r"|server can't be reached at \S+ after (?P<reach>[\d.]+) seconds"
+    r"|(?:serve|server|engine|worker|service|model|backend)s?(?: at \S+)? (?:did not|didn't|never) "
+    r"(?:answer(?:ed)?|respond(?:ed)?(?: to)?) (?:on |at )?(?:\S*/health\S*|\S*/ready\S*|(?:the |its )?health ?checks?"
+    r"|(?:the |its )?readiness (?:probes?|checks?)) within (?P<answer>[\d.]+) ?(?:s\b|sec|seconds?)"
     r"|health check failed after (?P<hc>[\d.]+) ?s"
     r"|\bcheck timed out after (?P<hct>[\d.]+) ?(?:s\b|sec|seconds?)"
     r"|timed? ?out waiting for READY from \w+ after (?P<ready>[\d.]+) ?s"
@@ -143,7 +146,8 @@ ANCHORS = ("Load weight end", "Load weight begin", "graph end", "graph begin", "
            "aiting for server", "not ready within", "not ready in", "did not become ready", "didn't become ready",
            "never became ready", "failed to become ready", "imed out waiting for", "imeout waiting for",
            "aiting for vLLM server", "failed to start within", "did not start within", "can't be reached at",
-           "come online within", "come up within",
+           "come online within", "come up within", "did not answer", "did not respond", "didn't answer",
+           "didn't respond", "never answered", "never responded",
            "health check failed after", "check timed out after", "did not become healthy", "waiting for READY from",
            "servers timeout", "server timeout", "graph bs [",
            "not ready after", "not healthy after", "not up after", "was not reached after",
@@ -231,7 +235,7 @@ def _parse(line: Line, msg: str) -> Event | None:
     m = TIMEOUT.search(msg)
     if m:
         deadline = next((float(v) for v in (m["deadline"], m["after"], m["within"], m["reach"], m["hc"], m["hct"],
-                                                 m["became"], m["ready"], m["online"]) if v), None)
+                                                 m["became"], m["ready"], m["online"], m["answer"]) if v), None)
         if deadline is None and m["after_n"]:
             deadline = float(m["after_n"]) * UNIT_SECONDS.get(m["after_unit"].lower(), 1.0)
         return _event(line, "timeout", "launcher", "", None, **({"deadline": deadline} if deadline else {}))

@@ -64,6 +64,12 @@ FUNCTIONS = (re.compile(r"(?:train/)?rewards/(?P<fn>[^/]+)/mean"),
              re.compile(r"(?!Total |Grouped |Val )(?P<fn>\S+) mean"))
 # prefixes a logger adds in front of a framework's own keys (wandb's train/ for the TRL Trainer)
 PREFIXES = ("train/",)
+# per-scope keys whose last two segments name the series: PrimeIntellect verifiers/prime-rl log the share of
+# rollouts stopped by the token cap (finish/stop reason "length") as `is_truncated/mean` (verifiers eval, 2025),
+# `<split>/<env>/is_truncated/mean` and, from 2026, `train/agg/all/is_truncated/mean`,
+# `effective/<env>/is_truncated/mean` (prime-rl orchestrator metrics.jsonl / wandb); one such key a record each
+# env, ranked after the frameworks' own keys.
+SUFFIXES = {"/is_truncated/mean": ("clip_ratio", 50)}
 
 _ALIAS: dict[str, tuple[str, int]] = {alias: (name, rank) for name, aliases in SERIES.items()
                                       for rank, alias in enumerate(aliases)}
@@ -83,6 +89,11 @@ def canonical(key: str) -> tuple[str, int] | None:
             if key.startswith(p) and key[len(p):] in _ALIAS:
                 name, rank = _ALIAS[key[len(p):]]
                 found = (name, rank + 100)  # the bare key wins when a record holds both
+                break
+    if found is None:
+        for suffix, named in SUFFIXES.items():
+            if key == suffix[1:] or key.endswith(suffix):
+                found = named
                 break
     _CACHE[key] = found
     return found
