@@ -11,6 +11,9 @@
   end-of-run work (verl's final validation took 5059 s): not a stalled step for gen.step-time-growth (1888).
 - Round 2 (same repository, other runs, added after the rules changed): a 700-step run of the same setup and one
   copied at step 54 get no warning (1891, 1892); the library before this round gave them the same two warnings.
+- A log that stops inside a weight load whose loading bar had run 9 min 32 s (SGLang `Multi-thread loading shards`,
+  vLLM `Loading safetensors checkpoint shards`) is a start abandoned in its slow phase, as one stopped after a timed
+  phase is: cold.startup-abandoned reads the bar's elapsed time of a phase begun and never ended (1890, exit 1).
 - Blind right, kept right: Triton's LLVM failing on a T4 (1884), every GSM8K completion at a 256-token cap with
   zero reward (1886), a checkpoint write the filesystem refused (1887), an Ascend EAGLE draft graph capture's inner
   error (1889), an SGLang start stopped in a ten-minute weight load (1890), and healthy servers and finished
@@ -141,7 +144,33 @@ def test_ascend_eagle_draft_capture_inner_error():
 
 
 def test_start_stopped_in_a_ten_minute_weight_load():
-    f = top(triage_dir(extra_input("1890")))
-    assert (f.category, f.rule) == ("cold-start", "cold.slow-weight-loading")
-    assert ("sglang.log", 42) in [(e.file, e.line) for e in f.evidence]
-    assert "engine.startup_timeout" in knob_names(f)
+    report = triage_dir(extra_input("1890"))
+    f = top(report)
+    assert (f.category, f.rule, f.severity) == ("cold-start", "cold.startup-abandoned", "error")
+    assert (f.numbers["seconds"], f.numbers["phase_weight_load"]) == (572.0, 1)
+    assert [(e.file, e.line) for e in f.evidence] == [("sglang.log", 42)]
+    assert {"engine.startup_timeout", "engine.load_format"} <= set(knob_names(f))
+    assert "cold.slow-weight-loading" in by_rule(report)
+
+
+VLLM_ARGS = ("(APIServer pid=9) INFO 03-04 22:33:06 [utils.py:223] non-default args: {'model': 'Qwen/Qwen3-235B-A22B', "
+             "'tensor_parallel_size': 8}\n")
+
+
+def _vllm_load(bars: list[str]) -> str:
+    return VLLM_ARGS + "".join(f"(EngineCore_DP0 pid=11) Loading safetensors checkpoint shards: {b}\n" for b in bars)
+
+
+def test_vllm_log_stopping_in_a_long_shard_load_is_an_abandoned_start(tmp_path: Path):
+    text = _vllm_load(["  0% Completed | 0/96 [00:00<?, ?it/s]", " 69% Completed | 66/96 [05:00<02:20,  4.68s/it]"])
+    f = top(triage_files(tmp_path, {"vllm.log": text}))
+    assert (f.rule, f.severity, f.numbers["seconds"]) == ("cold.startup-abandoned", "error", 300.0)
+
+
+def test_a_short_shard_load_or_a_finished_one_is_not(tmp_path: Path):
+    short = _vllm_load([" 50% Completed | 1/2 [00:29<00:29, 29.12s/it]"])
+    assert "cold.startup-abandoned" not in by_rule(triage_files(tmp_path / "a", {"vllm.log": short}))
+    done = _vllm_load([" 69% Completed | 66/96 [05:00<02:20,  4.68s/it]"]) + (
+        "(EngineCore_DP0 pid=11) INFO 03-04 22:40:48 [default_loader.py:293] Loading weights took 420.15 seconds\n"
+        "(APIServer pid=9) INFO:     Application startup complete.\n")
+    assert "cold.startup-abandoned" not in by_rule(triage_files(tmp_path / "b", {"vllm.log": done}))
