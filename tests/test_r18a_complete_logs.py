@@ -38,9 +38,12 @@ def test_rocm_benchmark_slow_from_its_cold_start_is_not_a_generation_tail():
     assert (f.category, f.rule, f.severity) == ("cold-start", "cold.startup-capture-slow", "warning")
     assert [(e.file, e.line) for e in f.evidence] == [("vllm_results.log", 48)]
     assert f.numbers["seconds"] == 2173
-    compile_ = next(x for x in r.findings if x.rule == "cold.startup-compile-slow")
-    assert compile_.severity == "warning" and [e.line for e in compile_.evidence] == [42]
-    assert "compile.cache" in knob_names(compile_)
+    # the 82.62 s torch.compile is under the compile warning's 120 s (r20a: healthy first boots print up to 113 s);
+    # the start-up summary still names it, and the engine init (which holds it) names the compile cache
+    phases = next(x for x in r.findings if x.rule == "cold.startup-phases")
+    assert phases.numbers["startup_phases"]["compile"] == 82.62
+    assert "compile.cache" in knob_names(next(x for x in r.findings if x.rule == "cold.startup-init-slow"))
+    assert "cold.startup-compile-slow" not in rules
 
 
 LONG_BAR = ("Processed prompts:   7%|▋         | 32/480 [1:51:04<21:22:43, 171.79s/it, est. speed input: 0.69 toks/s, "

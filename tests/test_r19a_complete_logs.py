@@ -193,10 +193,12 @@ def test_bad_chat_template_is_other():
 
 
 def test_slow_startup_phases_rank_by_how_far_each_is_over_its_threshold():
-    """vLLM 0.14 on ROCm (real-extra 1705): capture 2,173 s (72x its 30 s), init 2,267 s (12.6x its 180 s),
-    torch.compile 82.62 s (1.4x its 60 s): the capture leads, whatever the rules' priorities."""
-    rules = [f.rule for f in triage_dir(extra_input("1705")).findings][:3]
-    assert rules == ["cold.startup-capture-slow", "cold.startup-init-slow", "cold.startup-compile-slow"]
+    """vLLM 0.14 on ROCm (real-extra 1705): capture 2,173 s (2,143 s over its 30 s), init 2,267 s (the engine init
+    that holds the capture, after it): the capture leads, whatever the rules' priorities. The 82.62 s torch.compile
+    is under the compile warning's 120 s since r20a (start-up summary only)."""
+    rules = [f.rule for f in triage_dir(extra_input("1705")).findings]
+    assert rules[:2] == ["cold.startup-capture-slow", "cold.startup-init-slow"]
+    assert "cold.startup-compile-slow" not in rules
 
 
 def test_phase_ranking_keeps_other_findings_in_place(tmp_path: Path):

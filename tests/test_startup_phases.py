@@ -158,7 +158,8 @@ def test_other_lines_are_not_phases(text: str) -> None:
 # -- real excerpts, end to end -------------------------------------------------------------------------------------
 
 EXPECTED = {  # file: (top rule, severity, evidence line, numbers)
-    "vllm-v1-compile-took.log": ("cold.startup-compile-slow", "warning", 6, {"phase": "compile", "seconds": 82.29}),
+    # an 82 s first compile is start-up cost (healthy first boots print 30-113 s; the warning starts at 120 s, r20a)
+    "vllm-v1-compile-took.log": ("cold.startup-phases", "info", 6, {"startup_seconds": 159.0, "dominant_compile": 1}),
     "vllm-v0-k8s-compile-profiling.log": ("cold.startup-phases", "info", 2,
                                           {"startup_seconds": 63.03, "dominant_profile": 1}),
     "vllm-v1-weights-loading.log": ("cold.startup-phases", "info", 9, {"dominant_weight_load": 1}),
@@ -192,8 +193,9 @@ def test_healthy_or_short_startups_raise_nothing(name: str) -> None:
 def test_durations_and_cache_hit_in_the_numbers() -> None:
     f = top(triage_dir(LINES / "vllm-v1-compile-took.log"))
     assert f.numbers["startup_phases"] == {"compile": 82.29, "profile": 76.71}
-    assert f.title == "Slow compile/JIT at engine startup (compile/JIT (torch.compile) 82.29 s ≥ 60 s)"
-    assert knob_names(f) == ["compile.cache", "engine.startup_timeout"]
+    assert f.title == ("Engine startup phases (159 s of timed startup: compile/JIT (torch.compile) 82.29 s, memory "
+                       "profiling/warmup (profiling/warmup) 76.71 s)")
+    assert knob_names(f) == ["engine.startup_timeout", "compile.cache"]
 
 
 def test_capture_below_its_threshold_is_information_naming_the_capture_knob() -> None:

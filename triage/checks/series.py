@@ -287,6 +287,8 @@ def mean_length_at_cap(params: dict[str, Any], run: Run) -> list[CheckResult]:
     s = run.canon_summary("response_length")
     if not cap and s_max is None and s is not None:
         hits = _pinned_at_ceiling(params, means, s)
+    if not cap and hits and _never_clipped(run):
+        return []
     near = run.canon_summary(SHARE)  # every record at `share` of its longest response is in view unless TOP are
     if s is not None and (cap or near is None or (len(near.top) == TOP and near.top[0][0] >= share)):
         count = run.scaled([p[0] for p, _, _ in hits], [p[0] for p in means], s.n)  # more than the view holds
@@ -301,6 +303,15 @@ def mean_length_at_cap(params: dict[str, Any], run: Run) -> list[CheckResult]:
     return [CheckResult(evidence=_ev(points, 0, -1), count=count,
                         numbers={"metric": key, "mean": mean, "response_cap": limit, "cap_source": source,
                                  "records": count, "arithmetic": arithmetic})]
+
+
+def _never_clipped(run: Run) -> bool:
+    """The run reports its clip ratio and no record has any response clipped (verl `response_length/clip_ratio:0.0`
+    on each of 300 steps whose responses are all 17-20 tokens, a fixed-format agent answer, real-extra 1888; TRL
+    `completions/clipped_ratio: 0.0`): the step's longest response is then no cap, and a mean equal to it is responses
+    of one length, not responses cut."""
+    s = run.canon_summary("clip_ratio")
+    return s is not None and s.n > 0 and s.nonzero == 0
 
 
 def _pinned_at_ceiling(params: dict[str, Any], means: list[Point], s: Summary) -> list[tuple[Point, float, str]]:
@@ -368,6 +379,8 @@ def step_time_trend(params: dict[str, Any], run: Run) -> list[CheckResult]:
         base = median(rest) if rest else 0.0
         if base > 0 and _slow_prefix(values, worst + 1, stall * base):
             continue  # the run's first steps were all slow: a warm-up (or a regime that ended), not one stalled step
+        if _closing_iteration(points, worst + 1):
+            continue  # the bar's last update of a finished run carries the end-of-run work, not a training step
         if base > 0 and warm[worst] >= max(min_seconds, stall * base) and _waited(points, worst + 1, min_seconds):
             arithmetic = f"{label} {warm[worst]:g} s against a median of {base:g} s ({warm[worst] / base:.1f}x)"
             return [CheckResult(evidence=_ev(points, worst + 1), count=1,
@@ -383,6 +396,18 @@ def _slow_prefix(values: list[float], i: int, slow: float) -> bool:
     37 s each, a verl run whose steps fell from 427 s to 38 s as its responses collapsed from 1,760 tokens to one.
     Each step of such a prefix is slow against the later median, but none stalled among fast neighbours."""
     return i >= 1 and all(v >= slow for v in values[:i + 1]) and values[i] <= 2.0 * values[0]
+
+
+def _closing_iteration(points: list[Point], i: int) -> bool:
+    """Whether the record at `i` is a progress bar's last record and the bar reached its total (`300/300`): trainers
+    run their end-of-run work before that last update (verl's final validation and checkpoint save: `Training
+    Progress: 100%| 300/300 [4:15:33<00:00, 1556.49s/it]` after steps of ~34 s, the final `timing_s/testing` 5059 s,
+    real-extra 1888; the HF Trainer's last save), so its rate measures the run's closing, not a stalled step."""
+    if i != len(points) - 1:
+        return False
+    values = points[i][0].fields.get("values") or {}
+    total = values.get("total")
+    return bool(total) and values.get("n") == total
 
 
 def _waited(points: list[Point], i: int, min_seconds: float) -> bool:

@@ -68,6 +68,7 @@ class Engine:
     cache_hit: Line | None = None
     capture_sizes: dict[str, int] = field(default_factory=dict)  # what ('' or 'draft') -> batch sizes captured
     last_end: Event | None = None  # the last line that finished a phase (or said ready)
+    progress: dict[str, Event] = field(default_factory=dict)  # phase -> its loading bar's longest-running record
 
     def phases(self) -> dict[str, float]:
         return {k: s.seconds for k, s in self.spans.items()}
@@ -134,6 +135,10 @@ def _add(eng: Engine, ev: Event) -> None:
         eng.capture_sizes[what] = max(eng.capture_sizes.get(what, 0), int(f.get("sizes") or 0))
     elif f.get("cached"):
         eng.cache_hit = eng.cache_hit or ev.line
+    elif f.get("mark") == "progress":
+        old_ev = eng.progress.get(phase)
+        if old_ev is None or f["elapsed"] >= old_ev.fields["elapsed"]:
+            eng.progress[phase] = ev
     elif f.get("mark") == "end":
         eng.ended.add(phase)
         eng.last_end = ev
@@ -385,10 +390,11 @@ def startup_abandoned(params: dict[str, Any], run: Run) -> list[CheckResult]:
             launched.add(ev.line.file)
     hits = []
     for eng in engs:
-        if not eng.spans or eng.file not in launched:  # an excerpt of a startup says nothing of how the file ends
+        spans = list(eng.spans.values()) + _in_progress(eng)
+        if not spans or eng.file not in launched:  # an excerpt of a startup says nothing of how the file ends
             continue
-        worst = max(eng.spans.values(), key=lambda s: s.seconds)
-        lines = [s.line for s in eng.spans.values()] + [ev.line for ev in eng.begun]
+        worst = max(spans, key=lambda s: s.seconds)
+        lines = [s.line for s in spans] + [ev.line for ev in eng.begun]
         last = max(lines, key=lambda ln: ln.lineno)
         if worst.seconds >= low and later.get(eng.file, 0) <= last.lineno:
             hits.append((eng, worst, last))
@@ -405,11 +411,23 @@ def startup_abandoned(params: dict[str, Any], run: Run) -> list[CheckResult]:
         parts.append(f"the log stops in {LABELS.get(phase, phase)}{' (' + what + ')' if what else ''} "
                      "(begun, never ended)")
     else:
-        after = next((s for s in eng.spans.values() if s.line is last), None)
+        after = next((s for s in list(eng.spans.values()) + _in_progress(eng) if s.line is last), None)
         parts.append(f"the log stops after {after.label if after else 'a startup line'}")
     numbers["arithmetic"] = "; ".join(parts)
     evidence = [worst.line] if last is worst.line else [worst.line, last]
     return [CheckResult(evidence=evidence, count=len(hits), numbers=numbers)]
+
+
+def _in_progress(eng: Engine) -> list[Span]:
+    """A phase whose loading bar shows how long it had run when the log stopped and which never ended (no end line
+    for it, no timed span): SGLang's `Load weight begin` then `Multi-thread loading shards: 96% Completed | 47/49
+    [09:32<...` as the last line (real-extra 1890, an NVFP4 start stopped in its ten-minute weight load)."""
+    out = []
+    for phase, ev in eng.progress.items():
+        if phase in eng.ended or any(s.phase == phase for s in eng.spans.values()):
+            continue
+        out.append(Span(phase, "", ev.fields["elapsed"], ev.line, line_ts=ev.fields.get("ts")))
+    return out
 
 
 def startup_summary(params: dict[str, Any], run: Run) -> list[CheckResult]:

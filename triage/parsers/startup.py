@@ -157,7 +157,13 @@ ANCHORS = ("Load weight end", "Load weight begin", "graph end", "graph begin", "
            "nitialization complete in", "nitialization completed in", "nitialisation done in",
            "nitialisation finished in", "nitialisation completed in", "tartup done in", "tartup finished in",
            "tartup completed in", "tartup complete in", "tart-up done in", "tart-up finished in",
-           "tart-up completed in")
+           "tart-up completed in", "checkpoint shards: ", "loading shards: ")
+
+# A checkpoint loading bar, one record per shard (vLLM `Loading safetensors checkpoint shards:  61% Completed | 59/96
+# [04:27<02:55,  4.76s/it]`, 0.4 -> 2026; SGLang `Multi-thread loading shards:  96% Completed | 47/49 [09:32<00:14, ...`,
+# 0.5): the weight load in progress and how long it has run, for a log that stops before the load's end line.
+SHARDS = lazy(r"(?:Loading \w+ checkpoint shards|Multi-thread loading shards):\s+\d+% Completed \| (?P<done>\d+)/"
+              r"(?P<total>\d+) \[(?:(?P<h>\d+):)?(?P<m>\d+):(?P<s>\d\d)<")
 
 # Wall-clock prefixes: SGLang `[2025-09-05 20:48:29`, Python logging `2025-03-18 10:24:40,134`, vLLM `INFO 06-02 11:03:11`.
 TS = lazy(r"(?:\d{4}-)?(?P<mo>\d\d)-(?P<d>\d\d)[ T](?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d)")
@@ -222,6 +228,12 @@ def _parse(line: Line, msg: str) -> Event | None:
         m = AUTOTUNE.search(msg)
         if m:
             return _event(line, "compile", "inductor", "autotune", float(m["a"]) + float(m["b"] or 0.0))
+    if "shards: " in msg:
+        m = SHARDS.search(msg)
+        if m:
+            elapsed = int(m["h"] or 0) * 3600 + int(m["m"]) * 60 + int(m["s"])
+            return _event(line, "weight_load", "engine", "", None, mark="progress", elapsed=float(elapsed),
+                          done=int(m["done"]), total=int(m["total"]))
     if "Shard ready in" in msg:
         m = SHARD_READY.search(msg)
         if m:
