@@ -11,15 +11,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from test_small_files import mixed_tree, small_batches
 
 from triage.analyze import Settings, analyze
-from triage.input import discover
 from triage.checks import load_checked_library
+from triage.input import discover
 from triage.model import LogFile
 from triage.report import RenderOptions, render
 from triage.scan import batches, parallel
 from triage.scan.scanner import Scanner
-from test_small_files import mixed_tree, small_batches
 
 needs_fork = pytest.mark.skipif("fork" not in multiprocessing.get_all_start_methods(), reason="no fork")
 PARENT = os.getpid()

@@ -18,7 +18,7 @@ from typing import Any
 from triage.input.decompress import compression_of, safe_fd, safe_open
 from triage.input.read import open_stream
 from triage.lazyre import lazy
-from triage.model import ENGINE_KINDS, LogFile
+from triage.model import ENGINE_KINDS, LogFile, counted
 from triage.parsers import results as results_file
 from triage.parsers.config_file import looks_like_config
 from triage.prefixes import RAY_ACTOR
@@ -474,7 +474,7 @@ def _entry(path: str, rel: str, root: str = "") -> LogFile:
     if not stat.S_ISREG(st.st_mode):
         lf.kind, lf.status, lf.reason = "special", "skipped", f"{special_kind(st.st_mode)}: not opened"
         return lf
-    lf.size = st.st_size
+    lf.size = counted(st.st_size)
     if not os.access(path, os.R_OK):
         lf.status, lf.reason = "unreadable", "permission denied"
         return lf

@@ -37,7 +37,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from triage.input.read import CHUNK, open_stream
-from triage.model import Event, Hit, Line, LogFile, own_path
+from triage.model import Event, Hit, Line, LogFile, counted, own_path
 from triage.parsers.series_store import RowPart
 from triage.scan import batches
 from triage.scan import prefiltered as fastscan
@@ -118,7 +118,8 @@ copyreg.pickle(Hit, _hit)
 
 def _made_file(path: str | None, rel: str, kind: str, status: str, reason: str, size: int, lines: int,
                compression: str, node: str, root: str) -> LogFile:
-    lf = LogFile(path, rel, kind, status, reason, size, lines, compression, node)  # type: ignore[arg-type]
+    lf = LogFile(path, rel, kind, status, reason, counted(size), counted(lines), compression,  # type: ignore[arg-type]
+                 node)
     lf._dir = root
     return lf
 
@@ -270,10 +271,10 @@ def kept(lf: LogFile, r: FileResult | tuple[int, str, str]) -> FileResult | None
     empty lists is ~800 bytes, 160 MB for 200 k files); either way the file's notes (lines, status, reason) are lf's
     (a worker's result holds a copy of lf; _notes_only: only the notes)."""
     if isinstance(r, tuple):
-        lf.lines, lf.reason, lf.status = r
+        lf.lines, lf.reason, lf.status = counted(r[0]), r[1], r[2]
         return None
     if r.file is not lf:
-        lf.lines, lf.reason, lf.status = r.file.lines, r.file.reason, r.file.status
+        lf.lines, lf.reason, lf.status = counted(r.file.lines), r.file.reason, r.file.status
         r.file = lf
     return None if _empty(r) else r
 
