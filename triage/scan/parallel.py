@@ -19,6 +19,8 @@ Many small files (a run of per-rank and per-sample logs) are shared too, in batc
 (scan/batches.py): a batch's results come back with a tape of what its files gave the run's metric and timer
 stores, and this process plays the tapes in batch order, so the report is the one a single process gives.
 Discovery shares the sniffing of many files the same way (map_shared: chunks of files any process may take).
+A run of many files gets its workers early (soon: once discovery's walk has found batches.MANY files) and sends them
+each job down a pipe (_pooled), so that they hold no object of the files discovery finds after (see _Pool).
 Set TRIAGE_JOBS=1 to scan in this process only.
 """
 
@@ -823,8 +825,8 @@ def _pooled(count: int, message: Callable[[int], tuple[Any, ...]], here: Callabl
     """Jobs 0..count-1 shared between this process and the pool's workers: a thread of this process keeps each worker
     INFLIGHT jobs ahead (message(i) is what goes down its pipe) and takes their results, which this process gives to
     arrived(i, result) between its own jobs (here(i)); `first` is this process's own work before it takes jobs (the
-    workers are fed meanwhile). A worker that dies leaves DIED as the result of each job it had; done(i): a job a
-    worker answered."""
+    workers are fed meanwhile). A worker that dies leaves DIED as the result of the job it had said it took (TOOK);
+    the jobs sent to it after that one are done here (REDO). done(i): a job a worker answered."""
     assert _pool is not None
     members = list(_pool.members)
     lock = threading.Lock()
