@@ -20,6 +20,7 @@ from triage.model import LogFile
 from triage.report import RenderOptions, render
 from triage.scan import batches, parallel
 from triage.scan.scanner import Scanner
+from triage.scan.series import RunSeries
 
 needs_fork = pytest.mark.skipif("fork" not in multiprocessing.get_all_start_methods(), reason="no fork")
 PARENT = os.getpid()
@@ -138,3 +139,38 @@ def test_discovery_through_the_pool_finds_what_one_process_finds(tmp_path: Path,
     assert seen == [batches.MANY]  # forked while the walk had found 256 of 606 files
     fields = ("path", "rel", "kind", "status", "reason", "size", "compression")
     assert [[getattr(lf, f) for f in fields] for lf in pooled] == [[getattr(lf, f) for f in fields] for lf in alone]
+
+
+def test_tapes_of_two_processes_give_the_store_one_process_gives(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A shape learnt by two processes is two shape objects, so a joined write-out holds a part of each for one tag, not
+    in log order: the tag's last record is the greatest position of them, not the last part's (the run-health finding
+    cited rank 21's record as the last of 24 ranks when this process scanned batches 3, 4 and 6 and a worker 0-2, 5)."""
+    run = mixed_tree(tmp_path)
+    small_batches(monkeypatch)
+    lib = load_checked_library(None)
+    files, _ = discover.discover([str(run)])
+    files = [f for f in files if f.status == "read" and f.kind in ("trainer", "verifier", "text")]
+
+    def tags(who_first: dict[int, int]) -> dict[Any, Any]:
+        scanners = [Scanner(lib), Scanner(lib)]
+        for s in scanners:
+            batches.teach(s.needles, files)
+        _, small = batches.split(files)
+        tapes: dict[int, Any] = {}
+        for who in (0, 1):  # each "process" scans its batches in order, with shapes learnt from its own before
+            for i in range(len(small)):
+                if who_first.get(i, 1) == who:
+                    s = scanners[who]
+                    s.series = RunSeries()
+                    monkeypatch.setattr(parallel, "_scanner", s)
+                    tapes[i] = parallel._scan_batch(small[i])[1]
+        series = RunSeries()
+        for i in range(len(small)):
+            if tapes[i]:
+                batches.play(tapes[i], series)
+        ev = series.close()[0]
+        return dict(ev.fields["store"].tags)
+
+    alone = tags({})
+    assert tags({0: 0, 1: 0, 2: 0, 5: 0}) == alone
+    assert alone[("slime", "step")][2] == 206  # the last step record: rank 23's
