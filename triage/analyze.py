@@ -150,14 +150,15 @@ def analyze(settings: Settings, lib: Library | None = None, retired: list[object
 
 def _analyze(settings: Settings, lib: Library, retired: list[object] | None) -> Report:
     entries = baseline.load(settings.baseline) if settings.baseline is not None else {}
-    files, problems = discover(settings.paths, settings.follow_links, parallel.map_shared)
-    if problems:
-        raise InputError(problems[0])
-    if settings.config is not None:
-        files.append(_given_config(settings.config))
-    scanner = Scanner(lib)
+    scanner = Scanner(lib)  # before discovery: workers forked early (parallel.soon) scan with it
     scanner.series = RunSeries()
-    results, config_events = _scan_all(scanner, files)
+    with parallel.early(scanner):
+        files, problems = discover(settings.paths, settings.follow_links, parallel.map_shared, parallel.soon)
+        if problems:
+            raise InputError(problems[0])
+        if settings.config is not None:
+            files.append(_given_config(settings.config))
+        results, config_events = _scan_all(scanner, files)
     # the records and timers of the files this process scanned first, then those of the files workers scanned
     events = scanner.series.close() + [e for r in results for e in r.events] + config_events
     place_by_run(lib, results, events)  # a line no file placed, placed by the rest of the run

@@ -8,6 +8,7 @@ first bytes and skipped without being read further.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import stat
@@ -17,7 +18,7 @@ from typing import Any
 from triage.input.decompress import compression_of, safe_fd, safe_open
 from triage.input.read import open_stream
 from triage.lazyre import lazy
-from triage.model import ENGINE_KINDS, LogFile
+from triage.model import ENGINE_KINDS, LogFile, counted
 from triage.parsers import results as results_file
 from triage.parsers.config_file import looks_like_config
 from triage.prefixes import RAY_ACTOR
@@ -473,7 +474,7 @@ def _entry(path: str, rel: str, root: str = "") -> LogFile:
     if not stat.S_ISREG(st.st_mode):
         lf.kind, lf.status, lf.reason = "special", "skipped", f"{special_kind(st.st_mode)}: not opened"
         return lf
-    lf.size = st.st_size
+    lf.size = counted(st.st_size)
     if not os.access(path, os.R_OK):
         lf.status, lf.reason = "unreadable", "permission denied"
         return lf
@@ -488,20 +489,31 @@ def _serially(fn: Callable[[Any], Any], items: list[Any]) -> list[Any]:
     return [fn(x) for x in items]
 
 
+def _sniff_rel(prefix: str, rel: str) -> LogFile:
+    return _entry(prefix + rel, rel, prefix)
+
+
 def _sniffer(root: str) -> Callable[[str], LogFile]:
     """The sniffing of a file under root by its relative path (its full path is os.path.join(root, rel), as the walk
-    made it: the walk keeps only the relative one, ~35 MB less for 200 k files)."""
-    prefix = os.path.join(root, "")
-    return lambda rel: _entry(prefix + rel, rel, prefix)
+    made it: the walk keeps only the relative one, ~35 MB less for 200 k files). A partial of a module's function,
+    not a closure: it pickles, so a worker forked before the walk ended can be sent it (parallel.soon)."""
+    return functools.partial(_sniff_rel, os.path.join(root, ""))
 
 
-def discover(paths: list[str], follow_links: bool = False, mapper: Mapper = _serially) -> tuple[list[LogFile], list[str]]:
+def _nothing(found: int) -> None:
+    return None
+
+
+def discover(paths: list[str], follow_links: bool = False, mapper: Mapper = _serially,
+             soon: Callable[[int], None] = _nothing) -> tuple[list[LogFile], list[str]]:
     """All files under the paths, sorted per root. Returns (files, problems with the paths themselves).
 
     A file symlink whose target lies outside the directory given is not followed unless `follow_links` (a
     `shadow.log -> /etc/shadow` planted in a run dir would be read and quoted); it is listed as skipped.
     `mapper` sniffs the files of a directory walked (their stat, kind, coverage): scan/parallel.py's map_shared
-    shares a run of many small files among processes; by default this process sniffs them one by one."""
+    shares a run of many small files among processes; by default this process sniffs them one by one. `soon(n)` is
+    told a walk has found n files so far, n = 1, 2, 4, 8, ... (scan/parallel.py's soon forks the workers once they are
+    many, while this process holds the objects of a few hundred files, not of all of them)."""
     files: list[LogFile] = []
     problems: list[str] = []
     several = len(paths) > 1
@@ -513,7 +525,7 @@ def discover(paths: list[str], follow_links: bool = False, mapper: Mapper = _ser
             problems.append(f"{root}: no such file or directory")
             continue
         if os.path.isdir(root):
-            found = _walk(root, follow_links, mapper)
+            found = _walk(root, follow_links, mapper, soon)
             if several:  # names relative to each root would collide (a/train.log, b/train.log): keep the root
                 for lf in found:
                     lf.path = lf.path  # its own string: the path is no longer root + rel
@@ -530,7 +542,8 @@ def _outside(full: str, real_root: str) -> str:
     return "" if target == real_root or target.startswith(real_root.rstrip(os.sep) + os.sep) else target
 
 
-def _walk(root: str, follow_links: bool = False, mapper: Mapper = _serially) -> list[LogFile]:
+def _walk(root: str, follow_links: bool = False, mapper: Mapper = _serially,
+          soon: Callable[[int], None] = _nothing) -> list[LogFile]:
     """Every file under root, each directory's files (sorted) before its subdirectories (sorted), without
     recursion: a tree thousands of levels deep is walked like a flat one. Directory symlinks are not followed
     (`loop -> ..` cannot recurse). The files found are sniffed (their kind and coverage) once the walk is done,
@@ -580,6 +593,8 @@ def _walk(root: str, follow_links: bool = False, mapper: Mapper = _serially) -> 
                 continue
             out.append(None)
             todo.append(rel)
+            if not len(todo) & (len(todo) - 1):  # 1, 2, 4, ... files found: soon decides when they are many
+                soon(len(todo))
         stack.extend(reversed([(d.path, reldir + d.name + os.sep) for d in subdirs if not d.is_symlink()]))
     found = mapper(_sniffer(root), todo)
     prefix = os.path.join(root, "")

@@ -357,11 +357,16 @@ class MetricStore:
                 self.tags[tag] = [part.n, first, last]
                 self._pin(first, event_at(first))
                 self._pin(last, event_at(last))
-            else:
-                t[0] += part.n
-                self._unpin(t[2])
-                t[2] = last
-                self._pin(last, event_at(last))
+            else:  # the parts of one tag need not come in log order (a shape learnt by two processes is two
+                t[0] += part.n  # shapes, each its own part): the first and last positions are the least and greatest
+                if first < t[1]:
+                    self._unpin(t[1])
+                    t[1] = first
+                    self._pin(first, event_at(first))
+                if last > t[2]:
+                    self._unpin(t[2])
+                    t[2] = last
+                    self._pin(last, event_at(last))
         maxlen = self._tail.maxlen or TAIL
         if n >= maxlen:
             self._tail.clear()

@@ -76,10 +76,13 @@ def sample(files: list[LogFile]) -> bytes:
     return b"\n".join(parts)
 
 
-def teach(needles: Needles | None, files: list[LogFile]) -> None:
-    """Give the matcher small files share pairs picked from their own text, when the run has many of them."""
+def teach(needles: Needles | None, files: list[LogFile]) -> bytes:
+    """Give the matcher small files share pairs picked from their own text, when the run has many of them; the text
+    it was given (b"": none), for workers forked before (parallel.soon) to be given it too."""
     if needles is not None and (text := sample(files)):
         needles.share(text)
+        return text
+    return b""
 
 
 class _Side:

@@ -19,6 +19,8 @@ Many small files (a run of per-rank and per-sample logs) are shared too, in batc
 (scan/batches.py): a batch's results come back with a tape of what its files gave the run's metric and timer
 stores, and this process plays the tapes in batch order, so the report is the one a single process gives.
 Discovery shares the sniffing of many files the same way (map_shared: chunks of files any process may take).
+A run of many files gets its workers early (soon: once discovery's walk has found batches.MANY files) and sends them
+each job down a pipe (_pooled), so that they hold no object of the files discovery finds after (see _Pool).
 Set TRIAGE_JOBS=1 to scan in this process only.
 """
 
@@ -32,12 +34,12 @@ import signal
 import threading
 from collections.abc import Callable, Iterator
 from multiprocessing.connection import wait
-from queue import Queue
+from queue import Empty, Queue
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from triage.input.read import CHUNK, open_stream
-from triage.model import Event, Hit, Line, LogFile, own_path
+from triage.model import Event, Hit, Line, LogFile, counted, own_path
 from triage.parsers.series_store import RowPart
 from triage.scan import batches
 from triage.scan import prefiltered as fastscan
@@ -118,7 +120,8 @@ copyreg.pickle(Hit, _hit)
 
 def _made_file(path: str | None, rel: str, kind: str, status: str, reason: str, size: int, lines: int,
                compression: str, node: str, root: str) -> LogFile:
-    lf = LogFile(path, rel, kind, status, reason, size, lines, compression, node)  # type: ignore[arg-type]
+    lf = LogFile(path, rel, kind, status, reason, counted(size), counted(lines), compression,  # type: ignore[arg-type]
+                 node)
     lf._dir = root
     return lf
 
@@ -270,10 +273,10 @@ def kept(lf: LogFile, r: FileResult | tuple[int, str, str]) -> FileResult | None
     empty lists is ~800 bytes, 160 MB for 200 k files); either way the file's notes (lines, status, reason) are lf's
     (a worker's result holds a copy of lf; _notes_only: only the notes)."""
     if isinstance(r, tuple):
-        lf.lines, lf.reason, lf.status = r
+        lf.lines, lf.reason, lf.status = counted(r[0]), r[1], r[2]
         return None
     if r.file is not lf:
-        lf.lines, lf.reason, lf.status = r.file.lines, r.file.reason, r.file.status
+        lf.lines, lf.reason, lf.status = counted(r.file.lines), r.file.reason, r.file.status
         r.file = lf
     return None if _empty(r) else r
 
@@ -281,9 +284,15 @@ def kept(lf: LogFile, r: FileResult | tuple[int, str, str]) -> FileResult | None
 def scan_files(scanner: Scanner, files: list[LogFile]) -> list[FileResult | None]:
     """Each file's result in the order of `files`, None for a result that holds nothing (kept)."""
     n = cores()
-    batches.teach(scanner.needles, files)
+    text = batches.teach(scanner.needles, files)
     here, shared = split(files, n)
     here, small = batches.split(here) if n >= 2 and "fork" in multiprocessing.get_all_start_methods() else (here, [])
+    if _pool is not None and small:
+        try:
+            return _scan_pooled(scanner, files, here, shared, small, text)
+        finally:
+            close_pool()
+    close_pool()  # workers forked early for nothing to share: gone before any other is forked
     if not shared and not small:
         # two stages need the C prefilter in the reading stage: without it (not built, TRIAGE_NO_NATIVE=1) this
         # process reads the file line for line
@@ -332,6 +341,53 @@ def scan_files(scanner: Scanner, files: list[LogFile]) -> list[FileResult | None
     return [out.get(id(lf)) for lf in files]  # out: only the results kept (a run of 200 k small files keeps a few)
 
 
+def _scan_pooled(scanner: Scanner, files: list[LogFile], here: list[LogFile], shared: list[LogFile],
+                 small: list[list[LogFile]], text: bytes) -> list[FileResult | None]:
+    """scan_files with the pool's workers (forked early): the same jobs (the big engine logs, then the batches of small
+    files), each sent down a worker's pipe as its files, or done here once this process's own files are."""
+    global _scanner
+    assert _pool is not None
+    if text:
+        for m in _pool.members:  # before any job: the worker's matcher is this process's
+            try:
+                m.jobs.send(("teach", text))
+            except OSError:
+                pass
+    jobs = [[lf] for lf in shared] + small
+    in_order = batches.InOrder(scanner.series, len(shared))
+    got: dict[int, Any] = {}
+    out: dict[int, FileResult] = {}
+
+    def arrived(i: int, r: Any) -> None:  # a job's result: a batch's tape is played as soon as its turn comes
+        if i >= len(shared):
+            in_order.put(i, r[1] if isinstance(r, tuple) else None)
+            r = [one if isinstance(one, str) else kept(lf, one) for lf, one in zip(jobs[i], r[0])] \
+                if isinstance(r, tuple) else r
+        got[i] = r
+
+    def first() -> None:
+        out.update({id(lf): r for lf in here if (r := kept(lf, scanner.scan(lf))) is not None})
+
+    def answered(i: int) -> None:  # a worker's scan: its bytes go to this process's bar
+        if scanner.progress is not None:
+            scanner.progress.add(sum(lf.size for lf in jobs[i]))
+
+    _scanner = scanner
+    try:
+        _pooled(len(jobs), lambda i: ("scan", i, jobs[i], i >= len(shared)),
+                lambda i: _scan_batch(jobs[i]) if i >= len(shared) else scanner.scan(jobs[i][0]), arrived, first,
+                answered)
+    finally:
+        _scanner = None
+    in_order.finish(len(jobs))
+    for i, job in enumerate(jobs):
+        r = got.get(i, DIED)
+        for lf, one in zip(job, r if isinstance(r, list) else [r] * len(job)):
+            if (one := _lost(lf, one) if isinstance(one, str) else one if one is None else kept(lf, one)) is not None:
+                out[id(lf)] = one
+    return [out.get(id(lf)) for lf in files]
+
+
 MAP_CHUNK = 256  # items of a map_shared job: one message of results each
 
 
@@ -345,6 +401,15 @@ def map_shared(fn: Callable[[Any], Any], items: list[Any]) -> list[Any]:
         return [fn(x) for x in items]
     global _map_fn, _map_chunks, _taken
     chunks = [items[i:i + MAP_CHUNK] for i in range(0, len(items), MAP_CHUNK)]
+    if _pool is not None:  # workers forked early (soon): the chunks go down their pipes
+        done: dict[int, list[Any]] = {}
+
+        def came(i: int, r: Any) -> None:
+            if isinstance(r, list):
+                done[i] = r
+
+        _pooled(len(chunks), lambda i: ("map", i, fn, chunks[i]), lambda i: [fn(x) for x in chunks[i]], came)
+        return [x for i in range(len(chunks)) for x in (done[i] if i in done else [fn(y) for y in chunks[i]])]
     _map_fn, _map_chunks = fn, chunks
     _taken = multiprocessing.get_context("fork").Value("l", 0)
     got: dict[int, list[Any]] = {}
@@ -615,3 +680,237 @@ def _staged_scan(scanner: Scanner, lf: LogFile) -> FileResult:
             _end(*started)
     finally:
         _scanner = None
+
+
+# The pool forked early: a run of many small files (discovery found batches.MANY of them) gets its workers while this
+# process holds the objects of a few hundred files (parallel.soon, called by the walk), not of all of them. A worker
+# forked after discovery inherited a LogFile, a path and a size for each of 257 k files (~70 MB); this process then
+# wrote to every one of them (each file's notes) and so copied their pages, and the worker's originals counted as its
+# own: the run's summed PSS held them twice (204 MB). Workers of the pool are sent their jobs through a pipe (a batch's
+# files pickled, a chunk of names to sniff) and build their own objects, dropped with the job.
+INFLIGHT = 3  # jobs sent to a worker of the pool and not answered yet, at most
+REDO = "sent to a worker that died before it started it"  # such a job is done by this process
+
+
+class _Member:
+    """A worker of the pool: its process, the pipe its jobs go down, the pipe its results come up, its jobs sent."""
+
+    def __init__(self, proc: Any, jobs: Any, results: Any) -> None:
+        self.proc, self.jobs, self.results = proc, jobs, results
+        self.sent: list[int] = []
+        self.took = -1  # the job it said it started last (TOOK)
+
+
+class _Pool:
+    def __init__(self, scanner: Scanner) -> None:
+        self.scanner = scanner
+        self.members: list[_Member] = []
+        self.taught: bytes | None = None
+
+
+_early: Scanner | None = None  # the scanner of the analysis under way (early()), for soon()
+_pool: _Pool | None = None
+
+
+class early:
+    """While an analysis discovers and scans: `soon` may fork the workers of a pool for `scanner`; they end with it."""
+
+    def __init__(self, scanner: Scanner) -> None:
+        self.scanner = scanner
+
+    def __enter__(self) -> early:
+        global _early
+        _early = self.scanner
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        global _early
+        _early = None
+        close_pool()
+
+
+def soon(found: int) -> None:
+    """Discovery's walk has found `found` files so far: once they are many (batches.MANY), fork the workers of the pool,
+    once."""
+    global _pool, _scanner
+    if _pool is not None or _early is None or found < batches.MANY:
+        return
+    n = cores()
+    if n < 2 or "fork" not in multiprocessing.get_all_start_methods():
+        return
+    pool = _Pool(_early)
+    _scanner = _early  # what a worker scans with
+    trim()
+    try:
+        for _ in range(n - 1):
+            reader, writer = multiprocessing.get_context("fork").Pipe(duplex=False)
+            _open_readers.append(writer)  # every worker forked from now on closes it: only this process sends jobs
+            started = _start(_serve, reader)
+            reader.close()
+            if started is None:
+                _open_readers.remove(writer)
+                writer.close()
+                break
+            pool.members.append(_Member(started[0], writer, started[1]))
+    finally:
+        _scanner = None
+    if pool.members:
+        _pool = pool
+
+
+def close_pool() -> None:
+    """End the pool's workers (each leaves when its job pipe closes)."""
+    global _pool
+    pool, _pool = _pool, None
+    if pool is None:
+        return
+    for m in pool.members:
+        if m.jobs in _open_readers:
+            _open_readers.remove(m.jobs)
+        m.jobs.close()
+    for m in pool.members:
+        _end(m.proc, m.results)
+
+
+def _serve(jobs: Any, conn: Any) -> None:
+    """A worker of the pool: do the jobs that come down `jobs` until it closes: ("teach", text): the matcher small files
+    share (batches.teach); ("map", i, fn, items); ("scan", i, files, batch): a batch of small files, or one file. It
+    sends each result itself (no thread: its parent's feeding thread reads the results as they come, INFLIGHT jobs
+    at most are ahead), so that it has said which job it took (TOOK) before it starts it."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    fastscan.read_size = fastscan.rows_chunk = WORKER_READ
+    scanner = _scanner
+    assert scanner is not None
+    while True:
+        try:
+            msg = jobs.recv()
+        except (EOFError, OSError):
+            break
+        if msg[0] == "teach":
+            if scanner.needles is not None:
+                scanner.needles.share(msg[1])
+            continue
+        if msg[0] == "map":
+            _, i, fn, items = msg
+            try:
+                r: Any = [fn(x) for x in items]
+            except Exception:  # noqa: BLE001 - the parent does this chunk again, and sees what it raises
+                r = None
+        else:
+            _, i, files, batch = msg
+            _reply(conn, (TOOK, i))  # should this worker die scanning it, its parent knows which job has no result
+            try:
+                r = _scan_batch(files) if batch else scanner.scan(files[0])
+            except Exception as e:  # noqa: BLE001 - one odd file must not end the run
+                r = f"{type(e).__name__}: {e}"
+        del msg
+        _reply(conn, (i, r))
+        del r
+    conn.close()
+
+
+def _reply(conn: Any, item: tuple[int, Any]) -> None:
+    """Send item to the parent; one pickle refuses goes as why; once the parent is gone, the worker ends."""
+    try:
+        conn.send(item)
+    except (OSError, EOFError):
+        os._exit(0)
+    except Exception as e:  # noqa: BLE001
+        conn.send((item[0], f"its result could not be sent back: {type(e).__name__}: {e}"))
+
+
+def _pooled(count: int, message: Callable[[int], tuple[Any, ...]], here: Callable[[int], Any],
+            arrived: Callable[[int, Any], None], first: Callable[[], None] | None = None,
+            done: Callable[[int], None] | None = None) -> None:
+    """Jobs 0..count-1 shared between this process and the pool's workers: a thread of this process keeps each worker
+    INFLIGHT jobs ahead (message(i) is what goes down its pipe) and takes their results, which this process gives to
+    arrived(i, result) between its own jobs (here(i)); `first` is this process's own work before it takes jobs (the
+    workers are fed meanwhile). A worker that dies leaves DIED as the result of the job it had said it took (TOOK);
+    the jobs sent to it after that one are done here (REDO). done(i): a job a worker answered."""
+    assert _pool is not None
+    members = list(_pool.members)
+    lock = threading.Lock()
+    nxt = [0]
+    inbox: Queue[tuple[int, Any]] = Queue()
+    handed = [0]  # jobs sent to workers (each comes back in inbox, as a result or DIED)
+
+    def take() -> int:
+        with lock:
+            i = nxt[0]
+            nxt[0] += 1
+        return i
+
+    def feed() -> None:
+        while True:
+            for m in list(members):
+                while len(m.sent) < INFLIGHT and inbox.qsize() < RESULTS_AHEAD:
+                    i = take()
+                    if i >= count:
+                        break
+                    with lock:
+                        handed[0] += 1
+                    try:
+                        m.jobs.send(message(i))
+                    except (OSError, ValueError):  # the worker is gone: what it had taken has no result, the rest
+                        members.remove(m)  # is done here
+                        for j in [*m.sent, i]:
+                            inbox.put((j, DIED if j == m.took else REDO))
+                        m.sent.clear()
+                        break
+                    except Exception as e:  # noqa: BLE001 - a job that does not pickle: no result (map: done here)
+                        inbox.put((i, f"it could not be sent to a worker: {type(e).__name__}: {e}"))
+                        continue
+                    m.sent.append(i)
+            waiting = [m for m in members if m.sent]
+            if not waiting:
+                if nxt[0] >= count:
+                    return
+                threading.Event().wait(0.01)  # this process has not read the results yet: let it
+                continue
+            ready = wait([m.results for m in waiting], 0.05)
+            for m in waiting:
+                if m.results not in ready:
+                    continue
+                try:
+                    i, r = m.results.recv()
+                except (EOFError, OSError):  # the worker died (killed, out of memory): the job it had taken has no
+                    members.remove(m)  # result; those sent after it are done here
+                    for j in m.sent:
+                        inbox.put((j, DIED if j == m.took else REDO))
+                    m.sent.clear()
+                    continue
+                if i == TOOK:
+                    m.took = r
+                    continue
+                m.sent.remove(i)
+                inbox.put((i, r))
+
+    feeder = threading.Thread(target=feed, daemon=True)
+    feeder.start()
+    got = 0
+
+    def drain(block: bool) -> None:
+        nonlocal got
+        while True:
+            try:
+                i, r = inbox.get() if block else inbox.get_nowait()
+            except Empty:
+                return
+            got += 1
+            if r is REDO:
+                r = here(i)
+            elif done is not None and r is not DIED:
+                done(i)
+            arrived(i, r)
+            if block:
+                return
+
+    if first is not None:
+        first()
+    while (i := take()) < count:
+        drain(False)
+        arrived(i, here(i))
+    drain(False)
+    feeder.join()
+    while got < handed[0]:
+        drain(True)

@@ -19,6 +19,7 @@ from triage.input.read import MAX_LINE, TRUNCATED, iter_chunks, open_stream
 from triage.lazyre import lazy
 from triage.library.rules import MATCH_TIMEOUT, Library, Pattern, Rule, builtin_dir
 from triage.model import Event, Hit, Line, LogFile
+from triage.model import counted as shared_count
 from triage.parsers import PARSERS, signals, tables
 from triage.parsers.engine_stats import engine, engine_key
 from triage.scan import digitkey, native, nearfold
@@ -369,7 +370,7 @@ class Scanner:
                 counted = chunks is None and self.needles is not None and hasattr(stream, "readinto")
                 if counted:
                     assert stream is not None
-                    lf.lines = fastscan.scan_file(self, fs, stream, self.progress)
+                    lf.lines = shared_count(fastscan.scan_file(self, fs, stream, self.progress))
                 else:
                     assert chunks is not None or stream is not None
                     self._scan_lines(fs, chunks if chunks is not None else iter_chunks(stream))
