@@ -281,6 +281,39 @@ def kept(lf: LogFile, r: FileResult | tuple[int, str, str]) -> FileResult | None
     return None if _empty(r) else r
 
 
+class _Jobs:
+    """The jobs of one scan_files, whichever workers take them: the big engine logs one a job, then the batches of small
+    files; each job's result as it arrives (a batch's tape played as soon as its turn comes), and at the end the results
+    kept, a file's by its id."""
+
+    def __init__(self, scanner: Scanner, shared: list[LogFile], small: list[list[LogFile]]) -> None:
+        self.scanner = scanner
+        self.files = [[lf] for lf in shared] + small
+        self.first_batch = len(shared)
+        self.in_order = batches.InOrder(scanner.series, len(shared))
+        self.got: dict[int, Any] = {}
+
+    def do(self, i: int) -> Any:
+        """Job i done in this process."""
+        return _scan_batch(self.files[i]) if i >= self.first_batch else self.scanner.scan(self.files[i][0])
+
+    def arrived(self, i: int, r: Any) -> None:
+        if i >= self.first_batch:
+            self.in_order.put(i, r[1] if isinstance(r, tuple) else None)
+            r = [one if isinstance(one, str) else kept(lf, one) for lf, one in zip(self.files[i], r[0])] \
+                if isinstance(r, tuple) else r
+        self.got[i] = r
+
+    def kept_into(self, out: dict[int, FileResult]) -> None:
+        """Every job's results into out (a job no result came back for: DIED for each of its files)."""
+        self.in_order.finish(len(self.files))
+        for i, job in enumerate(self.files):
+            r = self.got.get(i, DIED)
+            for lf, one in zip(job, r if isinstance(r, list) else [r] * len(job)):
+                if (one := _lost(lf, one) if isinstance(one, str) else one if one is None else kept(lf, one)) is not None:
+                    out[id(lf)] = one
+
+
 def scan_files(scanner: Scanner, files: list[LogFile]) -> list[FileResult | None]:
     """Each file's result in the order of `files`, None for a result that holds nothing (kept)."""
     n = cores()
@@ -300,23 +333,13 @@ def scan_files(scanner: Scanner, files: list[LogFile]) -> list[FileResult | None
         return [kept(lf, _staged_scan(scanner, lf) if staged and _stageable(lf, scanner) else scanner.scan(lf))
                 for lf in files]
     global _scanner, _shared, _first_batch, _taken
-    jobs = [[lf] for lf in shared] + small
-    _scanner, _shared, _first_batch = scanner, jobs, len(shared)
+    jobs = _Jobs(scanner, shared, small)
+    _scanner, _shared, _first_batch = scanner, jobs.files, jobs.first_batch
     _taken = multiprocessing.get_context("fork").Value("l", 0)
-    in_order = batches.InOrder(scanner.series, len(shared))
-    got: dict[int, Any] = {}
-
-    def arrived(i: int, r: Any) -> None:  # a job's result: a batch's tape is played as soon as its turn comes
-        if i >= len(shared):
-            in_order.put(i, r[1] if isinstance(r, tuple) else None)
-            r = [one if isinstance(one, str) else kept(lf, one) for lf, one in zip(jobs[i], r[0])] \
-                if isinstance(r, tuple) else r
-        got[i] = r
-
     workers, conns = [], []
     trim()
     try:
-        for _ in range(min(n - 1, len(jobs))):
+        for _ in range(min(n - 1, len(jobs.files))):
             started = _start(_work)
             if started is None:  # fewer workers, or this process alone
                 break
@@ -324,16 +347,11 @@ def scan_files(scanner: Scanner, files: list[LogFile]) -> list[FileResult | None
             conns.append(started[1])
         live, scanning = list(conns), dict[Any, Any]()
         out = {id(lf): r for lf in here if (r := kept(lf, scanner.scan(lf))) is not None}  # None: not kept
-        while (i := _take()) < len(jobs):  # then take shared jobs like any worker
-            arrived(i, _scan_batch(jobs[i]) if i >= len(shared) else scanner.scan(jobs[i][0]))
-            _collect(live, arrived, scanning, block=False)  # the workers' results so far (their tapes' turn may come)
-        _collect(live, arrived, scanning)
-        in_order.finish(len(jobs))
-        for i, job in enumerate(jobs):
-            r = got.get(i, DIED)
-            for lf, one in zip(job, r if isinstance(r, list) else [r] * len(job)):
-                if (one := _lost(lf, one) if isinstance(one, str) else one if one is None else kept(lf, one)) is not None:
-                    out[id(lf)] = one
+        while (i := _take()) < len(jobs.files):  # then take shared jobs like any worker
+            jobs.arrived(i, jobs.do(i))
+            _collect(live, jobs.arrived, scanning, block=False)  # the workers' results so far (their tapes' turn may come)
+        _collect(live, jobs.arrived, scanning)
+        jobs.kept_into(out)
     finally:
         for w, c in zip(workers, conns):
             _end(w, c)
@@ -353,38 +371,23 @@ def _scan_pooled(scanner: Scanner, files: list[LogFile], here: list[LogFile], sh
                 m.jobs.send(("teach", text))
             except OSError:
                 pass
-    jobs = [[lf] for lf in shared] + small
-    in_order = batches.InOrder(scanner.series, len(shared))
-    got: dict[int, Any] = {}
+    jobs = _Jobs(scanner, shared, small)
     out: dict[int, FileResult] = {}
-
-    def arrived(i: int, r: Any) -> None:  # a job's result: a batch's tape is played as soon as its turn comes
-        if i >= len(shared):
-            in_order.put(i, r[1] if isinstance(r, tuple) else None)
-            r = [one if isinstance(one, str) else kept(lf, one) for lf, one in zip(jobs[i], r[0])] \
-                if isinstance(r, tuple) else r
-        got[i] = r
 
     def first() -> None:
         out.update({id(lf): r for lf in here if (r := kept(lf, scanner.scan(lf))) is not None})
 
     def answered(i: int) -> None:  # a worker's scan: its bytes go to this process's bar
         if scanner.progress is not None:
-            scanner.progress.add(sum(lf.size for lf in jobs[i]))
+            scanner.progress.add(sum(lf.size for lf in jobs.files[i]))
 
     _scanner = scanner
     try:
-        _pooled(len(jobs), lambda i: ("scan", i, jobs[i], i >= len(shared)),
-                lambda i: _scan_batch(jobs[i]) if i >= len(shared) else scanner.scan(jobs[i][0]), arrived, first,
-                answered)
+        _pooled(len(jobs.files), lambda i: ("scan", i, jobs.files[i], i >= jobs.first_batch), jobs.do, jobs.arrived,
+                first, answered)
     finally:
         _scanner = None
-    in_order.finish(len(jobs))
-    for i, job in enumerate(jobs):
-        r = got.get(i, DIED)
-        for lf, one in zip(job, r if isinstance(r, list) else [r] * len(job)):
-            if (one := _lost(lf, one) if isinstance(one, str) else one if one is None else kept(lf, one)) is not None:
-                out[id(lf)] = one
+    jobs.kept_into(out)
     return [out.get(id(lf)) for lf in files]
 
 
