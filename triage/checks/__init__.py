@@ -107,6 +107,7 @@ _register("kv_pressure", kv_pressure, min_usage=number(0.9), min_queue=number(1)
 _register("lone_decode", lone_decode, min_seconds=number(300), max_running=number(2))
 _register("pool_below_context", cc.pool_below_context, quiet_peak=number(cc.QUIET_PEAK))
 _register("pool_is_input_limit", cc.pool_is_input_limit)
+_register("swa_pool_below_floor", cc.swa_pool_below_floor)
 _register("rewards_all_zero", ts.rewards_all_zero, min_steps=whole(3), min_unsolved_prompts=whole(64))
 _register("reward_function_constant", ts.reward_function_constant, min_records=whole(3))
 _register("policy_collapse", ts.policy_collapse, min_steps=whole(5), ratio=number(0.25), min_collapsed=whole(1),

@@ -363,6 +363,40 @@ def pool_below_context(params: dict[str, Any], run: Run) -> list[CheckResult]:
                          pool, ctx), params, run, pool)
 
 
+def swa_pool_below_floor(params: dict[str, Any], run: Run) -> list[CheckResult]:
+    """Check 14: a hybrid sliding-window model's window-layer pool no larger than one KV page. SGLang admits a prefill
+    only when the window pool has `sliding_window + page_size` free slots (its own start-up check, added later, says
+    "SWA pool (N tokens) cannot hold even one request"); a pool at or below one page can never have them, so every
+    request is re-queued forever and the engine hangs without an error (DeepSeek-V4 on SGLang 0.5.12, real-extra
+    2020: swa=256 with page_size 256). The last pool line of each file is the pool that was kept."""
+    cfg = run.config
+    page = cfg.facts.get("page_size") if cfg is not None else None
+    if cfg is None or page is None or not isinstance(page.value, int) or page.value <= 0:
+        return []
+    last: dict[str, Any] = {}
+    for ev in run.events:
+        if ev.kind in ("swa_pool", "swa_pool_sizes"):
+            last[ev.line.file] = ev
+    if not last:
+        return []
+    ran = {ev.line.file for ev in run.events if ev.kind == "stats"} | served_files(run)
+    pool = cfg.resolved(POOL) or cfg.requested(POOL)
+    out: list[CheckResult] = []
+    for file, ev in last.items():
+        swa = int(ev.fields["swa_layer_tokens"])
+        if swa <= 0 or swa > page.value:  # no pool at all is serving.no-memory-for-kv-pool's refusal
+            continue
+        arithmetic = f"window pool {swa} tokens <= one page ({page.value}) < sliding window + page"
+        severity = ""
+        if file in ran:  # batches ran from this engine's pool: the window must be smaller than the floor assumes
+            severity = "info"
+            arithmetic += "; batches ran in this file"
+        numbers = {"swa_pool_tokens": swa, "full_pool_tokens": int(ev.fields["full_layer_tokens"]),
+                   "page_size": page.value, "arithmetic": arithmetic}
+        out.append(CheckResult(evidence=[ev.line] + _lines(pool, page), numbers=numbers, severity=severity))
+    return out
+
+
 INPUT_SLACK = 64  # tokens: the engine's allowed input is the pool minus a small reserve (SGLang: one token)
 
 

@@ -27,6 +27,9 @@ CAPACITY = lazy(r"\b(max_total_num_tokens|chunked_prefill_size|max_prefill_token
 KV_ALLOC = lazy(r"KV Cache is allocated\..*?#tokens: (\d+)")
 MAMBA_ALLOC = lazy(r"Mamba Cache is allocated\. max_mamba_cache_size: (\d+)")
 SWA_POOL = lazy(r"[Ss]liding window memory pool.*?full_layer_tokens=(\d+), swa_layer_tokens=(\d+)")
+# DeepSeek-V4's pool sizing (SGLang 0.5.12, the DSV4 hook of model_runner): printed twice, the sizes memory allows and
+# then the sizes kept after an explicit --max-total-tokens; the last one is the pool the scheduler admits against.
+DSV4_POOLS = lazy(r"\bpool sizes: full=(\d+), swa=(\d+)")
 REDUCED = lazy(r"max_running_requests was reduced from the requested (\d+) to (\d+)")
 RETRACTED = lazy(r"(?:[Dd]ecode out of memory happened[.,]|Retract requests\.) #retracted_reqs: (\d+)")
 # The largest input the scheduler accepts, in its rejection (2024-10 ->) and auto-truncation (2025-08 ->) messages.
@@ -37,7 +40,7 @@ WAITING_TOO = ("#prealloc-req", "#retracted-req")
 
 ANCHORS = ("Decode batch", "Prefill batch", "server_args=", "max_total_num_tokens=", "KV Cache is allocated",
            "Mamba Cache is allocated", "memory pool", "max_running_requests was reduced", "Retract requests",
-           "out of memory happened", "exceeds the maximum allowed length", "max_req_input_len=")
+           "out of memory happened", "exceeds the maximum allowed length", "max_req_input_len=", "pool sizes: full=")
 
 
 def _num(v: str) -> Any:
@@ -93,6 +96,9 @@ def parse(line: Line) -> Event | None:
     m = SWA_POOL.search(msg) if "memory pool" in msg else None
     if m:
         return Event("swa_pool", line, {"full_layer_tokens": int(m.group(1)), "swa_layer_tokens": int(m.group(2))})
+    m = DSV4_POOLS.search(msg) if "pool sizes: full=" in msg else None
+    if m:  # not a `swa_pool` event: the first of the two lines is not the pool that was kept (effective_config)
+        return Event("swa_pool_sizes", line, {"full_layer_tokens": int(m.group(1)), "swa_layer_tokens": int(m.group(2))})
     m = REDUCED.search(msg) if "max_running_requests was reduced" in msg else None
     if m:
         return Event("settings", line, {"max_running_requests": int(m.group(2)), "_source": "engine"})
