@@ -82,7 +82,7 @@ def test_the_six_domain_categories_and_the_sides_come_from_the_yaml(lib) -> None
     assert lib.knobs["miles.log_probs_chunk_size"].minus_one == "no chunking"
     assert {f: s.type for f, s in lib.facts.items()} == {
         "colocate": "switch", "context_parallel_size": "text", "use_dynamic_batch_size": "switch",
-        "use_rollout_routing_replay": "switch"}
+        "use_rollout_routing_replay": "switch", "page_size": "whole"}
     assert not set(lib.facts) & set(lib.knobs)
 
 
