@@ -16,6 +16,10 @@
   0.15's sampler warm-up OOM (2043), the KV check re-wrapped over three lines (2044), vLLM's VLLMValidationError for a
   prompt plus output over the context under vllm-ascend (2045), a double-spaced worker OOM paste (2047), ctransformers'
   "Number of tokens (513) exceeded maximum context length (512)" (2049).
+- Graph captures broken by a kernel library on ROCm, not by memory, stay `other`: SGLang's "Capture cuda graph failed:
+  HIP error: operation failed due to a previous error during capture" (AITER all-reduce, 2050, by
+  other.graph-capture-failed) and vLLM's AITER "splitk workspace not initialized for the current CUDA stream" (2051,
+  right only by the unexplained-error fallback).
 """
 
 from __future__ import annotations
@@ -135,3 +139,14 @@ def test_blind_right_cases(case: str, category: str, rule: str, line: int):
     f = top(triage_dir(extra_input(case)))
     assert (f.category, f.rule) == (category, rule)
     assert f.evidence[0].line == line
+
+
+def test_rocm_capture_broken_by_a_stream_is_not_a_capture_oom():
+    f = top(triage_dir(extra_input("2050")))
+    assert (f.category, f.rule) == ("other", "other.graph-capture-failed")
+    assert f.rule != "serving.graph-capture-oom"
+
+
+def test_aiter_workspace_error_in_capture_stays_outside_the_six():
+    report = triage_dir(extra_input("2051"))
+    assert all(f.category not in {"serving-oom-retraction", "cold-start"} for f in report.findings)
