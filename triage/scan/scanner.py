@@ -370,6 +370,7 @@ class Scanner:
                                                             and 0 < lf.size < fastscan.COLUMNS_FROM) else None
                     if data is not None:
                         stream = io.BytesIO(data)
+                        fs.own_bytes = True
                         if lf.size <= tables.MAX_BYTES:
                             kept = _Kept.whole(data)
                     else:
