@@ -46,9 +46,9 @@ the file's result. Both stages see the same chunks, so the result is the same ei
 from __future__ import annotations
 
 import heapq
-from bisect import bisect_right
 import mmap
 import re
+from bisect import bisect_right
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from functools import partial
