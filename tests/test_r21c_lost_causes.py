@@ -81,10 +81,12 @@ def test_a_constructor_typeerror_without_ray_is_not_this(tmp_path: Path):
 
 # -- vLLM without an accelerator --------------------------------------------------------------------------------------
 
-def test_vllm_failed_to_infer_device_type():
-    f = top(triage_dir(extra_input("1822")))
+@pytest.mark.parametrize("case, file, line", [("1822", "vllm.log", 33), ("2073", "worker.log", 14)])
+def test_vllm_failed_to_infer_device_type(case: str, file: str, line: int):
+    # 1822: vLLM 0.10 with the VLLM_LOGGING_LEVEL hint; 2073: vLLM 0.7's hint-less wording under Dynamo
+    f = top(triage_dir(extra_input(case)))
     assert (f.category, f.rule) == ("other", "other.gpu-unavailable")
-    assert [(e.file, e.line) for e in f.evidence][0] == ("vllm.log", 33)
+    assert [(e.file, e.line) for e in f.evidence][0] == (file, line)
     assert f.numbers["what"] == "Failed to infer device type"
 
 
