@@ -14,12 +14,15 @@ def _top(name):
 
 
 def test_pprinted_dict_is_one_record():
-    # Video-R1#86: the dict pretty-printed over 13 lines is read as one record (reward and both functions at 0);
-    # one record is not a persisting pattern, so no warning (see KNOWN_MISSES in test_real_extra)
+    # Video-R1#86: the dict pretty-printed over 13 lines is read as one record (reward and both functions at 0).
+    # One zero record alone is not a pattern, but this one also says zero_var_ratio 1.0 with reward_std 0: every
+    # prompt group's samples scored alike, so the whole batch got 0 from both functions (r21c, rewards_all_zero)
     res = triage_dir(HERE / "204-video-r1-grpo-rewards-all-zero-pretty-dict" / "input")
     summary = next(f for f in res.findings if f.rule == "health.summary")
     assert "reward finite" in summary.title
-    assert _top("204-video-r1-grpo-rewards-all-zero-pretty-dict") is None
+    f = _top("204-video-r1-grpo-rewards-all-zero-pretty-dict")
+    assert f is not None and f.rule == "verifier.rewards-degenerate"
+    assert f.evidence[0].line == 11  # 'reward': 0.0
 
 
 def test_user_wrapped_dict_grad_norm_zero_no_gradient():

@@ -156,7 +156,8 @@ def test_memory_estimate_refusals(tmp_path: Path, line: str):
     ("1924", "serving.warmup-no-memory", ("tgi.log", 1)),
     ("1925", "prompt.context-length-exceeded", ("vllm.log", 1)),
     ("1926", "prompt.context-length-exceeded", ("predict.log", 1)),
-    ("1928", "vocabulary.engine-out-of-memory", ("vllm-serve.log", 19)),
+    # r21c: the DeepGEMM warm-up OOM has its own rule now (serving.engine-oom-kernel-warmup), same line
+    ("1928", "serving.engine-oom-kernel-warmup", ("vllm-serve.log", 19)),
 ])
 def test_blind_right_cases_stay_right(prefix: str, rule: str, where: tuple[str, int]):
     f = top(triage_dir(extra_input(prefix)))

@@ -63,7 +63,8 @@ def rewards_all_zero(params: dict[str, Any], run: Run) -> list[CheckResult]:
     reward max is zero (every sample of the last step scored 0), or records (one is enough) whose reward std and
     grad_norm are both exactly 0 (no gradient measured, not only inferred), or a step record (one is enough) that
     counts at least `min_unsolved_prompts` prompts none of whose samples scored, none solved, and a batch reward
-    max of 0: a whole large batch credited nothing, which a hard task alone does not explain. Counts, non-finite values and
+    max of 0: a whole large batch credited nothing, which a hard task alone does not explain; or a record (one is
+    enough) whose share of zero-std groups is 1 while reward_std is 0 and two or more reward functions are all 0. Counts, non-finite values and
     "every value zero" come from the exact summaries (series_store.Summary), whatever the log's length."""
     min_steps = int(params.get("min_steps", 3))
     total = run.canon_summary("reward")
@@ -89,7 +90,12 @@ def rewards_all_zero(params: dict[str, Any], run: Run) -> list[CheckResult]:
     solved = {id(ev): v for ev, v, _ in run.canon("solved_prompts")}
     broad = [(ev, v, k) for ev, v, k in run.canon("unsolved_prompts")
              if id(ev) in viewed and v >= min_unsolved and solved.get(id(ev), 0) == 0 and _at(maxima, ev) == 0]
-    if not (n >= min_steps or (n >= 2 and len(fns) >= 2) or summary_zero or broad
+    # a record whose share of zero-std groups is 1 (TRL frac_reward_zero_std, Video-R1's zero_var_ratio): every
+    # prompt group's samples scored alike; with reward_std 0 and two or more reward functions (the lenient format
+    # reward among them) all 0, the whole batch was credited nothing by any function (Video-R1 issue 86)
+    flat = [(ev, v, k) for ev, v, k in run.canon("frac_reward_zero_std") if id(ev) in viewed and v >= 1.0] \
+        if no_spread and len(fns) >= 2 else []
+    if not (n >= min_steps or (n >= 2 and len(fns) >= 2) or summary_zero or broad or flat
             or (no_spread and _no_gradient(run, viewed))):  # the update measured no gradient at all
         return []
     first = groups[0][1]
@@ -101,6 +107,9 @@ def rewards_all_zero(params: dict[str, Any], run: Run) -> list[CheckResult]:
         arithmetic += f"; {len(names)} reward function{'s' if len(names) > 1 else ''} all 0 ({', '.join(names[:6])})"
     if summary_zero and n < min_steps:
         arithmetic += "; the run summary's reward max is 0: every sample of the last step scored 0"
+    if flat and n < min_steps and not summary_zero and not broad:
+        arithmetic += (f"; {flat[0][2]} = {flat[0][1]:g} with reward_std 0: every prompt group's samples scored "
+                       "alike, and every function gave 0")
     if broad and n < min_steps and not summary_zero:
         arithmetic += (f"; {broad[0][2]} = {broad[0][1]:g} with a reward max of 0: none of the step's "
                        f"{broad[0][1]:g} prompts got a nonzero score from any sample")
