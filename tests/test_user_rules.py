@@ -213,3 +213,36 @@ def test_a_user_category_file_is_validated_like_the_built_in_one(tmp_path: Path)
     with pytest.raises(LibraryError) as e:
         load_library([folder])
     assert str(e.value) == f"{folder}/categories.yaml: category gpu-thermal: knob 'gpu.fans' is not in knobs.yaml"
+
+
+def test_more_anchors_than_the_c_prefilter_holds_are_read_by_the_python_scanner(tmp_path: Path) -> None:
+    """A user library of 1,200 rules, each with its own anchor, takes the built-in library past what the C matcher
+    files (MAX_NEEDLES): every file is still read, by the Python scanner, and the report says why; before, every
+    file was marked partial ("at most 1024 needles") and nothing was found."""
+    native = pytest.importorskip("triage.scan._linescan")
+    many = "".join(GOOD.replace("user.widget-broke", f"user.widget-{i}-broke")
+                   .replace("widget broke", f"widget {i} broke") for i in range(1200))
+    folder = _rules(tmp_path, many)
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "train.log").write_text("step 1\n" + DISK + "\nwidget 1199 broke: 42\n")
+    rep = analyze(Settings(paths=[str(run)], patterns=[folder]))
+    assert [f.status for f in rep.files] == ["read"]
+    ids = {f.rule for f in rep.findings}
+    assert {"user.widget-1199-broke", "other.disk-full"} <= ids
+    hit = next(f for f in rep.findings if f.rule == "user.widget-1199-broke")
+    assert (hit.evidence[0].file, hit.evidence[0].line) == ("train.log", 3)
+    notes = [e for e in rep.errors if "C prefilter" in e]
+    assert len(notes) == 1 and notes[0].startswith("rules: ")
+    assert notes[0].endswith(f"anchors are more than the C prefilter holds ({native.MAX_NEEDLES} needles): "
+                             "every file is read by the Python scanner")
+
+
+def test_the_built_in_library_fits_the_c_prefilter_with_room_for_user_rules() -> None:
+    native = pytest.importorskip("triage.scan._linescan")
+    from triage.checks import load_checked_library
+    from triage.scan.scanner import Scanner
+
+    scanner = Scanner(load_checked_library(None))
+    assert scanner.needles is not None and scanner.notes == []
+    assert len(scanner.needles.items) <= native.MAX_NEEDLES - 500

@@ -175,7 +175,7 @@ def _analyze(settings: Settings, lib: Library, retired: list[object] | None) -> 
     report = Report(version=__version__, root=root, findings=findings, files=files, config=cfg.as_dict(),
                     figures=figures(lib, run, hits), timelines=timelines(lib, run, hits),
                     categories=list(lib.categories))
-    report.errors = [e for r in results for e in r.errors] + [p for _, p in cfg.problems]
+    report.errors = scanner.notes + [e for r in results for e in r.errors] + [p for _, p in cfg.problems]
     if settings.redact:
         redact_report(report)
     if settings.baseline is not None:

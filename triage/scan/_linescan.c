@@ -90,9 +90,9 @@
 enum { K_CAND = 0, K_STATS = 1, K_USAGE = 2 };
 enum { F_CR = 1, F_ESC = 2, F_NUL = 4, F_RAY = 8, F_MANY = 16 };
 
-#define HSLOTS 4096  /* > 2 x the pairs two needles per anchor can use */
+#define HSLOTS 8192  /* > 2 x the pairs two needles per anchor can use; MAX_NEEDLES is a quarter of it */
 
-static unsigned slot_of(unsigned p) { return (p * 2654435761u) >> 20; }  /* top 12 bits of 32: < HSLOTS */
+static unsigned slot_of(unsigned p) { return (p * 2654435761u) >> 19; }  /* top 13 bits of 32: < HSLOTS */
 
 /* The AVX-512 path's Bloom filter of pairs: hash k of pair p is the top 10 bits of the 16-bit product
  * p * BLOOM_MUL[k]: byte (h >> 3) of table k, bit (h & 7). */
@@ -2383,6 +2383,7 @@ PyMODINIT_FUNC PyInit__linescan(void) {
     }
     if (PyModule_AddIntConstant(mod, "COL_TOP", COL_TOP) < 0 || PyModule_AddIntConstant(mod, "COL_SHAPES", COL_SHAPES) < 0
         || PyModule_AddIntConstant(mod, "COL_TOKENS", COL_TOKENS) < 0
+        || PyModule_AddIntConstant(mod, "MAX_NEEDLES", HSLOTS / 4) < 0
         || PyModule_AddIntConstant(mod, "COL_LINE_MAX", COL_LINE_MAX) < 0) {
         Py_DECREF(mod);
         return NULL;

@@ -41,6 +41,10 @@ def columns() -> bool:
     return not os.environ.get("TRIAGE_NO_COLUMNS")
 
 
+class TooManyNeedles(ValueError):
+    """A library whose anchors the C matcher cannot file (more than _linescan.MAX_NEEDLES needles)."""
+
+
 class Needles:
     """The needle list for one Scanner; `matcher(head)` files each needle under its rarest pair."""
 
@@ -58,6 +62,9 @@ class Needles:
         self._add(b"usage: ", K_USAGE, None)
         for byte, flag in ((b"\r", F_CR), (b"\x1b", F_ESC), (b"\x00", F_NUL)):
             self._add(byte, flag, None)
+        if _linescan is not None and len(self.items) > _linescan.MAX_NEEDLES:
+            raise TooManyNeedles(f"{len(anchors)} anchors are more than the C prefilter holds "
+                             f"({_linescan.MAX_NEEDLES} needles): every file is read by the Python scanner")
 
     def _add(self, needle: bytes, kind: int, anchor: str | None) -> None:
         if len(needle) == 2:  # the C side files needles under two adjacent pairs: pad to 3 bytes

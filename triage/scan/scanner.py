@@ -208,7 +208,13 @@ class Scanner:
         self.spent = {r.id: 0.0 for r in lib.rules if not r.origin.startswith(builtin)}  # user rule -> regex seconds
         self.guarded = {id(p) for r in lib.rules if r.id in self.spent for p in r.patterns()}  # user rules' regexes
         self.exhausted: set[str] = set()  # user rules past RULE_BUDGET: no more regex work, claims made so far kept
-        self.needles = native.Needles(anchors, set(by_anchor)) if native.available() else None
+        self.needles: native.Needles | None = None
+        self.notes: list[str] = []  # problems of the whole scan, for the report's errors
+        if native.available():
+            try:
+                self.needles = native.Needles(anchors, set(by_anchor))
+            except native.TooManyNeedles as e:  # a library (user rules) with more anchors than the C side holds: slower, not wrong
+                self.notes.append(f"rules: {e}")
         self._plans: dict[Any, Plan] = {}
         self._testers: dict[Pattern, Any] = {}  # near / not_near regex -> its test of a context line
         self._named: dict[str, bool] = {}  # rule id -> whether its match regexes have named groups
