@@ -36,7 +36,10 @@ def lib() -> Library:
 
 
 def extra_case(prefix: str) -> Path:
-    """The one real-extra case whose directory name starts with `prefix` (e.g. "990-")."""
+    """The one real-extra case whose directory name starts with `prefix` (e.g. "990-"); a bare number ("204") names
+    the case of that number, not every case whose number starts with it (2040-)."""
+    if prefix.isdigit():
+        prefix += "-"
     (d,) = [p for p in (FIXTURES / "real-extra").iterdir() if p.name.startswith(prefix)]
     return d
 
