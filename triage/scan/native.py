@@ -85,17 +85,26 @@ class Needles:
         115 us instead of 30, a 2 KB verifier log in 25 instead of 4."""
         self._shared = self._compile(sample)
 
-    def _compile(self, head: bytes | memoryview) -> Any:
+    def _filing(self, head: bytes | memoryview) -> list[tuple[int, int]]:
+        """Each needle's (offset, checks): the two adjacent byte pairs at offset are the needle's rarest in head,
+        and checks is how often they occur there (each occurrence is a place the matcher compares the needle)."""
         counts = array("I")
         counts.frombytes(_linescan.pair_counts(head))
-        spec = []
-        for needle, kind in self.items:
+        out = []
+        for needle, _kind in self.items:
             if len(needle) == 1:
-                spec.append((needle, 0, kind))
+                out.append((0, 0))
                 continue
-            off = min(range(len(needle) - 2), key=lambda i: counts[needle[i] | needle[i + 1] << 8]
-                      + counts[needle[i + 1] | needle[i + 2] << 8])
-            spec.append((needle, off, kind))
+            out.append(min(((i, counts[needle[i] | needle[i + 1] << 8] + counts[needle[i + 1] | needle[i + 2] << 8])
+                            for i in range(len(needle) - 2)), key=lambda oc: oc[1]))
+        return out
+
+    def checks(self, head: bytes | memoryview) -> dict[str, int]:
+        """anchor -> the comparisons its needle costs on text like head (bench and tests: what an anchor costs)."""
+        return {a: c for a, (_, c) in zip(self.anchor_of, self._filing(head)) if a is not None}
+
+    def _compile(self, head: bytes | memoryview) -> Any:
+        spec = [(needle, off, kind) for (needle, kind), (off, _) in zip(self.items, self._filing(head))]
         return _linescan.compile(spec)
 
 
