@@ -213,6 +213,13 @@ def _alive(pid: int) -> bool:
     return state != "Z"
 
 
+def _default_signals() -> None:
+    """The signals' default actions in the run under test: a test run started under nohup (a CI runner) hands its
+    children SIGHUP ignored, and the SIGHUP case then waited for the whole run to end (60 s on a loaded machine)."""
+    for sig in (signal.SIGHUP, signal.SIGTERM):
+        signal.signal(sig, signal.SIG_DFL)
+
+
 @needs_fork
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc to list a process's children")
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL, signal.SIGHUP])
@@ -224,7 +231,7 @@ def test_workers_end_when_their_parent_is_killed(tmp_path: Path, sig: signal.Sig
         (run_dir / f"sglang-engine-{k}.log").write_text(rows)
     env = dict(os.environ, TRIAGE_JOBS="3", TRIAGE_NO_NATIVE="1", TRIAGE_NO_PROGRESS="1")
     proc = subprocess.Popen([sys.executable, "-m", "triage", str(run_dir)], env=env, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
+                            stderr=subprocess.DEVNULL, preexec_fn=_default_signals)
     try:
         deadline = time.monotonic() + 60
         kids: set[int] = set()
