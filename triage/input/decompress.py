@@ -26,7 +26,7 @@ import stat
 from collections.abc import Callable
 from typing import Any, BinaryIO
 
-from triage.input.unwrap import unwrap
+from triage.input.unwrap import HEAD, unwrap, wraps
 from triage.safe_load import special_kind
 
 Note = Callable[[str], None]
@@ -254,6 +254,24 @@ def _decompressor(raw: Any, compression: str) -> Any:
             raise OSError("zstd-compressed; install the 'zstandard' package to read it") from None
         return zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True, closefd=True)
     raise ValueError(f"unknown compression {compression!r}")
+
+
+def read_small(path: str, size: int) -> bytes | None:
+    """The bytes of a plain file of `size` bytes, read whole in one read: what open_log's stream would give, without
+    its layers of file objects (~15 us a file, most of the cost of opening a 3 KB log of a run of 200 k small files).
+    None, having read nothing the caller needs, when that stream would be another: the file's size is not `size`
+    (it grew or shrank since discovery, or while read: open_log's notes say so), or its head shows hard-wrapped lines
+    (unwrap). Raises OSError as open_log does."""
+    fd, now = _regular(path)
+    try:
+        if now != size:
+            return None
+        data = os.read(fd, size + 1)
+        if len(data) != size or os.fstat(fd).st_size != size:
+            return None
+    finally:
+        os.close(fd)
+    return None if wraps(data[:HEAD]) else data
 
 
 def open_log(path: str, compression: str = "", note: Note = _quiet) -> BinaryIO:
