@@ -372,7 +372,7 @@ class Scanner:
             else:
                 if chunks is None:
                     # a small plain file in one read (read_small), else through open_stream's layers
-                    data = read_small(lf.path, lf.size) if (self.needles is not None and not lf.compression
+                    data = read_small(lf.path, lf.size, fs.note) if (self.needles is not None and not lf.compression
                                                             and 0 < lf.size < fastscan.COLUMNS_FROM) else None
                     if data is not None:
                         stream = io.BytesIO(data)
