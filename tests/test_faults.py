@@ -18,7 +18,7 @@ from triage.analyze import Settings, analyze
 from triage.checks import CHECKS
 from triage.checks.base import CheckResult
 from triage.input import decompress
-from triage.scan import native, parallel, scanner
+from triage.scan import native, parallel
 from triage.scan import prefiltered as fastscan
 
 needs_fork = pytest.mark.skipif("fork" not in multiprocessing.get_all_start_methods(), reason="no fork")
