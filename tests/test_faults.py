@@ -17,7 +17,8 @@ import pytest
 from triage.analyze import Settings, analyze
 from triage.checks import CHECKS
 from triage.checks.base import CheckResult
-from triage.scan import native, parallel, scanner
+from triage.input import decompress
+from triage.scan import native, parallel
 from triage.scan import prefiltered as fastscan
 
 needs_fork = pytest.mark.skipif("fork" not in multiprocessing.get_all_start_methods(), reason="no fork")
@@ -94,19 +95,23 @@ def test_a_file_of_nul_bytes_only_is_still_skipped(tmp_path: Path) -> None:
 
 # --- cut or damaged while read ------------------------------------------------------------------------------------
 
-def test_a_file_truncated_while_read_is_partial_with_how_far(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    lines = [OOM] + [STEP.format(i=i) for i in range(2, 2000)]
+@pytest.mark.parametrize("steps", [2000, 5000])  # read whole in one read (< 256 KiB: read_small), and streamed
+def test_a_file_truncated_while_read_is_partial_with_how_far(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                             steps: int) -> None:
+    lines = [OOM] + [STEP.format(i=i) for i in range(2, steps)]
     log = tmp_path / "train.log"
     log.write_text("\n".join(lines) + "\n")
     size = log.stat().st_size
-    real_open = scanner.open_stream
+    assert (size < fastscan.COLUMNS_FROM) == (steps == 2000)
+    real_open = decompress._regular
 
-    def open_then_rotated(path, compression, note=None):  # type: ignore[no-untyped-def]
-        stream = real_open(path, compression, note)
-        os.truncate(path, 100_000)  # copytruncate between opening and reading the rest (past the head read on opening)
-        return stream
+    def open_then_rotated(path):  # type: ignore[no-untyped-def]
+        opened = real_open(path)
+        if sys._getframe(1).f_code.co_name in ("read_small", "open_log"):  # the scan's opening, not discovery's sniff
+            os.truncate(path, 100_000)  # copytruncate between opening the file (its size taken) and reading it
+        return opened
 
-    monkeypatch.setattr(scanner, "open_stream", open_then_rotated)
+    monkeypatch.setattr(decompress, "_regular", open_then_rotated)
     rep = run(tmp_path)
     assert oom_finding(rep).evidence[0].line == 1  # what was read before the cut still counts
     (lf,) = rep.files

@@ -23,14 +23,17 @@ PAIRS = """| metrique GRPO | valeur observee | occurrences |
 
 
 def _opens(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The paths the scan opens, in order: as a stream (open_stream) or read whole (read_small)."""
     opened: list[str] = []
-    real = scanner_mod.open_stream
 
-    def counting(path: str, *args: Any, **kw: Any) -> Any:
-        opened.append(path)
-        return real(path, *args, **kw)
+    def counting(real: Any) -> Any:
+        def opening(path: str, *args: Any, **kw: Any) -> Any:
+            opened.append(path)
+            return real(path, *args, **kw)
+        return opening
 
-    monkeypatch.setattr(scanner_mod, "open_stream", counting)
+    monkeypatch.setattr(scanner_mod, "open_stream", counting(scanner_mod.open_stream))
+    monkeypatch.setattr(scanner_mod, "read_small", counting(scanner_mod.read_small))
     return opened
 
 
@@ -54,13 +57,16 @@ def test_a_small_file_is_opened_once_and_its_table_still_read(tmp_path: Path, mo
     assert sorted(Path(p).name for p in opened) == ["issue-metrics.md", "verify-sample-000001.log"]
 
 
-def test_a_scan_stopped_early_leaves_the_tables_pass_its_own_reading(tmp_path: Path,
-                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    # the scan's bytes are used only when it read to the end (or past the size the tables pass reads): a scan that
-    # stopped (here: the C prefilter raising) is no reading of the file, which the tables pass then opens itself
+@pytest.mark.parametrize("filler", [0, 300 << 10])
+def test_a_scan_stopped_early_leaves_the_tables_pass_its_own_reading(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                    filler: int) -> None:
+    # a streamed file's bytes are used only when the scan read it to the end (or past the size the tables pass reads):
+    # a scan that stopped (here: the C prefilter raising) is no reading of the file, which the tables pass then opens
+    # itself; a small file read whole (decompress.read_small, < 256 KiB) was read to its end before the scan began
     run = tmp_path / "run"
     run.mkdir()
-    (run / "issue-metrics.md").write_text(PAIRS, encoding="utf-8")
+    notes = "notes from the run, nothing to report\n" * (filler // 38)
+    (run / "issue-metrics.md").write_text(notes + PAIRS, encoding="utf-8")
     monkeypatch.delenv("TRIAGE_NO_NATIVE", raising=False)
     monkeypatch.setenv("TRIAGE_JOBS", "1")
 
@@ -70,5 +76,5 @@ def test_a_scan_stopped_early_leaves_the_tables_pass_its_own_reading(tmp_path: P
     monkeypatch.setattr(scanner_mod.fastscan, "scan_file", broken)
     opened = _opens(monkeypatch)
     report = analyze(Settings(paths=[str(run)]), load_library())
-    assert [Path(p).name for p in opened] == ["issue-metrics.md", "issue-metrics.md"]
+    assert [Path(p).name for p in opened] == ["issue-metrics.md"] * (2 if filler else 1)
     assert [f.rule for f in report.findings][:1] == ["gen.cap-hit-rate"]

@@ -112,9 +112,10 @@ def test_the_run_stores_hold_what_the_line_for_line_path_gives(tmp_path: Path, m
 
 def test_a_batch_tape_of_rows_travels_and_plays_as_one_process_gives(tmp_path: Path,
                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    """A batch's metric rows reach its tape as the write-outs they came in (pickled as their columns' bytes and their
-    rows' texts, parallel._row_part), its timer rows as the readings they stand for; the tape, pickled and played,
-    gives the stores one process gives, line texts included."""
+    """A batch's metric rows reach its tape joined into one write-out across its files (batches._Records; pickled as
+    their columns' bytes and where each row is in its file, parallel._row_part, prefiltered.JoinedLines), its timer
+    rows as the readings they stand for; the tape, pickled and played, gives the stores one process gives, line texts
+    included (read back from the files)."""
     run, _ = small_run(tmp_path)
     files = [lf for lf in discover([str(run)])[0] if lf.status == "read"]
     scanner = Scanner(LIB)
@@ -130,7 +131,9 @@ def test_a_batch_tape_of_rows_travels_and_plays_as_one_process_gives(tmp_path: P
     assert sum(rows.n for what, rows in tape if what == batches.RECORD_ROWS) > 0.8 * (RANKS - 1) * 6 * 3
     back = pickle.loads(pickle.dumps(tape))
     parts = [p for what, rows in back if what == batches.RECORD_ROWS for p in rows.parts]
-    assert all(isinstance(p.line_of, fastscan.TextLines) for p in parts)
+    assert all(isinstance(p.line_of, (fastscan.JoinedLines, fastscan.FileLines)) for p in parts)
+    # the rows of the batch's files in one write-out, but for the records added one by one between them
+    assert sum(what == batches.RECORD_ROWS for what, _ in back) <= sum(what == batches.RECORD for what, _ in back) + 1
     text = (run / "ranks" / "train-rank-007.log").read_text().splitlines()
     lines = [p.line_of(p, i) for p in parts for i in range(p.n)]
     assert all(ln.text == text[ln.lineno - 1] for ln in lines if ln.file == "ranks/train-rank-007.log")

@@ -26,7 +26,7 @@ import stat
 from collections.abc import Callable
 from typing import Any, BinaryIO
 
-from triage.input.unwrap import unwrap
+from triage.input.unwrap import HEAD, unwrap, wraps
 from triage.safe_load import special_kind
 
 Note = Callable[[str], None]
@@ -254,6 +254,34 @@ def _decompressor(raw: Any, compression: str) -> Any:
             raise OSError("zstd-compressed; install the 'zstandard' package to read it") from None
         return zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True, closefd=True)
     raise ValueError(f"unknown compression {compression!r}")
+
+
+def read_small(path: str, size: int, note: Note = _quiet) -> bytes | None:
+    """The bytes of a plain file of `size` bytes, read whole: what open_log's stream would give, without its layers of
+    file objects (~15 us a file, most of the cost of opening a 3 KB log of a run of 200 k small files). A file cut
+    short while read (copytruncate) gives the bytes read before the cut, and `note` says how far, as UpTo does.
+    None, having read nothing the caller needs, when that stream would be another: the file's size is not `size`
+    (it grew or shrank since discovery: open_log's stream reads it as it is then), it grew while read, or its head
+    shows hard-wrapped lines (unwrap). Raises OSError as open_log does."""
+    fd, now = _regular(path)
+    try:
+        if now != size:
+            return None
+        parts, got = [], 0
+        while got <= size:  # a read returns less than asked only at the end of the data (or a signal's interruption)
+            part = os.read(fd, size + 1 - got)
+            if not part:
+                break
+            parts.append(part)
+            got += len(part)
+        data = parts[0] if len(parts) == 1 else b"".join(parts)
+        if got < size:
+            note(Cut(f"truncated while being read (copytruncate?): read to byte {got} of {size}"))
+        elif got > size or os.fstat(fd).st_size != size:
+            return None
+    finally:
+        os.close(fd)
+    return None if wraps(data[:HEAD]) else data
 
 
 def open_log(path: str, compression: str = "", note: Note = _quiet) -> BinaryIO:

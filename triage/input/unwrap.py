@@ -295,6 +295,14 @@ class RichUnwrapped(_Joined):
         self.carry = self.carry[used:]
 
 
+def wraps(head: bytes) -> bool:
+    """Whether unwrap() would join the lines of a stream whose first HEAD bytes are `head` (a small file read whole:
+    decompress.read_small)."""
+    if len(head) > MIN_WIDTH * 2 and wrap_width(head):
+        return True
+    return any(w in head for w in RICH_LEVELS) and rich_layout(head)[0] != 0
+
+
 def unwrap(stream: Any) -> Any:
     """The stream, or a stream of it with hard-wrapped lines joined when its head shows them. `stream` has peek()
     (an io.BufferedReader); nothing of it is consumed to decide."""

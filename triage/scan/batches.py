@@ -17,11 +17,13 @@ timer readings as the events they stand for, one by one, most of them a reading 
 
 from __future__ import annotations
 
+import itertools
 from typing import TYPE_CHECKING, Any
 
 from triage.input.decompress import safe_open
+from triage.parsers.series_store import Rows, _joined_part
 from triage.scan.native import SMALL_HEAD
-from triage.scan.prefiltered import COLUMNS_FROM
+from triage.scan.prefiltered import COLUMNS_FROM, JoinedLines
 
 if TYPE_CHECKING:
     from triage.model import LogFile
@@ -101,6 +103,46 @@ class _Side:
         # rows' texts (parallel.py), played into the run's store, which joins them with the rows around (RunStore)
 
 
+class _Records(_Side):
+    """The metric store's side of a tape. The write-outs of rows of the batch's files are joined as they come, by shape
+    (series_store._joined_part, as the run's store joins them: RunStore), and written down as one write-out once a
+    record or the tape's end comes: a batch of 128 per-rank logs gave 128 write-outs of three parts each, and their
+    pickling and unpickling (~20 us a part) cost more than their scan. The store gets the same records in the same
+    order (MetricStore.add_rows is exact however the rows are cut into write-outs); the joined rows' lines are where
+    they are in their files (prefiltered.JoinedLines)."""
+
+    __slots__ = ("held", "n")
+
+    def __init__(self, entries: list[tuple[int, Any]]) -> None:
+        super().__init__(entries, RECORD, RECORD_ROWS)
+        self.held: dict[int, list[tuple[Any, int]]] = {}  # id(shape) -> (part, ordinal of its write-out's first row)
+        self.n = 0  # rows held
+
+    def add(self, item: Any) -> None:
+        self.flush()
+        self.entries.append((RECORD, item))
+
+    def add_rows(self, rows: Any) -> None:
+        for part in rows.parts:
+            self.held.setdefault(id(part.shape), []).append((part, self.n))
+        self.n += rows.n
+
+    def flush(self) -> None:
+        if not self.n:
+            return
+        parts = []
+        for held in self.held.values():
+            joined = _joined_part(held)
+            if len(held) > 1 and len(joined) == 1:  # its lines made by a closure over the parts: where they are instead
+                starts = list(itertools.accumulate((p.n for p, _ in held[:-1]), initial=0))
+                lines = JoinedLines.of([p.line_of for p, _ in held], starts)
+                if lines is not None:
+                    joined[0].line_of = lines
+            parts.extend(joined)
+        self.held, self.n = {}, 0
+        self.entries.append((RECORD_ROWS, Rows(parts)))
+
+
 class _Timers(_Side):
     """The timers' side of a tape. A reading printed again (the same name, phase, seconds, ok and actor as an earlier
     entry of the tape: 86 % of the timer lines of a run of per-rank logs) is written down as that entry's index, so
@@ -164,7 +206,7 @@ class Tape:
 
     def __init__(self) -> None:
         self.entries: list[tuple[int, Any]] = []
-        self.store = _Side(self.entries, RECORD, RECORD_ROWS)
+        self.store = _Records(self.entries)
         self.timers = _Timers(self.entries)
 
     def here(self) -> bool:
@@ -172,6 +214,7 @@ class Tape:
 
     def done(self) -> list[tuple[int, Any]]:
         """The tape's entries, once the batch is scanned."""
+        self.store.flush()
         self.timers.done()
         return self.entries
 

@@ -51,6 +51,7 @@ class FileScan:
     lines_seen: int = 0  # lines the line-for-line reader counted
     shapes: list[Any] = field(default_factory=list)  # numeric line shapes registered (columns.Shape), by C's index
     near: Any = None  # the open group of near-identical claim lines (nearfold.NearFold), set by the scanner
+    own_bytes: bool = False  # the chunks are the file's own bytes at their offsets (read whole: decompress.read_small)
 
     def __post_init__(self, stores: tuple[StoredRecords, TimerStore] | None) -> None:
         self.metrics, self.timers = stores or (StoredRecords(self.res.events), TimerStore(self.res.events))

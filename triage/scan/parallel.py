@@ -146,7 +146,7 @@ def _row_part(p: RowPart) -> tuple[Any, tuple[Any, ...]]:
     """A write-out's rows of one shape (a batch's tape: batches.py) as the bytes of their columns and their lines'
     maker; a maker that does not pickle (a closure) travels as the rows' texts."""
     line_of: Any = p.line_of
-    if not isinstance(line_of, (fastscan.KeptLines, fastscan.TextLines)):
+    if not isinstance(line_of, (fastscan.KeptLines, fastscan.TextLines, fastscan.FileLines, fastscan.JoinedLines)):
         made = [line_of(p, i) for i in range(p.n)]
         line_of = fastscan.TextLines(tuple(ln.file for ln in made), tuple(ln.text.encode() for ln in made))
     return _made_part, (p.shape, p.n, p.lineno0, bytes(p.lines), bytes(p.ords), bytes(p.vals), p.stats, line_of)

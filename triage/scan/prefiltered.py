@@ -48,11 +48,13 @@ from __future__ import annotations
 import heapq
 import mmap
 import re
+from bisect import bisect_right
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from functools import partial
 from typing import TYPE_CHECKING, Any, BinaryIO, NamedTuple
 
+from triage.input.decompress import safe_open
 from triage.input.read import (
     ANSI,
     CHUNK,
@@ -523,12 +525,14 @@ def _rows(fs: FileScan, offset: int, payload: tuple[Any, ...], base: int, data: 
     ctx = False
     sides: list[tuple[int, str]] = []
     kept = bytes(data) if lf.size < COLUMNS_FROM else None  # a small file's rows: their text from the chunk
+    path = lf.path if fs.own_bytes else None  # ... which are the file's own at their offsets: read back when pickled
     for k, n, lines, bols, eols, ords, vals, stats in payload:
         shape = fs.shapes[k]
         starts, ends = memoryview(bols).cast("q"), memoryview(eols).cast("q")
         part = RowPart(shape.rows, n, base + 1, memoryview(lines).cast("q"), memoryview(ords).cast("q"),
                        memoryview(vals).cast("d"), stats,
-                       _line_maker(lf, offset, starts, ends) if kept is None else KeptLines(lf.rel, kept, starts, ends))
+                       _line_maker(lf, offset, starts, ends) if kept is None
+                       else KeptLines(lf.rel, kept, starts, ends, path, offset))
         (records if shape.record else timers).append(part)
         ctx = ctx or shape.ctx
         if shape.side:  # rows of a timer of an actor with a side: side lookups read them (origins.SideRows)
@@ -555,20 +559,89 @@ def _line_maker(lf: LogFile, offset: int, bols: Any, eols: Any) -> Callable[[Row
 class KeptLines:
     """The lines of a write-out's rows, their text cut from the chunk they came in (a small file's, held while its rows
     are): each line holds its own text's bytes, not the chunk's, so a line the stores keep keeps nothing more. Pickled
-    (a batch's tape) as the rows' texts alone (TextLines)."""
+    (a batch's tape) as where the rows are in their file (FileLines) when the chunk held the file's own bytes at
+    `offset` (`path`: read whole, decompress.read_small), else as the rows' texts (TextLines)."""
 
-    __slots__ = ("file", "data", "bols", "eols")
+    __slots__ = ("file", "data", "bols", "eols", "path", "offset")
 
-    def __init__(self, file: str, data: bytes, bols: Any, eols: Any) -> None:
-        self.file, self.data, self.bols, self.eols = file, data, bols, eols
+    def __init__(self, file: str, data: bytes, bols: Any, eols: Any, path: str | None = None, offset: int = 0) -> None:
+        self.file, self.data, self.bols, self.eols, self.path, self.offset = file, data, bols, eols, path, offset
 
     def __call__(self, part: RowPart, i: int) -> Line:
         lineno = part.lineno(i)
         return RowLine(self.file, lineno, partial(text_line, self.file, lineno, self.data[self.bols[i]:self.eols[i]]))
 
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        if self.path is not None:
+            return FileLines, (self.file, self.path, self.offset, bytes(self.bols), bytes(self.eols))
         data = self.data
         return TextLines, ((self.file,), tuple(data[b:e] for b, e in zip(self.bols, self.eols)))
+
+
+class FileLines:
+    """The lines of a write-out's rows of a small file as where they are in it (a batch's tape: the rows' texts made
+    most of what a worker sent back, 0.5 MB a batch of 128 per-rank logs, and a run reads back a handful of them). A
+    line's text is read back from the file when asked (file_line); should the file have changed meanwhile (rotated,
+    rewritten), the row's shape with `#` for each number, as _read_row gives for a big file's rows."""
+
+    __slots__ = ("file", "path", "offset", "bols", "eols")
+
+    def __init__(self, file: str, path: str, offset: int, bols: bytes, eols: bytes) -> None:
+        self.file, self.path, self.offset = file, path, offset
+        self.bols, self.eols = memoryview(bols).cast("q"), memoryview(eols).cast("q")
+
+    def __call__(self, part: RowPart, i: int) -> Line:
+        lineno = part.lineno(i)
+        return RowLine(self.file, lineno, partial(file_line, self.file, lineno, self.path, self.offset + self.bols[i],
+                                                  self.offset + self.eols[i], part.shape.segments))
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        return FileLines, (self.file, self.path, self.offset, bytes(self.bols), bytes(self.eols))
+
+
+class JoinedLines:
+    """The lines of a part joined from the parts of several small files' write-outs (series_store._joined_part, in a
+    batch's tape: batches._Records), each file's rows as where they are in it (FileLines): row i is row i - starts[j]
+    of the j-th part joined, at the line the joined part gives it."""
+
+    __slots__ = ("files", "starts")
+
+    def __init__(self, files: tuple[FileLines, ...], starts: tuple[int, ...]) -> None:
+        self.files, self.starts = files, starts
+
+    @classmethod
+    def of(cls, makers: list[Any], starts: list[int]) -> JoinedLines | None:
+        """The lines of parts whose lines are made by `makers` (their first rows at `starts` in the joined part), or
+        None when one of them does not know where its rows are in their file."""
+        files = []
+        for m in makers:
+            if isinstance(m, KeptLines) and m.path is not None:
+                m = FileLines(m.file, m.path, m.offset, bytes(m.bols), bytes(m.eols))
+            if not isinstance(m, FileLines):
+                return None
+            files.append(m)
+        return cls(tuple(files), tuple(starts))
+
+    def __call__(self, part: RowPart, i: int) -> Line:
+        j = bisect_right(self.starts, i) - 1
+        f, k = self.files[j], i - self.starts[j]
+        lineno = part.lineno(i)
+        return RowLine(f.file, lineno, partial(file_line, f.file, lineno, f.path, f.offset + f.bols[k],
+                                               f.offset + f.eols[k], part.shape.segments))
+
+
+def file_line(file: str, lineno: int, path: str, start: int, end: int, segments: tuple[bytes, ...]) -> Line:
+    """A small file's row as text_line makes it from the row's bytes, read back from the file (FileLines)."""
+    try:
+        with safe_open(path) as f:
+            f.seek(start)
+            data = f.read(end - start + 1)
+        raw = data[:end - start]
+        if len(raw) == end - start and b"\n" not in raw and data[end - start:] in (b"\n", b""):
+            return text_line(file, lineno, raw)
+    except OSError:
+        pass
+    return text_line(file, lineno, b"#".join(segments))
 
 
 class TextLines:

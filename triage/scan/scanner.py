@@ -15,6 +15,7 @@ import re
 import time
 from typing import Any, NamedTuple
 
+from triage.input.decompress import read_small
 from triage.input.read import MAX_LINE, TRUNCATED, iter_chunks, open_stream
 from triage.lazyre import lazy
 from triage.library.rules import MATCH_TIMEOUT, Library, Pattern, Rule, builtin_dir
@@ -370,9 +371,18 @@ class Scanner:
                 counted = True  # by the process that read it
             else:
                 if chunks is None:
-                    stream = open_stream(lf.path, lf.compression, fs.note)
-                    if not lf.compression and lf.size <= tables.MAX_BYTES:
-                        stream = kept = _Kept(stream, lf.size + 1)
+                    # a small plain file in one read (read_small), else through open_stream's layers
+                    data = read_small(lf.path, lf.size, fs.note) if (self.needles is not None and not lf.compression
+                                                            and 0 < lf.size < fastscan.COLUMNS_FROM) else None
+                    if data is not None:
+                        stream = io.BytesIO(data)
+                        fs.own_bytes = True
+                        if lf.size <= tables.MAX_BYTES:
+                            kept = _Kept.whole(data)
+                    else:
+                        stream = open_stream(lf.path, lf.compression, fs.note)
+                        if not lf.compression and lf.size <= tables.MAX_BYTES:
+                            stream = kept = _Kept(stream, lf.size + 1)
                 counted = chunks is None and self.needles is not None and hasattr(stream, "readinto")
                 if counted:
                     assert stream is not None
@@ -876,6 +886,14 @@ class _Kept:
         self.parts: list[bytes] = []
         self.room = room  # bytes still to keep (a file that grew since discovery is not kept whole)
         self.ended = False
+
+    @classmethod
+    def whole(cls, data: bytes) -> _Kept:
+        """A file's bytes read whole (decompress.read_small) as the kept bytes of a stream read to its end."""
+        kept = cls(None, 0)
+        kept.parts.append(data)
+        kept.ended = True
+        return kept
 
     def _keep(self, data: Any) -> None:
         if self.room > 0:
