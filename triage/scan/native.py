@@ -38,7 +38,7 @@ def available() -> bool:
 
 def head_gate(head: bytes, min_width: int, levels: tuple[bytes, ...]) -> tuple[bool, bool]:
     """_linescan.head_gate: what unwrap's first tests of a file's head rule out (unwrap._gate)."""
-    return _linescan.head_gate(head, min_width, levels)  # type: ignore[no-any-return]
+    return _linescan.head_gate(head, min_width, levels)
 
 
 def columns() -> bool:
