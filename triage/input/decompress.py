@@ -267,14 +267,14 @@ def read_small(path: str, size: int, note: Note = _quiet) -> bytes | None:
     try:
         if now != size:
             return None
-        parts, got = [], 0
-        while got <= size:  # a read returns less than asked only at the end of the data (or a signal's interruption)
-            part = os.read(fd, size + 1 - got)
-            if not part:
-                break
-            parts.append(part)
-            got += len(part)
-        data = parts[0] if len(parts) == 1 else b"".join(parts)
+        data = os.read(fd, size + 1)  # a read of a file returns less than asked only at the end of its data ...
+        got = len(data)
+        if got < size:  # ... or when a signal interrupts it: read on to the end to tell which
+            parts = [data]
+            while got <= size and (part := os.read(fd, size + 1 - got)):
+                parts.append(part)
+                got += len(part)
+            data = b"".join(parts)
         if got < size:
             note(Cut(f"truncated while being read (copytruncate?): read to byte {got} of {size}"))
         elif got > size or os.fstat(fd).st_size != size:
