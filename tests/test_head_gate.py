@@ -89,3 +89,18 @@ def test_records_of_one_format_and_length_are_ruled_out_in_c() -> None:
     assert native.head_gate(_wrapped(90, 2), unwrap.MIN_WIDTH, unwrap.RICH_LEVELS)[0] is True
     assert unwrap.layout(_wrapped(90, 2)) == (90, 0, 0)
     assert unwrap.layout(_rich()) == (0, 20, 70)
+
+
+@needs_c
+def test_contains_any_is_python_in_on_every_shape_of_needle() -> None:
+    import random
+    rng = random.Random(7)
+    alphabet = b" \n(DPab"
+    for _ in range(3000):
+        data = bytes(rng.choice(alphabet) for _ in range(rng.randrange(0, 40)))
+        needles = tuple(bytes(rng.choice(alphabet) for _ in range(rng.randrange(0, 5))) for _ in range(rng.randrange(1, 3)))
+        assert native._linescan.contains_any(data, needles) == any(n in data for n in needles), (data, needles)
+    # several_origins on its edges: a prefix on the first line, two actors, one actor twice, DP tags
+    assert native.several_origins(b"(A pid=1) x\n(B pid=2) y\n")
+    assert not native.several_origins(b"x\n(A pid=1) x\n(A pid=1) y\n")
+    assert native.several_origins(b"[2026 TP0 DP0] Decode batch\n[2026 TP0 DP1] Decode batch\n")

@@ -2331,9 +2331,10 @@ static PyObject *pair_counts(PyObject *self, PyObject *args) {
 /* The first occurrence of q[0, m) in t[0, n), found by memchr on its first byte that is no blank (a level padded
  * to its column starts with one: a blank is the commonest byte of a log, a capital letter is rare). */
 static int head_has(const unsigned char *t, Py_ssize_t n, const unsigned char *q, Py_ssize_t m) {
+    if (m == 0) return 1;
     Py_ssize_t k = 0;
     while (k < m && q[k] == ' ') k++;
-    if (k == m) return m == 0 || memchr(t, ' ', (size_t)n) != NULL;
+    if (k == m) k = 0;  /* blanks only */
     for (Py_ssize_t at = k; at + (m - k) <= n;) {
         const unsigned char *f = memchr(t + at, q[k], (size_t)(n - (m - k) - at + 1));
         if (!f) return 0;
@@ -2342,6 +2343,24 @@ static int head_has(const unsigned char *t, Py_ssize_t n, const unsigned char *q
         at = (f - t) + 1;
     }
     return 0;
+}
+
+/* contains_any(buffer, needles) -> whether one of the needles (bytes) is in the buffer: `in` of each, in one call
+ * and by memchr on each needle's first byte that is no blank (Python's search runs at ~0.5 GB/s on a log's bytes,
+ * ~20-40 us a small file's head for two needles). */
+static PyObject *contains_any(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer view;
+    PyObject *needles;
+    if (!PyArg_ParseTuple(args, "y*O!", &view, &PyTuple_Type, &needles)) return NULL;
+    int found = 0;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(needles) && !found; i++) {
+        PyObject *q = PyTuple_GET_ITEM(needles, i);
+        if (!PyBytes_Check(q)) { PyBuffer_Release(&view); PyErr_SetString(PyExc_TypeError, "needles: bytes"); return NULL; }
+        found = head_has(view.buf, view.len, (const unsigned char *)PyBytes_AS_STRING(q), PyBytes_GET_SIZE(q));
+    }
+    PyBuffer_Release(&view);
+    return PyBool_FromLong(found);
 }
 
 /* Whether the first 8 bytes of two lines differ once digits 1-9 read as 0 (unwrap.DIGITS_0: records of one format). */
@@ -2428,6 +2447,7 @@ static PyMethodDef methods[] = {
     {"scan_scalar", scan_scalar, METH_VARARGS, "scan() on the scalar loop, whatever the CPU (the reference)"},
     {"set_simd", set_simd, METH_VARARGS, "set_simd(name) -> previous: the loop scan() takes (one of PATHS, or \"\")"},
     {"pair_counts", pair_counts, METH_VARARGS, "pair_counts(buffer) -> 65536 uint32 counts (native order)"},
+    {"contains_any", contains_any, METH_VARARGS, "contains_any(buffer, needles) -> whether a needle is in the buffer"},
     {"head_gate", head_gate, METH_VARARGS, "head_gate(head, min_width, levels) -> (may_wrap, may_rich) (unwrap.py)"},
     {"errfold_new", errfold_new, METH_VARARGS, "errfold_new(classes, reach, pieces=None) -> state (see Errs)"},
     {"errfold_whole", errfold_whole, METH_VARARGS, "errfold_whole(state) -> lines scan() took whole so far"},
