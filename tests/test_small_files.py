@@ -175,7 +175,7 @@ def test_small_files_are_cut_into_batches_of_neighbours_in_file_order() -> None:
 def test_a_named_trainer_log_counts_only_the_markers_that_can_change_its_kind(monkeypatch: pytest.MonkeyPatch) -> None:
     counted: list[Any] = []
     real = discover._count
-    monkeypatch.setattr(discover, "_count", lambda rx, text: counted.append(rx) or real(rx, text))
+    monkeypatch.setattr(discover, "_count", lambda rx, text, raw: counted.append(rx) or real(rx, text, raw))
     engine_words = "[2026-05-24 00:51:18 TP0] Decode batch, #running-req: 3, token usage: 0.10\n" * 5
     assert discover.decide_kind("ranks/train-rank-3.log", engine_words + rank_log(3)) == "trainer"
     assert counted == [discover.VERL_MARKERS]  # a verl driver's log could still claim it; nothing else can

@@ -118,7 +118,7 @@ RAY_PREFIXES = re.compile(rb"\n(\([\w.:-]+(?: pid=\d+)?(?:, ip=[0-9a-fA-F.:]+)?\
 DP_TAGS = re.compile(rb"\n(?:\([^)\n]*\) ?)?\[[^\]\n]* (DP\d+)")  # DP-attention rank tags
 
 
-def _contains_any(data: bytes | memoryview, needles: tuple[bytes, ...]) -> bool:
+def contains_any(data: bytes | memoryview, needles: tuple[bytes, ...]) -> bool:
     """Whether one of the needles is in data (in C when it is built: Python's search is ~10x slower on a log)."""
     if _linescan is not None:
         return bool(_linescan.contains_any(data, needles))
@@ -128,7 +128,7 @@ def _contains_any(data: bytes | memoryview, needles: tuple[bytes, ...]) -> bool:
 
 def several_origins(head: bytes | memoryview) -> bool:
     """Whether a file's head shows stats rows of several engines (a Ray driver log, DP-attention groups)."""
-    if bytes(head[:1]) != b"(" and not _contains_any(head, (b"\n(", b" DP")):  # what every match of either holds
+    if bytes(head[:1]) != b"(" and not contains_any(head, (b"\n(", b" DP")):  # what every match of either holds
         return False
     lines = b"\n" + head
     return len(set(RAY_PREFIXES.findall(lines))) > 1 or len(set(DP_TAGS.findall(lines))) > 1
