@@ -86,6 +86,11 @@ KNOWN_MISSES = {
     "1346-verl-sandbox-fusion-image-sandboxerror-write-transport-closed":
         "category right (verifier, the sandbox's SandboxError), but the thread's fix is the sandbox image itself, no "
         "knob of ours: the label names none, so the knob check cannot pass",
+    "2165-vllm-024-dgx-spark-cold-flashinfer-jit-engine-ready-600s-failed-core-procs-empty":
+        "vLLM's \"Engine core initialization failed. See root cause above. Failed core proc(s): {}\" is the one line the "
+        "issue quotes; that the 600 s ready-wait ran out during a cold FlashInfer JIT compile is the reporter's reading "
+        "of core_client.py. The same line (empty dict included) ends starts whose engine core died of other causes "
+        "(ROCm, OOM while compiling, bad installs), so it stays other.engine-start-failed",
     "1747-neuron-sp-zero3-adam-state-init-oom-short-torch-oom-wording":
         "category right (trainer-oom), but the two lines pasted say nothing of the optimizer (no frame, only a ZeRO-3 "
         "grad pre-allocation line); the thread's fix is optimizer offload, which only the title names",
@@ -93,7 +98,7 @@ KNOWN_MISSES = {
 
 
 def test_the_extra_corpus_is_there() -> None:
-    assert len(CASES) == 1047
+    assert len(CASES) == 1058
 
 
 @pytest.mark.parametrize("case", CASES)

@@ -27,7 +27,10 @@ phases, each with its duration when the line gives one:
 - `ready`         SGLang `The server is fired up and ready to roll!`; vLLM `Starting vLLM API server` (V1 to
                   2026) and `Starting vLLM server on http://...` (`entrypoints/serve/entry.py`, 0.3x); uvicorn's
                   `Application startup complete.`, which both engines' HTTP servers print once they serve; vLLM's
-                  offline `LLM.generate` progress bar `Processed prompts: ` (the engine is built and generating).
+                  offline `LLM.generate` progress bar `Processed prompts: ` (the engine is built and generating);
+                  Ray Serve's `Application 'default' is ready at http://127.0.0.1:8000/.` (serve run / serve.run,
+                  2.x) and `Deployed app 'default' successfully.` / `Deployed Serve app successfully.` (older
+                  `scripts.py`), which end the replica-initialization waits below.
 - `wait`          a launcher polling an engine that is not up yet: sgl-router `Worker ... health check is pending`,
                   olmOCR `Please wait for sglang server to become ready`, TRL `Server is not up yet. Retrying`,
                   TRL async GRPO `Still waiting for vLLM server`, kubelet `Readiness probe failed: ...`, Ray Serve
@@ -96,7 +99,9 @@ CACHE_HIT = lazy(r"Directly load the compiled graph")
 AUTOTUNE = lazy(r"\bAUTOTUNE (?:benchmarking )?takes (?P<a>[\d.]+) seconds(?: and (?P<b>[\d.]+) seconds precompiling)?")
 DEEPGEMM = lazy(r"Entering DeepGEMM JIT Pre-Compile session")
 READY = lazy(r"fired up and ready to roll|Starting vLLM (?:API )?server|Application startup complete"
-                   r"|^Processed prompts: ")
+                   r"|^Processed prompts: "
+                   r"|Application '[^']{1,200}' is ready at https?://|Deployed (?:Serve app|app '[^']{1,200}') "
+                   r"successfully")
 # vLLM's shm message queue blocked for a minute (shm_broadcast.py, 0.6 -> 2026; "second." in 0.6-0.8).
 STALL = lazy(r"No available shared memory broadcast block found in (?P<seconds>\d+) seconds?\b")
 WAIT = lazy(r"health check is pending|Please wait for \w+ server to become ready|Server is not up yet\. Retrying"
@@ -152,7 +157,8 @@ ANCHORS = ("Load weight end", "Load weight begin", "graph end", "graph begin", "
            "servers timeout", "server timeout", "graph bs [",
            "not ready after", "not healthy after", "not up after", "was not reached after",
            "taken more than", "core engine proc", "Waiting for shard", "Shard ready in",
-           "Processed prompts: ", "shared memory broadcast block",
+           "Processed prompts: ", "shared memory broadcast block", "' is ready at http", "Deployed Serve app",
+           "Deployed app '",
            "nit done in", "nit finished in", "nit completed in", "nitialization done in", "nitialization finished in",
            "nitialization complete in", "nitialization completed in", "nitialisation done in",
            "nitialisation finished in", "nitialisation completed in", "tartup done in", "tartup finished in",
