@@ -11,9 +11,13 @@
   run at the 500-return cap (2149), and an operator's Ctrl-C inside a JAX host callback, printed as
   "XlaRuntimeError: INTERNAL: CustomCall failed: CpuCallback error: Traceback ..." around "KeyboardInterrupt:" (2150).
 - A stable-baselines3 smoke run (2151) and a TRL GRPO W&B offline run directory (2152) that finished.
-Blind 12/13 by category (2143 labelled none blind, relabelled cold-start after reading the whole log; 2142 and
-2146-2148 right only by the fatal-exit fallback; 2150 right but with an "unclassified" warning leading). Fixed: the
-stop's echo now takes in an exception whose message carries the traceback that ends in the stop marker.
+- Round 2: an agent-evolution runner whose scoring service answers "/evaluate failed with HTTP 400" (missing
+  eval_token; runner tail + service log, 2153), an OCR API server's lone 500 (2154), a vLLM router proxy that serves
+  (2155), a CLLM distillation run dying on an IndexError in its dataset (2156).
+Blind 15/17 by category (2143 labelled none blind, relabelled cold-start after reading the whole log; 2153 other
+instead of verifier; 2142, 2146-2148 and 2156 right only by the fatal-exit fallback; 2150 right but with an
+"unclassified" warning leading). Fixed: the stop's echo takes in an exception whose message carries the traceback
+that ends in the stop marker (JAX callback wrappers); verifier.scoring-service-http-error.
 """
 
 from __future__ import annotations
@@ -91,3 +95,46 @@ def test_callback_wrapper_around_a_real_error_still_gates(tmp_path: Path):
     report = triage_files(tmp_path, {"output.log": text})
     f = top(report)
     assert (f.category, f.severity) == ("other", "error")
+
+
+@pytest.mark.parametrize("case", ["2155"])
+def test_round2_healthy_service_logs(case: str):
+    assert warnings_or_worse(triage_dir(extra_input(case))) == []
+
+
+def test_scoring_service_refuses_the_evaluate_call():
+    report = triage_dir(extra_input("2153"))
+    f = top(report)
+    assert (f.category, f.rule, f.severity) == ("verifier", "verifier.scoring-service-http-error", "error")
+    assert [(e.file, e.line) for e in f.evidence][0] == ("runner_tail.log", 26)
+    assert (f.numbers["status"], f.numbers["service"]) == (400, "eval service")
+    assert knob_names(f)[0] == "judge.api_key"
+    assert not [g for g in report.findings if g.rule == "other.fatal-exit"]
+
+
+@pytest.mark.parametrize("line", [
+    "WARNING:root:Reward server returned 400 Bad Request.",
+    "GameAutomationError: reward server returned HTTP 503",
+])
+def test_scoring_service_status_wordings(tmp_path: Path, line: str):
+    report = triage_files(tmp_path, {"runner.log": "step 3: scoring 16 candidates\n" + line + "\n"})
+    f = top(report)
+    assert (f.category, f.rule) == ("verifier", "verifier.scoring-service-http-error")
+
+
+def test_reward_count_mismatch_is_not_a_status(tmp_path: Path):
+    report = triage_files(tmp_path, {"runner.log": "ValueError: Reward server returned 400 rewards for 512 samples\n"})
+    assert not [f for f in report.findings if f.rule == "verifier.scoring-service-http-error"]
+
+
+def test_ocr_server_lone_500_is_other_without_gate():
+    report = triage_dir(extra_input("2154"))
+    f = top(report)
+    assert f.category == "other"
+    assert [(e.file, e.line) for e in f.evidence][0] == ("api_server.log", 56)
+    assert warnings_or_worse(report) == []
+
+
+def test_cllm_dataset_indexerror_is_the_fatal_exit():
+    f = top(triage_dir(extra_input("2156")))
+    assert (f.category, f.rule, f.numbers["exception"]) == ("other", "other.fatal-exit", "IndexError")
