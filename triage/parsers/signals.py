@@ -630,6 +630,12 @@ def _stop_echoes(stop: Line | None, found: list[Chain], unclaimed: list[Line]) -
         return []
     message = exception_name(stop)[1]
     part = next(i for i, f in enumerate(chain.finals) if f is stop)
+    # an exception whose message carries, as text, the traceback that ends in the marker wraps the stop itself: JAX
+    # re-raises what a host callback raised as "XlaRuntimeError: INTERNAL: CustomCall failed: CpuCallback error:
+    # Traceback (most recent call last):" (jaxlib 0.4), "JaxRuntimeError: INTERNAL: CpuCallback error calling
+    # callback: Traceback ..." (newer), so Ctrl-C inside the callback prints the wrapper first (real-extra 2150)
+    while part and TRACEBACK in chain.finals[part - 1].msg:
+        part -= 1
     start = chain.finals[part - 1].lineno + 1 if part else chain.head.lineno
     echo_from = start if part else start - ECHO_BEFORE
     return [ln for ln in unclaimed
