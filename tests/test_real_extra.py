@@ -15,6 +15,11 @@ EXTRA = FIXTURES / "real-extra"
 CASES = sorted(p.name for p in EXTRA.iterdir() if (p / "expect.yaml").is_file())
 # Known misses, kept visible: the label depends on when in the run the lines appeared.
 KNOWN_MISSES = {
+    "2187-vllm-sleep-colocated-deepspeed-grpo-72b-26gib-still-in-use-trainer-oom":
+        "the paste holds no failure line: the reporter says DeepSpeed then ran out of memory (trainer-oom), but the "
+        "pasted lines are healthy: vLLM's sleep freed 19.51 of its 19.78 GiB budget, and its 'GiB memory is still in "
+        "use' is the whole device's used memory (the colocated trainer's own included; healthy TRL runs print 49 GiB, "
+        "real-extra 801), so it cannot be read as memory the engine kept",
     "1905-orca-agent-tb2-trials-killed-at-wall-60-250k-output-tokens":
         "a measurement table alone: budgets, '(killed)' cells and output-token counts, no timeout wording; the "
         "thread's prose says the trials were killed at the wall clock, the table cannot be read as that without it",
@@ -93,7 +98,7 @@ KNOWN_MISSES = {
 
 
 def test_the_extra_corpus_is_there() -> None:
-    assert len(CASES) == 1047
+    assert len(CASES) == 1062
 
 
 @pytest.mark.parametrize("case", CASES)
