@@ -7,7 +7,7 @@
   allocating device buffer"), Gaudi (PT_DEVMEM), ROCm (a notebook's bare "OutOfMemoryError: HIP out of memory") and
   CUDA under FSDP/ZeRO-3 is trainer-oom with the trainer's knobs.
 - An engine's OOM while it builds its layers (vLLM worker on Ascend, QKVParallelLinear) means the weights do not fit:
-  serving-oom-retraction with no admission/KV knob (serving.engine-oom-model-load).
+  serving-oom-retraction naming the engine's memory share, not admission (serving.engine-oom-model-load).
 - vLLM's sleep line in a colocated run ("Sleep mode freed 19.51 GiB memory, 26.31 GiB memory is still in use") is
   a device-wide measurement (the trainer's memory included): alone it is no finding, and the colocated case whose
   paste lost the trainer's OOM line (2187) stays a known miss.
@@ -67,7 +67,7 @@ def test_engine_oom_while_building_layers_is_a_model_that_does_not_fit():
     f = top(triage_dir(extra_input("2186")))
     assert (f.category, f.rule) == ("serving-oom-retraction", "serving.engine-oom-model-load")
     assert (f.evidence[0].file, f.evidence[0].line) == ("vllm-serve.log", 9)
-    assert knob_names(f) == []
+    assert knob_names(f) == ["inference.sglang_mem_fraction_static"]  # the engine's share, not admission
     assert any("admission" in n for n in f.not_knobs)
 
 
