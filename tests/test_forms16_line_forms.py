@@ -182,7 +182,8 @@ def test_a_traceback_rich_wrapped_in_its_column_is_read_whole(
         assert not any("/dist-packages/sglang/srt/model_executor/model_runner.py" in s for s in lines)
     report = _report(tmp_path, monkeypatch, native, lines)
     top = report.findings[0]
-    assert (top.rule, top.numbers["side"], top.numbers["tried"]) == ("serving.engine-cuda-oom", "engine", 2.0)
+    # raised from the engine's load_model: the engine OOM of a model that does not fit (r22c)
+    assert (top.rule, top.numbers["side"], top.numbers["tried"]) == ("serving.engine-oom-model-load", "engine", 2.0)
     first = top.evidence[0]
     assert "CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.11 GiB" in first.text
     assert lines[first.line - 1].strip() in first.text  # at the number of the row the joined line starts on
@@ -222,7 +223,8 @@ def test_an_oom_under_an_inference_engines_frames_is_the_engines(
              "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1014.00 MiB. GPU 0 has a total capacity "
              "of 23.99 GiB of which 0 bytes is free."]
     top = _report(tmp_path, monkeypatch, native, lines).findings[0]
-    assert (top.rule, top.numbers["side"]) == ("serving.engine-cuda-oom", "engine")
+    # under parallax's load_model: the engine OOM of a model that does not fit (r22c), the engine's all the same
+    assert (top.rule, top.numbers["side"]) == ("serving.engine-oom-model-load", "engine")
 
 
 # -- one box mechanism: a heavy box's side is a line prefix as a light one's ------------------------------------------
