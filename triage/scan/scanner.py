@@ -164,6 +164,12 @@ clock = time.perf_counter  # what the budget is measured with (tests give a fake
 CHAINED_GAP = 4  # a chained exception's traceback starts this many lines after its cause's exception line,
 CHAINED_MESSAGE = 3  # or after the last of the lines its message continues on
 REWARD_RULE = "verifier.reward-exception"  # what a traceback through reward code ends in (signals.REWARD_FRAME)
+# A device fault is no reward function's bug even when the traceback runs through reward code (a reward model's
+# forward, TRL's get_reward): CUDA prints its kernel assertions (one line per GPU thread) or the fault just before
+# the Python traceback, or as its final line (trl issue 1821: a Qwen policy's token ids indexing a pythia reward
+# model's embedding). Lines this close before a chain's head, or its final line, claimed by these stay theirs.
+DEVICE_FAULT_RULES = frozenset({"other.cuda-error", "other.gpu-hardware-fault", "other.npu-device-error"})
+DEVICE_FAULT_BEFORE = 5  # lines before a traceback's head where its device fault's last line may be
 
 
 class Plan(NamedTuple):
@@ -472,10 +478,12 @@ class Scanner:
             return
         frame = 'File "' in msg and FRAME.match(msg) is not None
         echo = False  # a `raise X("...")` source line under its frame: it ran, and names what a cut paste lost
+        # (or an `assert` whose bare AssertionError names nothing: vLLM's weight loader `assert param_data.shape ==
+        # loaded_weight.shape` above a message-less "AssertionError")
         if frame:
             fs.frame_at = lineno
         elif lineno == fs.frame_at + 1 and msg[:1].isspace():
-            if not msg.lstrip().startswith("raise "):
+            if not msg.lstrip().startswith(("raise ", "assert ")):
                 fs.near.end(fs)
                 ctx.add(line)  # the source line a traceback echoes under its frame: context, never a match
                 return
@@ -799,9 +807,13 @@ class Scanner:
         if rule is None:
             return
         self._not_reward_frames(rule, found, res, claimed)
+        faults = [h.line.lineno for h in res.hits if h.rule in DEVICE_FAULT_RULES]
         for chain in signals.reward_chains(found):
             final = chain.final
             assert final is not None
+            if claimed.get(id(final)) in DEVICE_FAULT_RULES or any(
+                    0 < chain.head.lineno - at <= DEVICE_FAULT_BEFORE for at in faults):
+                continue
             # one failure, one count: the chain's wrapper lines (a RayTaskError header) are not a second one
             res.hits = [h for h in res.hits if not (h.rule == rule.id and chain.head.lineno <= h.line.lineno < final.lineno)]
             owner = self.lib.rule(claimed.get(id(final), ""))
