@@ -67,7 +67,8 @@ def test_engine_oom_while_building_layers_is_a_model_that_does_not_fit():
     f = top(triage_dir(extra_input("2186")))
     assert (f.category, f.rule) == ("serving-oom-retraction", "serving.engine-oom-model-load")
     assert (f.evidence[0].file, f.evidence[0].line) == ("vllm-serve.log", 9)
-    assert knob_names(f) == ["inference.sglang_mem_fraction_static"]  # the engine's share, not admission
+    # the weights' share per device (tensor parallelism), then the engine's share of the device; not admission
+    assert knob_names(f) == ["inference.tensor_parallel_size", "inference.sglang_mem_fraction_static"]
     assert any("admission" in n for n in f.not_knobs)
 
 

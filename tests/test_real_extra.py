@@ -15,10 +15,6 @@ EXTRA = FIXTURES / "real-extra"
 CASES = sorted(p.name for p in EXTRA.iterdir() if (p / "expect.yaml").is_file())
 # Known misses, kept visible: the label depends on when in the run the lines appeared.
 KNOWN_MISSES = {
-    "2186-vllm-ascend-071-llama-init-qkv-parallel-linear-npu-oom-worker":
-        "category right (serving.engine-oom-model-load: the worker ran out while building its layers), but the "
-        "thread's fix is a smaller model or more nodes (tensor parallelism), which the knob catalogue has no name for: "
-        "the label names no knob, so the knob check cannot pass",
     "2191-ik-llamacpp-deepseek-r1-pipeline-parallel-compute-buffer-cudamalloc-8900mib":
         "category right (the engine's compute buffer did not fit), but the fix was in the engine (ik_llama.cpp PR 260 "
         "shrinks FlashMLA's compute buffer): the label names no knob, so the knob check cannot pass",
