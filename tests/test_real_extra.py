@@ -15,6 +15,10 @@ EXTRA = FIXTURES / "real-extra"
 CASES = sorted(p.name for p in EXTRA.iterdir() if (p / "expect.yaml").is_file())
 # Known misses, kept visible: the label depends on when in the run the lines appeared.
 KNOWN_MISSES = {
+    "2245-verl-opd-driver-stuck-in-naive-reward-compute-score-normalize-final-answer":
+        "a hang with no error line: only a condensed call chain (ray_trainer.fit -> ... -> normalize_final_answer) "
+        "shows the driver stuck in reward scoring; no rule reads stack dumps whose innermost frames are the "
+        "reward path as a verifier hang yet (r22f)",
     "2191-ik-llamacpp-deepseek-r1-pipeline-parallel-compute-buffer-cudamalloc-8900mib":
         "category right (the engine's compute buffer did not fit), but the fix was in the engine (ik_llama.cpp PR 260 "
         "shrinks FlashMLA's compute buffer): the label names no knob, so the knob check cannot pass",
@@ -109,7 +113,7 @@ KNOWN_MISSES = {
 
 
 def test_the_extra_corpus_is_there() -> None:
-    assert len(CASES) == 1110
+    assert len(CASES) == 1118
 
 
 @pytest.mark.parametrize("case", CASES)

@@ -167,13 +167,14 @@ EXPECTED = {  # file: (top rule, severity, evidence line, numbers)
     "olmocr-wait-sglang-ready.log": ("cold.startup-phases", "info", 1, {"waits": 11, "waited_seconds": 10}),
     "slime-vllm-health-timeout.log": ("cold.startup-not-ready", "error", 1, {"phase": "unknown"}),
     "llama-swap-health-check-failed.log": ("cold.startup-not-ready", "error", 1, {"deadline": 15.0}),
-    "trl-vllm-server-not-up.log": ("cold.startup-phases", "info", 1, {"waits": 1}),
 }
+# TRL's client polling with no server line anywhere in the run: a server never launched (tests/test_r22f_*.py)
+ELSEWHERE = ("trl-vllm-server-not-up.log",)
 QUIET = ("vllm-v0-healthy-startup.log", "vllm-v1-compile-cache-hit.log", "inductor-autotune-old.log")
 
 
 def test_every_excerpt_has_an_expectation() -> None:
-    assert sorted(p.name for p in LINES.glob("*.log")) == sorted([*EXPECTED, *QUIET])
+    assert sorted(p.name for p in LINES.glob("*.log")) == sorted([*EXPECTED, *QUIET, *ELSEWHERE])
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))

@@ -98,6 +98,7 @@ _register("results_summary", vr.results_summary)
 _register("startup_phase_slow", startup.startup_phase_slow, phases=words([]), min_seconds=number(30),
           per_size_seconds=number())
 _register("startup_not_ready", startup.startup_not_ready)
+_register("trl_server_absent", startup.trl_server_absent)
 _register("startup_abandoned", startup.startup_abandoned, min_seconds=number(120))
 _register("startup_wait_unanswered", startup.startup_wait_unanswered, min_seconds=number(60))
 _register("startup_summary", startup.startup_summary, min_seconds=number(10))

@@ -286,12 +286,60 @@ def _phase_taken(engs: list[Engine]) -> tuple[str, str, Line | None]:
     return ("engine_init" if phase == "profile" else phase), part, line
 
 
+# TRL's vLLM client (trl/extras/vllm_client.py, 0.16 -> 2026) polling a `trl vllm-serve` server it reaches over HTTP:
+# `Server is not up yet. Retrying in 2.0 seconds...` and, at its deadline, `The vLLM server can't be reached at
+# HOST:PORT after N seconds. Make sure the server is running by running `trl vllm-serve`.`
+def _trl_client(ev: Event) -> bool:
+    return "server can't be reached at" in ev.line.text or "Server is not up yet" in ev.line.text
+
+
+def _client_waits_only(run: Run) -> list[Event]:
+    """The TRL client's waits and deadline when they are all the startup the run shows: no engine line (a phase,
+    a loading bar, a ready line, a stalled queue) in any file and no engine stats. The server the client polls was
+    then never launched in this run, or the client points elsewhere (open-r1 issues 543/568, Unsloth 2173,
+    mini-R1 notebook: TRL 0.16 moved `use_vllm` to server mode and nobody started `trl vllm-serve`); a server that
+    is slowly starting writes its own log, and with that log in the run the wait stays a cold start."""
+    engs = engines(run)
+    evs = [ev for e in engs for ev in e.waits + e.timeouts]
+    if not evs or not all(_trl_client(ev) for ev in evs) or run.engines:
+        return []
+    if any(e.spans or e.begun or e.ready or e.progress or e.stalls or e.cache_hit for e in engs):
+        return []
+    return sorted(evs, key=lambda ev: (ev.line.file, ev.line.lineno))
+
+
+def _timeouts(run: Run) -> list[Event]:
+    return [ev for e in engines(run) for ev in e.timeouts]
+
+
+def trl_server_absent(params: dict[str, Any], run: Run) -> list[CheckResult]:
+    """TRL's vLLM client polled for (or gave up on) a generation server that no log in the run shows starting."""
+    evs = _client_waits_only(run)
+    if not evs:
+        return []
+    gave_up = [ev for ev in evs if ev.kind == "startup" and ev in _timeouts(run)]
+    polls = sum(ev.line.repeat for ev in evs if ev not in gave_up)
+    reach = next((ev.fields.get("deadline") for ev in gave_up), None)
+    parts = [f"{polls} poll(s) of the server" if polls else "no poll line"]
+    numbers: dict[str, Any] = {"polls": polls}
+    if reach is not None:
+        numbers["gave_up_seconds"] = reach
+        parts.append(f"client gave up after {reach:g} s")
+    parts.append("no server startup line in the run")
+    numbers["arithmetic"] = "; ".join(parts)
+    evidence = [gave_up[-1].line] if gave_up else [evs[0].line]
+    if evs[0].line is not evidence[0]:
+        evidence.append(evs[0].line)
+    return [CheckResult(evidence=evidence, count=max(polls, 1), numbers=numbers)]
+
+
 def startup_not_ready(params: dict[str, Any], run: Run) -> list[CheckResult]:
     """A readiness deadline fired. The phase that took the time: the one begun and never ended (the engine was in
-    it), else the longest timed phase; each named as a 0/1 number (`phase_compile`...) the rule's knobs_when reads."""
+    it), else the longest timed phase; each named as a 0/1 number (`phase_compile`...) the rule's knobs_when reads.
+    TRL's client giving up on a server that nothing in the run shows starting is `trl_server_absent`'s."""
     engs = engines(run)
     timeouts = [ev for e in engs for ev in e.timeouts]
-    if not timeouts:
+    if not timeouts or _client_waits_only(run):
         return []
     numbers: dict[str, Any] = {"timeouts": len(timeouts)}
     deadline = next((ev.fields["deadline"] for ev in timeouts if "deadline" in ev.fields), None)
@@ -322,7 +370,7 @@ def startup_wait_unanswered(params: dict[str, Any], run: Run) -> list[CheckResul
     (`startup_not_ready`), a crash or shutdown (they explain the wait) or a served request (engine stats) makes it
     someone else's finding. Names the phase the engine was in, as `startup_not_ready` does."""
     engs = engines(run)
-    if any(e.timeouts for e in engs) or run.engines:
+    if any(e.timeouts for e in engs) or run.engines or _client_waits_only(run):
         return []
     if any(ev.kind in ("fatal", "shutdown") for ev in run.events):
         return []
