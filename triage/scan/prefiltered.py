@@ -369,6 +369,7 @@ def read_chunks(needles: Needles, lf: LogFile, stream: BinaryIO, progress: Progr
     errs = (ErrFold(needles.errs, needles.anchor_of) if needles.errs is not None and lf.size >= ERRFOLD_FROM and enabled()
             else None)
     # the next read done ahead by a thread, once reads are rows_chunk big (a big file of rows, this process's own)
+    # (not in a process that reads CHUNK bytes at a time throughout: a worker's reading stage, parallel._read_stage)
     may_ahead = read_size is None and not known and lf.size >= AHEAD_FROM and not lf.compression and lf.path != "-"
     pre: _Ahead | None = None
     spare: Any = None  # the buffer it reads into (then swapped with buf), and its view
@@ -415,7 +416,7 @@ def read_chunks(needles: Needles, lf: LogFile, stream: BinaryIO, progress: Progr
             # counts lines of no other; the first part's end stays where it is) and while no shape is (nor any with them)
             if errs is not None and errs.shapes and cols is None:
                 cut, ahead = (cut, errs.rules.reach) if final else errs.ahead(matcher, buf, cut, line_text)
-            if may_ahead and not final and cols is not None and size == rows_chunk:  # the next read begins now
+            if may_ahead and not final and cols is not None and size == rows_chunk > CHUNK:  # the next read begins now
                 if pre is None:
                     pre = _Ahead(stream)
                     spare = _buffer(size + MAX_LINE + 1)
