@@ -284,10 +284,10 @@ def shapes_for(scanner: Any, lf: LogFile) -> Shapes | None:
 
 class _Ahead:
     """The next read of a big file's stream, done by a thread while this one scans and parses the chunk before (the
-    read's copy out of the page cache is ~a quarter of the time a 750 MB trainer log takes this process: the C scan
-    holds the GIL, the read does not). The reads are the ones read_chunks would make, in the same order, into the
-    same places (a second buffer, the carried-over line at its front): the chunks are the same bytes. The stream is
-    this thread's alone while a read is out; a read's error is raised where read_chunks would have read."""
+    read's copy out of the page cache is ~a fifth of what a 750 MB trainer log costs this process: the C scan holds
+    the GIL, the read does not). The reads are the ones read_chunks would make, in the same order, into the same
+    places (a second buffer, the carried-over line at its front): the chunks are the same bytes. The stream is the
+    thread's alone while a read is out; a read's error is raised where read_chunks would have read."""
 
     def __init__(self, stream: BinaryIO) -> None:
         self.stream = stream
@@ -300,8 +300,7 @@ class _Ahead:
         self.view: Any = None
         self.got: int | BaseException = 0
         self.out = False  # a read is asked for and not taken yet
-        self.thread = threading.Thread(target=self._run, name="triage-read-ahead", daemon=True)
-        self.thread.start()
+        self.thread: threading.Thread | None = None  # started by the first read asked for
 
     def _run(self) -> None:
         while True:
@@ -317,7 +316,11 @@ class _Ahead:
             self.done.release()
 
     def ask(self, view: Any) -> None:
-        """Start reading into view; returns once the thread has begun (it holds the GIL only until its read call)."""
+        """Start reading into view (a memoryview, released once taken); returns once the thread has begun (it holds
+        the GIL only until its read call)."""
+        if self.thread is None:
+            self.thread = threading.Thread(target=self._run, name="triage-read-ahead", daemon=True)
+            self.thread.start()
         self.view = view
         self.out = True
         self.asked.release()
@@ -327,16 +330,21 @@ class _Ahead:
         """The bytes the read asked for put into its view (or its error, raised)."""
         self.done.acquire()
         self.out = False
-        got, self.got, self.view = self.got, 0, None
+        got, self.got = self.got, 0
+        self.view.release()
+        self.view = None
         if isinstance(got, BaseException):
             raise got
         return got
 
     def close(self) -> None:
         """Wait for a read still out (the stream and the buffer outlive it), then end the thread."""
+        if self.thread is None:
+            return
         if self.out:
             self.done.acquire()
             self.out = False
+            self.view.release()
         self.view = None
         self.asked.release()
         self.begun.acquire()
@@ -350,7 +358,28 @@ def read_chunks(needles: Needles, lf: LogFile, stream: BinaryIO, progress: Progr
     the line count of the file. Python never sees the other lines. `family(lines before the chunk)`: what the C side
     may count into the line Python kept last (origins.Families.native), asked before each chunk once stage 2 has
     parsed the one before (one process only). `shapes`: the file's line shapes, learnt from each chunk's candidate
-    lines; their later lines come as columns (K_COLS), read rows_chunk bytes at a time once shapes are registered."""
+    lines; their later lines come as columns (K_COLS), read rows_chunk bytes at a time once shapes are registered.
+    A big file of this process's own (not a worker's: read_size) is then read a chunk ahead (_Ahead)."""
+    if read_size is None and lf.size >= AHEAD_FROM and not lf.compression and lf.path != "-":
+        return _read_ahead(needles, lf, stream, progress, family, shapes, rows_chunk)
+    return _read_chunks(needles, lf, stream, progress, family, shapes, rows_chunk, None)
+
+
+def _read_ahead(needles: Needles, lf: LogFile, stream: BinaryIO, progress: Progress | None,
+                family: Callable[[int], Any] | None, shapes: Shapes | None, rows_chunk: int) -> Iterator[Chunk | Rest | int]:
+    """read_chunks with reads ahead; the thread ends with the file (or when the chunks are no longer wanted)."""
+    pre = _Ahead(stream)
+    try:
+        yield from _read_chunks(needles, lf, stream, progress, family, shapes, rows_chunk, pre)
+    finally:
+        pre.close()
+
+
+def _read_chunks(needles: Needles, lf: LogFile, stream: BinaryIO, progress: Progress | None,
+                 family: Callable[[int], Any] | None, shapes: Shapes | None, rows_chunk: int,
+                 pre: _Ahead | None) -> Iterator[Chunk | Rest | int]:
+    """read_chunks; `pre`: reads ahead once reads are rows_chunk big (> CHUNK: not a reading stage that reads CHUNK
+    bytes throughout, parallel._read_stage)."""
     step = 0 if lf.size <= SAMPLE_ALL_BELOW else lf.size // TIMELINE_ROWS
     # a file of known size smaller than a chunk reads into a buffer its size (zeroing 4 MiB for each of 200 k small
     # files is most of their cost); should it grow meanwhile, a line the buffer cannot hold goes to the line reader
@@ -368,139 +397,124 @@ def read_chunks(needles: Needles, lf: LogFile, stream: BinaryIO, progress: Progr
     bars = Bars()
     errs = (ErrFold(needles.errs, needles.anchor_of) if needles.errs is not None and lf.size >= ERRFOLD_FROM and enabled()
             else None)
-    # the next read done ahead by a thread, once reads are rows_chunk big (a big file of rows, this process's own)
-    # (not in a process that reads CHUNK bytes at a time throughout: a worker's reading stage, parallel._read_stage)
-    may_ahead = read_size is None and not known and lf.size >= AHEAD_FROM and not lf.compression and lf.path != "-"
-    pre: _Ahead | None = None
-    spare: Any = None  # the buffer it reads into (then swapped with buf), and its view
+    spare: Any = None  # the buffer reads ahead go into, swapped with buf (pre), and its view
     spare_mv: Any = None
-    out: Any = None  # the view a read ahead is reading into
-    try:
-        while True:
-            if pre is not None and out is not None:  # read ahead into this buffer (swapped in after the chunk before)
-                n = pre.take()
-                out.release()
-                out = None
-            else:
-                n = stream.readinto(mv[have:have + size]) or 0  # type: ignore[attr-defined]
-            if progress is not None and not lf.compression:
-                progress.add(n)
-            end = have + n
-            final = n == 0
-            cut = end if final else buf.rfind(b"\n", 0, end) + 1
-            if final and not end:  # the file ended with its last newline: nothing left (not a line without one)
-                if errs is not None:
-                    yield _counted(errs, lines)
-                yield lines
-                return
-            if cut == 0:  # no newline in a whole chunk: let the line-for-line reader bound this line
-                if errs is not None:
-                    yield _counted(errs, lines)
-                yield Rest(lines, offset, bytes(mv[:end]))
-                return
-            if matcher is None:
-                head = mv[:min(cut, PAIR_SAMPLE)]  # a view: a 1 MiB copy was part of a worker's peak, with the buffer
-                matcher = needles.matcher(head)
-                # colour codes as a syslog daemon writes them out (`#033[36m`) are the writer's habit: a file whose head
-                # holds none is never searched for them again (a chunk search cost as much as the whole scan of a
-                # healthy run); its candidate lines are still cleaned one by one (line_text)
-                syslog_esc = buf.find(SYSLOG_ESC_BYTES, 0, len(head)) >= 0
-                owners = RowOwners(lf.rel, head)
-                head.release()
-                first = buf.rfind(b"\n", 0, FIRST_PART) + 1
-                if (family is not None or shapes is not None or errs is not None) and 0 < first < cut:  # the head first: a storm in it is
-                    cut = first  # counted from its end on, the shapes of its lines registered
-            assert owners is not None
-            cols = shapes.armed if shapes is not None else None
-            ahead = 0  # lines after the chunk that read nothing (errfold.ErrFold.ahead): once a key is registered (the C side
-            # counts lines of no other; the first part's end stays where it is) and while no shape is (nor any with them)
-            if errs is not None and errs.shapes and cols is None:
-                cut, ahead = (cut, errs.rules.reach) if final else errs.ahead(matcher, buf, cut, line_text)
-            if may_ahead and not final and cols is not None and size == rows_chunk > CHUNK:  # the next read begins now
-                if pre is None:
-                    pre = _Ahead(stream)
-                    spare = _buffer(size + MAX_LINE + 1)
-                    spare_mv = memoryview(spare)
-                spare_mv[:end - cut] = mv[cut:end]  # the partial last line first, as below
-                out = spare_mv[end - cut:end - cut + size]
-                pre.ask(out)
-            raw = mv[:cut]
-            chunk: Any = raw
-            at = max(0, next_sample - offset)
-            fam = family(lines) if family is not None else None
-            args = [matcher, chunk, at, step, owners.per_origin, ROW_GAP, KEEP_PRESSURE_LINES, KEEP_EPISODES, -1.0, -1, fam,
-                    bars.of_origins(owners), cols, errs.arg(lines, ahead) if errs is not None else None]
+    while True:
+        if pre is not None and pre.out:  # read ahead into this buffer (swapped in after the chunk before)
+            n = pre.take()
+        else:
+            n = stream.readinto(mv[have:have + size]) or 0  # type: ignore[attr-defined]
+        if progress is not None and not lf.compression:
+            progress.add(n)
+        end = have + n
+        final = n == 0
+        cut = end if final else buf.rfind(b"\n", 0, end) + 1
+        if final and not end:  # the file ended with its last newline: nothing left (not a line without one)
+            if errs is not None:
+                yield _counted(errs, lines)
+            yield lines
+            return
+        if cut == 0:  # no newline in a whole chunk: let the line-for-line reader bound this line
+            if errs is not None:
+                yield _counted(errs, lines)
+            yield Rest(lines, offset, bytes(mv[:end]))
+            return
+        if matcher is None:
+            head = mv[:min(cut, PAIR_SAMPLE)]  # a view: a 1 MiB copy was part of a worker's peak, with the buffer
+            matcher = needles.matcher(head)
+            # colour codes as a syslog daemon writes them out (`#033[36m`) are the writer's habit: a file whose head
+            # holds none is never searched for them again (a chunk search cost as much as the whole scan of a
+            # healthy run); its candidate lines are still cleaned one by one (line_text)
+            syslog_esc = buf.find(SYSLOG_ESC_BYTES, 0, len(head)) >= 0
+            owners = RowOwners(lf.rel, head)
+            head.release()
+            first = buf.rfind(b"\n", 0, FIRST_PART) + 1
+            if (family is not None or shapes is not None or errs is not None) and 0 < first < cut:  # the head first: a storm in it is
+                cut = first  # counted from its end on, the shapes of its lines registered
+        assert owners is not None
+        cols = shapes.armed if shapes is not None else None
+        ahead = 0  # lines after the chunk that read nothing (errfold.ErrFold.ahead): once a key is registered (the C side
+        # counts lines of no other; the first part's end stays where it is) and while no shape is (nor any with them)
+        if errs is not None and errs.shapes and cols is None:
+            cut, ahead = (cut, errs.rules.reach) if final else errs.ahead(matcher, buf, cut, line_text)
+        if pre is not None and not final and cols is not None and size == rows_chunk > CHUNK:  # the next read, now
+            if spare is None:
+                spare = _buffer(size + MAX_LINE + 1)
+                spare_mv = memoryview(spare)
+            spare_mv[:end - cut] = mv[cut:end]  # the partial last line first, as below
+            pre.ask(spare_mv[end - cut:end - cut + size])
+        raw = mv[:cut]
+        chunk: Any = raw
+        at = max(0, next_sample - offset)
+        fam = family(lines) if family is not None else None
+        args = [matcher, chunk, at, step, owners.per_origin, ROW_GAP, KEEP_PRESSURE_LINES, KEEP_EPISODES, -1.0, -1, fam,
+                bars.of_origins(owners), cols, errs.arg(lines, ahead) if errs is not None else None]
+        nl, flags, quiet, ns, hits, per_origin = _linescan.scan(*args)
+        if (flags & (F_ESC | F_NUL) or syslog_esc and buf.find(SYSLOG_ESC_BYTES, 0, cut) >= 0) and not flags & F_CR:  # colour codes
+            # (Ray colours its prefixes; a syslog daemon writes them out as text), NULs
+            chunk = args[1] = memoryview(ANSI_BYTES.sub(b"", chunk).replace(b"\x00", b""))  # what normalise removes
+            args[12] = None  # rows are read back from the file by their offsets: not in a cleaned chunk
             nl, flags, quiet, ns, hits, per_origin = _linescan.scan(*args)
-            if (flags & (F_ESC | F_NUL) or syslog_esc and buf.find(SYSLOG_ESC_BYTES, 0, cut) >= 0) and not flags & F_CR:  # colour codes
-                # (Ray colours its prefixes; a syslog daemon writes them out as text), NULs
-                chunk = args[1] = memoryview(ANSI_BYTES.sub(b"", chunk).replace(b"\x00", b""))  # what normalise removes
-                args[12] = None  # rows are read back from the file by their offsets: not in a cleaned chunk
-                nl, flags, quiet, ns, hits, per_origin = _linescan.scan(*args)
-                flags &= ~(F_ESC | F_NUL)  # an ESC left over is text as the line-for-line reader sees it too
-            if flags & F_MANY and not flags & F_CR and not owners.per_origin:  # rows of a second engine: per origin now
-                owners.per_origin = args[4] = True
+            flags &= ~(F_ESC | F_NUL)  # an ESC left over is text as the line-for-line reader sees it too
+        if flags & F_MANY and not flags & F_CR and not owners.per_origin:  # rows of a second engine: per origin now
+            owners.per_origin = args[4] = True
+            nl, flags, quiet, ns, hits, per_origin = _linescan.scan(*args)
+            flags &= ~(F_ESC | F_NUL)
+        if flags & ~F_RAY:  # `\r` redraws, or more engines than the C side keeps apart
+            if errs is not None:
+                errs.mark(lines + nl)  # its lines reach Python, counted nothing (may hold a shutdown): no more counting
+            yield Chunk(lines, chunk, [], True, {})
+        else:
+            # new keys: the lines the chunk returned for them (or for their neighbours) are counted instead; a
+            # line of a key judged now to be claimable makes its neighbours Python's (errfold.ErrFold.settle)
+            while errs is not None and errs.settle(chunk, errs.learn(chunk, hits, line_text) > 0
+                                                and len(hits) > RESCAN_PER_MIB * len(chunk) >> 20):
                 nl, flags, quiet, ns, hits, per_origin = _linescan.scan(*args)
                 flags &= ~(F_ESC | F_NUL)
-            if flags & ~F_RAY:  # `\r` redraws, or more engines than the C side keeps apart
-                if errs is not None:
-                    errs.mark(lines + nl)  # its lines reach Python, counted nothing (may hold a shutdown): no more counting
-                yield Chunk(lines, chunk, [], True, {})
-            else:
-                # new keys: the lines the chunk returned for them (or for their neighbours) are counted instead; a
-                # line of a key judged now to be claimable makes its neighbours Python's (errfold.ErrFold.settle)
-                while errs is not None and errs.settle(chunk, errs.learn(chunk, hits, line_text) > 0
-                                                    and len(hits) > RESCAN_PER_MIB * len(chunk) >> 20):
-                    nl, flags, quiet, ns, hits, per_origin = _linescan.scan(*args)
-                    flags &= ~(F_ESC | F_NUL)
-                if errs is not None:
-                    errs.commit()
-                    errs.known(chunk, hits)
-                next_sample = offset + cut + ns - len(chunk)  # ns counts in the (maybe cleaned) chunk
-                for i, (kind, rel, start, stop, ids) in enumerate(hits):  # a row's timeline, for RowOwners and the fold
-                    if kind in (K_FOLD, K_BATCH):
-                        key = owners.key_of(ids[0])
-                        hits[i] = (kind, rel, start, stop, (key, ids[1]))
-                        if kind == K_BATCH:
-                            bars.saw(key, ids[1][6])
-                    elif kind == K_COLS:
-                        hits[i] = (kind, rel, start, stop, (offset, ids))  # where the chunk starts in the file
-                    elif kind not in (K_CAND, K_FAMILY, K_KNOWN):  # a sampled row (K_KNOWN: errfold.ErrFold.known)
-                        # its timeline, and the values the C side read of it (None: Python parses it)
-                        key = row_key(lf.rel, chunk[start:stop]) if ids is None else owners.key_of(ids[0])
-                        hits[i] = (kind, rel, start, stop, (key, ids))
-                sampled = Counter(tag[0] for kind, _, _, _, tag in hits if kind in (K_STATS, K_SAMPLED))
-                new = tuple(shapes.learn(chunk, hits)) if shapes is not None else ()
-                yield Chunk(lines, chunk, hits, False, owners.skips(quiet, per_origin, sampled), new)
-            lines += nl
-            if final:
-                if errs is not None:
-                    yield _counted(errs, lines)
-                yield lines + (1 if cut and buf[cut - 1:cut] != b"\n" else 0)
-                return
-            chunk.release()
-            raw.release()
-            rest = end - cut
-            # the partial last line moves to the front through memoryviews (memmove: no temporary copy; after the head
-            # alone, FIRST_PART, it is nearly the whole chunk, and a 4 MiB temporary left its pages to the heap)
-            if out is not None:  # to the spare buffer's, which the next read is going into: the two are swapped
-                buf, spare = spare, buf
-                mv, spare_mv = spare_mv, mv
-            elif size < rows_chunk and not known and shapes is not None and shapes.armed is not None:  # rows: bigger reads
-                size, old = rows_chunk, mv
-                buf = _buffer(size + MAX_LINE + 1)
-                mv = memoryview(buf)
-                mv[:rest] = old[cut:end]
-                old.release()
-            else:
-                mv[:rest] = mv[cut:end]
-            have = rest
-            offset += cut
+            if errs is not None:
+                errs.commit()
+                errs.known(chunk, hits)
+            next_sample = offset + cut + ns - len(chunk)  # ns counts in the (maybe cleaned) chunk
+            for i, (kind, rel, start, stop, ids) in enumerate(hits):  # a row's timeline, for RowOwners and the fold
+                if kind in (K_FOLD, K_BATCH):
+                    key = owners.key_of(ids[0])
+                    hits[i] = (kind, rel, start, stop, (key, ids[1]))
+                    if kind == K_BATCH:
+                        bars.saw(key, ids[1][6])
+                elif kind == K_COLS:
+                    hits[i] = (kind, rel, start, stop, (offset, ids))  # where the chunk starts in the file
+                elif kind not in (K_CAND, K_FAMILY, K_KNOWN):  # a sampled row (K_KNOWN: errfold.ErrFold.known)
+                    # its timeline, and the values the C side read of it (None: Python parses it)
+                    key = row_key(lf.rel, chunk[start:stop]) if ids is None else owners.key_of(ids[0])
+                    hits[i] = (kind, rel, start, stop, (key, ids))
+            sampled = Counter(tag[0] for kind, _, _, _, tag in hits if kind in (K_STATS, K_SAMPLED))
+            new = tuple(shapes.learn(chunk, hits)) if shapes is not None else ()
+            yield Chunk(lines, chunk, hits, False, owners.skips(quiet, per_origin, sampled), new)
+        lines += nl
+        if final:
+            if errs is not None:
+                yield _counted(errs, lines)
+            yield lines + (1 if cut and buf[cut - 1:cut] != b"\n" else 0)
+            return
+        chunk.release()
+        raw.release()
+        rest = end - cut
+        # the partial last line moves to the front through memoryviews (memmove: no temporary copy; after the head
+        # alone, FIRST_PART, it is nearly the whole chunk, and a 4 MiB temporary left its pages to the heap)
+        if pre is not None and pre.out:  # to the spare buffer's, which the next read is going into: swapped
+            buf, spare = spare, buf
+            mv, spare_mv = spare_mv, mv
+        elif size < rows_chunk and not known and shapes is not None and shapes.armed is not None:  # rows: bigger reads
+            size, old = rows_chunk, mv
+            buf = _buffer(size + MAX_LINE + 1)
+            mv = memoryview(buf)
+            mv[:rest] = old[cut:end]
+            old.release()
+        else:
+            mv[:rest] = mv[cut:end]
+        have = rest
+        offset += cut
 
-    finally:
-        if pre is not None:
-            pre.close()
-        if out is not None:
-            out.release()
 
 def _buffer(n: int) -> Any:
     """A read buffer of n bytes. One of a chunk or more is anonymous mapped memory: its pages cost only once read
