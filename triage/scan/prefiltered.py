@@ -48,6 +48,7 @@ from __future__ import annotations
 import heapq
 import mmap
 import re
+import threading
 from bisect import bisect_right
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
@@ -110,6 +111,8 @@ FIRST_PART = 64 << 10  # bytes of the first chunk scanned alone (one process): t
 COLUMNS_FROM = 256 << 10  # bytes: a smaller file learns no shapes of its own (a shape is learnt from a line Python
 # parsed, so in a file this small most lines would come before their shape is known): it scans with the shapes every
 # small file of the process shares (shapes_for), learnt from the files before it
+AHEAD_FROM = 64 << 20  # bytes: a file this big is read a chunk ahead by a thread once it is read rows_chunk at a time
+# (_Ahead): a second buffer of rows_chunk bytes for a read that overlaps the scan of the chunk before
 ROWS_CHUNK = 8 << 20  # bytes read at a time from a file once line shapes are registered (its lines come as columns):
 # its rows reach the stores in write-outs of a chunk at most, each costing Python a fixed few milliseconds (a 750 MB
 # trainer log: ~180 write-outs -> ~90; 16 MiB halved that again but added ~30 MB of peak PSS at 1 GiB)
@@ -281,6 +284,75 @@ def shapes_for(scanner: Any, lf: LogFile) -> Shapes | None:
     return scanner.small_shapes
 
 
+class _Ahead:
+    """The next read of a big file's stream, done by a thread while this one scans and parses the chunk before (the
+    read's copy out of the page cache is ~a fifth of what a 750 MB trainer log costs this process: the C scan holds
+    the GIL, the read does not). The reads are the ones read_chunks would make, in the same order, into the same
+    places (a second buffer, the carried-over line at its front): the chunks are the same bytes. The stream is the
+    thread's alone while a read is out; a read's error is raised where read_chunks would have read."""
+
+    def __init__(self, stream: BinaryIO) -> None:
+        self.stream = stream
+        self.asked = threading.Lock()  # held while no read is asked for
+        self.asked.acquire()
+        self.begun = threading.Lock()  # released by the thread as it begins a read
+        self.begun.acquire()
+        self.done = threading.Lock()  # released by the thread once the read is over
+        self.done.acquire()
+        self.view: Any = None
+        self.got: int | BaseException = 0
+        self.out = False  # a read is asked for and not taken yet
+        self.thread: threading.Thread | None = None  # started by the first read asked for
+
+    def _run(self) -> None:
+        while True:
+            self.asked.acquire()
+            view = self.view
+            self.begun.release()
+            if view is None:
+                return
+            try:
+                self.got = self.stream.readinto(view) or 0  # type: ignore[attr-defined]
+            except BaseException as e:  # noqa: BLE001 - raised by take(), in the reading thread
+                self.got = e
+            self.done.release()
+
+    def ask(self, view: Any) -> None:
+        """Start reading into view (a memoryview, released once taken); returns once the thread has begun (it holds
+        the GIL only until its read call)."""
+        if self.thread is None:
+            self.thread = threading.Thread(target=self._run, name="triage-read-ahead", daemon=True)
+            self.thread.start()
+        self.view = view
+        self.out = True
+        self.asked.release()
+        self.begun.acquire()
+
+    def take(self) -> int:
+        """The bytes the read asked for put into its view (or its error, raised)."""
+        self.done.acquire()
+        self.out = False
+        got, self.got = self.got, 0
+        self.view.release()
+        self.view = None
+        if isinstance(got, BaseException):
+            raise got
+        return got
+
+    def close(self) -> None:
+        """Wait for a read still out (the stream and the buffer outlive it), then end the thread."""
+        if self.thread is None:
+            return
+        if self.out:
+            self.done.acquire()
+            self.out = False
+            self.view.release()
+        self.view = None
+        self.asked.release()
+        self.begun.acquire()
+        self.thread.join()
+
+
 def read_chunks(needles: Needles, lf: LogFile, stream: BinaryIO, progress: Progress | None = None,
                 family: Callable[[int], Any] | None = None, shapes: Shapes | None = None,
                 rows_chunk: int = ROWS_CHUNK) -> Iterator[Chunk | Rest | int]:
@@ -288,7 +360,28 @@ def read_chunks(needles: Needles, lf: LogFile, stream: BinaryIO, progress: Progr
     the line count of the file. Python never sees the other lines. `family(lines before the chunk)`: what the C side
     may count into the line Python kept last (origins.Families.native), asked before each chunk once stage 2 has
     parsed the one before (one process only). `shapes`: the file's line shapes, learnt from each chunk's candidate
-    lines; their later lines come as columns (K_COLS), read rows_chunk bytes at a time once shapes are registered."""
+    lines; their later lines come as columns (K_COLS), read rows_chunk bytes at a time once shapes are registered.
+    A big file of this process's own (not a worker's: read_size) is then read a chunk ahead (_Ahead)."""
+    if read_size is None and lf.size >= AHEAD_FROM and not lf.compression and lf.path != "-":
+        return _read_ahead(needles, lf, stream, progress, family, shapes, rows_chunk)
+    return _read_chunks(needles, lf, stream, progress, family, shapes, rows_chunk, None)
+
+
+def _read_ahead(needles: Needles, lf: LogFile, stream: BinaryIO, progress: Progress | None,
+                family: Callable[[int], Any] | None, shapes: Shapes | None, rows_chunk: int) -> Iterator[Chunk | Rest | int]:
+    """read_chunks with reads ahead; the thread ends with the file (or when the chunks are no longer wanted)."""
+    pre = _Ahead(stream)
+    try:
+        yield from _read_chunks(needles, lf, stream, progress, family, shapes, rows_chunk, pre)
+    finally:
+        pre.close()
+
+
+def _read_chunks(needles: Needles, lf: LogFile, stream: BinaryIO, progress: Progress | None,
+                 family: Callable[[int], Any] | None, shapes: Shapes | None, rows_chunk: int,
+                 pre: _Ahead | None) -> Iterator[Chunk | Rest | int]:
+    """read_chunks; `pre`: reads ahead once reads are rows_chunk big (> CHUNK: not a reading stage that reads CHUNK
+    bytes throughout, parallel._read_stage)."""
     step = 0 if lf.size <= SAMPLE_ALL_BELOW else lf.size // TIMELINE_ROWS
     # a file of known size smaller than a chunk reads into a buffer its size (zeroing 4 MiB for each of 200 k small
     # files is most of their cost); should it grow meanwhile, a line the buffer cannot hold goes to the line reader
@@ -306,8 +399,13 @@ def read_chunks(needles: Needles, lf: LogFile, stream: BinaryIO, progress: Progr
     bars = Bars()
     errs = (ErrFold(needles.errs, needles.anchor_of) if needles.errs is not None and lf.size >= ERRFOLD_FROM and enabled()
             else None)
+    spare: Any = None  # the buffer reads ahead go into, swapped with buf (pre), and its view
+    spare_mv: Any = None
     while True:
-        n = stream.readinto(mv[have:have + size]) or 0  # type: ignore[attr-defined]
+        if pre is not None and pre.out:  # read ahead into this buffer (swapped in after the chunk before)
+            n = pre.take()
+        else:
+            n = stream.readinto(mv[have:have + size]) or 0  # type: ignore[attr-defined]
         if progress is not None and not lf.compression:
             progress.add(n)
         end = have + n
@@ -341,6 +439,12 @@ def read_chunks(needles: Needles, lf: LogFile, stream: BinaryIO, progress: Progr
         # counts lines of no other; the first part's end stays where it is) and while no shape is (nor any with them)
         if errs is not None and errs.shapes and cols is None:
             cut, ahead = (cut, errs.rules.reach) if final else errs.ahead(matcher, buf, cut, line_text)
+        if pre is not None and not final and cols is not None and size == rows_chunk > CHUNK:  # the next read, now
+            if spare is None:
+                spare = _buffer(size + MAX_LINE + 1)
+                spare_mv = memoryview(spare)
+            spare_mv[:end - cut] = mv[cut:end]  # the partial last line first, as below
+            pre.ask(spare_mv[end - cut:end - cut + size])
         raw = mv[:cut]
         chunk: Any = raw
         at = max(0, next_sample - offset)
@@ -399,7 +503,10 @@ def read_chunks(needles: Needles, lf: LogFile, stream: BinaryIO, progress: Progr
         rest = end - cut
         # the partial last line moves to the front through memoryviews (memmove: no temporary copy; after the head
         # alone, FIRST_PART, it is nearly the whole chunk, and a 4 MiB temporary left its pages to the heap)
-        if size < rows_chunk and not known and shapes is not None and shapes.armed is not None:  # rows: bigger reads
+        if pre is not None and pre.out:  # to the spare buffer's, which the next read is going into: swapped
+            buf, spare = spare, buf
+            mv, spare_mv = spare_mv, mv
+        elif size < rows_chunk and not known and shapes is not None and shapes.armed is not None:  # rows: bigger reads
             size, old = rows_chunk, mv
             buf = _buffer(size + MAX_LINE + 1)
             mv = memoryview(buf)
