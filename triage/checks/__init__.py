@@ -75,7 +75,7 @@ _register("publication_missing", health.publication_missing, min_steps=whole(2),
 _register("run_summary", health.run_summary, reward_keys=words([]), grad_keys=words([]), length_keys=words([]),
           stage_pattern=text(""))
 _register("cap_hits", health.cap_hits, **THRESHOLD, max_keys=words([]), mean_keys=words([]), resolved_after=whole(0),
-          sparse_records=whole(0), isolated_max=whole(0), pooled_records=whole(0),
+          resolved_min=whole(0), sparse_records=whole(0), isolated_max=whole(0), pooled_records=whole(0),
           few_completions=whole(0))
 _register("prompt_response_over_context", cc.prompt_response_over_context)
 _register("prompt_limit_derived", cc.prompt_limit_derived)
@@ -116,6 +116,7 @@ _register("policy_collapse", ts.policy_collapse, min_steps=whole(5), ratio=numbe
 _register("response_collapse", ts.response_collapse, min_steps=whole(5), ratio=number(0.05), max_tokens=number(64))
 _register("no_eos", ts.no_eos, min_steps=whole(2))
 _register("mean_length_at_cap", ts.mean_length_at_cap, min_share=number(0.95), min_steps=whole(2),
+          resolved_after=whole(0), resolved_min=whole(0),
           min_pinned_records=whole(10), min_pinned_tokens=number(32), pinned_tolerance=number(0.005),
           min_pinned_share=number(0.9))
 _register("step_time_trend", ts.step_time_trend, growth=number(5.0), stall=number(8.0), min_seconds=number(60.0),

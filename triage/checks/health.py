@@ -299,14 +299,21 @@ def cap_hits(params: dict[str, Any], run: Run) -> list[CheckResult]:
     # policy learned to finish inside the cap, or the cap was raised on resume). What it was is worth knowing;
     # it is not the run's problem now.
     after = int(params.get("resolved_after") or 0)
-    recent = run.series(key)[-after:] if after else []
-    if len(recent) == after > 0 and all(v < result.numbers["threshold"] or _below_cap(ev, max_keys, cap)
-                                        for ev, v in recent):
-        numbers["recent_max"] = max(v for _, v in recent)
-        numbers["arithmetic"] = (f"{text} at worst; at most {100 * numbers['recent_max']:.1f}% over the last "
-                                 f"{after} records")
-        result.severity = "info"
-        result.title = "Responses hit the response-length cap early, then stopped ({arithmetic})"
+    history = run.series(key)
+
+    def stopped(after: int) -> list[CheckResult]:
+        recent = history[-after:] if after else []
+        if len(recent) == after > 0 and all(v < result.numbers["threshold"] or _below_cap(ev, max_keys, cap)
+                                            for ev, v in recent):
+            numbers["recent_max"] = max(v for _, v in recent)
+            numbers["arithmetic"] = (f"{text} at worst; at most {100 * numbers['recent_max']:.1f}% over the last "
+                                     f"{after} records")
+            result.severity = "info"
+            result.title = "Responses hit the response-length cap early, then stopped ({arithmetic})"
+            return [result]
+        return []
+
+    if stopped(after):
         return [result]
     # One step at the threshold among many records below it is a few long answers, not a run that keeps hitting
     # its cap (a healthy TRL GRPO run: one record of 40 at exactly 0.2, real-extra 990): information, with the count
@@ -318,6 +325,11 @@ def cap_hits(params: dict[str, Any], run: Run) -> list[CheckResult]:
         numbers["arithmetic"] = f"{text}, on {count} of {records} records"
         result.severity = "info"
         result.title = "Responses hit the response-length cap on an isolated step ({arithmetic})"
+        return [result]
+    # A run shorter than `resolved_after`: its last third, once it has `resolved_min` records (a verl PPO run of 45
+    # steps whose first 15 put 55-64% of responses at the cap and whose last 15 stay at 7-12%, real-extra 2231).
+    least = int(params.get("resolved_min") or 0)
+    if after and least > 0 and least <= len(history) < after and stopped(len(history) // 3):
         return [result]
     # A ratio that only ever moves in steps of 1/N for a small N (0, 0.25, 0.5: 4 completions a step) counts one or
     # two completions per hit. Over the threshold on a minority of such records while the share pooled over all of

@@ -309,9 +309,26 @@ def mean_length_at_cap(params: dict[str, Any], run: Run) -> list[CheckResult]:
     (ev, mean, key), limit, source = hits[-1]
     arithmetic = (f"mean {key} {mean:g} = {100 * mean / limit:.0f}% of the cap {limit:g} ({source}) "
                   f"in {count} records")
-    return [CheckResult(evidence=_ev(points, 0, -1), count=count,
-                        numbers={"metric": key, "mean": mean, "response_cap": limit, "cap_source": source,
-                                 "records": count, "arithmetic": arithmetic})]
+    result = CheckResult(evidence=_ev(points, 0, -1), count=count,
+                         numbers={"metric": key, "mean": mean, "response_cap": limit, "cap_source": source,
+                                  "records": count, "arithmetic": arithmetic})
+    # Hits that stopped: the run's last `resolved_after` records (a shorter run's last third, from `resolved_min`
+    # records on) all under `min_share` of the cap. A verl GRPO run whose first 6 of 435 steps ran to its 192-token
+    # cap and whose policy then learned to answer inside it (real-extra 2230): what it was, not the run's problem.
+    after = int(params.get("resolved_after") or 0)
+    if after and len(means) < after and len(means) >= int(params.get("resolved_min") or 0) > 0:
+        after = len(means) // 3
+    recent = means[-after:] if after else []
+    ceiling = float(cap[0]) if cap else run_longest
+    if len(recent) == after > 0 and ceiling > 0 and all(math.isfinite(v) and v < share * ceiling
+                                                        for _, v, _ in recent):
+        top = max(v for _, v, _ in recent)
+        result.numbers["recent_max"] = top
+        result.numbers["arithmetic"] = (f"{arithmetic} at the start; at most {100 * top / ceiling:.0f}% of it "
+                                        f"over the last {after} records")
+        result.severity = "info"
+        result.title = "Mean response length at the cap early, then below it ({arithmetic})"
+    return [result]
 
 
 def _never_clipped(run: Run) -> bool:
