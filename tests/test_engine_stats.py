@@ -213,7 +213,8 @@ def test_vllm_non_default_args_and_capacity() -> None:
     rep = triage_dir(STATS / "vllm-v1-nondefault-args.log")
     cfg = {k: v["value"] for k, v in rep.config.items()}
     assert cfg == {"inference.max_context_length": 262144, "inference.sglang_max_running_requests": 2,
-                   "inference.sglang_max_total_tokens": 620944, "miles.sglang_chunked_prefill_size": 8192}
+                   "inference.sglang_max_total_tokens": 620944, "miles.sglang_chunked_prefill_size": 8192,
+                   "inference.tensor_parallel_size": 2}
     assert rep.config["inference.sglang_max_total_tokens"]["origin"] == "resolved"
 
 
