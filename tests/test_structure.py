@@ -13,7 +13,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "triage"
 # Stages from the bottom up. A module may import from its own stage and the ones before it.
 STAGES: list[tuple[str, ...]] = [
     ("triage", "triage.lazyre", "triage.model", "triage.redact", "triage.template", "triage.prefixes", "triage.errors",
-     "triage.library.cache", "triage.safe_load"),
+     "triage.library.cache", "triage.safe_load", "triage.fastbytes"),
     ("triage.library",),
     ("triage.parsers",),  # line and file parsers; discover sniffs a file's kind with them
     ("triage.input",),
@@ -117,8 +117,10 @@ def test_no_import_circle_even_for_the_type_checker():
 
 
 def test_the_native_prefilter_interface_is_a_leaf():
-    # `from triage.scan import _linescan` (the C extension) reads as the package; nothing else of triage
-    assert sorted(TYPED_GRAPH["triage.scan.native"]) == ["triage.scan"]
+    # `from triage.scan import _linescan` (the C extension) reads as the package; nothing else of triage but the
+    # leaf below every stage where it installs its head tests for discovery and unwrap (triage/fastbytes.py)
+    assert sorted(TYPED_GRAPH["triage.scan.native"]) == ["triage.fastbytes", "triage.scan"]
+    assert not TYPED_GRAPH["triage.fastbytes"]
     assert "triage.scan.scanner" not in TYPED_GRAPH["triage.scan.prefiltered"]
 
 

@@ -15,6 +15,7 @@ import stat
 from collections.abc import Callable
 from typing import Any
 
+from triage import fastbytes
 from triage.input.decompress import compression_of, safe_fd, safe_open
 from triage.input.read import open_stream
 from triage.lazyre import lazy
@@ -23,7 +24,6 @@ from triage.parsers import results as results_file
 from triage.parsers.config_file import looks_like_config
 from triage.prefixes import RAY_ACTOR
 from triage.safe_load import special_kind
-from triage.scan import native
 
 SNIFF = 64 << 10  # bytes of (decompressed) content used to decide a file's kind
 
@@ -169,10 +169,10 @@ GUARD_BYTES = {rx: tuple(g.encode() for g in guards) for rx, guards in GUARDS.it
 
 def _count(rx: re.Pattern[str], text: str, raw: bytes) -> int:
     """Matches of a marker regex in the head (findall: non-overlapping); `raw`: the text as UTF-8, where the guards'
-    literals are looked for in C (native.contains_any: Python's search cost ~15 us a guard of a 8 KB head, most of a
+    literals are looked for in C (fastbytes.contains_any: Python's search cost ~15 us a guard of a 8 KB head, most of a
     small file's discovery). An ASCII literal is in the text exactly when its bytes are in the text's UTF-8."""
     guards = GUARD_BYTES.get(rx)
-    if guards is not None and not native.contains_any(raw, guards):
+    if guards is not None and not fastbytes.contains_any(raw, guards):
         return 0
     return len(rx.findall(text))
 
@@ -194,7 +194,7 @@ class Scores:
         """(Ray actor names with a pid that are not vLLM's own processes, vLLM process names seen)."""
         text = self.text
         actors = ({m["actor"] for m in RAY_ACTORS.finditer(text) if m["pid"]}
-                  if native.contains_any(self._raw, (b"\n(",)) else set())
+                  if fastbytes.contains_any(self._raw, (b"\n(",)) else set())
         vllm_procs = {a for a in actors if VLLM_PROCESS.match(a)}
         return actors - vllm_procs, len(vllm_procs)
 
@@ -222,7 +222,7 @@ class Scores:
                 self._low = self.text.lower()
                 self._low_raw = self._low.encode("utf-8", "surrogatepass")
             low, low_raw = self._low, self._low_raw
-            if kind == "verifier" and native.contains_any(low_raw, TRAINER_DICT_BYTES):
+            if kind == "verifier" and fastbytes.contains_any(low_raw, TRAINER_DICT_BYTES):
                 low = TRAINER_DICT_LINE.sub("\n", low)
                 low_raw = low.encode("utf-8", "surrogatepass")
             got = _count(LOWER_MARKERS[kind], low, low_raw)

@@ -32,9 +32,9 @@ import io
 from collections import Counter
 from typing import Any, BinaryIO
 
+from triage import fastbytes
 from triage.lazyre import lazy_bytes
 from triage.prefixes import LINE_PREFIX
-from triage.scan import native
 
 MIN_WIDTH = 80  # narrower widths are ordinary short lines, not a terminal's
 HEAD = 16 << 10  # bytes of the head the width is decided on (a paste shows its width in its first long lines)
@@ -300,9 +300,8 @@ def _gate(head: bytes) -> tuple[bool, bool]:
     """(may the head be hard-wrapped, may it be a rich log): the first tests of wrap_width and of the rich gate, in C
     when it is built (_linescan.head_gate: one pass instead of a split and a search a level, ~80 us a small file's
     head, a third of what a run of 200 k small files cost a file); wrap_width and rich_layout decide the rest."""
-    if native.available():
-        return native.head_gate(head, MIN_WIDTH, RICH_LEVELS)
-    return True, any(w in head for w in RICH_LEVELS)
+    gate = fastbytes.head_gate(head, MIN_WIDTH, RICH_LEVELS)
+    return gate if gate is not None else (True, any(w in head for w in RICH_LEVELS))
 
 
 def layout(head: bytes) -> tuple[int, int, int]:

@@ -9,10 +9,14 @@ import re
 from array import array
 from typing import Any
 
+from triage import fastbytes
+
 try:
     from triage.scan import _linescan  # type: ignore[attr-defined]
 except ImportError:  # no compiler at install time: the Python path does everything
     _linescan = None
+else:  # the head tests of the stages below the scan (discovery, unwrap) answer in C too
+    fastbytes.install(head_gate=_linescan.head_gate, contains_any=_linescan.contains_any)
 
 K_CAND, K_STATS, K_USAGE = 0, 1, 2  # needle kinds; the kinds of scan()'s lines: candidate, sampled row (K_STATS),
 K_FOLD, K_SAMPLED, K_BATCH, K_FAMILY = 2, 3, 4, 5  # a record of folded rows, a folded row sampled for the
@@ -118,17 +122,9 @@ RAY_PREFIXES = re.compile(rb"\n(\([\w.:-]+(?: pid=\d+)?(?:, ip=[0-9a-fA-F.:]+)?\
 DP_TAGS = re.compile(rb"\n(?:\([^)\n]*\) ?)?\[[^\]\n]* (DP\d+)")  # DP-attention rank tags
 
 
-def contains_any(data: bytes | memoryview, needles: tuple[bytes, ...]) -> bool:
-    """Whether one of the needles is in data (in C when it is built: Python's search is ~10x slower on a log)."""
-    if _linescan is not None:
-        return bool(_linescan.contains_any(data, needles))
-    data = bytes(data)
-    return any(n in data for n in needles)
-
-
 def several_origins(head: bytes | memoryview) -> bool:
     """Whether a file's head shows stats rows of several engines (a Ray driver log, DP-attention groups)."""
-    if bytes(head[:1]) != b"(" and not contains_any(head, (b"\n(", b" DP")):  # what every match of either holds
+    if bytes(head[:1]) != b"(" and not fastbytes.contains_any(head, (b"\n(", b" DP")):  # what every match of either holds
         return False
     lines = b"\n" + head
     return len(set(RAY_PREFIXES.findall(lines))) > 1 or len(set(DP_TAGS.findall(lines))) > 1
