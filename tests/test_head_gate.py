@@ -40,7 +40,7 @@ def test_the_gate_agrees_with_the_python_tests_on_every_real_input(monkeypatch: 
     for name, head in heads:
         fast = unwrap.layout(head)
         assert fast == _python_layout(head, monkeypatch), name
-        may_wrap, may_rich = native.head_gate(head, unwrap.MIN_WIDTH, unwrap.RICH_LEVELS)
+        may_wrap, may_rich = native._linescan.head_gate(head, unwrap.MIN_WIDTH, unwrap.RICH_LEVELS)
         assert may_wrap or unwrap.wrap_width(head) == 0, name
         assert may_rich == any(w in head for w in unwrap.RICH_LEVELS), name
         wrapped += fast[0] > 0
@@ -75,7 +75,7 @@ def _wrapped(width: int, pairs: int, lead: bytes = b"") -> bytes:
 ])
 def test_the_gate_agrees_on_its_edges(head: bytes, monkeypatch: pytest.MonkeyPatch) -> None:
     assert unwrap.layout(head) == _python_layout(head, monkeypatch)
-    may_wrap, may_rich = native.head_gate(head, unwrap.MIN_WIDTH, unwrap.RICH_LEVELS)
+    may_wrap, may_rich = native._linescan.head_gate(head, unwrap.MIN_WIDTH, unwrap.RICH_LEVELS)
     assert may_wrap or unwrap.wrap_width(head) == 0
     assert may_rich == any(w in head for w in unwrap.RICH_LEVELS)
 
@@ -85,8 +85,8 @@ def test_records_of_one_format_and_length_are_ruled_out_in_c() -> None:
     # a per-rank metric log: every line as long as the widest, each followed by one of its own format
     head = b"".join(b"[2026-05-24 00:52:%02d] step %d loss 0.25 lr 1e-05 grad_norm 1.5 tokens 4096 mfu 0.41\n"
                     % (i % 60, i % 10) for i in range(60))
-    assert native.head_gate(head, unwrap.MIN_WIDTH, unwrap.RICH_LEVELS) == (False, False)
-    assert native.head_gate(_wrapped(90, 2), unwrap.MIN_WIDTH, unwrap.RICH_LEVELS)[0] is True
+    assert native._linescan.head_gate(head, unwrap.MIN_WIDTH, unwrap.RICH_LEVELS) == (False, False)
+    assert native._linescan.head_gate(_wrapped(90, 2), unwrap.MIN_WIDTH, unwrap.RICH_LEVELS)[0] is True
     assert unwrap.layout(_wrapped(90, 2)) == (90, 0, 0)
     assert unwrap.layout(_rich()) == (0, 20, 70)
 

@@ -40,11 +40,6 @@ def available() -> bool:
     return _linescan is not None and not os.environ.get("TRIAGE_NO_NATIVE")
 
 
-def head_gate(head: bytes, min_width: int, levels: tuple[bytes, ...]) -> tuple[bool, bool]:
-    """_linescan.head_gate: what unwrap's first tests of a file's head rule out (unwrap._gate)."""
-    return _linescan.head_gate(head, min_width, levels)
-
-
 def columns() -> bool:
     """Lines of repeated numeric shapes go to Python as columns (TRIAGE_NO_COLUMNS=1: as lines, for comparison)."""
     return not os.environ.get("TRIAGE_NO_COLUMNS")
