@@ -1,4 +1,4 @@
-"""Recognition round 23 (r23f): line forms of big and wrapped deployments (real-extra 2350-2363).
+"""Recognition round 23 (r23f): line forms of big and wrapped deployments (real-extra 2350-2364).
 
 Each case's failure sits behind a launcher's, container's or paste's wrapping; the finding must name it and point
 at the physical line:
@@ -20,7 +20,9 @@ at the physical line:
   no device: other.gpu-unavailable (2360, blind: the fatal-exit fallback);
 - stderr tracebacks written into the middle of a buffered stdout argument dump: the missing nvcc of a run-time kernel
   build is other.cuda-toolchain-missing (2361, blind: fallback); a TE-FL GEMM shape failure and a PEFT argument
-  check stay with the fatal-exit fallback, on the worker's exception (2362, 2363).
+  check stay with the fatal-exit fallback, on the worker's exception (2362, 2363);
+- four nested Ray Serve / vLLM prefixes on a healthy start: no finding, and the KV pool and context length still
+  read from the prefixed start-up lines (2364).
 """
 
 from __future__ import annotations
@@ -185,3 +187,11 @@ def test_worker_exception_before_the_rest_of_stdout(case: str, line: int, messag
     assert f.numbers["message"] == message
     assert ("host_0_localhost.output", line) in [(e.file, e.line) for e in f.evidence]
     assert not [g for g in report.findings if g.category in SIX]
+
+
+def test_four_nested_ray_serve_prefixes_start_quietly() -> None:
+    report = triage_dir(extra_input("2364"))
+    assert not report.findings
+    assert report.config["inference.max_context_length"]["value"] == 131072
+    assert report.config["inference.sglang_max_total_tokens"]["value"] == 396448
+    assert report.config["inference.sglang_max_total_tokens"]["source"] == "engine startup serve.log:2"
