@@ -15,6 +15,15 @@ EXTRA = FIXTURES / "real-extra"
 CASES = sorted(p.name for p in EXTRA.iterdir() if (p / "expect.yaml").is_file())
 # Known misses, kept visible: the label depends on when in the run the lines appeared.
 KNOWN_MISSES = {
+    "2325-trl-096-ppo-gpt2-max-length-1024-position-index-device-assert":
+        "CUDA's index-select assert (\"srcIndex < srcSelectDimSize\") during a TRL PPO step reads the same for a token "
+        "id past the vocabulary and a position past GPT-2's 1024-entry table; only the maintainer's reading of the "
+        "generation kwargs (max_length 1024 on a 1024-position model) says it was the length, so it stays "
+        "other.cuda-error (r23d)",
+    "2311-opik-answer-relevance-llm-judge-metric-litellm-timeout-score-failed":
+        "category right (verifier: the LLM-judge metric's litellm call timed out, verifier.reward-exception on the "
+        "judge's frames), but the thread has no answer and the label names no knob, so the knob check cannot pass "
+        "(r23d)",
     "2245-verl-opd-driver-stuck-in-naive-reward-compute-score-normalize-final-answer":
         "a hang with no error line: only a condensed call chain (ray_trainer.fit -> ... -> normalize_final_answer) "
         "shows the driver stuck in reward scoring; no rule reads stack dumps whose innermost frames are the "
@@ -127,7 +136,7 @@ KNOWN_MISSES = {
 
 
 def test_the_extra_corpus_is_there() -> None:
-    assert len(CASES) == 1139
+    assert len(CASES) == 1156
 
 
 @pytest.mark.parametrize("case", CASES)
