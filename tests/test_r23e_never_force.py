@@ -1,5 +1,5 @@
 """Recognition round 23 (r23e): never force a category; real failures outside the six and healthy runs with alarming
-lines (real-extra 2330-2344).
+lines (real-extra 2330-2345).
 
 - Training data that cannot be read is other.dataset-read-failed: pyarrow's ArrowInvalid on a Git LFS pointer or a
   broken download in place of a parquet file (GRPO-Zero 2332, Tool-N1 on verl 2333), pyarrow's
@@ -13,7 +13,8 @@ lines (real-extra 2330-2344).
   the step's and the job's records share one line, and in the wording without " ON node" / " AT time".
 - Blind-right cases pinned: Ray SIGBUS in the driver's object-store put and in the raylet's chunk receive
   (2330, 2331), NCCL 2.18's IB completion "with error 4, opcode ..." (2336), Ray's /tmp/ray disk full (2338), an
-  Xid 63 row-remap event (2342), a dagster-slurm step cancel (2339), a rank hung by a filesystem freeze seen as the
+  Xid 63 row-remap event (2342), flash-attn's missing libcudart.so.13 in an OpenRLHF Slurm job (2345, exit 1), a
+  dagster-slurm step cancel (2339), a rank hung by a filesystem freeze seen as the
   others' py-spy dump in barrier (2343), and three healthy logs: verl's committed CI output.txt with vLLM's
   multimodal worst-case context warnings (2335, exit 0), ray.init's disk warning (2337) and a run stopped on time at
   iteration 4875 of a nominal 500000 (2344).
@@ -140,6 +141,7 @@ def test_slurm_node_failure_line_alone(tmp_path: Path) -> None:
     ("2331", "other.fatal-signal", "train.log", 2, "signal", "SIGBUS"),
     ("2338", "other.disk-full", "notebook.log", 8, None, None),
     ("2342", "other.gpu-hardware-fault", "xid.log", 1, "xid", 63),
+    ("2345", "other.import-error", "D-grpo_4451503.err", 24, None, None),
 ])
 def test_failures_outside_the_six(case: str, rule: str, file: str, line: int, key: str | None, value) -> None:
     report = triage_dir(extra_input(case))
@@ -182,3 +184,12 @@ def test_rank_hung_in_a_filesystem_freeze_shows_as_others_in_barrier() -> None:
 
 def test_run_stopped_on_time_at_its_last_iteration_line_is_healthy() -> None:
     assert not triage_dir(extra_input("2344")).findings
+
+
+def test_a_read_failure_the_run_went_on_after_is_only_noted(tmp_path: Path) -> None:
+    steps = "".join(f"(TaskRunner pid=42) step:{i} - critic/score/mean:0.{i} - response_length/mean:{100 + i}.0\n"
+                    for i in range(1, 8))
+    report = triage_files(tmp_path, {"train.log": "pyarrow.lib.ArrowInvalid: JSON parse error: Invalid value. in row 0\n"
+                                                  + steps})
+    f = by_rule(report)["other.dataset-read-failed"]
+    assert f.severity == "info"
