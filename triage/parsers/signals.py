@@ -280,8 +280,15 @@ SHUTDOWN = lazy(
     r"|Caught (?:signal )?(?P<sig5>SIGTERM|SIGINT|15|2)\b"
     r"|^(?:[a-z_]\w*\.)*KeyboardInterrupt\b"  # Ctrl-C
     r"|^Terminated\s*$|line \d+: +\d+ Terminated +\S"  # the shell's report of a child ended by SIGTERM
-    r"|\*\*\* (?:JOB|STEP) \S+ ON \S+ CANCELLED AT \S+"  # Slurm scancel or time limit
+    # Slurm's slurmstepd cancelling the job or a step: scancel ("*** STEP 22051979.1 ON lrdn1786 CANCELLED AT
+    # 2025-10-23T14:31:08 ***"), its time limit, preemption or a requeue (src/slurmd/slurmstepd/req.c "*** %s ON %s
+    # CANCELLED AT %s DUE TO TIME LIMIT ***", Slurm 2.x-24; older Slurm and some sites print it without " ON node" or
+    # " AT time": "*** JOB 9999 ON hpc CANCELLED DUE TO TIME LIMIT ***", "*** JOB <ID> CANCELLED DUE TO TIME LIMIT
+    # ***"). A node failure ("DUE TO NODE FAILURE, SEE SLURMCTLD LOG FOR DETAILS") is not a stop on purpose.
+    r"|\*\*\* (?:JOB|STEP) \S+ (?:ON \S+ )?CANCELLED(?: AT \S+)?(?!.*DUE TO NODE FAILURE)"
+    r"(?: DUE TO (?P<slurm>TIME LIMIT|PREEMPTION|JOB REQUEUE))?(?= |$)"
 )
+SLURM_WHY = lazy(r"CANCELLED (?:AT \S+ )?DUE TO (TIME LIMIT|PREEMPTION|JOB REQUEUE)")
 # A child that ended by SIGTERM/SIGINT: its parent prints the exit code; never a crash of its own.
 SIGNAL_EXIT = lazy(
     r"exit(?:ed with)? (?:code|status) (?:-(?:15|2)|143|130)\b|exitcode\s*:\s*-(?:15|2)\b"
@@ -292,7 +299,8 @@ BENIGN_ANCHORS = ("exception was never retrieved",)  # NOT_FATAL_HEAD lines with
 # every SGLang stats row has ("code" of "Decode", "-2" of its dates), which slowed the C prefilter by half.
 SIGNAL_ANCHORS = ("SIGTERM", "SIGINT", "SIGHUP", "got signal", "death signal", "[shutdown]", "received signal",
                   "KeyboardInterrupt", "Caught signal", "exit code -", "exit code 1", "with code -", "with code 1", "exitcode: -",
-                  "status 143", "status 130", "Signals.SIG", "Terminated", "CANCELLED AT")
+                  "status 143", "status 130", "Signals.SIG", "Terminated", "CANCELLED AT",
+                  "CANCELLED DUE TO")
 # Rules whose lines a shutdown on purpose prints too: after the marker they are teardown, not failures.
 SHUTDOWN_NOISE = ("gen.client-disconnect-abort", "gen.vllm-aborted-requests", "gen.rollout-timeout")
 TAIL = 80  # lines after a process's last exception within which its log must end for the exception to end it
@@ -851,6 +859,9 @@ def shutdown_event(ex: Exits) -> Event | None:
     if m:
         sig = next((g for g in m.groups() if g), "") or ("SIGINT" if "KeyboardInterrupt" in m.group(0) else "")
         sig = {"15": "SIGTERM", "2": "SIGINT", "1": "SIGHUP", "TERM": "SIGTERM", "INT": "SIGINT"}.get(sig, sig)
+        if m.group("slurm") or " CANCELLED" in m.group(0):  # Slurm says why, not which signal (a step's and the
+            why = SLURM_WHY.search(ex.shutdown.msg)  # job's records can share the line, the reason in the second)
+            sig = "Slurm: " + (why.group(1) if why else "scancel").lower()
     return Event("shutdown", ex.shutdown, {"signal": sig or "signal", "quiet": ex.quiet})
 
 

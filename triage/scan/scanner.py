@@ -637,6 +637,11 @@ class Scanner:
             if not matched and plan.errorish and not frame and not echo and not _polling(event) \
                     and not msg.startswith(signals.TRACEBACK) and (ERRORISH.search(msg) or error_level_only(line)):
                 fs.errorish.add(line, not plan.signal and not exception_line(msg))
+        elif plan.signal and signals.SHUTDOWN.search(msg) and not signals.SIGNAL_EXIT.search(msg):
+            # a stop marker written onto a progress line: a job killed mid-bar, slurmstepd's "*** JOB ... CANCELLED
+            # AT ... DUE TO TIME LIMIT ***" appended to tqdm's last carriage-return update
+            res.marks.append(line)
+            fs.errorish.shutdown(lineno)
 
     # -- claims ----------------------------------------------------------------------------
     def may_group(self, fs: FileScan, line: Line, key: str, matched: list[tuple[Rule, Any]]) -> bool:
