@@ -76,7 +76,7 @@ _register("run_summary", health.run_summary, reward_keys=words([]), grad_keys=wo
           stage_pattern=text(""))
 _register("cap_hits", health.cap_hits, **THRESHOLD, max_keys=words([]), mean_keys=words([]), resolved_after=whole(0),
           resolved_min=whole(0), sparse_records=whole(0), isolated_max=whole(0), pooled_records=whole(0),
-          few_completions=whole(0))
+          few_completions=whole(0), settled_records=whole(0))
 _register("prompt_response_over_context", cc.prompt_response_over_context)
 _register("prompt_limit_derived", cc.prompt_limit_derived)
 _register("pack_budget_below_context", cc.pack_budget_below_context)

@@ -249,6 +249,9 @@ def _below_cap(ev: Event, max_keys: list[str], cap: Any) -> bool:
     return longest is not None and limit > 0 and longest[1] < limit
 
 
+GROWING = 1.5  # a last third's cap-hit share this many times the earlier records' is a run growing into its cap
+
+
 def _granularity(values: list[float], most: int) -> int | None:
     """The smallest N <= `most` such that every ratio is a whole number of 1/N (the fewest completions a step that
     could give these ratios), or None."""
@@ -338,13 +341,30 @@ def cap_hits(params: dict[str, Any], run: Run) -> list[CheckResult]:
     pooled_min = int(params.get("pooled_records") or 0)
     series = [v for _, v in run.series(key) if math.isfinite(v)]
     per_step = _granularity(series, int(params.get("few_completions") or 0))
-    if pooled_min and per_step and len(series) >= pooled_min and 2 * count < len(series):
+    # The same with larger batches (24 completions a record: 0.29 is 7 of them), once the run has `settled_records`
+    # records: a minority over the threshold, the pooled share under it, and the last third's pooled share under it
+    # too (the hits are not where the run ends up): a healthy TRL GRPO run, 20 of 133 records at 0.2-0.33, 11.5%
+    # pooled (real-extra 2255); a verl video GRPO whose first steps put 69-75% at a 256 cap and whose last third puts
+    # none (2265, 19 records). Responses growing into the cap stay a warning: a last third whose share is over
+    # GROWING times the share of the records before it (verl ReTool, 0.5% a step early, 15-22% at the end, 993).
+    tail = series[-(len(series) // 3):] if len(series) >= 3 else series
+    head = series[:len(series) - len(tail)]
+    settled = (bool(tail) and bool(head) and 0 < int(params.get("settled_records") or 0) <= len(series)
+               and sum(tail) / len(tail) < result.numbers["threshold"]
+               and sum(tail) / len(tail) <= GROWING * sum(head) / len(head))
+    if pooled_min and (per_step or settled) and len(series) >= pooled_min and 2 * count < len(series):
         pooled = sum(series) / len(series)
         if pooled < result.numbers["threshold"]:
             numbers["records"], numbers["pooled_share"] = len(series), round(pooled, 4)
-            numbers["ratio_step"] = f"1/{per_step}"
-            numbers["arithmetic"] = (f"{text}, on {count} of {len(series)} records moving in steps of 1/{per_step}; "
-                                     f"{100 * pooled:.1f}% over all of them")
+            if per_step:
+                numbers["ratio_step"] = f"1/{per_step}"
+                numbers["arithmetic"] = (f"{text}, on {count} of {len(series)} records moving in steps of "
+                                         f"1/{per_step}; {100 * pooled:.1f}% over all of them")
+            else:
+                late = sum(tail) / len(tail)
+                numbers["late_share"] = round(late, 4)
+                numbers["arithmetic"] = (f"{text}, on {count} of {len(series)} records; {100 * pooled:.1f}% over all "
+                                         f"of them, {100 * late:.1f}% over the last {len(tail)}")
             result.severity = "info"
             result.title = "Responses hit the response-length cap on a few steps ({arithmetic})"
             return [result]
