@@ -1,4 +1,4 @@
-"""Recognition round 23 (r23b): serving OOM/retraction and generation tail, SGLang and vLLM (real-extra 2270-2283).
+"""Recognition round 23 (r23b): serving OOM/retraction and generation tail, SGLang and vLLM (real-extra 2270-2283; 2279, 2281, 2282 were prose, not logs, and were dropped).
 
 - A shared (kvcached) KV pool that had fewer free pages than a request needed, with the engine core dying beside
   the allocator's warning ("available_size()=9.0 < need_size=30", kvcached issues 191 and 262), is the engine's
@@ -12,8 +12,7 @@
 - vLLM V0's failed-execution dump right after a preemption is the engine dying on the preemption path
   (serving.vllm-preemption-crashed); 2275's thread blames priority scheduling (label other, a known miss).
 - Blind-right cases pinned: SGLang prefill allocation failures in 2026 and in a paste whose newlines were lost
-  (2273, 2274), a preemption followed by an offline traceback (2272), TRL's quickstart truncating 97-99% of the
-  completions (2281).
+  (2273, 2274), a preemption followed by an offline traceback (2272).
 """
 
 from __future__ import annotations
@@ -114,9 +113,3 @@ def test_sglang_prefill_allocation_failure(case: str) -> None:
     assert (f.evidence[0].file, f.evidence[0].line) == ("sglang-server.log", 1)
     assert "miles.sglang_chunked_prefill_size" in knob_names(f)
 
-
-def test_trl_quickstart_truncating_most_completions_is_the_generation_tail() -> None:
-    f = top(triage_dir(extra_input("2281")))
-    assert (f.category, f.rule) == ("generation-tail", "gen.cap-hit-share-reported")
-    assert f.numbers["pct"] == 99
-    assert knob_names(f) == ["inference.max_response_length"]
