@@ -1,4 +1,4 @@
-"""Recognition round 23 (r23j): reward and verifier paths inside RL frameworks (real-extra 2415-2421).
+"""Recognition round 23 (r23j): reward and verifier paths inside RL frameworks (real-extra 2415-2423).
 
 - An LLM judge whose reply cannot be used as rewards is the verifier's: OpenPipe ART's RULER printing an empty
   score list and swallowing the assertion that follows ("Swallowed exception: ", then "(no training occurred)", 2419)
@@ -10,6 +10,8 @@
 - Healthy runs with alarming reward-path lines stay clean: verl's driver repeating sympy's "ANTLR runtime and
   generated code versions disagree" (2415) and ROLL's rule reward workers' "worker has not strategy" / "Current
   platform cpu does not have 'empty_cache' attribute." (2416).
+- verl's default reward dispatcher with an empty data_source (AReaL's verl benchmark, the line quoted in prose, 2422)
+  stays verifier.reward-not-implemented with its knob.
 - RL Swarm's ragged reward tensor ("expected sequence of length 2 at dim 1", three versions: 2417, 2418, 2421) is a
   framework crash outside the six (other.fatal-exit on the ValueError line), not a verifier failure.
 """
@@ -84,3 +86,13 @@ def test_rl_swarm_ragged_reward_tensor_is_other(case: str, line: int, got: str) 
     ev = {(e.file, e.line): e.text for e in f.evidence}
     assert ev[("swarm.log", line)].endswith(f"expected sequence of length 2 at dim 1 (got {got})")
     assert not [g for g in report.findings if g.category in SIX]
+
+
+# -- a reward function with no scorer for the data source -----------------------------------------------------------
+
+
+def test_empty_data_source_in_quotes_is_reward_not_implemented() -> None:
+    f = top(triage_dir(extra_input("2422")))
+    assert (f.category, f.rule, f.severity) == ("verifier", "verifier.reward-not-implemented", "error")
+    assert (f.evidence[0].file, f.evidence[0].line) == ("train.log", 1)
+    assert knob_names(f)[0] == "verifier.reward_function"

@@ -195,11 +195,15 @@ KNOWN_MISSES = {
         "rollouts whose <think> is a run of '!' (the reward's 'Extracted equation: None' is the countdown scorer's "
         "normal per-sample print): the policy's output collapsed, but nothing on the lines says why (no sleep level, "
         "dtype or weight-sync line next to it) and no rule reads repeated-character rollouts alone (r23j)",
+    "2423-areal-realhf-reward-always-minus-5-only-torch-userwarnings-pasted":
+        "the pasted lines are torch's gradient-checkpointing and tensor-copy UserWarnings the reporter suspected; the "
+        "constant -5 reward and the maintainer's 'the reward verifier isn't functioning' are in the title and the "
+        "thread only (r23j)",
 }
 
 
 def test_the_extra_corpus_is_there() -> None:
-    assert len(CASES) == 1225
+    assert len(CASES) == 1227
 
 
 @pytest.mark.parametrize("case", CASES)
