@@ -1,4 +1,4 @@
-"""Recognition round 23 (r23i): cold starts and start-up deadlines across frameworks (real-extra 2400-2407).
+"""Recognition round 23 (r23i): cold starts and start-up deadlines across frameworks (real-extra 2400-2408).
 
 - vllm-omni's AsyncOmniEngine giving up on its orchestrator ("TimeoutError: Orchestrator did not become ready within
   600s", vllm-omni 0.19) is a readiness deadline like the engines' (cold.engine-not-ready, seconds 600, knob
@@ -12,6 +12,10 @@
   "taken more than 30s to initialize" (placed, constructor slow) is not.
 - vLLM's placement-group wait in GPUStack 2.1's words ("Waiting for creating a group of placement of specs for 310
   seconds", and "a group placement of specs") is the same wait as vLLM's "a placement group of specs" (2406).
+- A start-up that waits, where the engine had died of its KV cache: vllm-rbln's "Not enough memory for 24 blocks of
+  KV cache" is serving.vllm-kv-capacity (knob inference.sglang_max_total_tokens: --num-gpu-blocks-override), above
+  the API server's "Waiting for 1 local, 0 remote core engine proc(s) to start" that only the startup probe ended
+  (2408).
 - Blind-right cases pinned: OpenRLHF's unschedulable {GPU, CPU} request (2407, cold.ray-placement-wait) and
   ollama's fixed 5-minute load deadline on a 413 GiB model (2405, cold.startup-not-ready).
 - Known misses (tests/test_real_extra.py): 2402 (the Hub read-timeout line that explains the readiness timeout is cut
@@ -124,3 +128,13 @@ def test_omni_016_stage_timeout_warning_block_is_claimed_too() -> None:
     assert [(e.file, e.line) for e in f.evidence] == [("vllm-omni-serve.log", 7), ("vllm-omni-serve.log", 9)]
     assert f.count == 3
     assert "unclassified" not in by_rule(report)
+
+
+def test_engine_kv_blocks_out_of_memory_outranks_the_frontends_wait() -> None:
+    report = triage_dir(extra_input("2408"))
+    f = top(report)
+    assert (f.category, f.rule, f.severity) == ("serving-oom-retraction", "serving.vllm-kv-capacity", "error")
+    assert (f.evidence[0].file, f.evidence[0].line) == ("serve.log", 4)
+    assert f.numbers["pool_blocks"] == 24
+    assert "inference.sglang_max_total_tokens" in knob_names(f)
+    assert not [g for g in report.findings if g.category == "cold-start" and g.severity != "info"]
