@@ -1,4 +1,4 @@
-"""Recognition round 23 (r23i): cold starts and start-up deadlines across frameworks (real-extra 2400-2408).
+"""Recognition round 23 (r23i): cold starts and start-up deadlines across frameworks (real-extra 2400-2409).
 
 - vllm-omni's AsyncOmniEngine giving up on its orchestrator ("TimeoutError: Orchestrator did not become ready within
   600s", vllm-omni 0.19) is a readiness deadline like the engines' (cold.engine-not-ready, seconds 600, knob
@@ -16,8 +16,9 @@
   KV cache" is serving.vllm-kv-capacity (knob inference.sglang_max_total_tokens: --num-gpu-blocks-override), above
   the API server's "Waiting for 1 local, 0 remote core engine proc(s) to start" that only the startup probe ended
   (2408).
-- Blind-right cases pinned: OpenRLHF's unschedulable {GPU, CPU} request (2407, cold.ray-placement-wait) and
-  ollama's fixed 5-minute load deadline on a 413 GiB model (2405, cold.startup-not-ready).
+- Blind-right cases pinned: OpenRLHF's unschedulable {GPU, CPU} request (2407, cold.ray-placement-wait),
+  ollama's fixed 5-minute load deadline on a 413 GiB model (2405, cold.startup-not-ready), and a Ray Serve LLM
+  replica that warned "taken more than 30s to initialize" and then served (2409: healthy).
 - Known misses (tests/test_real_extra.py): 2402 (the Hub read-timeout line that explains the readiness timeout is cut
   in the paste) and 2404 (llama-swap's one DEBUG line does not say why it stopped the upstream).
 """
@@ -138,3 +139,9 @@ def test_engine_kv_blocks_out_of_memory_outranks_the_frontends_wait() -> None:
     assert f.numbers["pool_blocks"] == 24
     assert "inference.sglang_max_total_tokens" in knob_names(f)
     assert not [g for g in report.findings if g.category == "cold-start" and g.severity != "info"]
+
+
+def test_serve_replica_slow_init_that_then_serves_is_healthy() -> None:
+    report = triage_dir(extra_input("2409"))
+    assert warnings_or_worse(report) == []
+    assert "cold.ray-placement-wait" not in by_rule(report)
