@@ -15,6 +15,15 @@ EXTRA = FIXTURES / "real-extra"
 CASES = sorted(p.name for p in EXTRA.iterdir() if (p / "expect.yaml").is_file())
 # Known misses, kept visible: the label depends on when in the run the lines appeared.
 KNOWN_MISSES = {
+    "2402-vllm-omni-ci-hf-hub-read-timeout-orchestrator-not-ready-600s":
+        "the issue names a Hugging Face Hub read timeout as the cause of the orchestrator's 600 s readiness timeout, "
+        "but the paste's one Hub line (huggingface_hub's retry warning, '(ReadTimeoutError(\"HTTPSConnectionPool("
+        "host='huggingface.co' ...') is cut mid-message, and even whole it is a retried request; the whole lines are "
+        "the readiness timeouts, which read as a slow start (cold-start) (r23i)",
+    "2404-llama-swap-hf-download-outlasts-health-check-timeout-upstream-stopped":
+        "llama-swap's one DEBUG line ('cmdStopUpstreamProcess() initiating graceful stop of upstream process') does "
+        "not say why it stopped llama-server (health-check timeout, TTL, a swap); that the download outlasted "
+        "healthCheckTimeout is the maintainer's reading (r23i)",
     "2325-trl-096-ppo-gpt2-max-length-1024-position-index-device-assert":
         "CUDA's index-select assert (\"srcIndex < srcSelectDimSize\") during a TRL PPO step reads the same for a token "
         "id past the vocabulary and a position past GPT-2's 1024-entry table; only the maintainer's reading of the "
@@ -196,7 +205,7 @@ KNOWN_MISSES = {
 
 
 def test_the_extra_corpus_is_there() -> None:
-    assert len(CASES) == 1224
+    assert len(CASES) == 1234
 
 
 @pytest.mark.parametrize("case", CASES)
