@@ -139,8 +139,9 @@ def test_srun_exit_is_a_symptom_of_the_tasks_own_error():
     f = top(report)
     assert (f.rule, f.numbers["exception"]) == ("other.fatal-exit", "ValidationError")
     # the traceback, its ValidationError, the ActorDiedError it reached the driver as, then srun's exit folded in;
-    # the engine's own copy of the ValidationError (line 54) folds in next to it (r19d: same_exception_lines)
-    assert [e.line for e in f.evidence] == [29, 93, 54, 75, 98]
+    # the engine's own copy of the ValidationError (line 54) folds in next to it (r19d: same_exception_lines); Ray's
+    # note naming the class it could not pickle (line 35, other.ray-cause-not-serializable, r23g) folds in as a symptom
+    assert [e.line for e in f.evidence] == [29, 93, 54, 35, 75, 98]
     assert f.numbers["same_exception_lines"] == 1
     assert all(g.rule != "other.slurm-task-exit" for g in report.findings)
 
