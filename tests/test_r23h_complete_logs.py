@@ -1,7 +1,7 @@
 """Recognition round 23 (r23h): whole run logs committed to research repositories (real-extra 2385-2395).
 
 - A long run whose records at the response cap are a few scattered ones (TRL GRPO, one prompt's 8 completions a
-  record: 35 of 2,400 records at the 128-token cap, spread over the run) is information, not a generation tail:
+  record: 34 of 2,400 records at the 128-token cap, spread over the run) is information, not a generation tail:
   gen.mean-length-at-cap takes `sparse_records` / `sparse_share` (2387). Hits gathering in the last third stay a
   warning (a late collapse), and a short run's hits are judged as before.
 - Blind-right cases pinned on their rules: torchrun's argparse refusal (2389), three Ctrl+C KeyboardInterrupts of a

@@ -332,7 +332,7 @@ def mean_length_at_cap(params: dict[str, Any], run: Run) -> list[CheckResult]:
     # Hits that are a few scattered records of a long run: at least `sparse_records` records, fewer than
     # `sparse_share` of them at the cap, and no more than that share of the last third either (hits gathering at the
     # end are a late collapse, not scatter). A TRL GRPO run whose records are one prompt's 8 completions each puts a
-    # record at its 128-token cap whenever one prompt's answers all run on: 35 of 2,400 records, spread from the
+    # record at its 128-token cap whenever one prompt's answers all run on: 34 of 2,400 records, spread from the
     # first hundred to the last (real-extra 2387, a finished run); the responses of the run were not cut.
     sparse = int(params.get("sparse_records") or 0)
     total = s.n if s is not None else len(means)
