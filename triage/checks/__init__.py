@@ -118,7 +118,7 @@ _register("no_eos", ts.no_eos, min_steps=whole(2))
 _register("mean_length_at_cap", ts.mean_length_at_cap, min_share=number(0.95), min_steps=whole(2),
           resolved_after=whole(0), resolved_min=whole(0),
           min_pinned_records=whole(10), min_pinned_tokens=number(32), pinned_tolerance=number(0.005),
-          min_pinned_share=number(0.9))
+          min_pinned_share=number(0.9), sparse_records=whole(0), sparse_share=number(0.0))
 _register("step_time_trend", ts.step_time_trend, growth=number(5.0), stall=number(8.0), min_seconds=number(60.0),
           min_points=whole(4), generation_bars=words(list(ts.GENERATION_BARS)))
 _register("slow_generation", ts.slow_generation, min_seconds=number(60.0), min_elapsed=number(600.0),
